@@ -1,0 +1,129 @@
+package shm
+
+import (
+	"fmt"
+	"math/bits"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// ParseHeader validates the first bytes of a zone file of fileSize bytes and
+// returns its header. It checks, in order, the size, the magic number, the byte
+// order and version, the checksum and the geometry against fileSize, so no
+// offset is trusted before the bytes that carry it are known to be intact. A
+// layout of 0 accepts any layout.
+func ParseHeader(b []byte, fileSize int64, layout uint32) (Header, error) {
+	if len(b) < hdrSize || fileSize < HeaderSize {
+		return Header{}, fmt.Errorf("%w: %d bytes is too small", ErrNotZone, fileSize)
+	}
+	if string(b[:len(magic)]) != magic {
+		return Header{}, fmt.Errorf("%w: bad magic %q", ErrNotZone, b[:len(magic)])
+	}
+	u32 := func(off int) uint32 { return nativeOrder.Uint32(b[off:]) }
+	u64 := func(off int) uint64 { return nativeOrder.Uint64(b[off:]) }
+	if o := u32(12); o != orderMark {
+		return Header{}, fmt.Errorf("%w: byte order mark %#x, want %#x", ErrVersion, o, orderMark)
+	}
+	if v := u32(8); v != Version {
+		return Header{}, fmt.Errorf("%w: format version %d, this build reads %d", ErrVersion, v, Version)
+	}
+	if sum, want := u64(checksumOff), xxhash.Sum64(b[:checksumOff]); sum != want {
+		return Header{}, fmt.Errorf("%w: header checksum %#x, computed %#x", ErrCorrupt, sum, want)
+	}
+	h := Header{
+		Version:   u32(8),
+		Layout:    u32(16),
+		PageSize:  int(u32(20)),
+		Size:      int64(u64(24)),
+		Shards:    int(u32(32)),
+		IndexSize: int(u32(36)),
+		ShardOff:  int64(u64(40)),
+		ShardSize: int64(u64(48)),
+		Seed:      u64(56),
+		Clock:     u32(64),
+		CreatedAt: int64(u64(72)),
+	}
+	if layout != 0 && h.Layout != layout {
+		return Header{}, fmt.Errorf("%w: shard layout %#x, this build reads %#x", ErrVersion, h.Layout, layout)
+	}
+	if err := h.validate(fileSize); err != nil {
+		return Header{}, err
+	}
+	return h, nil
+}
+
+func (h Header) validate(fileSize int64) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
+	}
+	switch {
+	case h.PageSize < 512 || h.PageSize > 1<<16 || bits.OnesCount(uint(h.PageSize)) != 1:
+		return bad("page size %d", h.PageSize)
+	case h.Shards < 1 || h.Shards > MaxShards || bits.OnesCount(uint(h.Shards)) != 1:
+		return bad("shard count %d", h.Shards)
+	case h.ShardOff != HeaderSize:
+		return bad("shard offset %d", h.ShardOff)
+	case h.ShardSize < MinShardSize || h.ShardSize > MaxShardSize || h.ShardSize%int64(h.PageSize) != 0:
+		return bad("shard size %d", h.ShardSize)
+	case h.IndexSize < 1 || bits.OnesCount(uint(h.IndexSize)) != 1 || int64(h.IndexSize)*4 > h.ShardSize/2:
+		return bad("index size %d for shard size %d", h.IndexSize, h.ShardSize)
+	case h.Clock != ClockUnixMs:
+		return bad("clock kind %d", h.Clock)
+	}
+	want := h.ShardOff + int64(h.Shards)*h.ShardSize
+	if h.Size != want {
+		return bad("size %d, geometry says %d", h.Size, want)
+	}
+	if fileSize != h.Size {
+		return bad("file is %d bytes, header says %d (truncated or extended)", fileSize, h.Size)
+	}
+	return nil
+}
+
+// Geometry chooses the shard count, shard size and index size for a zone of
+// size bytes. shards 0 chooses from the size (one shard per 512 KiB, a power of
+// two from 1 to 64); bytesPerSlot is the expected bytes per index slot.
+func Geometry(size int64, shards int, bytesPerSlot int64) (Header, error) {
+	if size < HeaderSize+MinShardSize {
+		return Header{}, fmt.Errorf("%w: size %d is below the minimum %d", ErrBadOptions, size, HeaderSize+MinShardSize)
+	}
+	avail := size - HeaderSize
+	if shards == 0 {
+		shards = 1
+		for shards < 64 && avail/int64(shards*2) >= 512<<10 {
+			shards *= 2
+		}
+	}
+	if shards < 1 || shards > MaxShards || bits.OnesCount(uint(shards)) != 1 {
+		return Header{}, fmt.Errorf("%w: shard count %d is not a power of two from 1 to %d", ErrBadOptions, shards, MaxShards)
+	}
+	shardSize := avail / int64(shards) / PageSize * PageSize
+	if shardSize < MinShardSize {
+		return Header{}, fmt.Errorf("%w: %d shards of %d bytes; a shard needs %d", ErrBadOptions, shards, shardSize, MinShardSize)
+	}
+	if shardSize > MaxShardSize {
+		return Header{}, fmt.Errorf("%w: shards of %d bytes exceed %d; use more shards", ErrBadOptions, shardSize, int64(MaxShardSize))
+	}
+	if bytesPerSlot <= 0 {
+		bytesPerSlot = 64
+	}
+	// The power of two nearest to shardSize/bytesPerSlot.
+	want := shardSize / bytesPerSlot
+	index := int64(1)
+	for index*2 <= want {
+		index *= 2
+	}
+	if want-index > index*2-want {
+		index *= 2
+	}
+	return Header{
+		Version:   Version,
+		PageSize:  PageSize,
+		Size:      HeaderSize + int64(shards)*shardSize,
+		Shards:    shards,
+		IndexSize: int(index),
+		ShardOff:  HeaderSize,
+		ShardSize: shardSize,
+		Clock:     ClockUnixMs,
+	}, nil
+}

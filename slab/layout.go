@@ -1,0 +1,98 @@
+package slab
+
+import "unsafe"
+
+// A slab region, offsets relative to its first byte:
+//
+//	0            hdrSize                 descOff            pagesOff
+//	+------------+-----------------------+------------------+----------+----------+--
+//	| header     | class heads           | descriptors      | page 0   | page 1   |
+//	|            | [numClasses]uint32    | [npages]desc     |          |          |
+//	+------------+-----------------------+------------------+----------+----------+--
+//
+// Offset 0 is the header, so no chunk is ever at offset 0 and callers may use
+// 0 as nil. A descriptor (descSize bytes) per page:
+//
+//	0      4      8      12   13    14     16                          48
+//	+------+------+------+----+-----+------+---------------------------+
+//	| next | prev | run  |kind|class| used | bitmap [4]uint64          |
+//	+------+------+------+----+-----+------+---------------------------+
+//
+// next/prev link a page into its class's list of pages with free chunks, or a
+// free run into the free-run list; links are page index + 1, 0 = none. The
+// bitmap has a bit per chunk of a small page, set while the chunk is
+// allocated: it is the only record of which chunks are in use, so repair needs
+// nothing else.
+
+const (
+	magic = 0x534c4231 // "SLB1"
+
+	hdrSize       = int(unsafe.Sizeof(header{}))
+	classHeadsOff = hdrSize
+	classHeadSize = 4
+	descStart     = classHeadsOff + numClasses*classHeadSize
+	descSize      = int(unsafe.Sizeof(desc{}))
+	pageAlign     = 64
+	maxChunks     = 256 // bits in desc.Bitmap
+)
+
+// header is the overlay at offset 0. Every word is under the lock of whoever
+// owns the region (the dict's shard lock), except Magic..PagesOff, which are
+// immutable after Format.
+type header struct {
+	Magic     uint32 // immutable after Format
+	PageSize  uint32 // immutable after Format
+	NPages    uint32 // immutable after Format
+	PagesOff  uint32 // immutable after Format: offset of page 0, pageAlign-aligned
+	FreeRuns  uint32 // under lock: first free run, page index + 1
+	FreePages uint32 // under lock: pages in free runs
+	FreeBytes uint64 // under lock: bytes in free pages and free chunks
+	Allocs    uint64 // under lock: successful Alloc calls
+	Frees     uint64 // under lock: successful Free calls
+	Fails     uint64 // under lock: Alloc calls that found no memory
+}
+
+var (
+	_ [hdrSize - 56]struct{}
+	_ [56 - hdrSize]struct{}
+)
+
+// Page kinds.
+const (
+	kindNone     = 0 // never formatted or corrupt: treated as free by Rebuild
+	kindFree     = 1 // first page of a free run; Run = pages in the run
+	kindFreeTail = 2 // last page of a free run of 2 or more; Run = index of its first page
+	kindSmall    = 3 // chunks of class Class; Used chunks set in Bitmap
+	kindRun      = 4 // first page of an allocated run; Run = pages in the run
+	kindRunBody  = 5 // other pages of an allocated run; Run = index of its first page
+	kindFreeBody = 6 // inner pages of a free run (neither first nor last)
+)
+
+// desc is the overlay of a page descriptor; under the owner's lock.
+type desc struct {
+	Next   uint32
+	Prev   uint32
+	Run    uint32
+	Kind   uint8
+	Class  uint8
+	Used   uint16
+	Bitmap [4]uint64
+}
+
+var (
+	_ [descSize - 48]struct{}
+	_ [48 - descSize]struct{}
+)
+
+func (s *Slab) hdr() *header { return (*header)(unsafe.Pointer(&s.mem[0])) }
+
+// desc returns page i's descriptor; i must be < s.npages.
+func (s *Slab) desc(i uint32) *desc {
+	off := descStart + int(i)*descSize
+	return (*desc)(unsafe.Pointer(&s.mem[off : off+descSize][0]))
+}
+
+func (s *Slab) classHead(c int) *uint32 {
+	off := classHeadsOff + c*classHeadSize
+	return (*uint32)(unsafe.Pointer(&s.mem[off : off+4][0]))
+}

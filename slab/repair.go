@@ -1,0 +1,293 @@
+package slab
+
+import (
+	"fmt"
+	"math/bits"
+)
+
+// ForEach calls fn for every allocated chunk, in page order, with its offset
+// and size, until fn returns false. Pages whose descriptors are inconsistent
+// are skipped; Rebuild makes them free.
+func (s *Slab) ForEach(fn func(off uint32, size int) bool) {
+	for p := uint32(0); p < s.npages; p++ {
+		d := s.desc(p)
+		switch d.Kind {
+		case kindSmall:
+			if int(d.Class) >= numClasses {
+				continue
+			}
+			size := uint32(classSizes[d.Class])
+			n := chunksPerPage(int(d.Class), s.pageSize)
+			for w, word := range d.Bitmap {
+				for word != 0 {
+					i := w*64 + bits.TrailingZeros64(word)
+					word &= word - 1
+					if i >= n {
+						break
+					}
+					if !fn(s.pageOff(p)+uint32(i)*size, int(size)) {
+						return
+					}
+				}
+			}
+		case kindRun:
+			if d.Run == 0 || d.Run > s.npages-p {
+				continue
+			}
+			if !fn(s.pageOff(p), int(d.Run)*int(s.pageSize)) {
+				return
+			}
+			p += d.Run - 1
+		}
+	}
+}
+
+// Forget marks the chunk at off free without fixing any list or count: a
+// repair step, to be followed by Rebuild. An offset that is not an allocated
+// chunk is ignored.
+func (s *Slab) Forget(off uint32) {
+	if _, err := s.Size(off); err != nil {
+		return
+	}
+	p, _ := s.locate(off)
+	d := s.desc(p)
+	if d.Kind == kindRun {
+		d.Kind = kindNone
+		return
+	}
+	idx := int((off - s.pageOff(p)) / uint32(classSizes[d.Class]))
+	d.Bitmap[idx>>6] &^= 1 << (idx & 63)
+}
+
+// Rebuild recomputes every list and count from the descriptors' kinds,
+// classes and bitmaps: the allocated chunks stay allocated, every other page
+// becomes free, and the free runs are merged. It repairs a region whose owner
+// died in the middle of Alloc or Free.
+func (s *Slab) Rebuild() {
+	h := s.hdr()
+	for c := 0; c < numClasses; c++ {
+		*s.classHead(c) = 0
+	}
+	h.FreeRuns, h.FreePages, h.FreeBytes = 0, 0, 0
+	free := make([]bool, s.npages) // repair is rare; the caller may allocate here
+	for p := uint32(0); p < s.npages; p++ {
+		d := s.desc(p)
+		switch d.Kind {
+		case kindSmall:
+			if int(d.Class) >= numClasses {
+				free[p] = true
+				continue
+			}
+			n := chunksPerPage(int(d.Class), s.pageSize)
+			used := 0
+			for w := range d.Bitmap {
+				lo := w * 64
+				switch {
+				case lo >= n:
+					d.Bitmap[w] = 0
+				case lo+64 > n:
+					d.Bitmap[w] &= 1<<(n-lo) - 1
+				}
+				used += bits.OnesCount64(d.Bitmap[w])
+			}
+			if used == 0 {
+				free[p] = true
+				continue
+			}
+			d.Used = uint16(used)
+			d.Next, d.Prev, d.Run = 0, 0, 0
+			size := uint64(classSizes[d.Class])
+			h.FreeBytes += uint64(n-used) * size
+			if used < n {
+				s.pushClass(int(d.Class), p)
+			}
+		case kindRun:
+			n := d.Run
+			ok := n > 0 && n <= s.npages-p
+			for i := uint32(1); ok && i < n; i++ {
+				b := s.desc(p + i)
+				ok = b.Kind == kindRunBody && b.Run == p
+			}
+			if !ok {
+				free[p] = true
+				continue
+			}
+			d.Next, d.Prev, d.Used, d.Class = 0, 0, 1, 0
+			p += n - 1
+		default:
+			free[p] = true
+		}
+	}
+	for p := uint32(0); p < s.npages; {
+		if !free[p] {
+			p++
+			continue
+		}
+		q := p
+		for q < s.npages && free[q] {
+			q++
+		}
+		s.putFreeRun(p, q-p)
+		h.FreeBytes += uint64(q-p) * uint64(s.pageSize)
+		p = q
+	}
+}
+
+// Check verifies the region's invariants: descriptors well formed, counts equal
+// to bitmaps, every page with free chunks in its class list exactly once and
+// no full page there, free runs maximal, linked once and counted, and
+// FreeBytes equal to what the pages hold. It returns the first problem found,
+// wrapped in ErrCorrupt.
+func (s *Slab) Check() error {
+	h := s.hdr()
+	var freeBytes uint64
+	var freePages uint32
+	inList := make([]uint8, s.npages)
+	for c := 0; c < numClasses; c++ {
+		prev := uint32(0)
+		for link, steps := *s.classHead(c), uint32(0); link != 0; steps++ {
+			p := link - 1
+			if p >= s.npages || steps > s.npages {
+				return s.corrupt("class %d list: link %d", c, link)
+			}
+			d := s.desc(p)
+			if d.Kind != kindSmall || int(d.Class) != c {
+				return s.corrupt("class %d list holds page %d of kind %d class %d", c, p, d.Kind, d.Class)
+			}
+			if d.Prev != prev {
+				return s.corrupt("page %d prev %d, want %d", p, d.Prev, prev)
+			}
+			if inList[p] != 0 {
+				return s.corrupt("page %d linked twice", p)
+			}
+			inList[p] = 1
+			prev, link = link, d.Next
+		}
+	}
+	prev := uint32(0)
+	for link, steps := h.FreeRuns, uint32(0); link != 0; steps++ {
+		p := link - 1
+		if p >= s.npages || steps > s.npages {
+			return s.corrupt("free-run list: link %d", link)
+		}
+		d := s.desc(p)
+		if d.Kind != kindFree || d.Run == 0 || d.Run > s.npages-p {
+			return s.corrupt("free-run list holds page %d of kind %d run %d", p, d.Kind, d.Run)
+		}
+		if d.Prev != prev {
+			return s.corrupt("free run %d prev %d, want %d", p, d.Prev, prev)
+		}
+		if inList[p] != 0 {
+			return s.corrupt("free run %d linked twice", p)
+		}
+		inList[p] = 2
+		prev, link = link, d.Next
+	}
+	for p := uint32(0); p < s.npages; p++ {
+		d := s.desc(p)
+		switch d.Kind {
+		case kindSmall:
+			if int(d.Class) >= numClasses {
+				return s.corrupt("page %d class %d", p, d.Class)
+			}
+			n := chunksPerPage(int(d.Class), s.pageSize)
+			used := 0
+			for w, word := range d.Bitmap {
+				if lo := w * 64; lo >= n && word != 0 || lo < n && lo+64 > n && word>>(n-lo) != 0 {
+					return s.corrupt("page %d bitmap has bits past chunk %d", p, n)
+				}
+				used += bits.OnesCount64(word)
+			}
+			if used != int(d.Used) || used == 0 {
+				return s.corrupt("page %d used %d, bitmap has %d", p, d.Used, used)
+			}
+			if (used < n) != (inList[p] == 1) {
+				return s.corrupt("page %d with %d of %d chunks used: in class list = %v", p, used, n, inList[p] == 1)
+			}
+			freeBytes += uint64(n-used) * uint64(classSizes[d.Class])
+		case kindRun:
+			if d.Run == 0 || d.Run > s.npages-p || inList[p] != 0 {
+				return s.corrupt("run at page %d of %d pages", p, d.Run)
+			}
+			for i := uint32(1); i < d.Run; i++ {
+				if b := s.desc(p + i); b.Kind != kindRunBody || b.Run != p {
+					return s.corrupt("page %d of run %d: kind %d head %d", p+i, p, b.Kind, b.Run)
+				}
+			}
+			p += d.Run - 1
+		case kindFree:
+			if inList[p] != 2 {
+				return s.corrupt("free run %d not linked", p)
+			}
+			n := d.Run
+			for i := uint32(1); i < n; i++ {
+				b := s.desc(p + i)
+				want := uint8(kindFreeBody)
+				if i == n-1 {
+					want = kindFreeTail
+				}
+				if b.Kind != want || b.Run != p {
+					return s.corrupt("page %d of free run %d: kind %d head %d", p+i, p, b.Kind, b.Run)
+				}
+			}
+			if end := p + n; end < s.npages && s.desc(end).Kind == kindFree {
+				return s.corrupt("free runs %d and %d not merged", p, end)
+			}
+			freePages += n
+			freeBytes += uint64(n) * uint64(s.pageSize)
+			p += n - 1
+		default:
+			return s.corrupt("page %d of kind %d outside any run", p, d.Kind)
+		}
+	}
+	if freePages != h.FreePages {
+		return s.corrupt("free pages %d, counted %d", h.FreePages, freePages)
+	}
+	if freeBytes != h.FreeBytes {
+		return s.corrupt("free bytes %d, counted %d", h.FreeBytes, freeBytes)
+	}
+	return nil
+}
+
+// ClassStats describes the use of one size class.
+type ClassStats struct {
+	Size       int // chunk size in bytes
+	Pages      int // pages of this class
+	Used, Free int // chunks
+}
+
+// Stats returns the use of each size class with at least one page, and of
+// page runs as a last row with Size 0 (Used counts runs, Pages their pages).
+func (s *Slab) Stats() []ClassStats {
+	var cls [numClasses]ClassStats
+	var runs ClassStats
+	for p := uint32(0); p < s.npages; p++ {
+		d := s.desc(p)
+		switch {
+		case d.Kind == kindSmall && int(d.Class) < numClasses:
+			n := chunksPerPage(int(d.Class), s.pageSize)
+			cs := &cls[d.Class]
+			cs.Pages++
+			cs.Used += int(d.Used)
+			cs.Free += n - int(d.Used)
+		case d.Kind == kindRun:
+			runs.Used++
+			runs.Pages += int(d.Run)
+		}
+	}
+	var out []ClassStats
+	for c := range cls {
+		if cls[c].Pages > 0 {
+			cls[c].Size = int(classSizes[c])
+			out = append(out, cls[c])
+		}
+	}
+	if runs.Used > 0 {
+		out = append(out, runs)
+	}
+	return out
+}
+
+func (s *Slab) String() string {
+	return fmt.Sprintf("slab{%d pages of %d, %d free, %d free bytes}", s.npages, s.pageSize, s.FreePages(), s.FreeBytes())
+}

@@ -1,0 +1,258 @@
+package slab
+
+import (
+	"fmt"
+	"math/bits"
+)
+
+// Slab allocates chunks from one region of bytes. It holds no state of its own
+// beyond the region's geometry: everything lives in the region, so any number
+// of Slab values in any number of processes may attach the same region. The
+// caller serialises every method on one region (the dict's shard lock).
+type Slab struct {
+	mem      []byte
+	pageSize uint32
+	npages   uint32
+	pagesOff uint32
+}
+
+// Overhead returns the bytes a region of size bytes spends on metadata.
+func layoutFor(size int, pageSize int) (npages, pagesOff int) {
+	// Each page costs its bytes plus a descriptor; pages start aligned.
+	npages = (size - descStart - pageAlign) / (pageSize + descSize)
+	for npages > 0 {
+		pagesOff = alignUp(descStart+npages*descSize, pageAlign)
+		if pagesOff+npages*pageSize <= size {
+			break
+		}
+		npages--
+	}
+	return npages, pagesOff
+}
+
+func alignUp(n, a int) int { return (n + a - 1) / a * a }
+
+// Format lays out an empty slab over mem with pages of pageSize bytes and
+// returns it attached. mem must hold at least two pages.
+func Format(mem []byte, pageSize int) (*Slab, error) {
+	if pageSize < 512 || pageSize > 1<<16 || bits.OnesCount(uint(pageSize)) != 1 {
+		return nil, fmt.Errorf("%w: page size %d", ErrBadRegion, pageSize)
+	}
+	if len(mem) > 1<<32-1 {
+		return nil, fmt.Errorf("%w: region of %d bytes exceeds 4 GiB", ErrBadRegion, len(mem))
+	}
+	npages, pagesOff := layoutFor(len(mem), pageSize)
+	if npages < 2 {
+		return nil, fmt.Errorf("%w: %d bytes hold fewer than 2 pages", ErrBadRegion, len(mem))
+	}
+	clear(mem[:pagesOff])
+	s := &Slab{mem: mem, pageSize: uint32(pageSize), npages: uint32(npages), pagesOff: uint32(pagesOff)}
+	h := s.hdr()
+	h.Magic = magic
+	h.PageSize = uint32(pageSize)
+	h.NPages = uint32(npages)
+	h.PagesOff = uint32(pagesOff)
+	s.putFreeRun(0, uint32(npages))
+	h.FreeBytes = uint64(npages) * uint64(pageSize)
+	return s, nil
+}
+
+// Attach returns the slab formatted over mem, after checking its geometry
+// against len(mem). It does not check the metadata; Check does.
+func Attach(mem []byte) (*Slab, error) {
+	if len(mem) < descStart+descSize || len(mem) > 1<<32-1 {
+		return nil, fmt.Errorf("%w: region of %d bytes", ErrBadRegion, len(mem))
+	}
+	s := &Slab{mem: mem}
+	h := s.hdr()
+	if h.Magic != magic {
+		return nil, fmt.Errorf("%w: magic %#x", ErrBadRegion, h.Magic)
+	}
+	ps := int(h.PageSize)
+	if ps < 512 || ps > 1<<16 || bits.OnesCount(uint(ps)) != 1 {
+		return nil, fmt.Errorf("%w: page size %d", ErrBadRegion, ps)
+	}
+	npages, pagesOff := layoutFor(len(mem), ps)
+	if int(h.NPages) != npages || int(h.PagesOff) != pagesOff {
+		return nil, fmt.Errorf("%w: %d pages at %d, region holds %d at %d", ErrBadRegion, h.NPages, h.PagesOff, npages, pagesOff)
+	}
+	s.pageSize, s.npages, s.pagesOff = uint32(ps), uint32(npages), uint32(pagesOff)
+	return s, nil
+}
+
+// PageSize returns the region's page size.
+func (s *Slab) PageSize() int { return int(s.pageSize) }
+
+// Pages returns how many pages the region has.
+func (s *Slab) Pages() int { return int(s.npages) }
+
+// Capacity returns the bytes of all pages together.
+func (s *Slab) Capacity() int64 { return int64(s.npages) * int64(s.pageSize) }
+
+// MaxAlloc returns the largest size Alloc can ever satisfy: the whole region
+// as one page run.
+func (s *Slab) MaxAlloc() int { return int(s.npages) * int(s.pageSize) }
+
+// FreeBytes returns the bytes in free pages and in free chunks of partly used
+// pages: what could be allocated in chunks of the right sizes.
+func (s *Slab) FreeBytes() int64 { return int64(s.hdr().FreeBytes) }
+
+// FreePages returns the pages in free runs.
+func (s *Slab) FreePages() int { return int(s.hdr().FreePages) }
+
+// ChunkSize returns the bytes Alloc(size) takes in this region.
+func (s *Slab) ChunkSize(size int) int { return ChunkSize(size, int(s.pageSize)) }
+
+func (s *Slab) pageOff(p uint32) uint32 { return s.pagesOff + p*s.pageSize }
+
+// Alloc returns the offset of a chunk of at least size bytes, relative to the
+// region. The chunk's bytes are not cleared. Errors: ErrTooLarge when size can
+// never fit, ErrNoMemory when it does not fit now, ErrCorrupt when the
+// metadata is found inconsistent.
+func (s *Slab) Alloc(size int) (uint32, error) {
+	if size <= 0 {
+		size = 1
+	}
+	if size <= maxSmall && size <= int(s.pageSize)/2 {
+		return s.allocSmall(classOf(size))
+	}
+	if size > s.MaxAlloc() {
+		return 0, ErrTooLarge
+	}
+	n := uint32((size + int(s.pageSize) - 1) / int(s.pageSize))
+	p, err := s.takePages(n)
+	if err != nil {
+		return 0, err
+	}
+	d := s.desc(p)
+	d.Kind, d.Run, d.Used, d.Class, d.Next, d.Prev = kindRun, n, 1, 0, 0, 0
+	for i := uint32(1); i < n; i++ {
+		b := s.desc(p + i)
+		b.Kind, b.Run, b.Used, b.Next, b.Prev = kindRunBody, p, 0, 0, 0
+	}
+	s.hdr().FreeBytes -= uint64(n) * uint64(s.pageSize)
+	s.hdr().Allocs++
+	return s.pageOff(p), nil
+}
+
+func (s *Slab) allocSmall(c int) (uint32, error) {
+	head := s.classHead(c)
+	size := uint32(classSizes[c])
+	n := chunksPerPage(c, s.pageSize)
+	if *head == 0 {
+		p, err := s.takePages(1)
+		if err != nil {
+			return 0, err
+		}
+		d := s.desc(p)
+		*d = desc{Kind: kindSmall, Class: uint8(c)}
+		s.hdr().FreeBytes -= uint64(s.pageSize) - uint64(n)*uint64(size)
+		s.pushClass(c, p)
+	}
+	p := *head - 1
+	if p >= s.npages {
+		return 0, s.corrupt("class %d list head %d", c, p)
+	}
+	d := s.desc(p)
+	if d.Kind != kindSmall || int(d.Class) != c || int(d.Used) >= n {
+		return 0, s.corrupt("page %d in class %d list: kind %d class %d used %d", p, c, d.Kind, d.Class, d.Used)
+	}
+	idx := -1
+	for w := 0; w < len(d.Bitmap); w++ {
+		if free := ^d.Bitmap[w]; free != 0 {
+			idx = w*64 + bits.TrailingZeros64(free)
+			break
+		}
+	}
+	if idx < 0 || idx >= n {
+		return 0, s.corrupt("page %d used %d but bitmap full", p, d.Used)
+	}
+	d.Bitmap[idx>>6] |= 1 << (idx & 63)
+	d.Used++
+	if int(d.Used) == n {
+		s.unlinkClass(c, p)
+	}
+	h := s.hdr()
+	h.FreeBytes -= uint64(size)
+	h.Allocs++
+	return s.pageOff(p) + uint32(idx)*size, nil
+}
+
+// locate returns the page of off and checks it lies in the page area.
+func (s *Slab) locate(off uint32) (uint32, error) {
+	if off < s.pagesOff || off >= s.pagesOff+s.npages*s.pageSize {
+		return 0, s.corrupt("offset %d outside pages", off)
+	}
+	return (off - s.pagesOff) / s.pageSize, nil
+}
+
+// Size returns the usable bytes of the allocated chunk at off.
+func (s *Slab) Size(off uint32) (int, error) {
+	p, err := s.locate(off)
+	if err != nil {
+		return 0, err
+	}
+	d := s.desc(p)
+	rel := off - s.pageOff(p)
+	switch d.Kind {
+	case kindSmall:
+		if int(d.Class) >= numClasses {
+			return 0, s.corrupt("page %d class %d", p, d.Class)
+		}
+		size := uint32(classSizes[d.Class])
+		idx := int(rel / size)
+		if rel%size != 0 || idx >= chunksPerPage(int(d.Class), s.pageSize) || d.Bitmap[idx>>6]&(1<<(idx&63)) == 0 {
+			return 0, s.corrupt("offset %d is not an allocated chunk", off)
+		}
+		return int(size), nil
+	case kindRun:
+		if rel != 0 || d.Run == 0 || d.Run > s.npages-p {
+			return 0, s.corrupt("offset %d is not an allocated run", off)
+		}
+		return int(d.Run) * int(s.pageSize), nil
+	}
+	return 0, s.corrupt("offset %d in page %d of kind %d", off, p, d.Kind)
+}
+
+// Free returns the chunk at off to the region. A small page whose last chunk
+// is freed returns to the free pages. Freeing an offset that is not an
+// allocated chunk returns ErrCorrupt and changes nothing.
+func (s *Slab) Free(off uint32) error {
+	if _, err := s.Size(off); err != nil {
+		return err
+	}
+	p, _ := s.locate(off)
+	d := s.desc(p)
+	h := s.hdr()
+	if d.Kind == kindRun {
+		n := d.Run
+		h.FreeBytes += uint64(n) * uint64(s.pageSize)
+		s.freePages(p, n)
+		h.Frees++
+		return nil
+	}
+	c := int(d.Class)
+	size := uint32(classSizes[c])
+	n := chunksPerPage(c, s.pageSize)
+	idx := int((off - s.pageOff(p)) / size)
+	wasFull := int(d.Used) == n
+	d.Bitmap[idx>>6] &^= 1 << (idx & 63)
+	d.Used--
+	h.FreeBytes += uint64(size)
+	h.Frees++
+	switch {
+	case d.Used == 0:
+		if !wasFull {
+			s.unlinkClass(c, p)
+		}
+		h.FreeBytes += uint64(s.pageSize) - uint64(n)*uint64(size)
+		s.freePages(p, 1)
+	case wasFull:
+		s.pushClass(c, p)
+	}
+	return nil
+}
+
+func (s *Slab) corrupt(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
+}

@@ -116,6 +116,11 @@ func Geometry(size int64, shards int, bytesPerSlot int64) (Header, error) {
 	if want-index > index*2-want {
 		index *= 2
 	}
+	// The index may take at most half the shard (validate refuses more), so
+	// a small bytesPerSlot must not make a zone that cannot be attached.
+	for index > 1 && index*4 > shardSize/2 {
+		index /= 2
+	}
 	return Header{
 		Version:   Version,
 		PageSize:  PageSize,

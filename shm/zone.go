@@ -84,7 +84,10 @@ func Open(path string, o Options) (*Zone, error) {
 		return nil, fmt.Errorf("%w: mode %v has bits other than permissions", ErrBadOptions, perm)
 	}
 	create := o.Size > 0 && !o.ReadOnly
-	flags := unix.O_CLOEXEC | unix.O_NOFOLLOW
+	// O_NONBLOCK: a read-only open of a FIFO would otherwise wait for a
+	// writer before Fstat could refuse it. It changes nothing for a
+	// regular file.
+	flags := unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NONBLOCK
 	switch {
 	case o.ReadOnly:
 		flags |= unix.O_RDONLY
@@ -150,6 +153,8 @@ func openError(path string, err error) error {
 		return fmt.Errorf("%w: %s is a symlink", ErrNotRegular, path)
 	case errors.Is(err, unix.EISDIR):
 		return fmt.Errorf("%w: %s is a directory", ErrNotRegular, path)
+	case errors.Is(err, unix.ENXIO):
+		return fmt.Errorf("%w: %s is a socket or device", ErrNotRegular, path)
 	}
 	return &os.PathError{Op: "open", Path: path, Err: err}
 }
@@ -196,6 +201,9 @@ func (z *Zone) create(fd int, o Options) (err error) {
 	if err := unix.Ftruncate(fd, 0); err != nil {
 		return &os.PathError{Op: "truncate", Path: z.path, Err: err}
 	}
+	if !roomFor(fd, h.Size) {
+		return fmt.Errorf("%w: %s needs %d bytes, more than its filesystem has free", ErrNoSpace, z.path, h.Size)
+	}
 	if err := fallocate(fd, h.Size); err != nil {
 		if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EFBIG) {
 			return fmt.Errorf("%w: %s needs %d bytes: %v", ErrNoSpace, z.path, h.Size, err)
@@ -229,6 +237,23 @@ func fallocate(fd int, size int64) error {
 		}
 		return err
 	}
+}
+
+// roomFor reports whether the filesystem of fd may have size bytes free. A
+// fallocate that cannot succeed would first take every free block (ext4,
+// tmpfs) and make other writers fail until it gives them back, so a size
+// above the free blocks is refused before. A filesystem that counts no
+// blocks (tmpfs without a size limit) is given the benefit of the doubt.
+func roomFor(fd int, size int64) bool {
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &fs); err != nil || fs.Blocks == 0 {
+		return true
+	}
+	unit := uint64(fs.Frsize)
+	if unit == 0 {
+		unit = uint64(fs.Bsize)
+	}
+	return uint64(size)/unit <= fs.Bfree
 }
 
 func fillZeros(fd int, size int64) error {

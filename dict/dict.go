@@ -1,0 +1,239 @@
+package dict
+
+import (
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/shmzone/shmzone/shm"
+	"github.com/shmzone/shmzone/slab"
+)
+
+// Options says how to open or create a dictionary's zone. The zero value
+// attaches an existing zone read-write with the coarse system clock.
+type Options struct {
+	// Size creates the zone when the file is absent and Size > 0; an existing
+	// zone keeps its size.
+	Size int64
+	// Shards is a new zone's shard count, a power of two; 0 chooses from the
+	// size. Shards: 1 gives one eviction order for the whole zone.
+	Shards int
+	// Perm is a new file's mode; 0 means 0600.
+	Perm os.FileMode
+	// ReadOnly maps the zone read-only: reads take no lock and move nothing in
+	// the LRU order, and writes return ErrReadOnly. Reads of a zone that other
+	// processes write at the same time may then see a write half done; use it
+	// for inspection.
+	ReadOnly bool
+	// Clock returns the time in Unix milliseconds; nil uses a coarse system
+	// clock that ticks every millisecond. Tests inject time here.
+	Clock func() int64
+}
+
+// Dict is a dictionary in a zone file shared by every process that opens it.
+type Dict struct {
+	z        *shm.Zone
+	shards   []shard
+	mask     uint64
+	seed     uint64
+	clock    func() int64
+	readOnly bool
+	closed   atomic.Bool
+	maxEntry int  // the largest entry a shard can hold
+	ownClock bool // d.clock is the coarse clock, released by Close
+}
+
+// shard is this process's view of one shard; all state is in mem.
+type shard struct {
+	mem     []byte
+	index   []uint32
+	arena   []byte
+	slab    *slab.Slab
+	idxMask uint32
+	seed    uint64
+	id      int
+	shift   uint
+}
+
+// Open opens the dictionary in the zone file at path, creating the zone when
+// the file is absent and o.Size > 0. Every process of a service may call Open
+// with the same arguments at the same time; one creates, the others attach.
+// Errors are those of shm.Open (ErrNotZone, ErrVersion, ErrCorrupt, …,
+// matched with errors.Is), and ErrCorrupt for a shard that fails validation.
+func Open(path string, o Options) (*Dict, error) {
+	z, err := shm.Open(path, shm.Options{
+		Size:     o.Size,
+		Shards:   o.Shards,
+		Perm:     o.Perm,
+		ReadOnly: o.ReadOnly,
+		Layout:   Layout,
+		Format:   format,
+	})
+	if err != nil {
+		return nil, err
+	}
+	h := z.Header()
+	d := &Dict{
+		z:        z,
+		shards:   make([]shard, h.Shards),
+		mask:     uint64(h.Shards - 1),
+		seed:     h.Seed,
+		clock:    o.Clock,
+		readOnly: o.ReadOnly,
+	}
+	shift := uint(0)
+	for 1<<shift < h.Shards {
+		shift++
+	}
+	for i := range d.shards {
+		mem := z.Shard(i)
+		sl, err := slab.Attach(mem[arenaOffset(h.IndexSize):])
+		if err != nil {
+			z.Close()
+			return nil, fmt.Errorf("dict: %s shard %d: %w: %v", path, i, ErrCorrupt, err)
+		}
+		d.shards[i] = shard{
+			mem:     mem,
+			index:   indexSlots(mem, h.IndexSize),
+			arena:   mem[arenaOffset(h.IndexSize):],
+			slab:    sl,
+			idxMask: uint32(h.IndexSize - 1),
+			seed:    h.Seed,
+			id:      i,
+			shift:   shift,
+		}
+		d.maxEntry = sl.MaxAlloc()
+	}
+	if d.clock == nil {
+		acquireClock()
+		d.clock, d.ownClock = coarseNow, true
+	}
+	return d, nil
+}
+
+// format lays out every shard of a new zone: an empty index and slab.
+func format(z *shm.Zone) error {
+	h := z.Header()
+	for i := 0; i < h.Shards; i++ {
+		mem := z.Shard(i)
+		clear(mem[:arenaOffset(h.IndexSize)])
+		if _, err := slab.Format(mem[arenaOffset(h.IndexSize):], h.PageSize); err != nil {
+			return fmt.Errorf("dict: format shard %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// Close unmaps the zone; the file and its contents stay for other processes
+// and later Opens. Using the Dict after Close returns ErrClosed; Close must
+// not race with other calls. Close is idempotent.
+func (d *Dict) Close() error {
+	if d.closed.Swap(true) {
+		return nil
+	}
+	if d.ownClock {
+		releaseClock()
+	}
+	return d.z.Close()
+}
+
+// Path returns the zone file's path.
+func (d *Dict) Path() string { return d.z.Path() }
+
+// Zone returns the zone the dictionary lives in.
+func (d *Dict) Zone() *shm.Zone { return d.z }
+
+// Capacity returns the zone's size in bytes.
+func (d *Dict) Capacity() int64 { return d.z.Header().Size }
+
+// FreeSpace returns the bytes that can still be allocated without evicting,
+// summed over the shards: free pages and free chunks of partly used pages.
+func (d *Dict) FreeSpace() int64 {
+	if d.closed.Load() {
+		return 0
+	}
+	var n int64
+	for i := range d.shards {
+		s := &d.shards[i]
+		d.lock(s)
+		n += s.slab.FreeBytes()
+		d.unlock(s)
+	}
+	return n
+}
+
+// now returns the time in Unix ms.
+func (d *Dict) now() int64 { return d.clock() }
+
+// shardFor returns the shard of a hash.
+func (d *Dict) shardFor(h uint64) *shard { return &d.shards[h&d.mask] }
+
+// check validates a key and the Dict's state for an operation.
+func (d *Dict) check(key string, write bool) error {
+	if d.closed.Load() {
+		return ErrClosed
+	}
+	if write && d.readOnly {
+		return ErrReadOnly
+	}
+	if len(key) == 0 {
+		return ErrEmptyKey
+	}
+	if len(key) > MaxKeyLen {
+		return ErrKeyTooLong
+	}
+	return nil
+}
+
+// expiryFor converts a TTL to an absolute expiry in Unix ms: 0 for never, and
+// at least 1 ms ahead for any positive TTL.
+func (d *Dict) expiryFor(ttl time.Duration) (int64, error) {
+	switch {
+	case ttl < 0:
+		return 0, ErrBadTTL
+	case ttl == 0:
+		return 0, nil
+	}
+	ms := int64((ttl + time.Millisecond - 1) / time.Millisecond)
+	return d.now() + ms, nil
+}
+
+// lock takes a shard's lock. Read-only views take none: they cannot write the
+// lock word.
+func (d *Dict) lock(s *shard) {
+	if d.readOnly {
+		return
+	}
+	if r := shm.Lock(&s.hdr().Lock); r != 0 {
+		d.lockedAfterWait(s, r)
+	}
+}
+
+func (d *Dict) unlock(s *shard) {
+	if d.readOnly {
+		return
+	}
+	shm.Unlock(&s.hdr().Lock)
+}
+
+// lockedAfterWait counts a contended acquisition and repairs a shard taken
+// over from a dead owner.
+func (d *Dict) lockedAfterWait(s *shard, r shm.LockResult) {
+	h := s.hdr()
+	h.LockWaits++
+	if r&shm.LockRecovered != 0 {
+		h.Recoveries++
+		s.repairLocked()
+	}
+}
+
+// corruptLocked reports corruption found in a shard while holding its lock:
+// a writable shard is repaired at once so that the next call finds it sound.
+func (d *Dict) corruptLocked(s *shard, what string) error {
+	if !d.readOnly {
+		s.hdr().Recoveries++
+		s.repairLocked()
+	}
+	return fmt.Errorf("dict: shard %d: %w: %s", s.id, ErrCorrupt, what)
+}

@@ -1,0 +1,43 @@
+// Package dict is a dictionary in a zone file that every process of a host
+// maps: the semantics of nginx's ngx.shared.DICT (typed values with flags,
+// atomic increments, add, compare-and-swap, lazy TTL, LRU eviction, lists) for
+// Go programs that run as several OS processes.
+//
+// The zone is split into shards (shm). A key's xxhash64 with the zone's seed
+// picks its shard by its low bits, a bucket of the shard's index by its high
+// bits, and an 8-bit tag compared before the key bytes. Each shard has one
+// lock word, an index of uint32 offsets, an exact LRU list, and a slab arena
+// holding entries (layout.go). Operations on different shards never contend.
+//
+// Eviction is exact LRU per shard, chosen over CLOCK: a read already writes
+// the shard (its lock), so moving the entry to the head costs a few stores,
+// and the order is exact, so Shards: 1 evicts as nginx does. When an
+// allocation fails the shard reclaims expired entries from its LRU end, then
+// evicts live ones, in up to 30 rounds of up to 3 entries (nginx's bound).
+//
+// Invariants:
+//
+//	I1. Every entry of a shard is in exactly one bucket chain (the one its hash
+//	    names) and in the LRU list, once; Count is their number.
+//	I2. An entry occupies one slab chunk of exactly ChunkSize(entrySize(key,
+//	    value)) bytes; a list's nodes are chunks reachable only from its header.
+//	I3. A failed write leaves the key's old value in place.
+//	I4. An entry is expired iff its expiry is non-zero and now >= expiry;
+//	    expired entries are invisible to reads but for GetStale.
+//	I5. Every link read from the zone is bounds-checked before it is followed,
+//	    and every walk is bounded: a corrupt zone yields ErrCorrupt, never a
+//	    fault or an endless loop.
+//	I6. Drop is dropNone outside multi-step mutations. While one runs it names
+//	    what a repair must drop: the entry being written, or, during an
+//	    allocation, every entry the index does not reach. A process that dies
+//	    holding a shard's lock loses at most that entry; the next locker
+//	    rebuilds the shard (repair.go). An increment of a live integer is one
+//	    aligned store and is never lost or half done.
+//
+// Concurrency: a *Dict is safe for use by many goroutines; Close must not race
+// with other calls. Across processes, every operation on a key is atomic under
+// its shard's lock; a read sees the last completed write of any process. The
+// clock is read only for entries that have or get a TTL, from a coarse
+// per-process clock (clock.go) unless Options.Clock injects one. Read-only
+// views take no locks (see Options.ReadOnly).
+package dict

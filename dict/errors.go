@@ -1,0 +1,44 @@
+package dict
+
+import (
+	"errors"
+
+	"github.com/shmzone/shmzone/shm"
+)
+
+var (
+	// ErrNotFound is returned when a key is absent or expired.
+	ErrNotFound = errors.New("dict: not found")
+	// ErrExists is returned by Add and SafeAdd when the key holds a live value.
+	ErrExists = errors.New("dict: exists")
+	// ErrNoMemory is returned when a write does not fit, after expired entries
+	// were reclaimed and, where allowed, live ones evicted. The old value of
+	// the key is left as it was.
+	ErrNoMemory = errors.New("dict: no memory")
+	// ErrNotNumber is returned by the Incr family on a value that is not an
+	// int or a float.
+	ErrNotNumber = errors.New("dict: not a number")
+	// ErrNotList is returned by list operations on a key that holds a value.
+	ErrNotList = errors.New("dict: value is not a list")
+	// ErrIsList is returned by value operations on a key that holds a list.
+	ErrIsList = errors.New("dict: value is a list")
+	// ErrEmptyKey is returned for the empty key.
+	ErrEmptyKey = errors.New("dict: empty key")
+	// ErrKeyTooLong is returned for a key longer than MaxKeyLen bytes.
+	ErrKeyTooLong = errors.New("dict: key too long")
+	// ErrValueTooLarge is returned for a value that no shard of the zone could
+	// ever hold, even empty.
+	ErrValueTooLarge = errors.New("dict: value too large")
+	// ErrBadTTL is returned for a negative TTL.
+	ErrBadTTL = errors.New("dict: negative ttl")
+	// ErrClosed is returned when a closed Dict is used.
+	ErrClosed = errors.New("dict: closed")
+	// ErrReadOnly is returned by writes to a Dict opened read-only.
+	ErrReadOnly = errors.New("dict: read-only")
+	// ErrCorrupt is returned when the zone's contents are inconsistent. It is
+	// shm.ErrCorrupt, so one errors.Is check covers the header and the data.
+	ErrCorrupt = shm.ErrCorrupt
+)
+
+// ErrBadValue is returned when the zero Value, which has no kind, is stored.
+var ErrBadValue = errors.New("dict: value has no kind")

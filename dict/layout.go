@@ -1,0 +1,201 @@
+package dict
+
+import "unsafe"
+
+// A shard (shm.Zone.Shard(i)), offsets relative to its first byte:
+//
+//	0              shardHdrSize               arenaOff = align(indexEnd)
+//	+--------------+--------------------------+---------------------------------+
+//	| shard header | index [IndexSize]uint32  | arena: a slab region of entries |
+//	+--------------+--------------------------+---------------------------------+
+//
+// Index slots and every link in an entry are offsets into the arena; the
+// slab never places a chunk at 0, so 0 is nil. An entry is one slab chunk:
+//
+//	0      4      8      12     16            24     28   30  31  32
+//	+------+------+------+------+-------------+------+----+---+---+-----+---+-------+
+//	| next | prev | lnext| flags| expiry (ms) | vlen |klen|tag|knd| key |pad| value |
+//	+------+------+------+------+-------------+------+----+---+---+-----+---+-------+
+//	                                                                    ^ valOff: 8-aligned
+//
+// next chains the index bucket; prev/lnext link the LRU list (prev toward the
+// most recently used end). A list's value is a listHdr, its elements are
+// nodes, each a chunk of its own:
+//
+//	0      4      8      12   13      16
+//	+------+------+------+----+-------+------+
+//	| next | prev | vlen |kind| (pad) | data |
+//	+------+------+------+----+-------+------+
+//
+// A 16-byte-key counter takes 32+16+8 = 56 bytes, a slab class of its own, and
+// 4 bytes of index slot.
+
+// Layout identifies this layout in the zone header.
+const Layout = 0x44494331 // "DIC1"
+
+// shardHdr is the overlay of a shard's header, a cache line pair of its own.
+type shardHdr struct {
+	Lock        uint32 // CAS only: 0 or the owner's pid (shm.Lock)
+	Drop        uint32 // under lock: what repair must drop (dropNone, dropUnreachable, or an entry)
+	LRUHead     uint32 // under lock: most recently used entry
+	LRUTail     uint32 // under lock: least recently used entry
+	Count       uint32 // under lock: entries in the index, expired ones included
+	_           uint32 // padding
+	Hits        uint64 // under lock
+	Misses      uint64 // under lock
+	Evictions   uint64 // under lock: live entries evicted
+	Expirations uint64 // under lock: expired entries reclaimed
+	LockWaits   uint64 // under lock: acquisitions that had to wait
+	Recoveries  uint64 // under lock: takeovers from a dead owner, each followed by repair
+	Writes      uint64 // under lock: successful writes
+	_           [48]byte // padding to 128 bytes
+}
+
+// Drop values; any other value is the offset of the one entry to drop.
+const (
+	dropNone        = 0
+	dropUnreachable = ^uint32(0) // an allocation is in progress: drop entries the index does not reach
+)
+
+// entry is the overlay of an entry's fixed header.
+type entry struct {
+	Next   uint32 // under lock: next entry in the index bucket
+	Prev   uint32 // under lock: LRU neighbour toward the head
+	LNext  uint32 // under lock: LRU neighbour toward the tail
+	Flags  uint32 // under lock: user flags
+	Expiry int64  // under lock: Unix ms; 0 = never
+	VLen   uint32 // under lock: value bytes
+	KLen   uint16 // under lock: key bytes, 1..MaxKeyLen
+	Tag    uint8  // under lock: hash bits, compared before the key
+	Kind   uint8  // under lock: Kind; 0 = not an entry (set on free)
+}
+
+// listHdr is the value of a list entry.
+type listHdr struct {
+	Len  uint32 // under lock
+	Head uint32 // under lock: first node
+	Tail uint32 // under lock: last node
+	_    uint32 // padding
+}
+
+// node is the overlay of a list element's header.
+type node struct {
+	Next uint32 // under lock
+	Prev uint32 // under lock
+	VLen uint32 // under lock
+	Kind uint8  // under lock: KindBytes, KindInt, KindFloat or KindBool
+	_    [3]byte
+}
+
+const (
+	shardHdrSize = int(unsafe.Sizeof(shardHdr{}))
+	indexOff     = shardHdrSize
+	slotSize     = 4
+	arenaAlign   = 64
+
+	entryHdrSize = int(unsafe.Sizeof(entry{}))
+	listHdrSize  = int(unsafe.Sizeof(listHdr{}))
+	nodeHdrSize  = int(unsafe.Sizeof(node{}))
+
+	// MaxKeyLen is the longest key.
+	MaxKeyLen = 1<<16 - 1
+)
+
+var (
+	_ [shardHdrSize - 128]struct{}
+	_ [128 - shardHdrSize]struct{}
+	_ [entryHdrSize - 32]struct{}
+	_ [32 - entryHdrSize]struct{}
+	_ [listHdrSize - 16]struct{}
+	_ [nodeHdrSize - 16]struct{}
+	_ [16 - nodeHdrSize]struct{}
+)
+
+// arenaOffset returns where a shard's arena starts for an index of n slots.
+func arenaOffset(n int) int {
+	return (indexOff + n*slotSize + arenaAlign - 1) / arenaAlign * arenaAlign
+}
+
+// valOff returns the offset of the value from the start of an entry.
+func valOff(klen int) int { return (entryHdrSize + klen + 7) &^ 7 }
+
+// entrySize returns the bytes an entry with this key and value length needs.
+func entrySize(klen, vlen int) int { return valOff(klen) + vlen }
+
+// storedLen returns the value bytes an entry of kind k holds for v.
+func storedLen(v Value) int {
+	if v.kind == KindList {
+		return listHdrSize
+	}
+	return v.Len()
+}
+
+func (s *shard) hdr() *shardHdr { return (*shardHdr)(unsafe.Pointer(&s.mem[0])) }
+
+// slot returns the index slot for bucket b, b < IndexSize.
+func (s *shard) slot(b uint32) *uint32 {
+	return (*uint32)(unsafe.Pointer(&s.index[b]))
+}
+
+// okEntry reports whether an entry header at off lies inside the arena, with
+// room for its header. It is the bounds check every link must pass before it
+// is followed.
+func (s *shard) okEntry(off uint32) bool {
+	return off != 0 && off&7 == 0 && int(off)+entryHdrSize <= len(s.arena)
+}
+
+// entryAt returns the entry at off; off must have passed okEntry.
+func (s *shard) entryAt(off uint32) *entry {
+	return (*entry)(unsafe.Pointer(&s.arena[off]))
+}
+
+// okBody reports whether an entry's key and value lie inside the arena.
+func (s *shard) okBody(off uint32, e *entry) bool {
+	return int(off)+valOff(int(e.KLen))+int(e.VLen) <= len(s.arena)
+}
+
+// keyOf returns the entry's key bytes; the entry must have passed okBody.
+func (s *shard) keyOf(off uint32, e *entry) []byte {
+	k := int(off) + entryHdrSize
+	return s.arena[k : k+int(e.KLen)]
+}
+
+// valueOf returns the entry's value bytes; the entry must have passed okBody.
+func (s *shard) valueOf(off uint32, e *entry) []byte {
+	v := int(off) + valOff(int(e.KLen))
+	return s.arena[v : v+int(e.VLen)]
+}
+
+// num returns a pointer to the 8-byte number of an entry that passed okBody
+// with VLen 8; valOff is 8-aligned and the arena is 64-aligned.
+func (s *shard) num(off uint32, e *entry) *uint64 {
+	return (*uint64)(unsafe.Pointer(&s.arena[int(off)+valOff(int(e.KLen))]))
+}
+
+// listOf returns the list header of a list entry that passed okBody.
+func (s *shard) listOf(off uint32, e *entry) *listHdr {
+	return (*listHdr)(unsafe.Pointer(&s.arena[int(off)+valOff(int(e.KLen))]))
+}
+
+func (s *shard) okNode(off uint32) bool {
+	return off != 0 && off&7 == 0 && int(off)+nodeHdrSize <= len(s.arena)
+}
+
+func (s *shard) nodeAt(off uint32) *node { return (*node)(unsafe.Pointer(&s.arena[off])) }
+
+func (s *shard) nodeData(off uint32, n *node) ([]byte, bool) {
+	d := int(off) + nodeHdrSize
+	if d+int(n.VLen) > len(s.arena) {
+		return nil, false
+	}
+	return s.arena[d : d+int(n.VLen)], true
+}
+
+// indexSlots views a shard's index as a slice of slots.
+func indexSlots(mem []byte, n int) []uint32 {
+	return unsafe.Slice((*uint32)(unsafe.Pointer(&mem[indexOff])), n)
+}
+
+// stringBytes views a string's bytes without copying; they must not change.
+func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+

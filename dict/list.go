@@ -1,0 +1,295 @@
+package dict
+
+// Lists: a list entry's value is a listHdr; its elements are nodes, each a
+// chunk of its own, doubly linked. Pushing never evicts (nginx neither): it
+// reclaims expired entries only, and fails with ErrNoMemory.
+
+// LPush inserts v at the head of the list under key, creating the list when
+// the key is absent or expired, and returns the new length. Errors:
+// ErrNotList for a key holding a value, ErrNoMemory.
+func (d *Dict) LPush(key string, v Value) (int, error) { return d.push(key, v, true) }
+
+// RPush inserts v at the tail of the list under key; as LPush.
+func (d *Dict) RPush(key string, v Value) (int, error) { return d.push(key, v, false) }
+
+// LPop removes and returns the head of the list under key; the list is
+// deleted with its last element. Errors: ErrNotFound for an absent or expired
+// key, ErrNotList for a value.
+func (d *Dict) LPop(key string) (Value, error) { return d.pop(key, true) }
+
+// RPop removes and returns the tail of the list under key; as LPop.
+func (d *Dict) RPop(key string) (Value, error) { return d.pop(key, false) }
+
+// LLen returns the length of the list under key, 0 when it is absent or
+// expired. Errors: ErrNotList for a value.
+func (d *Dict) LLen(key string) (int, error) {
+	if err := d.check(key, false); err != nil {
+		return 0, err
+	}
+	h := hashKey(d.seed, key)
+	s := d.shardFor(h)
+	d.lock(s)
+	defer d.unlock(s)
+	off, _, err := s.findLocked(key, h)
+	if err != nil {
+		return 0, d.corruptLocked(s, "index")
+	}
+	if off == 0 {
+		return 0, nil
+	}
+	e := s.entryAt(off)
+	if expired(e, d.clock) {
+		return 0, nil
+	}
+	if e.Kind != uint8(KindList) {
+		return 0, ErrNotList
+	}
+	if e.VLen != uint32(listHdrSize) || !s.okBody(off, e) {
+		return 0, d.corruptLocked(s, "list")
+	}
+	return int(s.listOf(off, e).Len), nil
+}
+
+func (d *Dict) push(key string, v Value, head bool) (int, error) {
+	if err := d.check(key, true); err != nil {
+		return 0, err
+	}
+	if v.kind == KindNone || v.kind == KindList {
+		return 0, ErrBadValue
+	}
+	need := nodeHdrSize + v.Len()
+	if need > d.maxEntry {
+		return 0, ErrValueTooLarge
+	}
+	h := hashKey(d.seed, key)
+	s := d.shardFor(h)
+	d.lock(s)
+	defer d.unlock(s)
+	off, _, err := s.findLocked(key, h)
+	if err != nil {
+		return 0, d.corruptLocked(s, "index")
+	}
+	if off != 0 {
+		e := s.entryAt(off)
+		if expired(e, d.clock) {
+			if err := s.removeLocked(off); err != nil {
+				return 0, d.corruptLocked(s, "remove")
+			}
+			s.hdr().Expirations++
+			off = 0
+		} else if e.Kind != uint8(KindList) {
+			return 0, ErrNotList
+		}
+	}
+	created := false
+	if off == 0 {
+		if _, err := d.storeLocked(s, key, h, Value{kind: KindList}, 0, 0, modeSet, false, false); err != nil {
+			return 0, err
+		}
+		if off, _, err = s.findLocked(key, h); err != nil || off == 0 {
+			return 0, d.corruptLocked(s, "index")
+		}
+		created = true
+	}
+	e := s.entryAt(off)
+	if e.VLen != uint32(listHdrSize) || !s.okBody(off, e) {
+		return 0, d.corruptLocked(s, "list")
+	}
+	hd := s.hdr()
+	noff, _, err := s.allocLocked(need, false, off, d.clock)
+	if err != nil {
+		hd.Drop = dropNone
+		if created {
+			// Do not leave an empty list behind.
+			if rerr := s.removeLocked(off); rerr != nil {
+				return 0, d.corruptLocked(s, "remove")
+			}
+		}
+		if err == errCorruptArena {
+			return 0, d.corruptLocked(s, "alloc")
+		}
+		return 0, err
+	}
+	n := s.nodeAt(noff)
+	*n = node{VLen: uint32(v.Len()), Kind: uint8(v.kind)}
+	data, _ := s.nodeData(noff, n)
+	switch v.kind {
+	case KindBytes:
+		if v.b != nil {
+			copy(data, v.b)
+		} else {
+			copy(data, v.s)
+		}
+	case KindBool:
+		data[0] = byte(v.num)
+	default:
+		for i := 0; i < 8; i++ {
+			data[i] = byte(v.num >> (8 * i))
+		}
+	}
+	l := s.listOf(off, e)
+	// Link the node; the store that makes it reachable from the head is the
+	// commit point, and Drop (dropUnreachable) until then frees it on repair.
+	if head {
+		n.Next = l.Head
+		if l.Head != 0 {
+			if !s.okNode(l.Head) {
+				return 0, d.corruptLocked(s, "list")
+			}
+			s.nodeAt(l.Head).Prev = noff
+		} else {
+			l.Tail = noff
+		}
+		l.Head = noff
+	} else {
+		n.Prev = l.Tail
+		if l.Tail != 0 {
+			if !s.okNode(l.Tail) {
+				return 0, d.corruptLocked(s, "list")
+			}
+			s.nodeAt(l.Tail).Next = noff
+		} else {
+			l.Head = noff
+		}
+		l.Tail = noff
+	}
+	l.Len++
+	hd.Drop = dropNone
+	if !s.touchLocked(off, e) {
+		return 0, d.corruptLocked(s, "lru")
+	}
+	hd.Writes++
+	return int(l.Len), nil
+}
+
+func (d *Dict) pop(key string, head bool) (Value, error) {
+	if err := d.check(key, true); err != nil {
+		return Value{}, err
+	}
+	h := hashKey(d.seed, key)
+	s := d.shardFor(h)
+	var dst []byte
+	for {
+		d.lock(s)
+		v, need, err := d.popLocked(s, key, h, head, dst)
+		d.unlock(s)
+		if need < 0 {
+			return v, err
+		}
+		dst = make([]byte, need) // grow outside the lock, then pop again
+	}
+}
+
+func (d *Dict) popLocked(s *shard, key string, h uint64, head bool, dst []byte) (Value, int, error) {
+	off, _, err := s.findLocked(key, h)
+	if err != nil {
+		return Value{}, -1, d.corruptLocked(s, "index")
+	}
+	if off == 0 {
+		return Value{}, -1, ErrNotFound
+	}
+	e := s.entryAt(off)
+	if expired(e, d.clock) {
+		return Value{}, -1, ErrNotFound
+	}
+	if e.Kind != uint8(KindList) {
+		return Value{}, -1, ErrNotList
+	}
+	if e.VLen != uint32(listHdrSize) || !s.okBody(off, e) {
+		return Value{}, -1, d.corruptLocked(s, "list")
+	}
+	l := s.listOf(off, e)
+	noff := l.Tail
+	if head {
+		noff = l.Head
+	}
+	if !s.okNode(noff) {
+		return Value{}, -1, d.corruptLocked(s, "list")
+	}
+	n := s.nodeAt(noff)
+	data, ok := s.nodeData(noff, n)
+	if !ok {
+		return Value{}, -1, d.corruptLocked(s, "list node")
+	}
+	var v Value
+	switch Kind(n.Kind) {
+	case KindBytes:
+		if len(data) > cap(dst) || dst == nil {
+			return Value{}, len(data), nil
+		}
+		dst = dst[:len(data)]
+		copy(dst, data)
+		v = Value{kind: KindBytes, b: dst}
+	case KindBool:
+		if len(data) != 1 {
+			return Value{}, -1, d.corruptLocked(s, "list node")
+		}
+		v = Bool(data[0] != 0)
+	case KindInt, KindFloat:
+		if len(data) != 8 {
+			return Value{}, -1, d.corruptLocked(s, "list node")
+		}
+		var u uint64
+		for i := 0; i < 8; i++ {
+			u |= uint64(data[i]) << (8 * i)
+		}
+		v = Value{kind: Kind(n.Kind), num: u}
+	default:
+		return Value{}, -1, d.corruptLocked(s, "list node")
+	}
+	hd := s.hdr()
+	if l.Len <= 1 {
+		if err := s.removeLocked(off); err != nil {
+			return Value{}, -1, d.corruptLocked(s, "remove")
+		}
+		hd.Writes++
+		return v, -1, nil
+	}
+	// Unlink the node; the store that makes it unreachable from the head is
+	// the commit point.
+	hd.Drop = dropUnreachable
+	if head {
+		l.Head = n.Next
+		if !s.okNode(l.Head) {
+			return Value{}, -1, d.corruptLocked(s, "list")
+		}
+		s.nodeAt(l.Head).Prev = 0
+	} else {
+		if !s.okNode(n.Prev) {
+			return Value{}, -1, d.corruptLocked(s, "list")
+		}
+		s.nodeAt(n.Prev).Next = 0
+		l.Tail = n.Prev
+	}
+	l.Len--
+	if err := s.slab.Free(noff); err != nil {
+		return Value{}, -1, d.corruptLocked(s, "list free")
+	}
+	hd.Drop = dropNone
+	if !s.touchLocked(off, e) {
+		return Value{}, -1, d.corruptLocked(s, "lru")
+	}
+	hd.Writes++
+	return v, -1, nil
+}
+
+// freeNodesLocked frees every node of a list entry and empties it.
+func (s *shard) freeNodesLocked(off uint32, e *entry) error {
+	if e.VLen != uint32(listHdrSize) || !s.okBody(off, e) {
+		return errCorruptArena
+	}
+	l := s.listOf(off, e)
+	n := l.Head
+	for steps := 0; n != 0; steps++ {
+		if !s.okNode(n) || steps > s.maxSteps() {
+			return errCorruptArena
+		}
+		next := s.nodeAt(n).Next
+		if err := s.slab.Free(n); err != nil {
+			return errCorruptArena
+		}
+		n = next
+	}
+	*l = listHdr{}
+	return nil
+}

@@ -1,0 +1,301 @@
+package dict
+
+import (
+	"math"
+	"time"
+)
+
+// Get returns the value and flags under key, and makes the entry the most
+// recently used. A bytes value is the caller's own copy. Errors: ErrNotFound
+// for an absent or expired key, ErrIsList for a list.
+func (d *Dict) Get(key string) (Value, uint32, error) {
+	v, flags, _, err := d.get(key, nil, false, true)
+	return v, flags, err
+}
+
+// GetInto is Get that appends a bytes value to dst[:0] and returns it in the
+// Value: with room in dst it allocates nothing. dst may be reused once the
+// Value is no longer needed.
+func (d *Dict) GetInto(key string, dst []byte) (Value, uint32, error) {
+	v, flags, _, err := d.get(key, dst[:0], false, false)
+	return v, flags, err
+}
+
+// GetStale is Get that also returns an expired value, with stale true, until
+// its memory is reclaimed; then ErrNotFound.
+func (d *Dict) GetStale(key string) (v Value, flags uint32, stale bool, err error) {
+	return d.get(key, nil, true, true)
+}
+
+func (d *Dict) get(key string, dst []byte, allowStale, fresh bool) (Value, uint32, bool, error) {
+	if err := d.check(key, false); err != nil {
+		return Value{}, 0, false, err
+	}
+	h := hashKey(d.seed, key)
+	s := d.shardFor(h)
+	for {
+		d.lock(s)
+		v, flags, stale, need, err := d.getLocked(s, key, h, dst, allowStale)
+		d.unlock(s)
+		if need < 0 {
+			return v, flags, stale, err
+		}
+		// The bytes do not fit dst: grow it outside the lock and look again.
+		dst = make([]byte, 0, need)
+	}
+}
+
+// getLocked reads key's entry; need >= 0 asks the caller for a dst of that
+// capacity. fresh values keep dst's storage.
+func (d *Dict) getLocked(s *shard, key string, h uint64, dst []byte, allowStale bool) (v Value, flags uint32, stale bool, need int, err error) {
+	hd := s.hdr()
+	off, _, err := s.findLocked(key, h)
+	if err != nil {
+		return Value{}, 0, false, -1, d.corruptLocked(s, "index")
+	}
+	if off == 0 {
+		d.count(&hd.Misses)
+		return Value{}, 0, false, -1, ErrNotFound
+	}
+	e := s.entryAt(off)
+	if expired(e, d.clock) {
+		if !allowStale {
+			d.count(&hd.Misses)
+			return Value{}, 0, false, -1, ErrNotFound
+		}
+		stale = true
+	}
+	if !s.okBody(off, e) {
+		return Value{}, 0, false, -1, d.corruptLocked(s, "entry")
+	}
+	switch Kind(e.Kind) {
+	case KindInt, KindFloat:
+		if e.VLen != 8 {
+			return Value{}, 0, false, -1, d.corruptLocked(s, "number length")
+		}
+		v = Value{kind: Kind(e.Kind), num: *s.num(off, e)}
+	case KindBool:
+		if e.VLen != 1 {
+			return Value{}, 0, false, -1, d.corruptLocked(s, "bool length")
+		}
+		v = Bool(s.valueOf(off, e)[0] != 0)
+	case KindBytes:
+		n := int(e.VLen)
+		if n > cap(dst) || dst == nil {
+			return Value{}, 0, false, n, nil
+		}
+		dst = dst[:n]
+		copy(dst, s.valueOf(off, e))
+		v = Value{kind: KindBytes, b: dst}
+	case KindList:
+		return Value{}, 0, false, -1, ErrIsList
+	default:
+		return Value{}, 0, false, -1, d.corruptLocked(s, "kind")
+	}
+	if !d.readOnly {
+		if !s.touchLocked(off, e) {
+			return Value{}, 0, false, -1, d.corruptLocked(s, "lru")
+		}
+		hd.Hits++
+	}
+	return v, e.Flags, stale, -1, nil
+}
+
+// count adds one to a shard counter, unless the view is read-only.
+func (d *Dict) count(c *uint64) {
+	if !d.readOnly {
+		*c++
+	}
+}
+
+// TTL returns the time key has left; 0 means it never expires. Errors:
+// ErrNotFound for an absent or expired key.
+func (d *Dict) TTL(key string) (time.Duration, error) {
+	if err := d.check(key, false); err != nil {
+		return 0, err
+	}
+	h := hashKey(d.seed, key)
+	s := d.shardFor(h)
+	d.lock(s)
+	defer d.unlock(s)
+	off, _, err := s.findLocked(key, h)
+	if err != nil {
+		return 0, d.corruptLocked(s, "index")
+	}
+	if off == 0 {
+		return 0, ErrNotFound
+	}
+	e := s.entryAt(off)
+	if e.Expiry == 0 {
+		return 0, nil
+	}
+	left := e.Expiry - d.now()
+	if left <= 0 {
+		return 0, ErrNotFound
+	}
+	return time.Duration(left) * time.Millisecond, nil
+}
+
+// Expire sets key's TTL from now; 0 means never. Errors: ErrNotFound for an
+// absent or expired key (an expired key is not brought back).
+func (d *Dict) Expire(key string, ttl time.Duration) error {
+	if err := d.check(key, true); err != nil {
+		return err
+	}
+	expiry, err := d.expiryFor(ttl)
+	if err != nil {
+		return err
+	}
+	h := hashKey(d.seed, key)
+	s := d.shardFor(h)
+	d.lock(s)
+	defer d.unlock(s)
+	off, _, err := s.findLocked(key, h)
+	if err != nil {
+		return d.corruptLocked(s, "index")
+	}
+	if off == 0 {
+		return ErrNotFound
+	}
+	e := s.entryAt(off)
+	if expired(e, d.clock) {
+		return ErrNotFound
+	}
+	e.Expiry = expiry
+	s.hdr().Writes++
+	return nil
+}
+
+// CompareAndSwap replaces key's live value with new, with a TTL (0 = never),
+// when it equals old in kind and bytes, keeping the flags; it reports whether
+// it did. Errors: ErrNotFound for an absent or expired key, ErrIsList for a
+// list, and the errors of Set.
+func (d *Dict) CompareAndSwap(key string, old, new Value, ttl time.Duration) (bool, error) {
+	if err := d.check(key, true); err != nil {
+		return false, err
+	}
+	if new.kind == KindNone || new.kind == KindList {
+		return false, ErrBadValue
+	}
+	expiry, err := d.expiryFor(ttl)
+	if err != nil {
+		return false, err
+	}
+	if entrySize(len(key), new.Len()) > d.maxEntry {
+		return false, ErrValueTooLarge
+	}
+	h := hashKey(d.seed, key)
+	s := d.shardFor(h)
+	d.lock(s)
+	defer d.unlock(s)
+	off, _, err := s.findLocked(key, h)
+	if err != nil {
+		return false, d.corruptLocked(s, "index")
+	}
+	if off == 0 {
+		return false, ErrNotFound
+	}
+	e := s.entryAt(off)
+	if expired(e, d.clock) {
+		return false, ErrNotFound
+	}
+	if !s.okBody(off, e) {
+		return false, d.corruptLocked(s, "entry")
+	}
+	if e.Kind == uint8(KindList) {
+		return false, ErrIsList
+	}
+	if !s.equalLocked(off, e, old) {
+		return false, nil
+	}
+	if _, err := d.storeLocked(s, key, h, new, expiry, 0, modeSet, true, true); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// equalLocked reports whether an entry holds v.
+func (s *shard) equalLocked(off uint32, e *entry, v Value) bool {
+	if Kind(e.Kind) != v.kind || int(e.VLen) != storedLen(v) {
+		return false
+	}
+	switch v.kind {
+	case KindInt, KindFloat:
+		return *s.num(off, e) == v.num
+	case KindBool:
+		return uint64(s.valueOf(off, e)[0]) == v.num
+	case KindBytes:
+		if v.b != nil {
+			return string(s.valueOf(off, e)) == string(v.b)
+		}
+		return string(s.valueOf(off, e)) == v.s
+	}
+	return false
+}
+
+// Update calls fn with key's live value (ok false when absent or expired)
+// under the shard lock and stores what it returns: the next value with its
+// TTL (0 = never), or, when keep is false, deletes the key. The flags of a
+// live entry stay; a new entry gets 0. A bytes cur aliases the zone and is
+// valid only during fn. fn must be short and must not call the Dict; if it
+// panics, the lock is released and the panic goes on. Errors: ErrIsList for a
+// list, and the errors of Set.
+func (d *Dict) Update(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool)) error {
+	if err := d.check(key, true); err != nil {
+		return err
+	}
+	h := hashKey(d.seed, key)
+	s := d.shardFor(h)
+	d.lock(s)
+	defer d.unlock(s)
+	off, _, err := s.findLocked(key, h)
+	if err != nil {
+		return d.corruptLocked(s, "index")
+	}
+	var cur Value
+	ok := false
+	if off != 0 {
+		e := s.entryAt(off)
+		if !expired(e, d.clock) {
+			if !s.okBody(off, e) {
+				return d.corruptLocked(s, "entry")
+			}
+			switch Kind(e.Kind) {
+			case KindList:
+				return ErrIsList
+			case KindInt, KindFloat:
+				cur = Value{kind: Kind(e.Kind), num: math.Float64bits(0)}
+				if e.VLen == 8 {
+					cur.num = *s.num(off, e)
+				}
+			case KindBool:
+				cur = Bool(e.VLen == 1 && s.valueOf(off, e)[0] != 0)
+			case KindBytes:
+				cur = Value{kind: KindBytes, b: s.valueOf(off, e)}
+			}
+			ok = true
+		}
+	}
+	next, ttl, keep := fn(cur, ok)
+	if !keep {
+		if off != 0 {
+			if err := s.removeLocked(off); err != nil {
+				return d.corruptLocked(s, "remove")
+			}
+			s.hdr().Writes++
+		}
+		return nil
+	}
+	if next.kind == KindNone || next.kind == KindList {
+		return ErrBadValue
+	}
+	if entrySize(len(key), next.Len()) > d.maxEntry {
+		return ErrValueTooLarge
+	}
+	expiry, err := d.expiryFor(ttl)
+	if err != nil {
+		return err
+	}
+	_, err = d.storeLocked(s, key, h, next, expiry, 0, modeSet, true, true)
+	return err
+}

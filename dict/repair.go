@@ -1,0 +1,363 @@
+package dict
+
+import (
+	"errors"
+	"fmt"
+	"unsafe"
+)
+
+// bitset marks arena offsets (8-byte granules) during repair and check.
+type bitset []uint64
+
+func newBitset(arenaLen int) bitset { return make(bitset, arenaLen/8/64+1) }
+func (b bitset) has(off uint32) bool { return b[off>>9]&(1<<(off>>3&63)) != 0 }
+func (b bitset) set(off uint32)      { b[off>>9] |= 1 << (off >> 3 & 63) }
+
+// validEntryLocked reports whether the chunk at off of size bytes holds a
+// well-formed entry that belongs in this shard.
+func (s *shard) validEntryLocked(off uint32, size int, shards int) bool {
+	if !s.okEntry(off) {
+		return false
+	}
+	e := s.entryAt(off)
+	if e.KLen == 0 || e.Kind == 0 || e.Kind > uint8(KindList) {
+		return false
+	}
+	switch Kind(e.Kind) {
+	case KindInt, KindFloat:
+		if e.VLen != 8 {
+			return false
+		}
+	case KindBool:
+		if e.VLen != 1 {
+			return false
+		}
+	case KindList:
+		if e.VLen != uint32(listHdrSize) {
+			return false
+		}
+	}
+	need := entrySize(int(e.KLen), int(e.VLen))
+	if need > size || s.slab.ChunkSize(need) != size || !s.okBody(off, e) {
+		return false
+	}
+	k := s.keyOf(off, e)
+	h := hashKey(s.seed, unsafe.String(unsafe.SliceData(k), len(k)))
+	return int(h&uint64(shards-1)) == s.id && e.Tag == tagOf(h)
+}
+
+// validNodeLocked reports whether the chunk at off is a well-formed list node.
+func (s *shard) validNodeLocked(off uint32) bool {
+	if !s.okNode(off) {
+		return false
+	}
+	size, err := s.slab.Size(off)
+	if err != nil {
+		return false
+	}
+	n := s.nodeAt(off)
+	switch Kind(n.Kind) {
+	case KindInt, KindFloat:
+		if n.VLen != 8 {
+			return false
+		}
+	case KindBool:
+		if n.VLen != 1 {
+			return false
+		}
+	case KindBytes:
+	default:
+		return false
+	}
+	need := nodeHdrSize + int(n.VLen)
+	return need <= size && s.slab.ChunkSize(need) == size
+}
+
+// repairLocked rebuilds a shard from its entries after its lock was taken
+// from a dead owner or corruption was found: the index, the LRU list (in its
+// old order as far as it holds), the lists' links and lengths, and the slab's
+// free lists. It drops the entry named by Drop (the one being written), any
+// entry the index did not reach when an allocation was in progress, and
+// anything that is not a well-formed entry or list node. It allocates: repair
+// is rare, and the alternative is a shard that stays broken.
+func (s *shard) repairLocked() {
+	hd := s.hdr()
+	shards := 1 << s.shift
+	drop := hd.Drop
+	var reach bitset
+	if drop == dropUnreachable {
+		reach = newBitset(len(s.arena))
+		for b := range s.index {
+			off := s.index[b]
+			for steps := 0; off != 0 && s.okEntry(off) && !reach.has(off) && steps <= s.maxSteps(); steps++ {
+				reach.set(off)
+				off = s.entryAt(off).Next
+			}
+		}
+	}
+	oldHead := hd.LRUHead
+	clear(s.index)
+	hd.Count = 0
+	entries := newBitset(len(s.arena))
+	s.slab.ForEach(func(off uint32, size int) bool {
+		if off == drop || reach != nil && !reach.has(off) || !s.validEntryLocked(off, size, shards) {
+			return true
+		}
+		e := s.entryAt(off)
+		k := s.keyOf(off, e)
+		key := unsafe.String(unsafe.SliceData(k), len(k))
+		h := hashKey(s.seed, key)
+		if dup, _, err := s.findLocked(key, h); err != nil || dup != 0 {
+			return true
+		}
+		slot := &s.index[s.bucket(h)]
+		e.Next = *slot
+		*slot = off
+		entries.set(off)
+		hd.Count++
+		return true
+	})
+
+	// Lists: keep the nodes reachable from each kept list's head.
+	nodes := newBitset(len(s.arena))
+	for b := range s.index {
+		for off := s.index[b]; off != 0; off = s.entryAt(off).Next {
+			e := s.entryAt(off)
+			if e.Kind != uint8(KindList) {
+				continue
+			}
+			l := s.listOf(off, e)
+			var prev, count uint32
+			for n := l.Head; n != 0 && !nodes.has(n) && !entries.has(n) && s.validNodeLocked(n); n = s.nodeAt(n).Next {
+				nodes.set(n)
+				s.nodeAt(n).Prev = prev
+				prev = n
+				count++
+			}
+			if prev != 0 {
+				s.nodeAt(prev).Next = 0
+			} else {
+				l.Head = 0
+			}
+			l.Tail, l.Len = prev, count
+		}
+	}
+	// An empty list is no entry.
+	for b := range s.index {
+		p := &s.index[b]
+		for *p != 0 {
+			e := s.entryAt(*p)
+			if e.Kind == uint8(KindList) && s.listOf(*p, e).Len == 0 {
+				off := *p
+				*p = e.Next
+				e.Next = 0
+				entries[off>>9] &^= 1 << (off >> 3 & 63)
+				hd.Count--
+				continue
+			}
+			p = &e.Next
+		}
+	}
+	s.slab.ForEach(func(off uint32, size int) bool {
+		if !entries.has(off) && !nodes.has(off) {
+			if size >= entryHdrSize {
+				s.entryAt(off).Kind = 0 // never resurrected by a later repair
+			}
+			s.slab.Forget(off)
+		}
+		return true
+	})
+	s.slab.Rebuild()
+
+	// LRU: the old order first, as far as its links hold, then the rest.
+	linked := newBitset(len(s.arena))
+	var head, tail uint32
+	appendLRU := func(off uint32) {
+		e := s.entryAt(off)
+		e.Prev, e.LNext = tail, 0
+		if tail != 0 {
+			s.entryAt(tail).LNext = off
+		} else {
+			head = off
+		}
+		tail = off
+		linked.set(off)
+	}
+	for cur, steps := oldHead, 0; cur != 0 && s.okEntry(cur) && !linked.has(cur) && steps <= s.maxSteps(); steps++ {
+		next := s.entryAt(cur).LNext
+		if entries.has(cur) {
+			appendLRU(cur)
+		}
+		cur = next
+	}
+	for b := range s.index {
+		for off := s.index[b]; off != 0; off = s.entryAt(off).Next {
+			if !linked.has(off) {
+				appendLRU(off)
+			}
+		}
+	}
+	hd.LRUHead, hd.LRUTail = head, tail
+	hd.Drop = dropNone
+}
+
+// checkLocked returns the shard's problems, at most max of them.
+func (s *shard) checkLocked(max int) []string {
+	var probs []string
+	add := func(format string, args ...any) bool {
+		probs = append(probs, fmt.Sprintf("shard %d: "+format, append([]any{s.id}, args...)...))
+		return len(probs) < max
+	}
+	hd := s.hdr()
+	shards := 1 << s.shift
+	if hd.Drop != dropNone {
+		if !add("unfinished write (drop %#x)", hd.Drop) {
+			return probs
+		}
+	}
+	if err := s.slab.Check(); err != nil {
+		if !add("%v", err) {
+			return probs
+		}
+		return probs // the chunks themselves cannot be trusted
+	}
+	entries := newBitset(len(s.arena))
+	nodes := newBitset(len(s.arena))
+	count := 0
+	for b := range s.index {
+		off := s.index[b]
+		for steps := 0; off != 0; steps++ {
+			size, err := s.slab.Size(off)
+			if err != nil || !s.validEntryLocked(off, size, shards) {
+				add("bucket %d: %#x is not a valid entry", b, off)
+				return probs
+			}
+			if entries.has(off) {
+				add("bucket %d: cycle at %#x", b, off)
+				return probs
+			}
+			e := s.entryAt(off)
+			k := s.keyOf(off, e)
+			if h := hashKey(s.seed, unsafe.String(unsafe.SliceData(k), len(k))); s.bucket(h) != uint32(b) {
+				if !add("entry %#x in bucket %d, its hash says %d", off, b, s.bucket(h)) {
+					return probs
+				}
+			}
+			entries.set(off)
+			count++
+			if e.Kind == uint8(KindList) {
+				if p := s.checkListLocked(off, e, nodes); p != "" && !add("%s", p) {
+					return probs
+				}
+			}
+			off = e.Next
+		}
+	}
+	if int(hd.Count) != count {
+		if !add("count %d, index holds %d", hd.Count, count) {
+			return probs
+		}
+	}
+	linked := newBitset(len(s.arena))
+	var prev uint32
+	n := 0
+	for off := hd.LRUHead; off != 0; {
+		if !s.okEntry(off) || !entries.has(off) || linked.has(off) {
+			add("lru: %#x after %#x is not an indexed entry, or a cycle", off, prev)
+			return probs
+		}
+		e := s.entryAt(off)
+		if e.Prev != prev {
+			if !add("lru: %#x prev %#x, want %#x", off, e.Prev, prev) {
+				return probs
+			}
+		}
+		linked.set(off)
+		n++
+		prev, off = off, e.LNext
+	}
+	if prev != hd.LRUTail {
+		if !add("lru: tail %#x, list ends at %#x", hd.LRUTail, prev) {
+			return probs
+		}
+	}
+	if n != count {
+		if !add("lru holds %d entries, index %d", n, count) {
+			return probs
+		}
+	}
+	s.slab.ForEach(func(off uint32, size int) bool {
+		if !entries.has(off) && !nodes.has(off) {
+			return add("chunk %#x (%d bytes) allocated but unreachable", off, size)
+		}
+		return true
+	})
+	return probs
+}
+
+// checkListLocked checks one list's nodes and marks them; "" when sound.
+func (s *shard) checkListLocked(off uint32, e *entry, nodes bitset) string {
+	l := s.listOf(off, e)
+	var prev, count uint32
+	for n := l.Head; n != 0; n = s.nodeAt(n).Next {
+		if !s.validNodeLocked(n) || nodes.has(n) {
+			return fmt.Sprintf("list %#x: node %#x invalid or linked twice", off, n)
+		}
+		if s.nodeAt(n).Prev != prev {
+			return fmt.Sprintf("list %#x: node %#x prev %#x, want %#x", off, n, s.nodeAt(n).Prev, prev)
+		}
+		nodes.set(n)
+		prev = n
+		count++
+	}
+	if prev != l.Tail || count != l.Len || count == 0 {
+		return fmt.Sprintf("list %#x: tail %#x len %d, walk gives %#x and %d", off, l.Tail, l.Len, prev, count)
+	}
+	return ""
+}
+
+// Check verifies every shard's invariants: the slab's own, every index entry
+// well formed and in its bucket, the LRU list holding exactly the indexed
+// entries in consistent order, lists linked and counted, no allocated chunk
+// unreachable, and no write left half done. It returns nil, or ErrCorrupt
+// joined with each problem found. It locks one shard at a time.
+func (d *Dict) Check() error {
+	if d.closed.Load() {
+		return ErrClosed
+	}
+	var errs []error
+	for i := range d.shards {
+		s := &d.shards[i]
+		d.lock(s)
+		probs := s.checkLocked(20)
+		d.unlock(s)
+		for _, p := range probs {
+			errs = append(errs, fmt.Errorf("%w: %s", ErrCorrupt, p))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Repair rebuilds every shard that fails its check, as recovery from a dead
+// lock owner does, and returns how many it rebuilt. A shard whose lock is held
+// by a dead process is taken over and rebuilt by the lock itself.
+func (d *Dict) Repair() (int, error) {
+	if d.closed.Load() {
+		return 0, ErrClosed
+	}
+	if d.readOnly {
+		return 0, ErrReadOnly
+	}
+	n := 0
+	for i := range d.shards {
+		s := &d.shards[i]
+		d.lock(s)
+		if len(s.checkLocked(1)) > 0 {
+			s.repairLocked()
+			s.hdr().Recoveries++
+			n++
+		}
+		d.unlock(s)
+	}
+	return n, nil
+}

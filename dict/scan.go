@@ -1,0 +1,168 @@
+package dict
+
+import "github.com/shmzone/shmzone/slab"
+
+// FlushAll removes every entry and frees its memory (nginx only marks entries
+// expired): afterwards FreeSpace is the empty zone's. It locks one shard at a
+// time, so entries written meanwhile to shards already flushed stay.
+func (d *Dict) FlushAll() error {
+	if d.closed.Load() {
+		return ErrClosed
+	}
+	if d.readOnly {
+		return ErrReadOnly
+	}
+	for i := range d.shards {
+		s := &d.shards[i]
+		d.lock(s)
+		err := s.flushLocked()
+		d.unlock(s)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *shard) flushLocked() error {
+	hd := s.hdr()
+	hd.Drop = dropUnreachable
+	clear(s.index)
+	hd.LRUHead, hd.LRUTail, hd.Count = 0, 0, 0
+	sl, err := slab.Format(s.arena, s.slab.PageSize())
+	if err != nil {
+		return err
+	}
+	s.slab = sl
+	hd.Drop = dropNone
+	hd.Writes++
+	return nil
+}
+
+// FlushExpired removes up to max expired entries (0 = all) and frees their
+// memory; it returns how many it removed.
+func (d *Dict) FlushExpired(max int) (int, error) {
+	if d.closed.Load() {
+		return 0, ErrClosed
+	}
+	if d.readOnly {
+		return 0, ErrReadOnly
+	}
+	if max < 0 {
+		max = 0
+	}
+	total := 0
+	for i := range d.shards {
+		s := &d.shards[i]
+		d.lock(s)
+		n, err := d.flushExpiredLocked(s, max-total, max == 0)
+		d.unlock(s)
+		total += n
+		if err != nil {
+			return total, err
+		}
+		if max > 0 && total >= max {
+			break
+		}
+	}
+	return total, nil
+}
+
+func (d *Dict) flushExpiredLocked(s *shard, left int, all bool) (int, error) {
+	hd := s.hdr()
+	n := 0
+	off := hd.LRUTail
+	for steps := 0; off != 0 && (all || n < left); steps++ {
+		if !s.okEntry(off) || steps > s.maxSteps() {
+			return n, d.corruptLocked(s, "lru")
+		}
+		e := s.entryAt(off)
+		prev := e.Prev
+		if expired(e, d.clock) {
+			if err := s.removeLocked(off); err != nil {
+				return n, d.corruptLocked(s, "remove")
+			}
+			hd.Expirations++
+			n++
+		}
+		off = prev
+	}
+	return n, nil
+}
+
+// Keys returns up to max live keys (0 = all), the least recently used first
+// within each shard. It holds one shard's lock at a time, never for the whole
+// scan, and copies keys out before it allocates their strings.
+func (d *Dict) Keys(max int) ([]string, error) {
+	if d.closed.Load() {
+		return nil, ErrClosed
+	}
+	if max < 0 {
+		max = 0
+	}
+	var keys []string
+	var buf []byte
+	var lens []int
+	for i := range d.shards {
+		s := &d.shards[i]
+		want := 0
+		if max > 0 {
+			want = max - len(keys)
+		}
+		for {
+			d.lock(s)
+			nbytes, nkeys, fit, err := d.keysLocked(s, buf[:0], lens[:0], want)
+			d.unlock(s)
+			if err != nil {
+				return keys, err
+			}
+			if !fit {
+				buf = make([]byte, 0, nbytes+nbytes/4)
+				lens = make([]int, 0, nkeys+nkeys/4)
+				continue
+			}
+			buf, lens = buf[:nbytes], lens[:nkeys]
+			break
+		}
+		p := 0
+		for _, n := range lens {
+			keys = append(keys, string(buf[p:p+n]))
+			p += n
+		}
+		if max > 0 && len(keys) >= max {
+			break
+		}
+	}
+	return keys, nil
+}
+
+// keysLocked appends live keys of one shard to buf and their lengths to lens,
+// up to max (0 = all). When they do not fit the capacity, fit is false and
+// nbytes, nkeys say what is needed.
+func (d *Dict) keysLocked(s *shard, buf []byte, lens []int, max int) (nbytes, nkeys int, fit bool, err error) {
+	fit = true
+	off := s.hdr().LRUTail
+	for steps := 0; off != 0 && (max == 0 || nkeys < max); steps++ {
+		if !s.okEntry(off) || steps > s.maxSteps() {
+			return 0, 0, false, d.corruptLocked(s, "lru")
+		}
+		e := s.entryAt(off)
+		if !s.okBody(off, e) {
+			return 0, 0, false, d.corruptLocked(s, "entry")
+		}
+		if !expired(e, d.clock) {
+			k := s.keyOf(off, e)
+			if fit && len(buf)+len(k) <= cap(buf) && len(lens) < cap(lens) {
+				buf = append(buf, k...)
+				lens = append(lens, len(k))
+			} else {
+				fit = false
+			}
+			nbytes += len(k)
+			nkeys++
+		}
+		off = e.Prev
+	}
+	// buf and lens were filled in place: the caller reslices them.
+	return nbytes, nkeys, fit, nil
+}

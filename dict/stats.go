@@ -1,0 +1,109 @@
+package dict
+
+import "github.com/shmzone/shmzone/slab"
+
+// Stats are a dictionary's figures, summed over its shards; the counters
+// count since the zone was created, across every process.
+type Stats struct {
+	Capacity    int64  // zone size in bytes
+	FreeSpace   int64  // bytes allocatable without eviction
+	Shards      int    // shard count
+	Entries     int64  // entries, expired ones not yet reclaimed included
+	Hits        uint64 // reads and increments that found a live key
+	Misses      uint64 // reads and increments that did not
+	Writes      uint64 // successful writes
+	Evictions   uint64 // live entries evicted to make room
+	Expirations uint64 // expired entries reclaimed
+	LockWaits   uint64 // lock acquisitions that had to wait
+	Recoveries  uint64 // shards rebuilt after a dead lock owner or corruption
+}
+
+// Stats returns the dictionary's figures. It locks one shard at a time, so
+// the sums are not one instant's.
+func (d *Dict) Stats() Stats {
+	st := Stats{Capacity: d.Capacity(), Shards: len(d.shards)}
+	if d.closed.Load() {
+		return st
+	}
+	for i := range d.shards {
+		s := &d.shards[i]
+		d.lock(s)
+		h := s.hdr()
+		st.FreeSpace += s.slab.FreeBytes()
+		st.Entries += int64(h.Count)
+		st.Hits += h.Hits
+		st.Misses += h.Misses
+		st.Writes += h.Writes
+		st.Evictions += h.Evictions
+		st.Expirations += h.Expirations
+		st.LockWaits += h.LockWaits
+		st.Recoveries += h.Recoveries
+		d.unlock(s)
+	}
+	return st
+}
+
+// ShardStats returns shard i's figures, with Shards 1.
+func (d *Dict) ShardStats(i int) Stats {
+	st := Stats{Shards: 1}
+	if d.closed.Load() || i < 0 || i >= len(d.shards) {
+		return st
+	}
+	s := &d.shards[i]
+	d.lock(s)
+	defer d.unlock(s)
+	h := s.hdr()
+	st.Capacity = int64(len(s.mem))
+	st.FreeSpace = s.slab.FreeBytes()
+	st.Entries = int64(h.Count)
+	st.Hits, st.Misses, st.Writes = h.Hits, h.Misses, h.Writes
+	st.Evictions, st.Expirations = h.Evictions, h.Expirations
+	st.LockWaits, st.Recoveries = h.LockWaits, h.Recoveries
+	return st
+}
+
+// SlabStats returns the use of each slab size class, summed over the shards;
+// the last row, with Size 0, counts page runs (large entries).
+func (d *Dict) SlabStats() []slab.ClassStats {
+	if d.closed.Load() {
+		return nil
+	}
+	sum := map[int]*slab.ClassStats{}
+	var order []int
+	for i := range d.shards {
+		s := &d.shards[i]
+		d.lock(s)
+		rows := s.slab.Stats()
+		d.unlock(s)
+		for _, r := range rows {
+			c, ok := sum[r.Size]
+			if !ok {
+				c = &slab.ClassStats{Size: r.Size}
+				sum[r.Size] = c
+				order = append(order, r.Size)
+			}
+			c.Pages += r.Pages
+			c.Used += r.Used
+			c.Free += r.Free
+		}
+	}
+	out := make([]slab.ClassStats, 0, len(order))
+	for _, size := range order {
+		if size != 0 {
+			out = append(out, *sum[size])
+		}
+	}
+	sortBySize(out)
+	if r, ok := sum[0]; ok {
+		out = append(out, *r)
+	}
+	return out
+}
+
+func sortBySize(rows []slab.ClassStats) {
+	for i := 1; i < len(rows); i++ {
+		for j := i; j > 0 && rows[j].Size < rows[j-1].Size; j-- {
+			rows[j], rows[j-1] = rows[j-1], rows[j]
+		}
+	}
+}

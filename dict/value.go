@@ -1,0 +1,174 @@
+package dict
+
+import (
+	"bytes"
+	"math"
+	"strconv"
+)
+
+// Kind is the type of a stored value.
+type Kind uint8
+
+// The kinds. KindNone is the zero Value's kind; it cannot be stored.
+const (
+	KindNone  Kind = 0
+	KindBytes Kind = 1
+	KindInt   Kind = 2
+	KindFloat Kind = 3
+	KindBool  Kind = 4
+	KindList  Kind = 5 // a list; only the list operations read and write it
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindBytes:
+		return "bytes"
+	case KindInt:
+		return "int"
+	case KindFloat:
+		return "float"
+	case KindBool:
+		return "bool"
+	case KindList:
+		return "list"
+	}
+	return "none"
+}
+
+// Value is a typed value: bytes, an int64, a float64 or a bool. The zero Value
+// has KindNone and cannot be stored. Values are small and passed by value.
+type Value struct {
+	kind Kind
+	num  uint64 // int64 or float64 bits, or 0/1
+	b    []byte // KindBytes from Bytes
+	s    string // KindBytes from String
+}
+
+// Int returns an int value.
+func Int(n int64) Value { return Value{kind: KindInt, num: uint64(n)} }
+
+// Float returns a float value.
+func Float(f float64) Value { return Value{kind: KindFloat, num: math.Float64bits(f)} }
+
+// Bool returns a bool value.
+func Bool(v bool) Value {
+	if v {
+		return Value{kind: KindBool, num: 1}
+	}
+	return Value{kind: KindBool}
+}
+
+// Bytes returns a bytes value that aliases b: b must not change until the
+// value is stored.
+func Bytes(b []byte) Value { return Value{kind: KindBytes, b: b} }
+
+// String returns a bytes value holding s.
+func String(s string) Value { return Value{kind: KindBytes, s: s} }
+
+// Kind returns the value's kind.
+func (v Value) Kind() Kind { return v.kind }
+
+// Int returns the value of an int, a float truncated toward zero, or 1/0 for a
+// bool; 0 for bytes.
+func (v Value) Int() int64 {
+	switch v.kind {
+	case KindInt, KindBool:
+		return int64(v.num)
+	case KindFloat:
+		return int64(math.Float64frombits(v.num))
+	}
+	return 0
+}
+
+// Float returns the value of a float or an int as a float64; 0 otherwise.
+func (v Value) Float() float64 {
+	switch v.kind {
+	case KindFloat:
+		return math.Float64frombits(v.num)
+	case KindInt:
+		return float64(int64(v.num))
+	}
+	return 0
+}
+
+// Bool returns the value of a bool; for other kinds, whether it is non-zero.
+func (v Value) Bool() bool {
+	if v.kind == KindBytes {
+		return v.Len() > 0
+	}
+	return v.num != 0
+}
+
+// Bytes returns the bytes of a bytes value. For a value from Get it is the
+// caller's own copy; for one from String it is a new copy. For other kinds it
+// is nil.
+func (v Value) Bytes() []byte {
+	if v.kind != KindBytes {
+		return nil
+	}
+	if v.b == nil && v.s != "" {
+		return []byte(v.s)
+	}
+	return v.b
+}
+
+// String returns the bytes of a bytes value as a string, and the decimal form
+// of a number or "true"/"false" for a bool.
+func (v Value) String() string {
+	switch v.kind {
+	case KindBytes:
+		if v.b != nil {
+			return string(v.b)
+		}
+		return v.s
+	case KindInt:
+		return strconv.FormatInt(int64(v.num), 10)
+	case KindFloat:
+		return strconv.FormatFloat(math.Float64frombits(v.num), 'g', -1, 64)
+	case KindBool:
+		return strconv.FormatBool(v.num != 0)
+	case KindList:
+		return "(list)"
+	}
+	return ""
+}
+
+// Len returns the stored length of the value in bytes.
+func (v Value) Len() int {
+	switch v.kind {
+	case KindBytes:
+		if v.b != nil {
+			return len(v.b)
+		}
+		return len(v.s)
+	case KindInt, KindFloat:
+		return 8
+	case KindBool:
+		return 1
+	}
+	return 0
+}
+
+// Equal reports whether two values have the same kind and the same bytes (for
+// floats, the same bits).
+func (v Value) Equal(w Value) bool {
+	if v.kind != w.kind {
+		return false
+	}
+	if v.kind != KindBytes {
+		return v.num == w.num
+	}
+	switch {
+	case v.b != nil && w.b != nil:
+		return bytes.Equal(v.b, w.b)
+	case v.b == nil && w.b == nil:
+		return v.s == w.s
+	case v.b != nil:
+		return string(v.b) == w.s
+	default:
+		return v.s == string(w.b)
+	}
+}
+
+// numBits returns the 8 bytes stored for a number or a bool.
+func (v Value) numBits() uint64 { return v.num }

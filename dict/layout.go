@@ -35,19 +35,19 @@ const Layout = 0x44494331 // "DIC1"
 
 // shardHdr is the overlay of a shard's header, a cache line pair of its own.
 type shardHdr struct {
-	Lock        uint32 // CAS only: 0 or the owner's pid (shm.Lock)
-	Drop        uint32 // under lock: what repair must drop (dropNone, dropUnreachable, or an entry)
-	LRUHead     uint32 // under lock: most recently used entry
-	LRUTail     uint32 // under lock: least recently used entry
-	Count       uint32 // under lock: entries in the index, expired ones included
-	_           uint32 // padding
-	Hits        uint64 // under lock
-	Misses      uint64 // under lock
-	Evictions   uint64 // under lock: live entries evicted
-	Expirations uint64 // under lock: expired entries reclaimed
-	LockWaits   uint64 // under lock: acquisitions that had to wait
-	Recoveries  uint64 // under lock: takeovers from a dead owner, each followed by repair
-	Writes      uint64 // under lock: successful writes
+	Lock        uint32   // CAS only: 0 or the owner's pid (shm.Lock)
+	Drop        uint32   // under lock: what repair must drop (dropNone, dropUnreachable, or an entry)
+	LRUHead     uint32   // under lock: most recently used entry
+	LRUTail     uint32   // under lock: least recently used entry
+	Count       uint32   // under lock: entries in the index, expired ones included
+	_           uint32   // padding
+	Hits        uint64   // under lock
+	Misses      uint64   // under lock
+	Evictions   uint64   // under lock: live entries evicted
+	Expirations uint64   // under lock: expired entries reclaimed
+	LockWaits   uint64   // under lock: acquisitions that had to wait
+	Recoveries  uint64   // under lock: takeovers from a dead owner, each followed by repair
+	Writes      uint64   // under lock: successful writes
 	_           [48]byte // padding to 128 bytes
 }
 
@@ -198,4 +198,3 @@ func indexSlots(mem []byte, n int) []uint32 {
 
 // stringBytes views a string's bytes without copying; they must not change.
 func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
-

@@ -9,7 +9,7 @@ import (
 // bitset marks arena offsets (8-byte granules) during repair and check.
 type bitset []uint64
 
-func newBitset(arenaLen int) bitset { return make(bitset, arenaLen/8/64+1) }
+func newBitset(arenaLen int) bitset  { return make(bitset, arenaLen/8/64+1) }
 func (b bitset) has(off uint32) bool { return b[off>>9]&(1<<(off>>3&63)) != 0 }
 func (b bitset) set(off uint32)      { b[off>>9] |= 1 << (off >> 3 & 63) }
 

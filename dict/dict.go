@@ -46,6 +46,8 @@ type Dict struct {
 
 // shard is this process's view of one shard; all state is in mem.
 type shard struct {
+	h       *shardHdr // the header in mem
+	lockw   *uint32   // &h.Lock, or a word of this process for a read-only view
 	mem     []byte
 	index   []uint32
 	arena   []byte
@@ -54,6 +56,7 @@ type shard struct {
 	seed    uint64
 	id      int
 	shift   uint
+	steps   int // bound of every walk: no arena holds more entries
 }
 
 // Open opens the dictionary in the zone file at path, creating the zone when
@@ -94,6 +97,8 @@ func Open(path string, o Options) (*Dict, error) {
 			return nil, fmt.Errorf("dict: %s shard %d: %w: %v", path, i, ErrCorrupt, err)
 		}
 		d.shards[i] = shard{
+			h:       shardHdrAt(mem),
+			lockw:   &shardHdrAt(mem).Lock,
 			mem:     mem,
 			index:   indexSlots(mem, h.IndexSize),
 			arena:   mem[arenaOffset(h.IndexSize):],
@@ -102,6 +107,10 @@ func Open(path string, o Options) (*Dict, error) {
 			seed:    h.Seed,
 			id:      i,
 			shift:   shift,
+			steps:   len(mem[arenaOffset(h.IndexSize):])/(entryHdrSize+8) + 1,
+		}
+		if o.ReadOnly {
+			d.shards[i].lockw = new(uint32)
 		}
 		d.maxEntry = sl.MaxAlloc()
 	}
@@ -199,27 +208,24 @@ func (d *Dict) expiryFor(ttl time.Duration) (int64, error) {
 	return d.now() + ms, nil
 }
 
-// lock takes a shard's lock. Read-only views take none: they cannot write the
-// lock word.
+// lock takes a shard's lock. A read-only view cannot write the zone's lock
+// word: its shards lock a word of this process instead (lockw), which orders
+// its own goroutines and nothing else.
 func (d *Dict) lock(s *shard) {
-	if d.readOnly {
-		return
-	}
-	if r := shm.Lock(&s.hdr().Lock); r != 0 {
-		d.lockedAfterWait(s, r)
+	if !shm.TryLock(s.lockw) {
+		d.lockSlow(s)
 	}
 }
 
-func (d *Dict) unlock(s *shard) {
+func (d *Dict) unlock(s *shard) { shm.Unlock(s.lockw) }
+
+// lockSlow waits for a shard's lock, counts the wait, and repairs a shard
+// taken over from a dead owner.
+func (d *Dict) lockSlow(s *shard) {
+	r := shm.Lock(s.lockw)
 	if d.readOnly {
 		return
 	}
-	shm.Unlock(&s.hdr().Lock)
-}
-
-// lockedAfterWait counts a contended acquisition and repairs a shard taken
-// over from a dead owner.
-func (d *Dict) lockedAfterWait(s *shard, r shm.LockResult) {
 	h := s.hdr()
 	h.LockWaits++
 	if r&shm.LockRecovered != 0 {

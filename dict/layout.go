@@ -14,7 +14,7 @@ import "unsafe"
 //
 //	0      4      8      12     16            24     28   30  31  32
 //	+------+------+------+------+-------------+------+----+---+---+-----+---+-------+
-//	| next | prev | lnext| flags| expiry (ms) | vlen |klen|tag|knd| key |pad| value |
+//	| next | prev | lnext| flags| expiry (ms) | vlen |klen|tag|bit| key |pad| value |
 //	+------+------+------+------+-------------+------+----+---+---+-----+---+-------+
 //	                                                                    ^ valOff: 8-aligned
 //
@@ -67,7 +67,24 @@ type entry struct {
 	VLen   uint32 // under lock: value bytes
 	KLen   uint16 // under lock: key bytes, 1..MaxKeyLen
 	Tag    uint8  // under lock: hash bits, compared before the key
-	Kind   uint8  // under lock: Kind; 0 = not an entry (set on free)
+	Bits   uint8  // under lock: the Kind in kindMask (0 = not an entry, set on free), and refBit
+}
+
+// Bits of entry.Bits.
+const (
+	kindMask = 0x0f // the value's Kind
+	refBit   = 0x80 // used since the eviction hand last passed (CLOCK)
+)
+
+// kind returns the entry's value kind.
+func (e *entry) kind() Kind { return Kind(e.Bits & kindMask) }
+
+// use marks the entry used, for the CLOCK eviction; it writes only when the
+// bit is clear, so a hot entry's cache line stays clean.
+func (e *entry) use() {
+	if e.Bits&refBit == 0 {
+		e.Bits |= refBit
+	}
 }
 
 // listHdr is the value of a list entry.
@@ -130,7 +147,10 @@ func storedLen(v Value) int {
 	return v.Len()
 }
 
-func (s *shard) hdr() *shardHdr { return (*shardHdr)(unsafe.Pointer(&s.mem[0])) }
+func (s *shard) hdr() *shardHdr { return s.h }
+
+// shardHdrAt returns the overlay of a shard's header.
+func shardHdrAt(mem []byte) *shardHdr { return (*shardHdr)(unsafe.Pointer(&mem[0])) }
 
 // slot returns the index slot for bucket b, b < IndexSize.
 func (s *shard) slot(b uint32) *uint32 {

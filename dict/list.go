@@ -41,7 +41,7 @@ func (d *Dict) LLen(key string) (int, error) {
 	if expired(e, d.clock) {
 		return 0, nil
 	}
-	if e.Kind != uint8(KindList) {
+	if e.kind() != KindList {
 		return 0, ErrNotList
 	}
 	if e.VLen != uint32(listHdrSize) || !s.okBody(off, e) {
@@ -77,7 +77,7 @@ func (d *Dict) push(key string, v Value, head bool) (int, error) {
 			}
 			s.hdr().Expirations++
 			off = 0
-		} else if e.Kind != uint8(KindList) {
+		} else if e.kind() != KindList {
 			return 0, ErrNotList
 		}
 	}
@@ -115,11 +115,7 @@ func (d *Dict) push(key string, v Value, head bool) (int, error) {
 	data, _ := s.nodeData(noff, n)
 	switch v.kind {
 	case KindBytes:
-		if v.b != nil {
-			copy(data, v.b)
-		} else {
-			copy(data, v.s)
-		}
+		copy(data, v.b)
 	case KindBool:
 		data[0] = byte(v.num)
 	default:
@@ -155,9 +151,7 @@ func (d *Dict) push(key string, v Value, head bool) (int, error) {
 	}
 	l.Len++
 	hd.Drop = dropNone
-	if !s.touchLocked(off, e) {
-		return 0, d.corruptLocked(s, "lru")
-	}
+	e.use()
 	hd.Writes++
 	return int(l.Len), nil
 }
@@ -192,7 +186,7 @@ func (d *Dict) popLocked(s *shard, key string, h uint64, head bool, dst []byte) 
 	if expired(e, d.clock) {
 		return Value{}, -1, ErrNotFound
 	}
-	if e.Kind != uint8(KindList) {
+	if e.kind() != KindList {
 		return Value{}, -1, ErrNotList
 	}
 	if e.VLen != uint32(listHdrSize) || !s.okBody(off, e) {
@@ -266,9 +260,7 @@ func (d *Dict) popLocked(s *shard, key string, h uint64, head bool, dst []byte) 
 		return Value{}, -1, d.corruptLocked(s, "list free")
 	}
 	hd.Drop = dropNone
-	if !s.touchLocked(off, e) {
-		return Value{}, -1, d.corruptLocked(s, "lru")
-	}
+	e.use()
 	hd.Writes++
 	return v, -1, nil
 }

@@ -33,72 +33,79 @@ func (d *Dict) get(key string, dst []byte, allowStale, fresh bool) (Value, uint3
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
+	var r readResult
 	for {
 		d.lock(s)
-		v, flags, stale, need, err := d.getLocked(s, key, h, dst, allowStale)
+		need, err := d.getLocked(s, key, h, dst, allowStale, &r)
 		d.unlock(s)
 		if need < 0 {
-			return v, flags, stale, err
+			return r.v, r.flags, r.stale, err
 		}
 		// The bytes do not fit dst: grow it outside the lock and look again.
 		dst = make([]byte, 0, need)
 	}
 }
 
-// getLocked reads key's entry; need >= 0 asks the caller for a dst of that
-// capacity. fresh values keep dst's storage.
-func (d *Dict) getLocked(s *shard, key string, h uint64, dst []byte, allowStale bool) (v Value, flags uint32, stale bool, need int, err error) {
+// readResult is what getLocked found.
+type readResult struct {
+	v     Value
+	flags uint32
+	stale bool
+}
+
+// getLocked reads key's entry into r; need >= 0 asks the caller for a dst of
+// that capacity and a second call.
+func (d *Dict) getLocked(s *shard, key string, h uint64, dst []byte, allowStale bool, r *readResult) (need int, err error) {
 	hd := s.hdr()
 	off, _, err := s.findLocked(key, h)
 	if err != nil {
-		return Value{}, 0, false, -1, d.corruptLocked(s, "index")
+		return -1, d.corruptLocked(s, "index")
 	}
 	if off == 0 {
 		d.count(&hd.Misses)
-		return Value{}, 0, false, -1, ErrNotFound
+		return -1, ErrNotFound
 	}
 	e := s.entryAt(off)
 	if expired(e, d.clock) {
 		if !allowStale {
 			d.count(&hd.Misses)
-			return Value{}, 0, false, -1, ErrNotFound
+			return -1, ErrNotFound
 		}
-		stale = true
+		r.stale = true
 	}
 	if !s.okBody(off, e) {
-		return Value{}, 0, false, -1, d.corruptLocked(s, "entry")
+		return -1, d.corruptLocked(s, "entry")
 	}
-	switch Kind(e.Kind) {
+	switch e.kind() {
 	case KindInt, KindFloat:
 		if e.VLen != 8 {
-			return Value{}, 0, false, -1, d.corruptLocked(s, "number length")
+			return -1, d.corruptLocked(s, "number length")
 		}
-		v = Value{kind: Kind(e.Kind), num: *s.num(off, e)}
+		r.v.kind, r.v.num = e.kind(), *s.num(off, e)
 	case KindBool:
 		if e.VLen != 1 {
-			return Value{}, 0, false, -1, d.corruptLocked(s, "bool length")
+			return -1, d.corruptLocked(s, "bool length")
 		}
-		v = Bool(s.valueOf(off, e)[0] != 0)
+		r.v.kind, r.v.num = KindBool, uint64(s.valueOf(off, e)[0]&1)
 	case KindBytes:
 		n := int(e.VLen)
 		if n > cap(dst) || dst == nil {
-			return Value{}, 0, false, n, nil
+			return n, nil
 		}
 		dst = dst[:n]
 		copy(dst, s.valueOf(off, e))
-		v = Value{kind: KindBytes, b: dst}
+		r.v.kind, r.v.b = KindBytes, dst
 	case KindList:
-		return Value{}, 0, false, -1, ErrIsList
+		return -1, ErrIsList
 	default:
-		return Value{}, 0, false, -1, d.corruptLocked(s, "kind")
+		return -1, d.corruptLocked(s, "kind")
 	}
+	r.flags = e.Flags
 	if !d.readOnly {
-		if !s.touchLocked(off, e) {
-			return Value{}, 0, false, -1, d.corruptLocked(s, "lru")
-		}
+		e.use()
 		hd.Hits++
 	}
-	return v, e.Flags, stale, -1, nil
+	return -1, nil
 }
 
 // count adds one to a shard counter, unless the view is read-only.
@@ -202,7 +209,7 @@ func (d *Dict) CompareAndSwap(key string, old, new Value, ttl time.Duration) (bo
 	if !s.okBody(off, e) {
 		return false, d.corruptLocked(s, "entry")
 	}
-	if e.Kind == uint8(KindList) {
+	if e.kind() == KindList {
 		return false, ErrIsList
 	}
 	if !s.equalLocked(off, e, old) {
@@ -216,7 +223,7 @@ func (d *Dict) CompareAndSwap(key string, old, new Value, ttl time.Duration) (bo
 
 // equalLocked reports whether an entry holds v.
 func (s *shard) equalLocked(off uint32, e *entry, v Value) bool {
-	if Kind(e.Kind) != v.kind || int(e.VLen) != storedLen(v) {
+	if e.kind() != v.kind || int(e.VLen) != storedLen(v) {
 		return false
 	}
 	switch v.kind {
@@ -225,10 +232,7 @@ func (s *shard) equalLocked(off uint32, e *entry, v Value) bool {
 	case KindBool:
 		return uint64(s.valueOf(off, e)[0]) == v.num
 	case KindBytes:
-		if v.b != nil {
-			return string(s.valueOf(off, e)) == string(v.b)
-		}
-		return string(s.valueOf(off, e)) == v.s
+		return string(s.valueOf(off, e)) == string(v.b)
 	}
 	return false
 }
@@ -260,11 +264,11 @@ func (d *Dict) Update(key string, fn func(cur Value, ok bool) (next Value, ttl t
 			if !s.okBody(off, e) {
 				return d.corruptLocked(s, "entry")
 			}
-			switch Kind(e.Kind) {
+			switch e.kind() {
 			case KindList:
 				return ErrIsList
 			case KindInt, KindFloat:
-				cur = Value{kind: Kind(e.Kind), num: math.Float64bits(0)}
+				cur = Value{kind: e.kind(), num: math.Float64bits(0)}
 				if e.VLen == 8 {
 					cur.num = *s.num(off, e)
 				}

@@ -20,10 +20,10 @@ func (s *shard) validEntryLocked(off uint32, size int, shards int) bool {
 		return false
 	}
 	e := s.entryAt(off)
-	if e.KLen == 0 || e.Kind == 0 || e.Kind > uint8(KindList) {
+	if e.KLen == 0 || e.kind() == KindNone || e.kind() > KindList || e.Bits&^(kindMask|refBit) != 0 {
 		return false
 	}
-	switch Kind(e.Kind) {
+	switch e.kind() {
 	case KindInt, KindFloat:
 		if e.VLen != 8 {
 			return false
@@ -95,6 +95,11 @@ func (s *shard) repairLocked() {
 			}
 		}
 	}
+	// Make the slab's descriptors consistent first, so that the chunks
+	// ForEach and Size report are the ones the final Rebuild keeps: a run
+	// whose body pages disagree would otherwise hold a kept entry or node
+	// and then be freed under it.
+	s.slab.Rebuild()
 	oldHead := hd.LRUHead
 	clear(s.index)
 	hd.Count = 0
@@ -123,12 +128,12 @@ func (s *shard) repairLocked() {
 	for b := range s.index {
 		for off := s.index[b]; off != 0; off = s.entryAt(off).Next {
 			e := s.entryAt(off)
-			if e.Kind != uint8(KindList) {
+			if e.kind() != KindList {
 				continue
 			}
 			l := s.listOf(off, e)
 			var prev, count uint32
-			for n := l.Head; n != 0 && !nodes.has(n) && !entries.has(n) && s.validNodeLocked(n); n = s.nodeAt(n).Next {
+			for n := l.Head; n != 0 && s.validNodeLocked(n) && !nodes.has(n) && !entries.has(n); n = s.nodeAt(n).Next {
 				nodes.set(n)
 				s.nodeAt(n).Prev = prev
 				prev = n
@@ -147,7 +152,7 @@ func (s *shard) repairLocked() {
 		p := &s.index[b]
 		for *p != 0 {
 			e := s.entryAt(*p)
-			if e.Kind == uint8(KindList) && s.listOf(*p, e).Len == 0 {
+			if e.kind() == KindList && s.listOf(*p, e).Len == 0 {
 				off := *p
 				*p = e.Next
 				e.Next = 0
@@ -161,7 +166,7 @@ func (s *shard) repairLocked() {
 	s.slab.ForEach(func(off uint32, size int) bool {
 		if !entries.has(off) && !nodes.has(off) {
 			if size >= entryHdrSize {
-				s.entryAt(off).Kind = 0 // never resurrected by a later repair
+				s.entryAt(off).Bits = 0 // never resurrected by a later repair
 			}
 			s.slab.Forget(off)
 		}
@@ -245,7 +250,7 @@ func (s *shard) checkLocked(max int) []string {
 			}
 			entries.set(off)
 			count++
-			if e.Kind == uint8(KindList) {
+			if e.kind() == KindList {
 				if p := s.checkListLocked(off, e, nodes); p != "" && !add("%s", p) {
 					return probs
 				}

@@ -19,7 +19,7 @@ func (s *shard) bucket(h uint64) uint32 { return uint32(h>>32) & s.idxMask }
 func tagOf(h uint64) uint8              { return uint8(h >> 24) }
 
 // maxSteps bounds every walk of a chain or list: no arena holds more entries.
-func (s *shard) maxSteps() int { return len(s.arena)/(entryHdrSize+8) + 1 }
+func (s *shard) maxSteps() int { return s.steps }
 
 // findLocked returns the offset of key's entry, expired or not, and of its
 // predecessor in the bucket chain (0 when the entry heads the chain), or 0.
@@ -89,14 +89,6 @@ func (s *shard) lruPushLocked(off uint32, e *entry) bool {
 	return true
 }
 
-// touchLocked makes an entry the most recently used.
-func (s *shard) touchLocked(off uint32, e *entry) bool {
-	if s.hdr().LRUHead == off {
-		return true
-	}
-	return s.lruUnlinkLocked(off, e) && s.lruPushLocked(off, e)
-}
-
 // chainUnlinkLocked removes an entry from its bucket chain.
 func (s *shard) chainUnlinkLocked(off uint32, e *entry) bool {
 	if !s.okBody(off, e) {
@@ -138,12 +130,12 @@ func (s *shard) removeLocked(off uint32) error {
 
 // freeEntryLocked frees an unlinked entry's chunk and, for a list, its nodes.
 func (s *shard) freeEntryLocked(off uint32, e *entry) error {
-	if e.Kind == uint8(KindList) {
+	if e.kind() == KindList {
 		if err := s.freeNodesLocked(off, e); err != nil {
 			return err
 		}
 	}
-	e.Kind = 0 // a freed chunk never looks like an entry to repair
+	e.Bits = 0 // a freed chunk never looks like an entry to repair
 	if err := s.slab.Free(off); err != nil {
 		return errCorruptArena
 	}
@@ -185,13 +177,15 @@ func (s *shard) allocLocked(size int, evict bool, pin uint32, now func() int64) 
 }
 
 // reclaimLocked frees up to 3 entries from the LRU end: expired ones, and
-// when evict, the first live one it meets. It stops at a live entry it may not
-// evict.
+// when evict, the first live one it meets that was not used since the hand
+// last passed it. A used entry gets a second chance (CLOCK): its bit is
+// cleared and it moves to the head. Without evict it stops at the first live
+// entry.
 func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed int, live bool, err error) {
 	h := s.hdr()
 	off := h.LRUTail
 	for n := 0; off != 0 && freed < 3; n++ {
-		if !s.okEntry(off) || n > s.maxSteps() {
+		if !s.okEntry(off) || n > s.maxSteps()+int(h.Count) {
 			return freed, live, errCorruptArena
 		}
 		e := s.entryAt(off)
@@ -201,8 +195,18 @@ func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed i
 			continue
 		}
 		isExpired := expired(e, now)
-		if !isExpired && (!evict || live) {
-			break
+		if !isExpired {
+			if !evict || live {
+				break
+			}
+			if e.Bits&refBit != 0 {
+				e.Bits &^= refBit
+				if !s.lruUnlinkLocked(off, e) || !s.lruPushLocked(off, e) {
+					return freed, live, errCorruptArena
+				}
+				off = prev
+				continue
+			}
 		}
 		if err := s.dropLocked(off, e); err != nil {
 			return freed, live, err

@@ -38,10 +38,10 @@ func (k Kind) String() string {
 // Value is a typed value: bytes, an int64, a float64 or a bool. The zero Value
 // has KindNone and cannot be stored. Values are small and passed by value.
 type Value struct {
-	kind Kind
+	b    []byte // KindBytes; from String it views the string's bytes
 	num  uint64 // int64 or float64 bits, or 0/1
-	b    []byte // KindBytes from Bytes
-	s    string // KindBytes from String
+	kind Kind
+	str  bool // b views a string: never written, copied by Bytes
 }
 
 // Int returns an int value.
@@ -63,7 +63,7 @@ func Bool(v bool) Value {
 func Bytes(b []byte) Value { return Value{kind: KindBytes, b: b} }
 
 // String returns a bytes value holding s.
-func String(s string) Value { return Value{kind: KindBytes, s: s} }
+func String(s string) Value { return Value{kind: KindBytes, b: stringBytes(s), str: true} }
 
 // Kind returns the value's kind.
 func (v Value) Kind() Kind { return v.kind }
@@ -106,8 +106,8 @@ func (v Value) Bytes() []byte {
 	if v.kind != KindBytes {
 		return nil
 	}
-	if v.b == nil && v.s != "" {
-		return []byte(v.s)
+	if v.str {
+		return append([]byte(nil), v.b...)
 	}
 	return v.b
 }
@@ -117,10 +117,7 @@ func (v Value) Bytes() []byte {
 func (v Value) String() string {
 	switch v.kind {
 	case KindBytes:
-		if v.b != nil {
-			return string(v.b)
-		}
-		return v.s
+		return string(v.b)
 	case KindInt:
 		return strconv.FormatInt(int64(v.num), 10)
 	case KindFloat:
@@ -137,10 +134,7 @@ func (v Value) String() string {
 func (v Value) Len() int {
 	switch v.kind {
 	case KindBytes:
-		if v.b != nil {
-			return len(v.b)
-		}
-		return len(v.s)
+		return len(v.b)
 	case KindInt, KindFloat:
 		return 8
 	case KindBool:
@@ -158,17 +152,6 @@ func (v Value) Equal(w Value) bool {
 	if v.kind != KindBytes {
 		return v.num == w.num
 	}
-	switch {
-	case v.b != nil && w.b != nil:
-		return bytes.Equal(v.b, w.b)
-	case v.b == nil && w.b == nil:
-		return v.s == w.s
-	case v.b != nil:
-		return string(v.b) == w.s
-	default:
-		return v.s == string(w.b)
-	}
+	return bytes.Equal(v.b, w.b)
 }
 
-// numBits returns the 8 bytes stored for a number or a bool.
-func (v Value) numBits() uint64 { return v.num }

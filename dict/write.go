@@ -97,20 +97,19 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, v Value, expiry int64
 	vlen := storedLen(v)
 	need := entrySize(len(key), vlen)
 	hd := s.hdr()
-	if off != 0 && s.slab.ChunkSize(need) == s.slab.ChunkSize(entrySize(int(e.KLen), int(e.VLen))) {
-		// The new value fits the entry's chunk: write it in place.
+	if off != 0 && s.slab.ChunkSize(need) == s.slab.ChunkSize(entrySize(int(e.KLen), int(e.VLen))) && int(off)+need <= len(s.arena) {
+		// The new value fits the entry's chunk: write it in place. (The
+		// bound matters only in a corrupt arena, where off may be no chunk.)
 		hd.Drop = off
-		if e.Kind == uint8(KindList) {
+		if e.kind() == KindList {
 			if err := s.freeNodesLocked(off, e); err != nil {
 				return false, d.corruptLocked(s, "list")
 			}
 		}
-		e.Flags, e.Expiry, e.VLen, e.Kind = flags, expiry, uint32(vlen), uint8(v.kind)
+		e.Flags, e.Expiry, e.VLen, e.Bits = flags, expiry, uint32(vlen), uint8(v.kind)|refBit
 		s.putValueLocked(off, e, v)
 		hd.Drop = dropNone
-		if !s.touchLocked(off, e) {
-			return false, d.corruptLocked(s, "lru")
-		}
+		e.use()
 		hd.Writes++
 		return false, nil
 	}
@@ -132,7 +131,7 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, v Value, expiry int64
 	}
 	hd.Drop = noff // half written: drop it
 	ne := s.entryAt(noff)
-	*ne = entry{Flags: flags, Expiry: expiry, VLen: uint32(vlen), KLen: uint16(len(key)), Tag: tagOf(h), Kind: uint8(v.kind)}
+	*ne = entry{Flags: flags, Expiry: expiry, VLen: uint32(vlen), KLen: uint16(len(key)), Tag: tagOf(h), Bits: uint8(v.kind)}
 	copy(s.keyOf(noff, ne), key)
 	s.putValueLocked(noff, ne, v)
 	if off == 0 {
@@ -177,11 +176,7 @@ func (s *shard) putValueLocked(off uint32, e *entry, v Value) {
 	case KindBool:
 		s.valueOf(off, e)[0] = byte(v.num)
 	case KindBytes:
-		if v.b != nil {
-			copy(s.valueOf(off, e), v.b)
-		} else {
-			copy(s.valueOf(off, e), v.s)
-		}
+		copy(s.valueOf(off, e), v.b)
 	case KindList:
 		*s.listOf(off, e) = listHdr{}
 	}
@@ -292,7 +287,7 @@ func (d *Dict) incrLocked(s *shard, key string, h uint64, idelta int64, fdelta f
 		hd.Misses++
 		return 0, 0, false, nil
 	}
-	if e.Kind != uint8(KindInt) && e.Kind != uint8(KindFloat) {
+	if e.kind() != KindInt && e.kind() != KindFloat {
 		return 0, 0, true, ErrNotNumber
 	}
 	if e.VLen != 8 || !s.okBody(off, e) {
@@ -302,25 +297,23 @@ func (d *Dict) incrLocked(s *shard, key string, h uint64, idelta int64, fdelta f
 	var n int64
 	var f float64
 	switch {
-	case e.Kind == uint8(KindInt) && !asFloat:
+	case e.kind() == KindInt && !asFloat:
 		n = int64(*p) + idelta
 		f = float64(n)
 		*p = uint64(n) // one aligned store: whole even if the process dies here
-	case e.Kind == uint8(KindInt):
+	case e.kind() == KindInt:
 		f = float64(int64(*p)) + fdelta
 		n = int64(f)
 		hd.Drop = off // two words change
 		*p = math.Float64bits(f)
-		e.Kind = uint8(KindFloat)
+		e.Bits = uint8(KindFloat) | refBit
 		hd.Drop = dropNone
 	default:
 		f = math.Float64frombits(*p) + fdelta
 		n = int64(f)
 		*p = math.Float64bits(f)
 	}
-	if !s.touchLocked(off, e) {
-		return 0, 0, false, d.corruptLocked(s, "lru")
-	}
+	e.use()
 	hd.Hits++
 	hd.Writes++
 	return n, f, true, nil

@@ -50,7 +50,7 @@ func Lock(w *uint32) LockResult {
 func TryLock(w *uint32) bool { return atomic.CompareAndSwapUint32(w, 0, Self) }
 
 // Unlock releases w. The caller must hold it.
-func Unlock(w *uint32) { atomic.StoreUint32(w, 0) }
+func Unlock(w *uint32) { storeRelease(w, 0) }
 
 // Owner returns the pid holding w, or 0.
 func Owner(w *uint32) uint32 { return atomic.LoadUint32(w) }

@@ -154,4 +154,3 @@ func (v Value) Equal(w Value) bool {
 	}
 	return bytes.Equal(v.b, w.b)
 }
-

@@ -9,37 +9,40 @@ import (
 // recently used. A bytes value is the caller's own copy. Errors: ErrNotFound
 // for an absent or expired key, ErrIsList for a list.
 func (d *Dict) Get(key string) (Value, uint32, error) {
-	v, flags, _, err := d.get(key, nil, false, true)
-	return v, flags, err
+	var r readResult
+	err := d.get(key, nil, false, &r)
+	return r.v, r.flags, err
 }
 
 // GetInto is Get that appends a bytes value to dst[:0] and returns it in the
 // Value: with room in dst it allocates nothing. dst may be reused once the
 // Value is no longer needed.
 func (d *Dict) GetInto(key string, dst []byte) (Value, uint32, error) {
-	v, flags, _, err := d.get(key, dst[:0], false, false)
-	return v, flags, err
+	var r readResult
+	err := d.get(key, dst[:0], false, &r)
+	return r.v, r.flags, err
 }
 
 // GetStale is Get that also returns an expired value, with stale true, until
 // its memory is reclaimed; then ErrNotFound.
 func (d *Dict) GetStale(key string) (v Value, flags uint32, stale bool, err error) {
-	return d.get(key, nil, true, true)
+	var r readResult
+	err = d.get(key, nil, true, &r)
+	return r.v, r.flags, r.stale, err
 }
 
-func (d *Dict) get(key string, dst []byte, allowStale, fresh bool) (Value, uint32, bool, error) {
+func (d *Dict) get(key string, dst []byte, allowStale bool, r *readResult) error {
 	if err := d.check(key, false); err != nil {
-		return Value{}, 0, false, err
+		return err
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
-	var r readResult
 	for {
 		d.lock(s)
-		need, err := d.getLocked(s, key, h, dst, allowStale, &r)
+		need, err := d.getLocked(s, key, h, dst, allowStale, r)
 		d.unlock(s)
 		if need < 0 {
-			return r.v, r.flags, r.stale, err
+			return err
 		}
 		// The bytes do not fit dst: grow it outside the lock and look again.
 		dst = make([]byte, 0, need)

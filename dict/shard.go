@@ -205,6 +205,11 @@ func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed i
 					return freed, live, errCorruptArena
 				}
 				off = prev
+				if off == 0 {
+					// It was the head: the hand goes round to the tail
+					// rather than end the round with nothing freed.
+					off = h.LRUTail
+				}
 				continue
 			}
 		}

@@ -1,0 +1,147 @@
+package dict
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkProcs runs the same operation in procs real OS processes at once
+// on one zone: each process does b.N operations, so ns/op is the time of one
+// process's operation and ops/s the throughput of all of them together. Every
+// process has its own 1,000 keys: with keys=distinct they hash to shards no
+// other process uses (process i takes keys whose shard is i mod procs), with
+// keys=shared-shards they spread over all shards, so the processes share
+// shard locks, and with keys=hot every process hits one key.
+func BenchmarkProcs(b *testing.B) {
+	for _, op := range []string{"incr", "get"} {
+		for _, keys := range []string{"distinct", "shared-shards", "hot"} {
+			for _, procs := range []int{1, 2} {
+				name := fmt.Sprintf("op=%s/keys=%s/procs=%d", op, keys, procs)
+				b.Run(name, func(b *testing.B) { benchProcs(b, op, keys, procs) })
+			}
+		}
+	}
+}
+
+func benchProcs(b *testing.B, op, keys string, procs int) {
+	path := filepath.Join(b.TempDir(), "procs.zone")
+	d, err := Open(path, Options{Size: benchZoneSize})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	type child struct {
+		cmd   *exec.Cmd
+		stdin io.WriteCloser
+		out   *bufio.Scanner
+	}
+	children := make([]child, procs)
+	for i := range children {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestBenchChild$")
+		cmd.Env = append(os.Environ(), "SHMZONE_BENCH_CHILD="+strings.Join([]string{path, op, keys, strconv.Itoa(i), strconv.Itoa(b.N), strconv.Itoa(procs)}, ","))
+		cmd.Stderr = os.Stderr
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		children[i] = child{cmd, stdin, bufio.NewScanner(stdout)}
+		defer cmd.Process.Kill()
+	}
+	for _, c := range children {
+		if !c.out.Scan() || c.out.Text() != "ready" {
+			b.Fatalf("child did not get ready: %q %v", c.out.Text(), c.out.Err())
+		}
+	}
+	b.ResetTimer()
+	for _, c := range children {
+		c.stdin.Close() // go
+	}
+	var slowest time.Duration
+	for _, c := range children {
+		if !c.out.Scan() {
+			b.Fatalf("child ended without a result: %v", c.out.Err())
+		}
+		ns, err := strconv.ParseInt(c.out.Text(), 10, 64)
+		if err != nil {
+			b.Fatalf("child result %q: %v", c.out.Text(), err)
+		}
+		slowest = max(slowest, time.Duration(ns))
+	}
+	b.StopTimer()
+	for _, c := range children {
+		if err := c.cmd.Wait(); err != nil {
+			b.Fatalf("child: %v", err)
+		}
+	}
+	b.ReportMetric(float64(procs*b.N)/slowest.Seconds(), "ops/s")
+	if err := d.Check(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// TestBenchChild is a BenchmarkProcs process; it does nothing in a test run.
+func TestBenchChild(t *testing.T) {
+	spec := os.Getenv("SHMZONE_BENCH_CHILD")
+	if spec == "" {
+		t.Skip("runs only as a BenchmarkProcs child process")
+	}
+	f := strings.Split(spec, ",")
+	path, op, keys := f[0], f[1], f[2]
+	id, _ := strconv.Atoi(f[3])
+	n, _ := strconv.Atoi(f[4])
+	d, err := Open(path, Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	procs, _ := strconv.Atoi(f[5])
+	ks := []string{"hot"}
+	if keys != "hot" {
+		ks = ks[:0]
+		for i := 0; len(ks) < 1000; i++ {
+			k := fmt.Sprintf("p%d:key:%08d", id, i)
+			if keys == "distinct" && int(hashKey(d.seed, k)&d.mask)%procs != id {
+				continue
+			}
+			ks = append(ks, k)
+		}
+	}
+	for _, k := range ks {
+		d.IncrInit(k, 0, 0, 0)
+	}
+	fmt.Println("ready")
+	io.Copy(io.Discard, os.Stdin) // wait for the parent to close stdin
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		k := ks[i%len(ks)]
+		var err error
+		switch op {
+		case "incr":
+			_, err = d.Incr(k, 1)
+		case "get":
+			_, _, err = d.Get(k)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
+	fmt.Println(time.Since(start).Nanoseconds())
+	d.Close()
+	os.Exit(0)
+}

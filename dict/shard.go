@@ -185,7 +185,10 @@ func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed i
 	h := s.hdr()
 	off := h.LRUTail
 	for n := 0; off != 0 && freed < 3; n++ {
-		if !s.okEntry(off) || n > s.maxSteps()+int(h.Count) {
+		// A pass moves each used entry to the head once, so two passes
+		// over the most entries an arena holds bound the walk; Count, read
+		// from the zone, cannot.
+		if !s.okEntry(off) || n > 2*s.maxSteps() {
 			return freed, live, errCorruptArena
 		}
 		e := s.entryAt(off)

@@ -253,7 +253,7 @@ func roomFor(fd int, size int64) bool {
 	if unit == 0 {
 		unit = uint64(fs.Bsize)
 	}
-	return uint64(size)/unit <= fs.Bfree
+	return uint64(size)/unit <= fs.Bavail
 }
 
 func fillZeros(fd int, size int64) error {

@@ -281,6 +281,23 @@ func TestPath(t *testing.T) {
 	}
 }
 
+// snapshot describes what is at path without opening anything but a regular
+// file (reading a FIFO would block): its type, and a regular file's bytes.
+func snapshot(path string) string {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err.Error()
+	}
+	if !fi.Mode().IsRegular() {
+		return fi.Mode().String()
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	return fi.Mode().String() + ":" + string(b)
+}
+
 // rewriteHeader applies f to the zone file's header and, when resumIt,
 // recomputes its checksum.
 func rewriteHeader(t *testing.T, path string, resumIt bool, f func(b []byte)) {
@@ -399,7 +416,7 @@ func TestOpenHostile(t *testing.T) {
 			}
 			t.Cleanup(func() { l.Close() })
 		}, want: ErrNotRegular},
-		{name: "device", setup: func(t *testing.T, p string) {
+		{name: "symlink to device", setup: func(t *testing.T, p string) {
 			if err := os.Symlink("/dev/null", p); err != nil {
 				t.Fatal(err)
 			}
@@ -421,7 +438,7 @@ func TestOpenHostile(t *testing.T) {
 			t.Run(tt.name+"/"+m.name, func(t *testing.T) {
 				path := tempZone(t)
 				tt.setup(t, path)
-				before, _ := os.ReadFile(path)
+				before := snapshot(path)
 				o := m.o
 				o.Layout = tt.o.Layout
 				done := make(chan error, 1)
@@ -441,10 +458,18 @@ func TestOpenHostile(t *testing.T) {
 				if !errors.Is(err, tt.want) {
 					t.Fatalf("Open(%s, %+v) = %v, want %v", tt.name, o, err, tt.want)
 				}
-				if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
-					t.Fatalf("Open(%s, %+v) changed the file: %d bytes, was %d", tt.name, o, len(after), len(before))
+				if after := snapshot(path); after != before {
+					t.Fatalf("Open(%s, %+v) changed the file: %.80q, was %.80q", tt.name, o, after, before)
 				}
 			})
+		}
+	}
+}
+
+func TestOpenDevice(t *testing.T) {
+	for _, o := range []Options{{}, small, {ReadOnly: true}} {
+		if _, err := Open("/dev/null", o); !errors.Is(err, ErrNotRegular) {
+			t.Errorf("Open(/dev/null, %+v) = %v, want ErrNotRegular", o, err)
 		}
 	}
 }
@@ -549,12 +574,16 @@ func TestOpenNoSpace(t *testing.T) {
 	if unit == 0 {
 		unit = fs.Bsize
 	}
+	if fs.Blocks == 0 {
+		// tmpfs without a size limit: a fallocate too large for memory
+		// would take memory until it fails. Refuse rather than risk it.
+		t.Fatalf("filesystem of %s counts no blocks; ErrNoSpace cannot be provoked safely", dir)
+	}
 	free := int64(fs.Bavail) * unit
 	size := free + 1<<30
-	if fs.Blocks == 0 || size > largestZone {
-		// tmpfs without a limit, or more free space than any zone: the
-		// largest zone fails with EFBIG or ENOSPC before any allocation on
-		// the filesystems we run on.
+	if size > largestZone {
+		// More free space than any zone: the largest zone fails with EFBIG
+		// on ext4 (16 TiB files at most) before it allocates anything.
 		size = largestZone
 	}
 	shards := 1

@@ -64,6 +64,10 @@ type shard struct {
 // with the same arguments at the same time; one creates, the others attach.
 // Errors are those of shm.Open (ErrNotZone, ErrVersion, ErrCorrupt, …,
 // matched with errors.Is), and ErrCorrupt for a shard that fails validation.
+// A writable Open empties a shard whose slab header is corrupt while another
+// shard's is sound (its entries are lost, no other shard's) rather than
+// refuse the whole zone; read-only, or when no shard is sound (a zone of
+// another slab format), it returns ErrCorrupt.
 func Open(path string, o Options) (*Dict, error) {
 	z, err := shm.Open(path, shm.Options{
 		Size:     o.Size,
@@ -89,9 +93,18 @@ func Open(path string, o Options) (*Dict, error) {
 	for 1<<shift < h.Shards {
 		shift++
 	}
+	sound := 0 // shards whose slab attaches: the zone is of this format
+	for i := range d.shards {
+		if _, err := slab.Attach(z.Shard(i)[arenaOffset(h.IndexSize):]); err == nil {
+			sound++
+		}
+	}
 	for i := range d.shards {
 		mem := z.Shard(i)
 		sl, err := slab.Attach(mem[arenaOffset(h.IndexSize):])
+		if err != nil && !o.ReadOnly && sound > 0 {
+			sl, err = reformatShard(mem, h)
+		}
 		if err != nil {
 			z.Close()
 			return nil, fmt.Errorf("dict: %s shard %d: %w: %v", path, i, ErrCorrupt, err)
@@ -119,6 +132,24 @@ func Open(path string, o Options) (*Dict, error) {
 		d.clock, d.ownClock = coarseNow, true
 	}
 	return d, nil
+}
+
+// reformatShard empties a shard whose slab header fails validation, under
+// the shard's lock: its entries cannot be found without the slab's geometry,
+// and refusing the zone would lose every other shard too. Another process
+// may have reformatted it first; then its slab is attached as it is.
+func reformatShard(mem []byte, h shm.Header) (*slab.Slab, error) {
+	hd := shardHdrAt(mem)
+	shm.Lock(&hd.Lock) // a dead owner's lock is taken over: the shard is rebuilt anyway
+	defer shm.Unlock(&hd.Lock)
+	arena := mem[arenaOffset(h.IndexSize):]
+	if sl, err := slab.Attach(arena); err == nil {
+		return sl, nil
+	}
+	hd.Drop, hd.LRUHead, hd.LRUTail, hd.Count = dropNone, 0, 0, 0
+	hd.Recoveries++
+	clear(mem[indexOff:arenaOffset(h.IndexSize)])
+	return slab.Format(arena, h.PageSize)
 }
 
 // format lays out every shard of a new zone: an empty index and slab.

@@ -32,10 +32,11 @@ var classIndex = func() (t [maxSmall/8 + 1]uint8) {
 func classOf(size int) int { return int(classIndex[(size+7)>>3]) }
 
 // ChunkSize returns the bytes Alloc(size) takes: the size of its class, or
-// whole pages of pageSize for a size above the largest class.
+// whole pages of pageSize for a size above the largest class. A size of 0 or
+// less takes what a size of 1 takes, as in Alloc.
 func ChunkSize(size, pageSize int) int {
 	if size <= 0 {
-		return 0
+		size = 1 // as Alloc does
 	}
 	if size <= maxSmall && size <= pageSize/2 {
 		return int(classSizes[classOf(size)])

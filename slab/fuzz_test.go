@@ -1,0 +1,211 @@
+package slab
+
+import (
+	"encoding/binary"
+	"errors"
+	"math/rand/v2"
+	"testing"
+)
+
+// FuzzSlabOps runs an op sequence read from the input against the model:
+// the first byte picks the page size, then each op byte is an Alloc of a
+// small or a large size, a Free of a live chunk by index, or a Rebuild.
+func FuzzSlabOps(f *testing.F) {
+	f.Add([]byte{0})
+	f.Add([]byte{3, 0, 6, 1, 6, 3, 0, 3, 0})
+	f.Add([]byte{3, 2, 0x10, 0x00, 2, 0xff, 0x0f, 0, 200, 3, 1, 255, 3, 0})
+	f.Add([]byte{1, 0, 1, 0, 1, 0, 1, 0, 1, 3, 2, 3, 1, 3, 0, 255})
+	f.Add([]byte{2, 2, 0, 0x40, 2, 0, 0x40, 2, 0, 0x40, 3, 1, 2, 0, 0x40, 3, 0, 3, 0})
+	big := []byte{3}
+	for i := 0; i < 200; i++ {
+		big = append(big, byte(i%4), byte(i*7), byte(i*13))
+	}
+	f.Add(big)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 || len(data) > 1024 {
+			return // long inputs only make each run slower
+		}
+		pageSize := 512 << (data[0] % 4)
+		s := newSlab(t, 48<<10, pageSize)
+		m := newModel(t, s)
+		next := func() byte {
+			if len(data) == 0 {
+				return 0
+			}
+			b := data[0]
+			data = data[1:]
+			return b
+		}
+		data = data[1:]
+		for op := 0; len(data) > 0; op++ {
+			switch b := next(); {
+			case b == 255:
+				s.Rebuild()
+			case b%4 < 2:
+				m.alloc(op, 1+int(next())*8, b)
+			case b%4 == 2:
+				size := int(next()) | int(next())<<8
+				m.alloc(op, 1+size%(4*pageSize), b)
+			case len(m.live) > 0:
+				m.free(op, int(next())%len(m.live))
+			}
+			if err := s.Check(); err != nil {
+				t.Fatalf("op %d: Check() = %v", op, err)
+			}
+			m.verify(op, op%64 == 0)
+		}
+		m.verify(-1, true)
+		for len(m.live) > 0 {
+			m.free(-1, 0)
+		}
+		m.verify(-1, true)
+		if s.FreeBytes() != s.Capacity() {
+			t.Fatalf("after freeing all: %v", s)
+		}
+	})
+}
+
+// corruptible returns a region of 512-byte pages with chunks of several
+// classes and runs, some freed, as the bytes of its mapping.
+func corruptible(t testing.TB) ([]byte, *Slab) {
+	mem := alignedMem(32 << 10)
+	s, err := Format(mem, 512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	var offs []uint32
+	for i := 0; i < 120; i++ {
+		size := 1 + r.IntN(256)
+		if i%10 == 0 {
+			size = 513 + r.IntN(1500)
+		}
+		if off, err := s.Alloc(size); err == nil {
+			offs = append(offs, off)
+		}
+	}
+	for i, off := range offs {
+		if i%3 == 1 {
+			s.Free(off)
+		}
+	}
+	return mem, s
+}
+
+// FuzzAttachCorrupt writes the input's bytes over a busy region's metadata,
+// as a crash or a hostile process could, then uses the region: nothing may
+// panic, loop forever, or hand out an offset outside the pages, and Rebuild
+// must leave a region that passes Check and works.
+func FuzzAttachCorrupt(f *testing.F) {
+	_, s := corruptible(f)
+	put := func(off int, v ...byte) []byte {
+		b := binary.LittleEndian.AppendUint16(nil, uint16(off))
+		for i, x := range v {
+			if i > 0 {
+				b = binary.LittleEndian.AppendUint16(b, uint16(off+i))
+			}
+			b = append(b, x)
+		}
+		return b
+	}
+	f.Add([]byte{})
+	f.Add(put(classHeadsOff, 0, 0, 0, 0))                    // class 16 head cut
+	f.Add(put(classHeadsOff+4*5, 0xff, 0xff, 0, 0))          // class 56 head out of range
+	f.Add(put(16, 0, 0, 0, 0))                               // free-run list cut
+	f.Add(put(16, 3, 0, 0, 0))                               // free-run list at page 2
+	f.Add(put(20, 0xff))                                     // free pages
+	f.Add(put(24, 0xff, 0xff))                               // free bytes
+	f.Add(put(0, 'X'))                                       // magic
+	f.Add(put(8, 1))                                         // page count
+	f.Add(put(descStart+12, kindNone))                       // page 0 of no kind
+	f.Add(put(descStart+descSize*5+12, kindRun, 0, 0, 0xff)) // page 5 a run
+	f.Add(put(descStart+descSize*3+8, 0xff, 0xff, 0xff, 0xff))
+	f.Add(put(descStart+descSize*int(s.npages-1)+13, 46)) // last page class 2048
+	f.Add(put(descStart+descSize*int(s.npages-1)+16, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff))
+	f.Add(put(descStart+descSize*int(s.npages-2), 0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		mem, orig := corruptible(t)
+		meta := int(orig.pagesOff)
+		for ; len(data) >= 3; data = data[3:] {
+			mem[int(binary.LittleEndian.Uint16(data))%meta] = data[2]
+		}
+		s, err := Attach(mem)
+		if err != nil {
+			if !errors.Is(err, ErrBadRegion) {
+				t.Fatalf("Attach = %v, want ErrBadRegion", err)
+			}
+			return
+		}
+		lo, hi := int64(s.pagesOff), int64(s.pagesOff)+s.Capacity()
+		inPages := func(what string, off uint32, size int) {
+			if int64(off) < lo || int64(off)+int64(size) > hi || size <= 0 {
+				t.Fatalf("%s: chunk %d of %d bytes outside the pages [%d, %d)", what, off, size, lo, hi)
+			}
+		}
+		isCorrupt := func(what string, err error) {
+			if err != nil && !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrNoMemory) && !errors.Is(err, ErrTooLarge) {
+				t.Fatalf("%s = %v, want nil, ErrCorrupt, ErrNoMemory or ErrTooLarge", what, err)
+			}
+		}
+		isCorrupt("Check", s.Check())
+		var offs []uint32
+		s.ForEach(func(off uint32, size int) bool {
+			inPages("ForEach", off, size)
+			offs = append(offs, off)
+			return true
+		})
+		if len(offs) > s.Pages()*maxChunks {
+			t.Fatalf("ForEach saw %d chunks in %d pages", len(offs), s.Pages())
+		}
+		for _, off := range offs {
+			if n, err := s.Size(off); err == nil {
+				inPages("Size", off, n)
+			}
+		}
+		for _, size := range []int{1, 56, 200, 256, 257, 600, 2000} {
+			off, err := s.Alloc(size)
+			isCorrupt("Alloc", err)
+			if err == nil {
+				inPages("Alloc", off, s.ChunkSize(size))
+			}
+		}
+		for i, off := range offs {
+			if i%2 == 0 {
+				isCorrupt("Free", s.Free(off))
+			}
+		}
+		if len(offs) > 1 {
+			s.Forget(offs[1])
+		}
+		s.Stats()
+		_ = s.String()
+
+		s.Rebuild()
+		if err := s.Check(); err != nil {
+			t.Fatalf("Check() after Rebuild = %v", err)
+		}
+		// The rebuilt region works.
+		m := newModel(t, s)
+		s.ForEach(func(off uint32, size int) bool {
+			inPages("ForEach after Rebuild", off, size)
+			if _, err := s.Size(off); err != nil {
+				t.Fatalf("Size(%d) of a chunk ForEach gave = %v", off, err)
+			}
+			m.live = append(m.live, off)
+			return true
+		})
+		for _, off := range m.live {
+			if err := s.Free(off); err != nil {
+				t.Fatalf("Free(%d) after Rebuild = %v", off, err)
+			}
+		}
+		m.live = m.live[:0]
+		if s.FreeBytes() != s.Capacity() || s.FreePages() != s.Pages() {
+			t.Fatalf("after Rebuild and freeing all: %v, want %d free bytes", s, s.Capacity())
+		}
+		for i, size := range []int{16, 100, 700, 2000, 56, 56, 300} {
+			m.alloc(i, size, byte(i))
+			m.verify(i, true)
+		}
+	})
+}

@@ -69,12 +69,13 @@ func (d *Dict) getLocked(s *shard, key string, h uint64, dst []byte, allowStale 
 		return -1, ErrNotFound
 	}
 	e := s.entryAt(off)
+	stale := false
 	if expired(e, d.clock) {
 		if !allowStale {
 			d.count(&hd.Misses)
 			return -1, ErrNotFound
 		}
-		r.stale = true
+		stale = true
 	}
 	if !s.okBody(off, e) {
 		return -1, d.corruptLocked(s, "entry")
@@ -103,7 +104,7 @@ func (d *Dict) getLocked(s *shard, key string, h uint64, dst []byte, allowStale 
 	default:
 		return -1, d.corruptLocked(s, "kind")
 	}
-	r.flags = e.Flags
+	r.flags, r.stale = e.Flags, stale
 	if !d.readOnly {
 		e.use()
 		hd.Hits++

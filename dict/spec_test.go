@@ -1043,6 +1043,17 @@ func TestGetStale(t *testing.T) {
 	if _, _, stale, err := d.GetStale("k"); !errors.Is(err, ErrNotFound) || stale {
 		t.Fatalf("GetStale(\"k\") after FlushExpired = stale %v, %v; want false, %v", stale, err, ErrNotFound)
 	}
+	// A list is no value, expired or not.
+	if _, err := d.RPush("l", Int(1)); err != nil {
+		t.Fatalf("RPush = %v", err)
+	}
+	if err := d.Expire("l", time.Millisecond); err != nil {
+		t.Fatalf("Expire = %v", err)
+	}
+	c.Advance(time.Millisecond)
+	if v, f, stale, err := d.GetStale("l"); !errors.Is(err, ErrIsList) || stale || v.Kind() != KindNone || f != 0 {
+		t.Fatalf("GetStale(\"l\") of an expired list = %s, %d, stale %v, %v; want none, 0, false, %v", v.Kind(), f, stale, err, ErrIsList)
+	}
 	specCheck(t, d)
 }
 
@@ -1331,4 +1342,50 @@ func TestSecondChance(t *testing.T) {
 	}
 	wantGetErr(t, d, specKey(3), ErrNotFound)
 	specCheck(t, d)
+}
+
+// TestGetStaleRetry reads a key that another Dict on the same zone keeps
+// rewriting, now expired ("dead", written on a clock an hour behind), now
+// live: GetStale must never call a live value stale. A bytes value takes two
+// passes (the first sizes the buffer), and the stale mark of the first must
+// not leak into the second.
+func TestGetStaleRetry(t *testing.T) {
+	now := newSpecClock()
+	behind := newSpecClock()
+	behind.Advance(-time.Hour)
+	path := filepath.Join(t.TempDir(), "zone")
+	r, err := Open(path, Options{Size: 1 << 20, Clock: now.Now})
+	if err != nil {
+		t.Fatalf("Open = %v", err)
+	}
+	defer r.Close()
+	w, err := Open(path, Options{Clock: behind.Now})
+	if err != nil {
+		t.Fatalf("Open = %v", err)
+	}
+	defer w.Close()
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if i%2 == 0 {
+				w.Set("k", String("dead"), time.Millisecond, 0)
+			} else {
+				w.Set("k", String("live"), 0, 0)
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	for i := 0; i < 300000; i++ {
+		v, _, stale, err := r.GetStale("k")
+		if err == nil && (v.String() == "live") == stale {
+			t.Fatalf("GetStale(\"k\") = %q, stale %v (read %d)", v.String(), stale, i)
+		}
+	}
+	specCheck(t, r)
 }

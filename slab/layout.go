@@ -30,7 +30,7 @@ const (
 	hdrSize       = int(unsafe.Sizeof(header{}))
 	classHeadsOff = hdrSize
 	classHeadSize = 4
-	descStart     = classHeadsOff + numClasses*classHeadSize
+	descStart     = (classHeadsOff + numClasses*classHeadSize + 7) &^ 7 // 8-aligned for the bitmap words
 	descSize      = int(unsafe.Sizeof(desc{}))
 	pageAlign     = 64
 	maxChunks     = 256 // bits in desc.Bitmap
@@ -96,3 +96,6 @@ func (s *Slab) classHead(c int) *uint32 {
 	off := classHeadsOff + c*classHeadSize
 	return (*uint32)(unsafe.Pointer(&s.mem[off : off+4][0]))
 }
+
+// The descriptors' 64-bit words must be aligned wherever the region is.
+var _ [1 - descStart%8]struct{}

@@ -47,7 +47,7 @@ type Dict struct {
 // shard is this process's view of one shard; all state is in mem.
 type shard struct {
 	h       *shardHdr // the header in mem
-	lockw   *uint32   // &h.Lock, or a word of this process for a read-only view
+	lockw   *uint64   // &h.Lock, or a word of this process for a read-only view
 	mem     []byte
 	index   []uint32
 	arena   []byte
@@ -123,7 +123,7 @@ func Open(path string, o Options) (*Dict, error) {
 			steps:   len(mem[arenaOffset(h.IndexSize):])/(entryHdrSize+8) + 1,
 		}
 		if o.ReadOnly {
-			d.shards[i].lockw = new(uint32)
+			d.shards[i].lockw = new(uint64)
 		}
 		d.maxEntry = sl.MaxAlloc()
 	}

@@ -31,16 +31,15 @@ import "unsafe"
 // 4 bytes of index slot.
 
 // Layout identifies this layout in the zone header.
-const Layout = 0x44494331 // "DIC1"
+const Layout = 0x44494332 // "DIC2"
 
 // shardHdr is the overlay of a shard's header, a cache line pair of its own.
 type shardHdr struct {
-	Lock        uint32   // CAS only: 0 or the owner's pid (shm.Lock)
+	Lock        uint64   // CAS only: 0 or the owner's pid and start token (shm.Lock)
 	Drop        uint32   // under lock: what repair must drop (dropNone, dropUnreachable, or an entry)
 	LRUHead     uint32   // under lock: most recently used entry
 	LRUTail     uint32   // under lock: least recently used entry
 	Count       uint32   // under lock: entries in the index, expired ones included
-	_           uint32   // padding
 	Hits        uint64   // under lock
 	Misses      uint64   // under lock
 	Evictions   uint64   // under lock: live entries evicted

@@ -1,17 +1,23 @@
 package shm
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// A lock word is a uint32 in the zone: 0 when free, otherwise the pid of the
-// process that holds it (I5). Goroutines of one process contend on it like
-// processes do.
+// A lock word is a uint64 in the zone: 0 when free, otherwise its owner: the
+// pid in the low 32 bits and, in the high 32, a token of that process's
+// incarnation, the low bits of its start time (I5). The token tells a live
+// process from a dead one whose pid was handed out again, which in a
+// container that restarts is often the same pid, even this process's own.
+// Goroutines of one process contend on the word like processes do.
 
 // LockResult says how a lock was taken.
 type LockResult uint8
@@ -24,8 +30,38 @@ const (
 	LockRecovered
 )
 
-// Self is this process's pid as a lock owner.
-var Self = uint32(os.Getpid())
+var (
+	// Self is this process's pid as a lock owner.
+	Self = uint32(os.Getpid())
+	// selfWord is the lock word this process writes: pid and token.
+	selfWord = OwnerWord(Self, startToken(Self))
+)
+
+// OwnerWord returns the lock word of a process with this pid and token.
+func OwnerWord(pid, token uint32) uint64 { return uint64(pid) | uint64(token)<<32 }
+
+// startToken returns the low 32 bits of a process's start time in clock ticks
+// since boot (field 22 of /proc/PID/stat), or 0 when it cannot be read.
+func startToken(pid uint32) uint32 {
+	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command name, field 2, is in parentheses and may hold anything.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	fields := bytes.Fields(b[i+1:])
+	if len(fields) < 20 { // fields 3.. ; start time is field 22
+		return 0
+	}
+	t, err := strconv.ParseUint(string(fields[19]), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return uint32(t)
+}
 
 // Tuning of the wait: spins, then yields, then sleeps with backoff; the owner
 // is checked for life once the wait passes deadCheckAfter.
@@ -39,46 +75,46 @@ const (
 
 // Lock takes the lock word w for this process. It never fails: a live owner is
 // waited for, a dead one is taken over (LockRecovered).
-func Lock(w *uint32) LockResult {
-	if atomic.CompareAndSwapUint32(w, 0, Self) {
+func Lock(w *uint64) LockResult {
+	if atomic.CompareAndSwapUint64(w, 0, selfWord) {
 		return 0
 	}
 	return lockSlow(w)
 }
 
 // TryLock takes w if it is free and reports whether it did.
-func TryLock(w *uint32) bool { return atomic.CompareAndSwapUint32(w, 0, Self) }
+func TryLock(w *uint64) bool { return atomic.CompareAndSwapUint64(w, 0, selfWord) }
 
 // Unlock releases w. The caller must hold it.
-func Unlock(w *uint32) { storeRelease(w, 0) }
+func Unlock(w *uint64) { storeRelease(w, 0) }
 
 // Owner returns the pid holding w, or 0.
-func Owner(w *uint32) uint32 { return atomic.LoadUint32(w) }
+func Owner(w *uint64) uint32 { return uint32(atomic.LoadUint64(w)) }
 
-func lockSlow(w *uint32) LockResult {
+func lockSlow(w *uint64) LockResult {
 	for i := 0; i < lockSpins; i++ {
-		if atomic.LoadUint32(w) == 0 && atomic.CompareAndSwapUint32(w, 0, Self) {
+		if atomic.LoadUint64(w) == 0 && atomic.CompareAndSwapUint64(w, 0, selfWord) {
 			return LockWaited
 		}
 	}
 	for i := 0; i < lockYields; i++ {
 		runtime.Gosched()
-		if atomic.LoadUint32(w) == 0 && atomic.CompareAndSwapUint32(w, 0, Self) {
+		if atomic.LoadUint64(w) == 0 && atomic.CompareAndSwapUint64(w, 0, selfWord) {
 			return LockWaited
 		}
 	}
 	start := time.Now()
 	sleep := sleepMin
 	for {
-		owner := atomic.LoadUint32(w)
+		owner := atomic.LoadUint64(w)
 		if owner == 0 {
-			if atomic.CompareAndSwapUint32(w, 0, Self) {
+			if atomic.CompareAndSwapUint64(w, 0, selfWord) {
 				return LockWaited
 			}
 			continue
 		}
-		if time.Since(start) >= deadCheckAfter && owner != Self && !Alive(owner) {
-			if atomic.CompareAndSwapUint32(w, owner, Self) {
+		if time.Since(start) >= deadCheckAfter && ownerDead(owner) {
+			if atomic.CompareAndSwapUint64(w, owner, selfWord) {
 				return LockWaited | LockRecovered
 			}
 			continue
@@ -88,6 +124,27 @@ func lockSlow(w *uint32) LockResult {
 			sleep *= 2
 		}
 	}
+}
+
+// ownerDead reports whether the process named by a lock word is gone: no
+// process has its pid, or the one that has it started at another time.
+func ownerDead(word uint64) bool {
+	if word == selfWord {
+		return false // a goroutine of this process
+	}
+	pid, token := uint32(word), uint32(word>>32)
+	if pid == Self {
+		return true // this pid's previous incarnation
+	}
+	if !Alive(pid) {
+		return true
+	}
+	if token != 0 {
+		if now := startToken(pid); now != 0 && now != token {
+			return true
+		}
+	}
+	return false
 }
 
 // Alive reports whether a process with the given pid exists. A pid it may not
@@ -102,10 +159,22 @@ func Alive(pid uint32) bool {
 
 // Steal takes w from a dead owner without waiting, and reports whether it
 // did; for repair tools. It fails when w is free or its owner lives.
-func Steal(w *uint32) bool {
-	owner := atomic.LoadUint32(w)
-	if owner == 0 || owner == Self || Alive(owner) {
+func Steal(w *uint64) bool {
+	owner := atomic.LoadUint64(w)
+	if owner == 0 || !ownerDead(owner) {
 		return false
 	}
-	return atomic.CompareAndSwapUint32(w, owner, Self)
+	return atomic.CompareAndSwapUint64(w, owner, selfWord)
+}
+
+// DescribeOwner returns a lock word's owner for people: "free", or the pid
+// with "(dead)" when it is gone.
+func DescribeOwner(word uint64) string {
+	switch {
+	case word == 0:
+		return "free"
+	case ownerDead(word):
+		return fmt.Sprintf("pid %d (dead)", uint32(word))
+	}
+	return fmt.Sprintf("pid %d", uint32(word))
 }

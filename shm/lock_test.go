@@ -14,11 +14,11 @@ import (
 
 // lockWord returns a fresh lock word in a byte slice, as it would be in a
 // zone, and the slice.
-func lockWord(t *testing.T) (*uint32, []byte) {
+func lockWord(t *testing.T) (*uint64, []byte) {
 	t.Helper()
 	mem := make([]uint64, 8)
 	b := unsafe.Slice((*byte)(unsafe.Pointer(&mem[0])), 64)
-	return Word32(b, 0), b
+	return Word64(b, 0), b
 }
 
 // deadPid returns the pid of a process that has exited and been reaped.
@@ -128,7 +128,7 @@ func TestLockCounter(t *testing.T) {
 func TestLockDeadOwner(t *testing.T) {
 	w, _ := lockWord(t)
 	dead := deadPid(t)
-	*w = dead
+	*w = uint64(dead)
 	if r := Lock(w); r != LockRecovered|LockWaited {
 		t.Fatalf("Lock(owned by dead pid %d) = %d, want LockRecovered|LockWaited (%d)", dead, r, LockRecovered|LockWaited)
 	}
@@ -166,14 +166,16 @@ func TestSteal(t *testing.T) {
 	dead := deadPid(t)
 	tests := []struct {
 		name      string
-		owner     uint32
+		owner     uint64
 		want      bool
 		wantOwner uint32
 	}{
 		{"free", 0, false, 0},
-		{"self", Self, false, Self},
+		{"self", selfWord, false, Self},
+		{"self, earlier incarnation", OwnerWord(Self, startToken(Self)+1), true, Self},
 		{"live", 1, false, 1},
-		{"dead", dead, true, Self},
+		{"live pid, other start time", OwnerWord(1, startToken(1)+1), true, Self},
+		{"dead", uint64(dead), true, Self},
 		{"impossible pid", math.MaxUint32, true, Self},
 	}
 	for _, tt := range tests {
@@ -190,12 +192,25 @@ func TestSteal(t *testing.T) {
 	}
 }
 
+// The start-time token is readable here, so that a reused pid is told apart.
+func TestStartToken(t *testing.T) {
+	if tok := startToken(Self); tok == 0 {
+		t.Fatalf("startToken(self) = 0: /proc/self/stat not parsed")
+	}
+	if tok := startToken(deadPid(t)); tok != 0 {
+		t.Fatalf("startToken(dead pid) = %d, want 0", tok)
+	}
+	if got := uint32(selfWord); got != Self {
+		t.Fatalf("selfWord pid = %d, want %d", got, Self)
+	}
+}
+
 // A child process takes a lock word in a real zone and is killed while it
 // holds it: the parent's Lock takes it over and says so.
 func TestLockKilledOwner(t *testing.T) {
 	path := tempZone(t)
 	z := mustOpen(t, path, small)
-	w := Word32(z.Shard(0), 0)
+	w := Word64(z.Shard(0), 0)
 
 	cmd := helperCommand(t, "lock", path)
 	out, err := cmd.StdoutPipe()
@@ -268,7 +283,7 @@ func TestLockProcesses(t *testing.T) {
 	for _, start := range starts {
 		start()
 	}
-	w, b := Word32(z.Shard(0), 0), z.Shard(0)
+	w, b := Word64(z.Shard(0), 0), z.Shard(0)
 	for i := 0; i < n; i++ {
 		if r := Lock(w); r&LockRecovered != 0 {
 			t.Errorf("Lock = %d with live owners", r)

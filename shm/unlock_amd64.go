@@ -8,4 +8,4 @@ package shm
 // that the detector sees the release.
 //
 //go:noescape
-func storeRelease(p *uint32, v uint32)
+func storeRelease(p *uint64, v uint64)

@@ -4,4 +4,4 @@ package shm
 
 import "sync/atomic"
 
-func storeRelease(p *uint32, v uint32) { atomic.StoreUint32(p, v) }
+func storeRelease(p *uint64, v uint64) { atomic.StoreUint64(p, v) }

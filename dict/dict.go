@@ -101,21 +101,13 @@ func Open(path string, o Options) (*Dict, error) {
 	}
 	for i := range d.shards {
 		mem := z.Shard(i)
-		sl, err := slab.Attach(mem[arenaOffset(h.IndexSize):])
-		if err != nil && !o.ReadOnly && sound > 0 {
-			sl, err = reformatShard(mem, h)
-		}
-		if err != nil {
-			z.Close()
-			return nil, fmt.Errorf("dict: %s shard %d: %w: %v", path, i, ErrCorrupt, err)
-		}
-		d.shards[i] = shard{
+		sh := &d.shards[i]
+		*sh = shard{
 			h:       shardHdrAt(mem),
 			lockw:   &shardHdrAt(mem).Lock,
 			mem:     mem,
 			index:   indexSlots(mem, h.IndexSize),
 			arena:   mem[arenaOffset(h.IndexSize):],
-			slab:    sl,
 			idxMask: uint32(h.IndexSize - 1),
 			seed:    h.Seed,
 			id:      i,
@@ -123,8 +115,17 @@ func Open(path string, o Options) (*Dict, error) {
 			steps:   len(mem[arenaOffset(h.IndexSize):])/(entryHdrSize+8) + 1,
 		}
 		if o.ReadOnly {
-			d.shards[i].lockw = new(uint64)
+			sh.lockw = new(uint64)
 		}
+		sl, err := slab.Attach(sh.arena)
+		if err != nil && !o.ReadOnly && sound > 0 {
+			sl, err = reformatShard(mem, h, sh)
+		}
+		if err != nil {
+			z.Close()
+			return nil, fmt.Errorf("dict: %s shard %d: %w: %v", path, i, ErrCorrupt, err)
+		}
+		sh.slab = sl
 		d.maxEntry = sl.MaxAlloc()
 	}
 	if d.clock == nil {
@@ -134,11 +135,12 @@ func Open(path string, o Options) (*Dict, error) {
 	return d, nil
 }
 
-// reformatShard empties a shard whose slab header fails validation, under
-// the shard's lock: its entries cannot be found without the slab's geometry,
-// and refusing the zone would lose every other shard too. Another process
-// may have reformatted it first; then its slab is attached as it is.
-func reformatShard(mem []byte, h shm.Header) (*slab.Slab, error) {
+// reformatShard restores a shard whose slab header fails validation, under
+// the shard's lock: the slab's header is rewritten from the zone's geometry
+// and its lists rebuilt from the page descriptors, then the shard is repaired
+// from its entries; refusing the zone would lose every other shard too.
+// Another process may have restored it first; then it is attached as it is.
+func reformatShard(mem []byte, h shm.Header, sh *shard) (*slab.Slab, error) {
 	hd := shardHdrAt(mem)
 	shm.Lock(&hd.Lock) // a dead owner's lock is taken over: the shard is rebuilt anyway
 	defer shm.Unlock(&hd.Lock)
@@ -146,10 +148,14 @@ func reformatShard(mem []byte, h shm.Header) (*slab.Slab, error) {
 	if sl, err := slab.Attach(arena); err == nil {
 		return sl, nil
 	}
-	hd.Drop, hd.LRUHead, hd.LRUTail, hd.Count = dropNone, 0, 0, 0
+	sl, err := slab.Restore(arena, h.PageSize)
+	if err != nil {
+		return nil, err
+	}
+	sh.slab = sl
+	sh.repairLocked()
 	hd.Recoveries++
-	clear(mem[indexOff:arenaOffset(h.IndexSize)])
-	return slab.Format(arena, h.PageSize)
+	return sl, nil
 }
 
 // format lays out every shard of a new zone: an empty index and slab.

@@ -291,3 +291,26 @@ func (s *Slab) Stats() []ClassStats {
 func (s *Slab) String() string {
 	return fmt.Sprintf("slab{%d pages of %d, %d free, %d free bytes}", s.npages, s.pageSize, s.FreePages(), s.FreeBytes())
 }
+
+// Restore attaches the slab over mem after rewriting its header from the
+// geometry that pageSize and len(mem) determine, then rebuilds its lists from
+// the descriptors: it recovers a region whose header was overwritten without
+// losing the chunks its descriptors still record. The caller must hold the
+// region's lock and then check or repair what the chunks hold.
+func Restore(mem []byte, pageSize int) (*Slab, error) {
+	if pageSize < 512 || pageSize > 1<<16 || bits.OnesCount(uint(pageSize)) != 1 {
+		return nil, fmt.Errorf("%w: page size %d", ErrBadRegion, pageSize)
+	}
+	if len(mem) > 1<<32-1 {
+		return nil, fmt.Errorf("%w: region of %d bytes exceeds 4 GiB", ErrBadRegion, len(mem))
+	}
+	npages, pagesOff := layoutFor(len(mem), pageSize)
+	if npages < 2 {
+		return nil, fmt.Errorf("%w: %d bytes hold fewer than 2 pages", ErrBadRegion, len(mem))
+	}
+	s := &Slab{mem: mem, pageSize: uint32(pageSize), npages: uint32(npages), pagesOff: uint32(pagesOff)}
+	h := s.hdr()
+	h.Magic, h.PageSize, h.NPages, h.PagesOff = magic, uint32(pageSize), uint32(npages), uint32(pagesOff)
+	s.Rebuild()
+	return s, nil
+}

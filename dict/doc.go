@@ -6,7 +6,7 @@
 // The zone is split into shards (shm). A key's xxhash64 with the zone's seed
 // picks its shard by its low bits, a bucket of the shard's index by its high
 // bits, and an 8-bit tag compared before the key bytes. Each shard has one
-// lock word, an index of uint32 offsets, an exact LRU list, and a slab arena
+// lock word, an index of uint32 offsets, an eviction queue (CLOCK), and a slab arena
 // holding entries (layout.go). Operations on different shards never contend.
 //
 // Eviction is CLOCK (second chance) per shard, chosen over exact LRU for

@@ -19,7 +19,7 @@ import "unsafe"
 //	                                                                    ^ valOff: 8-aligned
 //
 // next chains the index bucket; prev/lnext link the LRU list (prev toward the
-// most recently used end). A list's value is a listHdr, its elements are
+// queue's head, where new entries go). A list's value is a listHdr, its elements are
 // nodes, each a chunk of its own:
 //
 //	0      4      8      12   13      16
@@ -37,8 +37,8 @@ const Layout = 0x44494332 // "DIC2"
 type shardHdr struct {
 	Lock        uint64   // CAS only: 0 or the owner's pid and start token (shm.Lock)
 	Drop        uint32   // under lock: what repair must drop (dropNone, dropUnreachable, or an entry)
-	LRUHead     uint32   // under lock: most recently used entry
-	LRUTail     uint32   // under lock: least recently used entry
+	LRUHead     uint32   // under lock: head of the eviction queue: newest entry
+	LRUTail     uint32   // under lock: tail of the eviction queue: where the CLOCK hand starts
 	Count       uint32   // under lock: entries in the index, expired ones included
 	Hits        uint64   // under lock
 	Misses      uint64   // under lock

@@ -22,8 +22,8 @@ import (
 // operation. The seed is logged; DICT_MODEL_SEED=n replays a run.
 //
 // The model follows doc.go's eviction exactly: entries sit in a queue per
-// shard, new ones at the head and unreferenced; reads and in-place writes
-// set a reference bit; a failed allocation reclaims from the tail in rounds
+// shard, new keys at the head and unreferenced; reads and writes of a live
+// key set a reference bit; a failed allocation reclaims from the tail in rounds
 // of up to 3 entries (expired ones, and with eviction the first unreferenced
 // live one, giving referenced ones a second chance at the head), never the
 // key's own entry, up to 30 rounds. Which allocation fails depends on the
@@ -530,7 +530,8 @@ func (h *mdlRun) store(key string, v Value, expiry int64, flags uint32, m mode, 
 	if e != nil {
 		md.drop(e) // the old chunk goes; alloc counted the new one
 	}
-	md.insert(key, v, false, flags, expiry)
+	ne := md.insert(key, v, false, flags, expiry)
+	ne.ref = live // a rewritten live key was just used; a new one starts unreferenced
 	return forcible, nil
 }
 

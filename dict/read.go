@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// Get returns the value and flags under key, and makes the entry the most
-// recently used. A bytes value is the caller's own copy. Errors: ErrNotFound
+// Get returns the value and flags under key, and marks the entry used, so
+// that eviction passes it over once. A bytes value is the caller's own copy. Errors: ErrNotFound
 // for an absent or expired key, ErrIsList for a list.
 func (d *Dict) Get(key string) (Value, uint32, error) {
 	var r readResult

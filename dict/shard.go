@@ -73,7 +73,7 @@ func (s *shard) lruUnlinkLocked(off uint32, e *entry) bool {
 	return true
 }
 
-// lruPushLocked makes an unlinked entry the most recently used.
+// lruPushLocked puts an unlinked entry at the head of the eviction queue.
 func (s *shard) lruPushLocked(off uint32, e *entry) bool {
 	h := s.hdr()
 	e.Prev, e.LNext = 0, h.LRUHead

@@ -15,8 +15,9 @@ const (
 )
 
 // Set stores v under key with a TTL (0 = never expires) and user flags. When
-// the shard is full it reclaims expired entries, then evicts the least
-// recently used; forcible reports that live entries were evicted. On
+// the shard is full it reclaims expired entries, then evicts the oldest
+// entries not used since the eviction hand last passed them (package doc);
+// forcible reports that live entries were evicted. On
 // ErrNoMemory (forcible may be true) the key's old value is left as it was.
 func (d *Dict) Set(key string, v Value, ttl time.Duration, flags uint32) (forcible bool, err error) {
 	return d.store(key, v, ttl, flags, modeSet, true)
@@ -131,7 +132,11 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, v Value, expiry int64
 	}
 	hd.Drop = noff // half written: drop it
 	ne := s.entryAt(noff)
-	*ne = entry{Flags: flags, Expiry: expiry, VLen: uint32(vlen), KLen: uint16(len(key)), Tag: tagOf(h), Bits: uint8(v.kind)}
+	bits := uint8(v.kind) // a new key starts unreferenced
+	if live {
+		bits |= refBit // a rewritten one was just used
+	}
+	*ne = entry{Flags: flags, Expiry: expiry, VLen: uint32(vlen), KLen: uint16(len(key)), Tag: tagOf(h), Bits: bits}
 	copy(s.keyOf(noff, ne), key)
 	s.putValueLocked(noff, ne, v)
 	if off == 0 {
@@ -259,8 +264,10 @@ func (d *Dict) IncrInit(key string, delta, init int64, initTTL time.Duration) (n
 	if err == nil && !found {
 		var expiry int64
 		if expiry, err = d.expiryFor(initTTL); err == nil {
-			n = init + delta
-			forcible, err = d.storeLocked(s, key, h, Int(n), expiry, 0, modeSet, true, false)
+			forcible, err = d.storeLocked(s, key, h, Int(init+delta), expiry, 0, modeSet, true, false)
+			if err == nil {
+				n = init + delta
+			}
 		}
 		d.unlock(s)
 		return n, forcible, err

@@ -206,8 +206,18 @@ func (s *shard) repairLocked() {
 	hd.Drop = dropNone
 }
 
-// checkLocked returns the shard's problems, at most max of them.
-func (s *shard) checkLocked(max int) []string {
+// scratch holds checkLocked's marks, allocated before the lock is taken.
+type scratch struct{ entries, nodes, linked bitset }
+
+func newScratch(arenaLen int) *scratch {
+	return &scratch{newBitset(arenaLen), newBitset(arenaLen), newBitset(arenaLen)}
+}
+
+func (b bitset) reset() { clear(b) }
+
+// checkLocked returns the shard's problems, at most max of them; sc's sets
+// must be sized for the arena.
+func (s *shard) checkLocked(max int, sc *scratch) []string {
 	var probs []string
 	add := func(format string, args ...any) bool {
 		probs = append(probs, fmt.Sprintf("shard %d: "+format, append([]any{s.id}, args...)...))
@@ -226,8 +236,10 @@ func (s *shard) checkLocked(max int) []string {
 		}
 		return probs // the chunks themselves cannot be trusted
 	}
-	entries := newBitset(len(s.arena))
-	nodes := newBitset(len(s.arena))
+	sc.entries.reset()
+	sc.nodes.reset()
+	sc.linked.reset()
+	entries, nodes, linked := sc.entries, sc.nodes, sc.linked
 	count := 0
 	for b := range s.index {
 		off := s.index[b]
@@ -263,7 +275,6 @@ func (s *shard) checkLocked(max int) []string {
 			return probs
 		}
 	}
-	linked := newBitset(len(s.arena))
 	var prev uint32
 	n := 0
 	for off := hd.LRUHead; off != 0; {
@@ -331,10 +342,11 @@ func (d *Dict) Check() error {
 		return ErrClosed
 	}
 	var errs []error
+	sc := newScratch(len(d.shards[0].arena)) // every shard's arena has one size
 	for i := range d.shards {
 		s := &d.shards[i]
 		d.lock(s)
-		probs := s.checkLocked(20)
+		probs := s.checkLocked(20, sc)
 		d.unlock(s)
 		for _, p := range probs {
 			errs = append(errs, fmt.Errorf("%w: %s", ErrCorrupt, p))
@@ -354,10 +366,11 @@ func (d *Dict) Repair() (int, error) {
 		return 0, ErrReadOnly
 	}
 	n := 0
+	sc := newScratch(len(d.shards[0].arena))
 	for i := range d.shards {
 		s := &d.shards[i]
 		d.lock(s)
-		if len(s.checkLocked(1)) > 0 {
+		if len(s.checkLocked(1, sc)) > 0 {
 			s.repairLocked()
 			s.hdr().Recoveries++
 			n++

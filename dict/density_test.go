@@ -1,0 +1,68 @@
+package dict
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+)
+
+// A 10 MiB zone with the default shard count holds at least 160,000 counters
+// with 16-byte keys before its first eviction (DESIGN.md §2: about 64 bytes
+// per counter, index slot included; nginx spends 128).
+func TestDensity(t *testing.T) {
+	const (
+		size = 10 << 20
+		want = 160_000
+	)
+	d, err := Open(filepath.Join(t.TempDir(), "density.zone"), Options{Size: size})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	n := 0
+	for ; n < 4*want; n++ {
+		key := fmt.Sprintf("k%015d", n)
+		forcible, err := d.Set(key, Int(int64(n)), 0, 0)
+		if err != nil {
+			t.Fatalf("Set(%q) = %v after %d counters", key, err, n)
+		}
+		if forcible {
+			break
+		}
+		if n%1000 == 0 {
+			if ev := d.Stats().Evictions; ev > 0 {
+				t.Fatalf("Stats().Evictions = %d after %d counters, but no Set reported forcible", ev, n)
+			}
+		}
+	}
+	st := d.Stats()
+	if st.Evictions == 0 {
+		t.Fatalf("no eviction after %d counters: the test did not fill the zone", n)
+	}
+	t.Logf("%d counters before the first eviction: %d shards, %.1f bytes per counter of the zone",
+		n, st.Shards, float64(size)/float64(n))
+	for _, c := range d.SlabStats() {
+		t.Logf("slab class %d: %d pages, %d used, %d free", c.Size, c.Pages, c.Used, c.Free)
+	}
+	if n < want {
+		t.Fatalf("%d counters fit before the first eviction, want at least %d", n, want)
+	}
+	// Every counter that was not evicted reads back.
+	missing := 0
+	for i := 0; i < n; i++ {
+		v, _, err := d.Get(fmt.Sprintf("k%015d", i))
+		if err != nil {
+			missing++
+			continue
+		}
+		if v.Int() != int64(i) {
+			t.Fatalf("Get(k%015d) = %d, want %d", i, v.Int(), i)
+		}
+	}
+	if uint64(missing) > st.Evictions {
+		t.Fatalf("%d counters missing, %d evicted", missing, st.Evictions)
+	}
+	if err := d.Check(); err != nil {
+		t.Fatalf("Check = %v", err)
+	}
+}

@@ -100,6 +100,20 @@ func (s *shard) repairLocked() {
 	// whose body pages disagree would otherwise hold a kept entry or node
 	// and then be freed under it.
 	s.slab.Rebuild()
+	if reach != nil {
+		// A repair may be killed too. Unmark the entries the index does not
+		// reach while the index still says which they are, and only then
+		// clear Drop: a repair after a killed one must not judge
+		// reachability from a half-rebuilt index, which drops live entries.
+		s.slab.ForEach(func(off uint32, size int) bool {
+			if !reach.has(off) && s.validEntryLocked(off, size, shards) {
+				s.entryAt(off).Bits = 0
+			}
+			return true
+		})
+		hd.Drop = dropNone
+		drop, reach = dropNone, nil
+	}
 	oldHead := hd.LRUHead
 	clear(s.index)
 	hd.Count = 0

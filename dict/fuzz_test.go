@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/shmzone/shmzone/shm"
@@ -100,7 +101,7 @@ const (
 	slabPagesOffOff = 12
 	slabFreeRunsOff = 16
 	slabClassHeads  = 56
-	slabDescStart   = slabClassHeads + 47*4
+	slabDescStart   = (slabClassHeads + 47*4 + 7) &^ 7
 	slabDescSize    = 48
 )
 
@@ -308,19 +309,19 @@ func describePatches(in []byte) string {
 	return b.String()
 }
 
-// normalizeLocks frees the lock words that hold a live process's pid: such a
-// lock is waited for as long as its owner lives, by design, so a file that
-// names one would only make the run wait. A lock of a dead owner stays, to be
-// taken over and repaired.
+// normalizeLocks frees the lock words that name a live process (this one
+// included): such a lock is waited for as long as its owner lives, by design,
+// so a file that names one would only make the run wait. A lock of a dead
+// owner stays, to be taken over and repaired.
 func normalizeLocks(zone []byte) {
 	h, err := shm.ParseHeader(zone, int64(len(zone)), Layout)
 	if err != nil {
 		return
 	}
 	for i := 0; i < h.Shards; i++ {
-		w := zone[int(h.ShardOff)+i*int(h.ShardSize):]
-		if pid := binary.NativeEndian.Uint32(w); pid != 0 && (pid == shm.Self || shm.Alive(pid)) {
-			binary.NativeEndian.PutUint32(w, 0)
+		w := zone[int(h.ShardOff)+i*int(h.ShardSize)+hLock:]
+		if pid := uint32(binary.NativeEndian.Uint64(w)); pid != 0 && shm.Alive(pid) {
+			binary.NativeEndian.PutUint64(w, 0)
 		}
 	}
 }
@@ -491,21 +492,20 @@ func (s seed) u64(off int, v uint64) seed {
 
 // Offsets of the fields of an entry and a shard header (layout.go).
 const (
-	eNext   = 0
-	ePrev   = 4
-	eLNext  = 8
-	eFlags  = 12
-	eExpiry = 16
-	eVLen   = 24
-	eKLen   = 28
-	eTag    = 30
-	eKind   = 31 // entry.Bits: the Kind and refBit
+	eNext   = int(unsafe.Offsetof(entry{}.Next))
+	ePrev   = int(unsafe.Offsetof(entry{}.Prev))
+	eLNext  = int(unsafe.Offsetof(entry{}.LNext))
+	eExpiry = int(unsafe.Offsetof(entry{}.Expiry))
+	eVLen   = int(unsafe.Offsetof(entry{}.VLen))
+	eKLen   = int(unsafe.Offsetof(entry{}.KLen))
+	eTag    = int(unsafe.Offsetof(entry{}.Tag))
+	eKind   = int(unsafe.Offsetof(entry{}.Bits)) // the Kind and refBit
 
-	hLock    = 0
-	hDrop    = 4
-	hLRUHead = 8
-	hLRUTail = 12
-	hCount   = 16
+	hLock    = int(unsafe.Offsetof(shardHdr{}.Lock))
+	hDrop    = int(unsafe.Offsetof(shardHdr{}.Drop))
+	hLRUHead = int(unsafe.Offsetof(shardHdr{}.LRUHead))
+	hLRUTail = int(unsafe.Offsetof(shardHdr{}.LRUTail))
+	hCount   = int(unsafe.Offsetof(shardHdr{}.Count))
 )
 
 // fuzzSeeds returns the seed corpus: every kind of damage the fuzz target
@@ -553,7 +553,7 @@ func fuzzSeeds(tb testing.TB, b *baseZone) [][]byte {
 	// counts.
 	for i := 0; i < hdr.Shards; i++ {
 		add(
-			newSeed(0).u32(shardAt(i)+hLock, 1<<22+1),
+			newSeed(0).u64(shardAt(i)+hLock, 1<<22+1),
 			newSeed(0).u32(shardAt(i)+hDrop, dropUnreachable),
 			newSeed(0).u32(shardAt(i)+hDrop, 0x1238),
 			newSeed(0).u32(shardAt(i)+hLRUHead, 0xfffffff8),

@@ -25,7 +25,9 @@ func TestHelperProcess(t *testing.T) {
 		"fail": func(args []string) error { return errors.New(strings.Join(args, " ")) },
 		"hang": func(args []string) error {
 			fmt.Println("ready")
-			select {}
+			for {
+				time.Sleep(time.Hour)
+			}
 		},
 	})
 }

@@ -8,9 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/shmzone/shmzone/internal/testutil"
 )
 
 // BenchmarkProcs runs the same operation in procs real OS processes at once
@@ -45,8 +46,7 @@ func benchProcs(b *testing.B, op, keys string, procs int) {
 	}
 	children := make([]child, procs)
 	for i := range children {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestBenchChild$")
-		cmd.Env = append(os.Environ(), "SHMZONE_BENCH_CHILD="+strings.Join([]string{path, op, keys, strconv.Itoa(i), strconv.Itoa(b.N), strconv.Itoa(procs)}, ","))
+		cmd := testutil.Helper(b, "bench-procs", path, op, keys, strconv.Itoa(i), strconv.Itoa(b.N), strconv.Itoa(procs))
 		cmd.Stderr = os.Stderr
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
@@ -94,22 +94,23 @@ func benchProcs(b *testing.B, op, keys string, procs int) {
 	}
 }
 
-// TestBenchChild is a BenchmarkProcs process; it does nothing in a test run.
-func TestBenchChild(t *testing.T) {
-	spec := os.Getenv("SHMZONE_BENCH_CHILD")
-	if spec == "" {
-		t.Skip("runs only as a BenchmarkProcs child process")
+// HelperBenchProcs is a BenchmarkProcs process (registered in
+// multiproc_test.go's TestHelperProcess): it opens the zone, makes its keys,
+// says "ready", waits for stdin to close, runs its operations and prints how
+// long they took in nanoseconds.
+func HelperBenchProcs(args []string) error {
+	if len(args) != 6 {
+		return fmt.Errorf("want path op keys id n procs, got %q", args)
 	}
-	f := strings.Split(spec, ",")
-	path, op, keys := f[0], f[1], f[2]
-	id, _ := strconv.Atoi(f[3])
-	n, _ := strconv.Atoi(f[4])
+	path, op, keys := args[0], args[1], args[2]
+	id, _ := strconv.Atoi(args[3])
+	n, _ := strconv.Atoi(args[4])
+	procs, _ := strconv.Atoi(args[5])
 	d, err := Open(path, Options{})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		return err
 	}
-	procs, _ := strconv.Atoi(f[5])
+	defer d.Close()
 	ks := []string{"hot"}
 	if keys != "hot" {
 		ks = ks[:0]
@@ -122,14 +123,15 @@ func TestBenchChild(t *testing.T) {
 		}
 	}
 	for _, k := range ks {
-		d.IncrInit(k, 0, 0, 0)
+		if _, _, err := d.IncrInit(k, 0, 0, 0); err != nil {
+			return err
+		}
 	}
 	fmt.Println("ready")
 	io.Copy(io.Discard, os.Stdin) // wait for the parent to close stdin
 	start := time.Now()
 	for i := 0; i < n; i++ {
 		k := ks[i%len(ks)]
-		var err error
 		switch op {
 		case "incr":
 			_, err = d.Incr(k, 1)
@@ -137,11 +139,9 @@ func TestBenchChild(t *testing.T) {
 			_, _, err = d.Get(k)
 		}
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
+			return err
 		}
 	}
 	fmt.Println(time.Since(start).Nanoseconds())
-	d.Close()
-	os.Exit(0)
+	return nil
 }

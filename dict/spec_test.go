@@ -3,14 +3,14 @@ package dict
 import (
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/shmzone/shmzone/internal/testutil"
 )
 
 // The examples of spec/dict.md, one sub-test each, with an injected clock.
@@ -747,9 +747,7 @@ func specEx21(t *testing.T) {
 
 	// Opened by another process, with the system clock: "gone" expired long
 	// ago there too.
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "--", path)
-	cmd.Env = append(os.Environ(), "GO_HELPER_DICT=1")
-	out, err := cmd.CombinedOutput()
+	out, err := testutil.Helper(t, "spec-reopen", path).CombinedOutput()
 	if err != nil {
 		t.Fatalf("helper process: %v\n%s", err, out)
 	}
@@ -759,38 +757,28 @@ func specEx21(t *testing.T) {
 	specCheck(t, d)
 }
 
-// TestHelperProcess is the child of specEx21: it opens the zone named after
-// "--", prints what it reads and the result of Check, and exits.
-func TestHelperProcess(t *testing.T) {
-	if os.Getenv("GO_HELPER_DICT") != "1" {
-		return
+// HelperSpecReopen is the child of specEx21 (registered in multiproc_test.go's
+// TestHelperProcess): it opens the zone at args[0], prints what it reads and
+// the result of Check.
+func HelperSpecReopen(args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("want a zone path, got %q", args)
 	}
-	args := os.Args
-	for len(args) > 0 && args[0] != "--" {
-		args = args[1:]
-	}
-	if len(args) != 2 {
-		fmt.Fprintf(os.Stderr, "helper: want -- path, got %q\n", os.Args)
-		os.Exit(2)
-	}
-	d, err := Open(args[1], Options{})
+	d, err := Open(args[0], Options{})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "helper: %v\n", err)
-		os.Exit(1)
+		return err
 	}
+	defer d.Close()
 	out, err := specDump(d)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "helper: %v\n", err)
-		os.Exit(1)
+		return err
 	}
 	fmt.Print(out)
 	if err := d.Check(); err != nil {
-		fmt.Fprintf(os.Stderr, "helper: Check: %v\n", err)
-		os.Exit(1)
+		return fmt.Errorf("Check: %w", err)
 	}
 	fmt.Println("check ok")
-	d.Close()
-	os.Exit(0)
+	return nil
 }
 
 // specKeyOps calls every operation that takes a key with otherwise valid

@@ -35,13 +35,21 @@ func (s *Slab) unlink(head *uint32, p uint32) {
 	d.Next, d.Prev = 0, 0
 }
 
-// putFreeRun marks pages [p, p+n) as one free run and links it.
+// putFreeRun marks pages [p, p+n) as one free run and links it. It writes
+// every page's descriptor: for Format and Rebuild. Alloc and Free keep the
+// inner pages' marks and rewrite only a run's ends (linkFreeRun).
 func (s *Slab) putFreeRun(p, n uint32) {
-	d := s.desc(p)
-	*d = desc{Kind: kindFree, Run: n}
 	for i := uint32(1); i+1 < n; i++ {
 		*s.desc(p + i) = desc{Kind: kindFreeBody, Run: p}
 	}
+	s.linkFreeRun(p, n)
+}
+
+// linkFreeRun writes the first and last descriptors of the free run [p, p+n)
+// and links it; the pages between must already be marked kindFreeBody.
+func (s *Slab) linkFreeRun(p, n uint32) {
+	d := s.desc(p)
+	*d = desc{Kind: kindFree, Run: n}
 	if n > 1 {
 		*s.desc(p + n - 1) = desc{Kind: kindFreeTail, Run: p}
 	}
@@ -79,10 +87,17 @@ func (s *Slab) takePages(n uint32) (uint32, error) {
 			continue
 		}
 		run := d.Run
-		s.dropFreeRun(p)
-		if run > n {
-			s.putFreeRun(p, run-n)
+		if run == n {
+			s.dropFreeRun(p)
+			return p, nil
 		}
+		// Take the run's last n pages: its head and links stay, its inner
+		// pages keep their marks, and only the new last page is rewritten.
+		d.Run = run - n
+		if rest := run - n; rest > 1 {
+			*s.desc(p + rest - 1) = desc{Kind: kindFreeTail, Run: p}
+		}
+		h.FreePages -= n
 		return p + run - n, nil
 	}
 	h.Fails++
@@ -90,8 +105,12 @@ func (s *Slab) takePages(n uint32) (uint32, error) {
 }
 
 // freePages returns pages [p, p+n) to the free runs, merged with the free runs
-// on either side.
+// on either side. It marks the freed pages and rewrites the ends of the merged
+// run, never the inner pages of the runs it joins.
 func (s *Slab) freePages(p, n uint32) {
+	for i := uint32(0); i < n; i++ {
+		*s.desc(p + i) = desc{Kind: kindFreeBody, Run: p}
+	}
 	if p > 0 {
 		before := s.desc(p - 1)
 		head := uint32(1 << 31)
@@ -104,17 +123,22 @@ func (s *Slab) freePages(p, n uint32) {
 			head = before.Run
 		}
 		if head < p && s.desc(head).Kind == kindFree && head+s.desc(head).Run == p {
-			n += s.desc(head).Run
+			run := s.desc(head).Run
 			s.dropFreeRun(head)
+			*s.desc(p - 1) = desc{Kind: kindFreeBody, Run: head} // its old last page
+			n += run
 			p = head
 		}
 	}
 	if end := p + n; end < s.npages {
 		after := s.desc(end)
 		if after.Kind == kindFree && after.Run > 0 && after.Run <= s.npages-end {
-			n += after.Run
+			run := after.Run
 			s.dropFreeRun(end)
+			*s.desc(end) = desc{Kind: kindFreeBody, Run: p} // its old first page
+			n += run
 		}
 	}
-	s.putFreeRun(p, n)
+	// p..p+n-1: inner pages are all kindFreeBody; write the ends and link.
+	s.linkFreeRun(p, n)
 }

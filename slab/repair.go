@@ -222,11 +222,13 @@ func (s *Slab) Check() error {
 			n := d.Run
 			for i := uint32(1); i < n; i++ {
 				b := s.desc(p + i)
+				// Inner pages are marked free; only the last one names
+				// the first (Alloc and Free do not rewrite inner pages).
 				want := uint8(kindFreeBody)
 				if i == n-1 {
 					want = kindFreeTail
 				}
-				if b.Kind != want || b.Run != p {
+				if b.Kind != want || want == kindFreeTail && b.Run != p {
 					return s.corrupt("page %d of free run %d: kind %d head %d", p+i, p, b.Kind, b.Run)
 				}
 			}

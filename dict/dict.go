@@ -232,6 +232,36 @@ func (d *Dict) check(key string, write bool) error {
 	return nil
 }
 
+// checkValue validates a value to store under key with a TTL and returns its
+// expiry: ErrBadValue for the zero Value, ErrBadTTL, ErrValueTooLarge.
+func (d *Dict) checkValue(key string, v Value, ttl time.Duration) (int64, error) {
+	if v.kind == KindNone || v.kind == KindList {
+		return 0, ErrBadValue
+	}
+	if entrySize(len(key), v.Len()) > d.maxEntry {
+		return 0, ErrValueTooLarge
+	}
+	return d.expiryFor(ttl)
+}
+
+// lookup validates key, locks its shard and finds its entry, 0 when absent.
+// On success the caller holds the shard's lock and must unlock it; on error
+// the lock is released.
+func (d *Dict) lookup(key string, write bool) (s *shard, h uint64, off uint32, err error) {
+	if err := d.check(key, write); err != nil {
+		return nil, 0, 0, err
+	}
+	h = hashKey(d.seed, key)
+	s = d.shardFor(h)
+	d.lock(s)
+	if off, _, err = s.findLocked(key, h); err != nil {
+		err = d.corruptLocked(s, "index")
+		d.unlock(s)
+		return nil, 0, 0, err
+	}
+	return s, h, off, nil
+}
+
 // expiryFor converts a TTL to an absolute expiry in Unix ms: 0 for never, and
 // at least 1 ms ahead for any positive TTL.
 func (d *Dict) expiryFor(ttl time.Duration) (int64, error) {

@@ -23,17 +23,11 @@ func (d *Dict) RPop(key string) (Value, error) { return d.pop(key, false) }
 // LLen returns the length of the list under key, 0 when it is absent or
 // expired. Errors: ErrNotList for a value.
 func (d *Dict) LLen(key string) (int, error) {
-	if err := d.check(key, false); err != nil {
+	s, _, off, err := d.lookup(key, false)
+	if err != nil {
 		return 0, err
 	}
-	h := hashKey(d.seed, key)
-	s := d.shardFor(h)
-	d.lock(s)
 	defer d.unlock(s)
-	off, _, err := s.findLocked(key, h)
-	if err != nil {
-		return 0, d.corruptLocked(s, "index")
-	}
 	if off == 0 {
 		return 0, nil
 	}
@@ -61,14 +55,11 @@ func (d *Dict) push(key string, v Value, head bool) (int, error) {
 	if need > d.maxEntry {
 		return 0, ErrValueTooLarge
 	}
-	h := hashKey(d.seed, key)
-	s := d.shardFor(h)
-	d.lock(s)
-	defer d.unlock(s)
-	off, _, err := s.findLocked(key, h)
+	s, h, off, err := d.lookup(key, true)
 	if err != nil {
-		return 0, d.corruptLocked(s, "index")
+		return 0, err
 	}
+	defer d.unlock(s)
 	if off != 0 {
 		e := s.entryAt(off)
 		if expired(e, d.clock) {

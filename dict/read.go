@@ -122,17 +122,11 @@ func (d *Dict) count(c *uint64) {
 // TTL returns the time key has left; 0 means it never expires. Errors:
 // ErrNotFound for an absent or expired key.
 func (d *Dict) TTL(key string) (time.Duration, error) {
-	if err := d.check(key, false); err != nil {
+	s, _, off, err := d.lookup(key, false)
+	if err != nil {
 		return 0, err
 	}
-	h := hashKey(d.seed, key)
-	s := d.shardFor(h)
-	d.lock(s)
 	defer d.unlock(s)
-	off, _, err := s.findLocked(key, h)
-	if err != nil {
-		return 0, d.corruptLocked(s, "index")
-	}
 	if off == 0 {
 		return 0, ErrNotFound
 	}
@@ -150,21 +144,15 @@ func (d *Dict) TTL(key string) (time.Duration, error) {
 // Expire sets key's TTL from now; 0 means never. Errors: ErrNotFound for an
 // absent or expired key (an expired key is not brought back).
 func (d *Dict) Expire(key string, ttl time.Duration) error {
-	if err := d.check(key, true); err != nil {
-		return err
-	}
 	expiry, err := d.expiryFor(ttl)
 	if err != nil {
 		return err
 	}
-	h := hashKey(d.seed, key)
-	s := d.shardFor(h)
-	d.lock(s)
-	defer d.unlock(s)
-	off, _, err := s.findLocked(key, h)
+	s, _, off, err := d.lookup(key, true)
 	if err != nil {
-		return d.corruptLocked(s, "index")
+		return err
 	}
+	defer d.unlock(s)
 	if off == 0 {
 		return ErrNotFound
 	}
@@ -185,24 +173,15 @@ func (d *Dict) CompareAndSwap(key string, old, new Value, ttl time.Duration) (bo
 	if err := d.check(key, true); err != nil {
 		return false, err
 	}
-	if new.kind == KindNone || new.kind == KindList {
-		return false, ErrBadValue
-	}
-	expiry, err := d.expiryFor(ttl)
+	expiry, err := d.checkValue(key, new, ttl)
 	if err != nil {
 		return false, err
 	}
-	if entrySize(len(key), new.Len()) > d.maxEntry {
-		return false, ErrValueTooLarge
-	}
-	h := hashKey(d.seed, key)
-	s := d.shardFor(h)
-	d.lock(s)
-	defer d.unlock(s)
-	off, _, err := s.findLocked(key, h)
+	s, h, off, err := d.lookup(key, true)
 	if err != nil {
-		return false, d.corruptLocked(s, "index")
+		return false, err
 	}
+	defer d.unlock(s)
 	if off == 0 {
 		return false, ErrNotFound
 	}
@@ -249,17 +228,11 @@ func (s *shard) equalLocked(off uint32, e *entry, v Value) bool {
 // panics, the lock is released and the panic goes on. Errors: ErrIsList for a
 // list, and the errors of Set.
 func (d *Dict) Update(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool)) error {
-	if err := d.check(key, true); err != nil {
+	s, h, off, err := d.lookup(key, true)
+	if err != nil {
 		return err
 	}
-	h := hashKey(d.seed, key)
-	s := d.shardFor(h)
-	d.lock(s)
 	defer d.unlock(s)
-	off, _, err := s.findLocked(key, h)
-	if err != nil {
-		return d.corruptLocked(s, "index")
-	}
 	var cur Value
 	ok := false
 	if off != 0 {
@@ -294,13 +267,7 @@ func (d *Dict) Update(key string, fn func(cur Value, ok bool) (next Value, ttl t
 		}
 		return nil
 	}
-	if next.kind == KindNone || next.kind == KindList {
-		return ErrBadValue
-	}
-	if entrySize(len(key), next.Len()) > d.maxEntry {
-		return ErrValueTooLarge
-	}
-	expiry, err := d.expiryFor(ttl)
+	expiry, err := d.checkValue(key, next, ttl)
 	if err != nil {
 		return err
 	}

@@ -52,15 +52,9 @@ func (d *Dict) store(key string, v Value, ttl time.Duration, flags uint32, m mod
 	if err := d.check(key, true); err != nil {
 		return false, err
 	}
-	if v.kind == KindNone || v.kind == KindList {
-		return false, ErrBadValue
-	}
-	expiry, err := d.expiryFor(ttl)
+	expiry, err := d.checkValue(key, v, ttl)
 	if err != nil {
 		return false, err
-	}
-	if entrySize(len(key), v.Len()) > d.maxEntry {
-		return false, ErrValueTooLarge
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
@@ -189,17 +183,11 @@ func (s *shard) putValueLocked(off uint32, e *entry, v Value) {
 
 // Delete removes key. Deleting an absent key is not an error.
 func (d *Dict) Delete(key string) error {
-	if err := d.check(key, true); err != nil {
+	s, _, off, err := d.lookup(key, true)
+	if err != nil {
 		return err
 	}
-	h := hashKey(d.seed, key)
-	s := d.shardFor(h)
-	d.lock(s)
 	defer d.unlock(s)
-	off, _, err := s.findLocked(key, h)
-	if err != nil {
-		return d.corruptLocked(s, "index")
-	}
 	if off == 0 {
 		return nil
 	}

@@ -300,19 +300,11 @@ func (s *Slab) String() string {
 // losing the chunks its descriptors still record. The caller must hold the
 // region's lock and then check or repair what the chunks hold.
 func Restore(mem []byte, pageSize int) (*Slab, error) {
-	if pageSize < 512 || pageSize > 1<<16 || bits.OnesCount(uint(pageSize)) != 1 {
-		return nil, fmt.Errorf("%w: page size %d", ErrBadRegion, pageSize)
+	s, err := geometry(mem, pageSize)
+	if err != nil {
+		return nil, err
 	}
-	if len(mem) > 1<<32-1 {
-		return nil, fmt.Errorf("%w: region of %d bytes exceeds 4 GiB", ErrBadRegion, len(mem))
-	}
-	npages, pagesOff := layoutFor(len(mem), pageSize)
-	if npages < 2 {
-		return nil, fmt.Errorf("%w: %d bytes hold fewer than 2 pages", ErrBadRegion, len(mem))
-	}
-	s := &Slab{mem: mem, pageSize: uint32(pageSize), npages: uint32(npages), pagesOff: uint32(pagesOff)}
-	h := s.hdr()
-	h.Magic, h.PageSize, h.NPages, h.PagesOff = magic, uint32(pageSize), uint32(npages), uint32(pagesOff)
+	s.writeHeader()
 	s.Rebuild()
 	return s, nil
 }

@@ -35,6 +35,19 @@ func alignUp(n, a int) int { return (n + a - 1) / a * a }
 // Format lays out an empty slab over mem with pages of pageSize bytes and
 // returns it attached. mem must hold at least two pages.
 func Format(mem []byte, pageSize int) (*Slab, error) {
+	s, err := geometry(mem, pageSize)
+	if err != nil {
+		return nil, err
+	}
+	clear(mem[:s.pagesOff])
+	s.writeHeader()
+	s.putFreeRun(0, s.npages)
+	s.hdr().FreeBytes = uint64(s.npages) * uint64(pageSize)
+	return s, nil
+}
+
+// geometry lays out a region of mem with pages of pageSize bytes.
+func geometry(mem []byte, pageSize int) (*Slab, error) {
 	if pageSize < 512 || pageSize > 1<<16 || bits.OnesCount(uint(pageSize)) != 1 {
 		return nil, fmt.Errorf("%w: page size %d", ErrBadRegion, pageSize)
 	}
@@ -45,16 +58,13 @@ func Format(mem []byte, pageSize int) (*Slab, error) {
 	if npages < 2 {
 		return nil, fmt.Errorf("%w: %d bytes hold fewer than 2 pages", ErrBadRegion, len(mem))
 	}
-	clear(mem[:pagesOff])
-	s := &Slab{mem: mem, pageSize: uint32(pageSize), npages: uint32(npages), pagesOff: uint32(pagesOff)}
+	return &Slab{mem: mem, pageSize: uint32(pageSize), npages: uint32(npages), pagesOff: uint32(pagesOff)}, nil
+}
+
+// writeHeader writes the header's immutable fields from the geometry.
+func (s *Slab) writeHeader() {
 	h := s.hdr()
-	h.Magic = magic
-	h.PageSize = uint32(pageSize)
-	h.NPages = uint32(npages)
-	h.PagesOff = uint32(pagesOff)
-	s.putFreeRun(0, uint32(npages))
-	h.FreeBytes = uint64(npages) * uint64(pageSize)
-	return s, nil
+	h.Magic, h.PageSize, h.NPages, h.PagesOff = magic, s.pageSize, s.npages, s.pagesOff
 }
 
 // Attach returns the slab formatted over mem, after checking its geometry

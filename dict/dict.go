@@ -22,7 +22,7 @@ type Options struct {
 	// Perm is a new file's mode; 0 means 0600.
 	Perm os.FileMode
 	// ReadOnly maps the zone read-only: reads take no lock and move nothing in
-	// the LRU order, and writes return ErrReadOnly. Reads of a zone that other
+	// the eviction order, and writes return ErrReadOnly. Reads of a zone that other
 	// processes write at the same time may then see a write half done; use it
 	// for inspection.
 	ReadOnly bool

@@ -1,6 +1,6 @@
 // Package dict is a dictionary in a zone file that every process of a host
 // maps: the semantics of nginx's ngx.shared.DICT (typed values with flags,
-// atomic increments, add, compare-and-swap, lazy TTL, LRU eviction, lists) for
+// atomic increments, add, compare-and-swap, lazy TTL, eviction of the least used, lists) for
 // Go programs that run as several OS processes.
 //
 // The zone is split into shards (shm). A key's xxhash64 with the zone's seed

@@ -18,7 +18,7 @@ import "unsafe"
 //	+------+------+------+------+-------------+------+----+---+---+-----+---+-------+
 //	                                                                    ^ valOff: 8-aligned
 //
-// next chains the index bucket; prev/lnext link the LRU list (prev toward the
+// next chains the index bucket; prev/lnext link the eviction queue, called the LRU list (prev toward the
 // queue's head, where new entries go). A list's value is a listHdr, its elements are
 // nodes, each a chunk of its own:
 //

@@ -91,7 +91,7 @@ func (d *Dict) flushExpiredLocked(s *shard, left int, all bool) (int, error) {
 }
 
 // Keys returns up to max live keys (0 = all), shard by shard, each shard's
-// in eviction order: the next to be evicted first. It holds one shard's lock at a time, never for the whole
+// from the tail of its eviction queue: the oldest entries first. It holds one shard's lock at a time, never for the whole
 // scan, and copies keys out before it allocates their strings.
 func (d *Dict) Keys(max int) ([]string, error) {
 	if d.closed.Load() {

@@ -212,6 +212,13 @@ func (d *Dict) FreeSpace() int64 {
 // now returns the time in Unix ms.
 func (d *Dict) now() int64 { return d.clock() }
 
+// Now returns the dictionary's time in Unix milliseconds, the time its TTLs
+// are measured against: Options.Clock's when one was injected, otherwise the
+// coarse per-process clock (one atomic load, no system call). Code built on
+// the dictionary, such as rate limiters, reads it so that tests that inject a
+// clock drive that code too.
+func (d *Dict) Now() int64 { return d.now() }
+
 // shardFor returns the shard of a hash.
 func (d *Dict) shardFor(h uint64) *shard { return &d.shards[h&d.mask] }
 

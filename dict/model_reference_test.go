@@ -1,0 +1,289 @@
+package dict
+
+import (
+	"container/list"
+	"time"
+
+	"github.com/shmzone/shmzone/slab"
+)
+
+// The reference model of the model test (model_test.go): entries in a map
+// and a CLOCK queue per shard, and its mirrors of the dict's allocLocked,
+// storeLocked, incrLocked and Keys.
+
+// mdlEntry is the model of one entry.
+type mdlEntry struct {
+	key    string
+	val    Value   // a value's
+	elems  []Value // a list's
+	isList bool
+	flags  uint32
+	expiry int64 // Unix ms, 0 = never
+	ref    bool  // the CLOCK bit
+	el     *list.Element
+	sh     int
+}
+
+func (e *mdlEntry) vlen() int {
+	if e.isList {
+		return listHdrSize
+	}
+	return e.val.Len()
+}
+
+// mdlModel is the reference: entries by key, and per shard a queue (Front
+// the head, Back the tail), the chunks in use (exact run) and the counters.
+type mdlModel struct {
+	now         func() int64
+	entries     map[string]*mdlEntry
+	queues      []*list.List
+	used        []int
+	evictions   []uint64
+	expirations []uint64
+	seed, mask  uint64
+	pageSize    int
+}
+
+func (m *mdlModel) shardOf(key string) int { return int(hashKey(m.seed, key) & m.mask) }
+
+func (m *mdlModel) expired(e *mdlEntry) bool { return e.expiry != 0 && m.now() >= e.expiry }
+
+// live returns key's entry when it is live.
+func (m *mdlModel) live(key string) *mdlEntry {
+	if e := m.entries[key]; e != nil && !m.expired(e) {
+		return e
+	}
+	return nil
+}
+
+func (m *mdlModel) entryChunk(klen, vlen int) int {
+	return slab.ChunkSize(entrySize(klen, vlen), m.pageSize)
+}
+
+func (m *mdlModel) nodeChunk(v Value) int { return slab.ChunkSize(nodeHdrSize+v.Len(), m.pageSize) }
+
+// insert adds a new entry at the head of its queue, unreferenced.
+func (m *mdlModel) insert(key string, val Value, isList bool, flags uint32, expiry int64) *mdlEntry {
+	sh := m.shardOf(key)
+	e := &mdlEntry{key: key, val: val, isList: isList, flags: flags, expiry: expiry, sh: sh}
+	e.el = m.queues[sh].PushFront(e)
+	m.entries[key] = e
+	return e
+}
+
+// drop removes an entry and frees its chunks.
+func (m *mdlModel) drop(e *mdlEntry) {
+	m.queues[e.sh].Remove(e.el)
+	delete(m.entries, e.key)
+	m.used[e.sh] -= 1 + len(e.elems)
+}
+
+func (m *mdlModel) expiryFor(ttl time.Duration) int64 {
+	if ttl == 0 {
+		return 0
+	}
+	return m.now() + int64((ttl+time.Millisecond-1)/time.Millisecond)
+}
+
+// round is one reclaimLocked: up to 3 entries from the tail of shard sh.
+func (m *mdlModel) round(sh int, evict bool, pin *mdlEntry) (freed int, live bool) {
+	q := m.queues[sh]
+	for el := q.Back(); el != nil && freed < 3; {
+		e := el.Value.(*mdlEntry)
+		prev := el.Prev()
+		if e == pin {
+			el = prev
+			continue
+		}
+		exp := m.expired(e)
+		if !exp {
+			if !evict || live {
+				break
+			}
+			if e.ref {
+				e.ref = false
+				q.MoveToFront(el)
+				el = prev
+				if el == nil {
+					el = q.Back()
+				}
+				continue
+			}
+		}
+		m.drop(e)
+		if exp {
+			m.expirations[sh]++
+		} else {
+			m.evictions[sh]++
+			live = true
+		}
+		freed++
+		el = prev
+	}
+	return freed, live
+}
+
+// nextExpired returns the entry a reclaim without eviction frees next: the
+// first from the tail, the pinned one aside, when it has expired.
+func (m *mdlModel) nextExpired(sh int, pin *mdlEntry) *mdlEntry {
+	for el := m.queues[sh].Back(); el != nil; el = el.Prev() {
+		e := el.Value.(*mdlEntry)
+		if e == pin {
+			continue
+		}
+		if m.expired(e) {
+			return e
+		}
+		return nil
+	}
+	return nil
+}
+
+// alloc mirrors allocLocked for one chunk of size bytes in shard sh.
+func (h *mdlRun) alloc(sh, size int, evict bool, pin *mdlEntry) (forcible bool, err error) {
+	h.t.Helper()
+	m := h.m
+	if h.cfg.mode == mdlExact {
+		if size != mdlChunk {
+			h.failf("the exact run allocates %d bytes, not %d", size, mdlChunk)
+		}
+		for rounds := 0; ; rounds++ {
+			if m.used[sh] < h.cap {
+				m.used[sh]++
+				return forcible, nil
+			}
+			if rounds == 30 {
+				return forcible, ErrNoMemory
+			}
+			freed, live := m.round(sh, evict, pin)
+			forcible = forcible || live
+			if freed == 0 {
+				return forcible, ErrNoMemory
+			}
+		}
+	}
+	if !evict {
+		// Without eviction a reclaim frees expired entries from the tail,
+		// and the round boundaries change nothing.
+		for ; h.budget > 0; h.budget-- {
+			e := m.nextExpired(sh, pin)
+			if e == nil {
+				h.failf("the dict reclaimed %d more entries than have expired at the tail", h.budget)
+			}
+			m.drop(e)
+			m.expirations[sh]++
+		}
+		if h.noMemory {
+			// The last round freed nothing (or 30 rounds of 3 were spent).
+			if e := m.nextExpired(sh, pin); e != nil && h.budget < 90 {
+				h.failf("ErrNoMemory though %q has expired at the tail", short(e.key))
+			}
+			return false, ErrNoMemory
+		}
+		return false, nil
+	}
+	rounds := 0
+	for h.budget > 0 {
+		if rounds == 30 {
+			h.failf("the dict reclaimed %d entries after 30 rounds", h.budget)
+		}
+		freed, live := m.round(sh, evict, pin)
+		if freed == 0 || freed > h.budget {
+			h.failf("round %d frees %d entries in the model, the dict %d in all", rounds, freed, h.budget)
+		}
+		h.budget -= freed
+		forcible = forcible || live
+		rounds++
+	}
+	if h.noMemory {
+		if rounds < 30 {
+			if freed, _ := m.round(sh, evict, pin); freed != 0 {
+				h.failf("ErrNoMemory after %d rounds, but round %d frees %d entries in the model", rounds, rounds+1, freed)
+			}
+		}
+		return forcible, ErrNoMemory
+	}
+	return forcible, nil
+}
+
+// store mirrors storeLocked.
+func (h *mdlRun) store(key string, v Value, expiry int64, flags uint32, m mode, evict, keepFlags bool) (bool, error) {
+	h.t.Helper()
+	md := h.m
+	e := md.entries[key]
+	live := e != nil && !md.expired(e)
+	if keepFlags && live {
+		flags = e.flags
+	}
+	switch {
+	case m == modeAdd && live:
+		return false, ErrExists
+	case m == modeReplace && !live:
+		return false, ErrNotFound
+	}
+	if keepFlags && !live {
+		flags = 0
+	}
+	need := md.entryChunk(len(key), storedLen(v))
+	if e != nil && need == md.entryChunk(len(key), e.vlen()) {
+		md.used[e.sh] -= len(e.elems)
+		e.elems, e.isList = nil, false
+		e.val, e.flags, e.expiry, e.ref = v, flags, expiry, true
+		return false, nil
+	}
+	if e != nil && !live && !evict {
+		md.drop(e)
+		e = nil
+	}
+	sh := md.shardOf(key)
+	forcible, err := h.alloc(sh, need, evict, e)
+	if err != nil {
+		return forcible, err
+	}
+	if e != nil {
+		md.drop(e) // the old chunk goes; alloc counted the new one
+	}
+	ne := md.insert(key, v, false, flags, expiry)
+	ne.ref = live // a rewritten live key was just used; a new one starts unreferenced
+	return forcible, nil
+}
+
+// incrModel mirrors incrLocked on a live number: the sum as an int and as
+// a float; ok is false for a non-number.
+func (h *mdlRun) incrModel(e *mdlEntry, delta int64, fdelta float64, asFloat bool) (int64, float64, bool) {
+	if e.isList || (e.val.Kind() != KindInt && e.val.Kind() != KindFloat) {
+		return 0, 0, false
+	}
+	var n int64
+	var f float64
+	switch {
+	case e.val.Kind() == KindInt && !asFloat:
+		n = e.val.Int() + delta
+		f = float64(n)
+		e.val = Int(n)
+	case e.val.Kind() == KindInt:
+		f = float64(e.val.Int()) + fdelta
+		n = int64(f)
+		e.val = Float(f)
+	default:
+		f = e.val.Float() + fdelta
+		n = int64(f)
+		e.val = Float(f)
+	}
+	e.ref = true
+	return n, f, true
+}
+
+// modelKeys lists the live keys as Keys(max) does: each shard's queue from
+// the tail.
+func (h *mdlRun) modelKeys(max int) []string {
+	var keys []string
+	for _, q := range h.m.queues {
+		for el := q.Back(); el != nil && (max == 0 || len(keys) < max); el = el.Prev() {
+			if e := el.Value.(*mdlEntry); !h.m.expired(e) {
+				keys = append(keys, e.key)
+			}
+		}
+	}
+	return keys
+}

@@ -1,7 +1,6 @@
 package dict_test
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -13,8 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/testutil"
@@ -28,6 +25,10 @@ import (
 // and every counter must hold each acknowledged increment and at most the
 // increments in flight when their process died: an increment is one aligned
 // store, never lost or half done.
+//
+// This file holds the tests and their checks; the helper processes' bodies
+// are in crash_helpers_test.go, and the keys, values and ack files both
+// sides share in crash_records_test.go.
 
 const (
 	crashDefaultKills = 400                   // SIGKILLs per run; SHMZONE_CRASH_KILLS overrides
@@ -44,70 +45,6 @@ const (
 	crashZoneSize = 32 << 20
 )
 
-func crashCounterKey(k int) string { return fmt.Sprintf("ctr-%02d", k) }
-func crashValueKey(k int) string   { return fmt.Sprintf("val-%03d", k) }
-func crashListKey(k int) string    { return fmt.Sprintf("list-%d", k) }
-
-// An ack file is a helper's record of what it has done, written through a
-// shared mapping, so that every store made before a SIGKILL is in the file
-// afterwards. Words of 8 bytes, native order:
-//
-//	0          8      16
-//	+----------+------+------------------------------+
-//	| inflight | ops  | acked [crashCounters]uint64  |
-//	+----------+------+------------------------------+
-//
-// inflight is 1 + the counter being incremented, 0 between increments: the
-// helper sets it before Incr and clears it after it has counted the
-// increment in acked.
-const (
-	ackInflight = 0
-	ackOps      = 8
-	ackCounts   = 16
-	ackSize     = ackCounts + 8*crashCounters
-)
-
-// crashValue returns the n-byte value of key: a header naming the key and
-// the length, then a filler byte derived from the length, so that a torn or
-// misplaced value is recognised. n is raised to the header's length.
-func crashValue(key string, n int) []byte {
-	b := fmt.Appendf(nil, "%s/%d/", key, n)
-	for len(b) < n {
-		b = append(b, byte('a'+n%26))
-	}
-	return b
-}
-
-// checkCrashValue reports whether v is a whole value written for key.
-func checkCrashValue(key string, v []byte) error {
-	rest, ok := strings.CutPrefix(string(v), key+"/")
-	if !ok {
-		return fmt.Errorf("value of %q starts %q", key, v[:min(len(v), 40)])
-	}
-	ns, _, ok := strings.Cut(rest, "/")
-	n, err := strconv.Atoi(ns)
-	if !ok || err != nil {
-		return fmt.Errorf("value of %q has no length: %q", key, v[:min(len(v), 40)])
-	}
-	if want := crashValue(key, n); string(v) != string(want) {
-		return fmt.Errorf("value of %q: %d bytes differ from the %d written", key, len(v), len(want))
-	}
-	return nil
-}
-
-// crashValueSize picks a value size: mostly small, some of several slab
-// classes, a few page runs.
-func crashValueSize(r *rand.Rand) int {
-	switch x := r.IntN(10); {
-	case x < 6:
-		return 1 + r.IntN(64)
-	case x < 9:
-		return 64 + r.IntN(2000)
-	default:
-		return 2048 + r.IntN(crashMaxValue-2048)
-	}
-}
-
 // crashKills returns the number of kills a run makes.
 func crashKills(t *testing.T) int {
 	n := crashDefaultKills
@@ -119,46 +56,6 @@ func crashKills(t *testing.T) int {
 		n = v
 	}
 	return n
-}
-
-// crashTally sums what the killed helpers acknowledged.
-type crashTally struct {
-	kills    int
-	ops      uint64
-	acked    [crashCounters]uint64
-	inflight [crashCounters]uint64
-}
-
-func (c *crashTally) add(o *crashTally) {
-	c.kills += o.kills
-	c.ops += o.ops
-	for k := range c.acked {
-		c.acked[k] += o.acked[k]
-		c.inflight[k] += o.inflight[k]
-	}
-}
-
-// readAck adds a dead helper's ack file to c.
-func (c *crashTally) readAck(path string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	if len(b) != ackSize {
-		return fmt.Errorf("ack file %s has %d bytes, want %d", path, len(b), ackSize)
-	}
-	word := func(off int) uint64 { return binary.NativeEndian.Uint64(b[off:]) }
-	if f := word(ackInflight); f != 0 {
-		if f > crashCounters {
-			return fmt.Errorf("ack file %s: in flight %d", path, f)
-		}
-		c.inflight[f-1]++
-	}
-	c.ops += word(ackOps)
-	for k := range c.acked {
-		c.acked[k] += word(ackCounts + 8*k)
-	}
-	return nil
 }
 
 // TestCrashKill kills hammering helpers at random moments, crashKills times,
@@ -348,197 +245,6 @@ func checkCrashLeftovers(t *testing.T, d *dict.Dict) {
 	}
 }
 
-// helperHammer is one process of TestCrashKill: args are the zone path, the
-// ack file and a seed. It writes until it is killed, and fails on any result
-// a sound zone cannot give.
-func helperHammer(args []string) error {
-	if len(args) != 3 {
-		return fmt.Errorf("want path, ack file and seed, got %q", args)
-	}
-	seed, err := strconv.ParseUint(args[2], 10, 64)
-	if err != nil {
-		return err
-	}
-	d, err := dict.Open(args[0], dict.Options{})
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(args[1], os.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	ack, err := unix.Mmap(int(f.Fd()), 0, ackSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return err
-	}
-	h := &hammer{
-		d:        d,
-		r:        rand.New(rand.NewPCG(seed, seed>>32)),
-		inflight: shm.Word64(ack, ackInflight),
-		ops:      shm.Word64(ack, ackOps),
-		last:     make([]int64, crashCounters),
-	}
-	for k := 0; k < crashCounters; k++ {
-		h.acked = append(h.acked, shm.Word64(ack, ackCounts+8*k))
-	}
-	fmt.Println(readyLine)
-	for {
-		if err := h.step(); err != nil {
-			return err
-		}
-		atomic.AddUint64(h.ops, 1)
-	}
-}
-
-// hammer is the state of one helperHammer process.
-type hammer struct {
-	d        *dict.Dict
-	r        *rand.Rand
-	inflight *uint64   // in the ack file
-	ops      *uint64   // in the ack file
-	acked    []*uint64 // in the ack file
-	last     []int64   // the last sum seen per counter: sums only grow
-}
-
-// step does one random operation.
-func (h *hammer) step() error {
-	d, r := h.d, h.r
-	x := r.IntN(100)
-	switch {
-	case x < 40:
-		return h.incr(r.IntN(crashCounters), x < 20)
-	case x < 72:
-		return h.write(r.IntN(crashValues), x)
-	case x < 80:
-		k := r.IntN(crashValues)
-		key := crashValueKey(k)
-		v, _, err := d.Get(key)
-		switch {
-		case errors.Is(err, dict.ErrNotFound):
-		case err != nil:
-			return fmt.Errorf("Get(%q) = %v", key, err)
-		case v.Kind() == dict.KindInt && v.Int() != int64(k):
-			return fmt.Errorf("Get(%q) = %d, want %d", key, v.Int(), k)
-		case v.Kind() == dict.KindBytes:
-			return checkCrashValue(key, v.Bytes())
-		}
-		return nil
-	default:
-		return h.list(crashListKey(r.IntN(crashLists)), x < 90)
-	}
-}
-
-// incr increments counter k by one, with Incr or IncrInit, and acknowledges
-// it in the ack file.
-func (h *hammer) incr(k int, init bool) error {
-	key := crashCounterKey(k)
-	atomic.StoreUint64(h.inflight, uint64(k)+1)
-	var n int64
-	var err error
-	if init {
-		var forcible bool
-		n, forcible, err = h.d.IncrInit(key, 1, 0, 0)
-		if err == nil && forcible {
-			err = errors.New("evicted")
-		}
-	} else {
-		n, err = h.d.Incr(key, 1)
-	}
-	if err != nil {
-		return fmt.Errorf("increment %q: %v", key, err)
-	}
-	atomic.AddUint64(h.acked[k], 1)
-	atomic.StoreUint64(h.inflight, 0)
-	if n <= h.last[k] {
-		return fmt.Errorf("increment %q = %d after %d", key, n, h.last[k])
-	}
-	h.last[k] = n
-	return nil
-}
-
-// write sets, adds, replaces or deletes value key k; x picks which.
-func (h *hammer) write(k, x int) error {
-	d, r := h.d, h.r
-	key := crashValueKey(k)
-	v := dict.Bytes(crashValue(key, crashValueSize(r)))
-	if r.IntN(8) == 0 {
-		v = dict.Int(int64(k))
-	}
-	var forcible bool
-	var err error
-	switch {
-	case x < 50:
-		forcible, err = d.Set(key, v, 0, 0)
-	case x < 56:
-		err = d.SafeSet(key, v, 0, 0)
-	case x < 60:
-		forcible, err = d.Add(key, v, 0, 0)
-		if errors.Is(err, dict.ErrExists) {
-			err = nil
-		}
-	case x < 62:
-		err = d.SafeAdd(key, v, 0, 0)
-		if errors.Is(err, dict.ErrExists) {
-			err = nil
-		}
-	case x < 66:
-		forcible, err = d.Replace(key, v, 0, 0)
-		if errors.Is(err, dict.ErrNotFound) {
-			err = nil
-		}
-	default:
-		err = d.Delete(key)
-	}
-	if err == nil && forcible {
-		err = errors.New("evicted")
-	}
-	if err != nil {
-		return fmt.Errorf("write %q (%d): %v", key, x, err)
-	}
-	return nil
-}
-
-// list pushes to (push) or pops from list key, at either end; it pops when
-// the list is long.
-func (h *hammer) list(key string, push bool) error {
-	d, r := h.d, h.r
-	if push {
-		n, err := d.LLen(key)
-		if err != nil {
-			return fmt.Errorf("LLen(%q) = %v", key, err)
-		}
-		push = n < crashListMax
-	}
-	left := r.IntN(2) == 0
-	if push {
-		v := dict.Bytes(crashValue(key, 1+r.IntN(600)))
-		var err error
-		if left {
-			_, err = d.LPush(key, v)
-		} else {
-			_, err = d.RPush(key, v)
-		}
-		if err != nil {
-			return fmt.Errorf("push %q: %v", key, err)
-		}
-		return nil
-	}
-	var v dict.Value
-	var err error
-	if left {
-		v, err = d.LPop(key)
-	} else {
-		v, err = d.RPop(key)
-	}
-	switch {
-	case errors.Is(err, dict.ErrNotFound):
-		return nil
-	case err != nil:
-		return fmt.Errorf("pop %q: %v", key, err)
-	}
-	return checkCrashValue(key, v.Bytes())
-}
-
 // TestCrashHoldingLock kills a helper that holds shard locks (taken through
 // the lock word, the first 8 bytes of each shard) and does nothing: the next
 // operation on each such shard takes the lock over, rebuilds the shard,
@@ -637,33 +343,5 @@ func TestCrashHoldingLock(t *testing.T) {
 				t.Fatalf("Check() = %v", err)
 			}
 		})
-	}
-}
-
-// helperHoldLock is the helper of TestCrashHoldingLock: args are the zone
-// path and shard numbers. It takes those shards' locks, prints readyLine and
-// waits to be killed.
-func helperHoldLock(args []string) error {
-	if len(args) < 2 {
-		return fmt.Errorf("want path and shards, got %q", args)
-	}
-	d, err := dict.Open(args[0], dict.Options{})
-	if err != nil {
-		return err
-	}
-	for _, a := range args[1:] {
-		i, err := strconv.Atoi(a)
-		if err != nil {
-			return err
-		}
-		w := shm.Word64(d.Zone().Shard(i), 0)
-		shm.Lock(w)
-		if o := shm.Owner(w); o != shm.Self {
-			return fmt.Errorf("shard %d lock owner %d after Lock, want %d", i, o, shm.Self)
-		}
-	}
-	fmt.Println(readyLine)
-	for {
-		time.Sleep(time.Hour)
 	}
 }

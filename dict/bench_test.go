@@ -8,12 +8,17 @@ import (
 	"time"
 )
 
-// benchDict opens a zone big enough for keys entries and fills it with ints
-// under 16-byte keys.
+// benchZoneSize is the zone of the single-process benchmarks: 10 MiB, the
+// size of the density target, which holds 160,000 counters.
+const benchZoneSize = 10 << 20
+
+var benchKeys = []int{1, 1000, 100000}
+
+// benchDict opens a zone of benchZoneSize and fills it with ints under
+// 16-byte keys.
 func benchDict(b *testing.B, keys int) (*Dict, []string) {
 	b.Helper()
-	size := int64(benchZoneSize)
-	d, err := Open(filepath.Join(b.TempDir(), "bench.zone"), Options{Size: size})
+	d, err := Open(filepath.Join(b.TempDir(), "bench.zone"), Options{Size: benchZoneSize})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -28,82 +33,71 @@ func benchDict(b *testing.B, keys int) (*Dict, []string) {
 	return d, ks
 }
 
-func BenchmarkOps(b *testing.B) {
-	for _, keys := range benchKeys {
-		b.Run("op=incr/keys="+strconv.Itoa(keys), func(b *testing.B) {
-			d, ks := benchDict(b, keys)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if _, err := d.Incr(ks[i%keys], 1); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run("op=get/keys="+strconv.Itoa(keys), func(b *testing.B) {
-			d, ks := benchDict(b, keys)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if _, _, err := d.Get(ks[i%keys]); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run("op=getinto/keys="+strconv.Itoa(keys), func(b *testing.B) {
-			d, ks := benchDict(b, keys)
-			val := []byte("0123456789abcdef")
-			for _, k := range ks {
-				d.Set(k, Bytes(val), 0, 0)
-			}
-			buf := make([]byte, 0, 64)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if _, _, err := d.GetInto(ks[i%keys], buf); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run("op=set/keys="+strconv.Itoa(keys), func(b *testing.B) {
-			d, ks := benchDict(b, keys)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if _, err := d.Set(ks[i%keys], Int(int64(i)), 0, 0); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run("op=add-delete/keys="+strconv.Itoa(keys), func(b *testing.B) {
-			d, ks := benchDict(b, keys)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				k := ks[i%keys]
-				if err := d.Delete(k); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := d.Add(k, Int(1), 0, 0); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run("op=incrinit-ttl/keys="+strconv.Itoa(keys), func(b *testing.B) {
-			d, ks := benchDict(b, keys)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if _, _, err := d.IncrInit(ks[i%keys], 1, 0, time.Minute); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+// benchOps are the operations of BenchmarkOps: setup prepares the filled
+// dict, op does the i-th operation on key k.
+var benchOps = []struct {
+	name  string
+	setup func(b *testing.B, d *Dict, ks []string)
+	op    func(d *Dict, k string, i int) error
+}{
+	{"incr", nil, func(d *Dict, k string, _ int) error {
+		_, err := d.Incr(k, 1)
+		return err
+	}},
+	{"get", nil, func(d *Dict, k string, _ int) error {
+		_, _, err := d.Get(k)
+		return err
+	}},
+	{"getinto", setBytes, func(d *Dict, k string, _ int) error {
+		_, _, err := d.GetInto(k, benchBuf[:])
+		return err
+	}},
+	{"set", nil, func(d *Dict, k string, i int) error {
+		_, err := d.Set(k, Int(int64(i)), 0, 0)
+		return err
+	}},
+	{"add-delete", nil, func(d *Dict, k string, _ int) error {
+		if err := d.Delete(k); err != nil {
+			return err
+		}
+		_, err := d.Add(k, Int(1), 0, 0)
+		return err
+	}},
+	{"incrinit-ttl", nil, func(d *Dict, k string, _ int) error {
+		_, _, err := d.IncrInit(k, 1, 0, time.Minute)
+		return err
+	}},
+}
+
+// benchBuf is GetInto's destination: room for the 16-byte values.
+var benchBuf [64]byte
+
+// setBytes gives every key a 16-byte value.
+func setBytes(b *testing.B, d *Dict, ks []string) {
+	val := []byte("0123456789abcdef")
+	for _, k := range ks {
+		if _, err := d.Set(k, Bytes(val), 0, 0); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
-var benchKeys = []int{1, 1000, 100000}
-
-// benchZoneSize is the zone of the single-process benchmarks: 10 MiB, the
-// size of the density target, which holds 160,000 counters.
-const benchZoneSize = 10 << 20
+func BenchmarkOps(b *testing.B) {
+	for _, keys := range benchKeys {
+		for _, bo := range benchOps {
+			b.Run("op="+bo.name+"/keys="+strconv.Itoa(keys), func(b *testing.B) {
+				d, ks := benchDict(b, keys)
+				if bo.setup != nil {
+					bo.setup(b, d, ks)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if err := bo.op(d, ks[i%keys], i); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

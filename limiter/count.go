@@ -1,0 +1,108 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/shmzone/shmzone/dict"
+)
+
+// Count is a fixed window, as lua-resty-limit-traffic's resty.limit.count:
+// limit requests per window, the window anchored at a key's first committed
+// request. A key's state is one dict int, the remaining allowance, with the
+// window as its TTL; a decision is one IncrInit, atomic across processes.
+type Count struct {
+	d      *dict.Dict
+	limit  int64
+	window time.Duration
+}
+
+// NewCount returns a fixed window over d of limit requests per window.
+// Errors: ErrNilDict, ErrBadLimit for a limit below 1, ErrBadWindow for a
+// window shorter than a millisecond.
+func NewCount(d *dict.Dict, limit int64, window time.Duration) (*Count, error) {
+	if d == nil {
+		return nil, ErrNilDict
+	}
+	if limit < 1 {
+		return nil, fmt.Errorf("%w: %d", ErrBadLimit, limit)
+	}
+	if window < time.Millisecond {
+		return nil, fmt.Errorf("%w: %v", ErrBadWindow, window)
+	}
+	return &Count{d: d, limit: limit, window: window}, nil
+}
+
+// Policy returns limit requests per window.
+func (l *Count) Policy() Policy { return Policy{Limit: l.limit, Window: l.window} }
+
+// Incoming decides on a request for key; State is the remaining allowance.
+// A committed request is counted even when it is rejected (the stored
+// allowance goes negative, as in the Lua module); a dry run (commit false)
+// counts nothing. Remaining is never negative. A rejection reads the key's
+// TTL into RetryAfter and ResetAfter; an allowed request leaves ResetAfter
+// 0 (Count.ResetAfter reads it). Errors: ErrAbused for a value that is not a
+// number, and the dictionary's errors.
+func (l *Count) Incoming(ctx context.Context, key string, commit bool) (Decision, error) {
+	return l.incomingAt(0, key, commit)
+}
+
+func (l *Count) dictionary() *dict.Dict { return l.d }
+
+// incomingAt ignores now: the window's TTL is the dictionary's to keep.
+func (l *Count) incomingAt(_ int64, key string, commit bool) (Decision, error) {
+	var rem int64
+	if commit {
+		n, _, err := l.d.IncrInit(key, -1, l.limit, l.window)
+		if err != nil {
+			return Decision{}, dictErr(key, err)
+		}
+		rem = n
+	} else {
+		v, _, err := l.d.Get(key)
+		switch {
+		case errors.Is(err, dict.ErrNotFound):
+			rem = l.limit - 1
+		case err != nil:
+			return Decision{}, dictErr(key, err)
+		case v.Kind() != dict.KindInt && v.Kind() != dict.KindFloat:
+			return Decision{}, abused(key, v)
+		default:
+			rem = v.Int() - 1
+		}
+	}
+	if rem < 0 {
+		reset, err := l.ResetAfter(context.Background(), key)
+		if err != nil {
+			return Decision{}, err
+		}
+		return Decision{State: float64(rem), RetryAfter: reset, ResetAfter: reset}, nil
+	}
+	return Decision{Allowed: true, State: float64(rem), Remaining: rem, Committed: commit}, nil
+}
+
+// ResetAfter returns how long until key's window ends and its whole limit is
+// back: the key's TTL, 0 when no window is open. It reads the dictionary
+// once; package httplimit calls it for its reset headers.
+func (l *Count) ResetAfter(ctx context.Context, key string) (time.Duration, error) {
+	ttl, err := l.d.TTL(key)
+	if errors.Is(err, dict.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, dictErr(key, err)
+	}
+	return ttl, nil
+}
+
+// Uncommit gives one request back to key's window, uncapped, as the Lua
+// module does. A key without a window is left absent: nothing to give back.
+// Errors: ErrAbused, the dictionary's errors.
+func (l *Count) Uncommit(ctx context.Context, key string) error {
+	if _, err := l.d.Incr(key, 1); err != nil && !errors.Is(err, dict.ErrNotFound) {
+		return dictErr(key, err)
+	}
+	return nil
+}

@@ -1,0 +1,54 @@
+package limiter
+
+import (
+	"math"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/testutil"
+)
+
+// t0 is the vectors' origin, in Unix ms.
+const t0 int64 = 1_700_000_000_000
+
+// fakeClock is an injected dictionary clock; its zero value reads t0.
+type fakeClock struct{ off atomic.Int64 }
+
+func (c *fakeClock) now() int64 { return t0 + c.off.Load() }
+
+// at sets the clock to ms after t0.
+func (c *fakeClock) at(ms int64) { c.off.Store(ms) }
+
+// newDict opens a fresh zone with an injected clock at t0.
+func newDict(t testing.TB) (*dict.Dict, *fakeClock) {
+	t.Helper()
+	clk := new(fakeClock)
+	return newDictClock(t, clk), clk
+}
+
+// newDictClock opens a fresh zone with the clock clk.
+func newDictClock(t testing.TB, clk *fakeClock) *dict.Dict {
+	t.Helper()
+	d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: 4 << 20, Clock: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.Check(); err != nil {
+			t.Errorf("Check() = %v", err)
+		}
+		d.Close()
+	})
+	return d
+}
+
+// secs converts seconds to a Duration for wanted values.
+func secs(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
+
+// near reports whether two durations differ by at most a microsecond.
+func near(a, b time.Duration) bool { return a-b <= time.Microsecond && b-a <= time.Microsecond }
+
+// nearF reports whether two floats differ by at most 1e-9.
+func nearF(a, b float64) bool { return math.Abs(a-b) <= 1e-9 }

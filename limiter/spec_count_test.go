@@ -1,0 +1,122 @@
+package limiter
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+func TestCountVectors(t *testing.T) {
+	// A step: at ms after t0, on key, commit ("c"), dry run ("dry") or
+	// Uncommit ("uncommit"); rem is the remaining allowance (State), and
+	// stored, when not nil, the key's value afterwards.
+	type step struct {
+		at     int64
+		key    string
+		op     string
+		rej    bool
+		rem    int64
+		stored *int64
+	}
+	n := func(v int64) *int64 { return &v }
+	type vec struct {
+		id     string
+		limit  int64
+		window time.Duration
+		steps  []step
+	}
+	cnt1 := []step{}
+	for i := int64(9); i >= 0; i-- {
+		cnt1 = append(cnt1, step{key: "foo", op: "c", rem: i})
+	}
+	cnt1 = append(cnt1, step{key: "foo", op: "c", rej: true, rem: -1}, step{key: "foo", op: "c", rej: true, rem: -2, stored: n(-2)})
+	vecs := []vec{
+		{"CNT-1", 10, 100 * time.Second, cnt1},
+		{"CNT-2", 1, 10 * time.Second, []step{
+			{key: "foo", op: "c", rem: 0},
+			{key: "foo", op: "c", rej: true, rem: -1},
+			{key: "bar", op: "c", rem: 0},
+			{key: "bar", op: "c", rej: true, rem: -1},
+		}},
+		{"CNT-3", 1, time.Second, []step{
+			{at: 0, key: "foo", op: "c", rem: 0},
+			{at: 0, key: "foo", op: "c", rej: true, rem: -1},
+			{at: 999, key: "foo", op: "c", rej: true, rem: -2},
+			{at: 1000, key: "foo", op: "c", rem: 0},
+			{at: 1000, key: "foo", op: "c", rej: true, rem: -1},
+		}},
+		{"CNT-4", 5, 10 * time.Second, []step{
+			{key: "foo", op: "c", rem: 4},
+			{key: "foo", op: "c", rem: 3},
+			{key: "foo", op: "dry", rem: 2},
+			{key: "foo", op: "dry", rem: 2, stored: n(3)},
+		}},
+		{"CNT-5", 2, 10 * time.Second, []step{
+			{key: "foo", op: "c", rem: 1}, {key: "foo", op: "uncommit", stored: n(2)},
+			{key: "foo", op: "c", rem: 1}, {key: "foo", op: "uncommit", stored: n(2)},
+			{key: "foo", op: "c", rem: 1}, {key: "foo", op: "uncommit", stored: n(2)},
+		}},
+	}
+	for _, v := range vecs {
+		t.Run(v.id, func(t *testing.T) {
+			d, clk := newDict(t)
+			l, err := NewCount(d, v.limit, v.window)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			for i, s := range v.steps {
+				clk.at(s.at)
+				if s.op == "uncommit" {
+					if err := l.Uncommit(ctx, s.key); err != nil {
+						t.Fatalf("step %d: Uncommit(%q) = %v", i+1, s.key, err)
+					}
+				} else {
+					got, err := l.Incoming(ctx, s.key, s.op == "c")
+					if err != nil {
+						t.Fatalf("step %d: Incoming(%q, %s): %v", i+1, s.key, s.op, err)
+					}
+					if got.Allowed == s.rej || got.State != float64(s.rem) || got.Remaining != max(s.rem, 0) {
+						t.Errorf("step %d: Incoming(%q, %s) at +%d = (allowed %v, state %v, remaining %d), want (%v, %d, %d)",
+							i+1, s.key, s.op, s.at, got.Allowed, got.State, got.Remaining, !s.rej, s.rem, max(s.rem, 0))
+					}
+				}
+				if s.stored != nil {
+					v, _, err := d.Get(s.key)
+					if err != nil || v.Int() != *s.stored {
+						t.Errorf("step %d: stored %v, %v; want %d", i+1, v, err, *s.stored)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestCountUncommitMissing(t *testing.T) {
+	d, _ := newDict(t)
+	l, _ := NewCount(d, 3, time.Second)
+	if err := l.Uncommit(context.Background(), "nope"); err != nil {
+		t.Errorf("Uncommit(absent) = %v, want nil", err)
+	}
+	if _, _, err := d.Get("nope"); err == nil {
+		t.Errorf("Uncommit(absent) created the key")
+	}
+}
+
+func TestCountResetAfter(t *testing.T) {
+	d, clk := newDict(t)
+	l, _ := NewCount(d, 1, 10*time.Second)
+	ctx := context.Background()
+	if got, err := l.ResetAfter(ctx, "foo"); got != 0 || err != nil {
+		t.Errorf("ResetAfter(absent) = %v, %v; want 0, nil", got, err)
+	}
+	l.Incoming(ctx, "foo", true)
+	clk.at(4000)
+	got, err := l.Incoming(ctx, "foo", true)
+	if err != nil || got.Allowed || got.RetryAfter != 6*time.Second || got.ResetAfter != 6*time.Second {
+		t.Errorf("Incoming over the limit at +4 s = %+v, %v; want rejected, retry and reset 6 s", got, err)
+	}
+	if got, err := l.ResetAfter(ctx, "foo"); got != 6*time.Second || err != nil {
+		t.Errorf("ResetAfter at +4 s = %v, %v; want 6s", got, err)
+	}
+}

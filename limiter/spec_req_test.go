@@ -1,0 +1,133 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+)
+
+// reqStep is one call of a Req vector: at ms after t0, on key, a commit
+// ("c"), a dry run ("dry") or an Uncommit ("uncommit"), and what it returns.
+type reqStep struct {
+	at    int64
+	key   string
+	op    string
+	rej   bool    // rejected
+	delay float64 // s
+	state float64 // excess in requests
+	// stored, when set, is the state the key must hold afterwards.
+	stored *reqState
+}
+
+func TestReqVectors(t *testing.T) {
+	type vec struct {
+		id          string
+		rate, burst float64
+		steps       []reqStep
+	}
+	st := func(excess uint64, at int64) *reqState { return &reqState{excess: excess, last: t0 + at} }
+	vecs := []vec{
+		{"REQ-1", 2, 10, []reqStep{
+			{key: "foo", op: "c"},
+			{key: "foo", op: "c", delay: 0.5, state: 1},
+			{key: "bar", op: "c"},
+			{key: "bar", op: "c", delay: 0.5, state: 1},
+		}},
+		{"REQ-3", 2, 10, []reqStep{
+			{key: "foo", op: "c"},
+			{key: "foo", op: "c", delay: 0.5, state: 1},
+			{key: "foo", op: "dry", delay: 1, state: 2},
+			{key: "foo", op: "dry", delay: 1, state: 2, stored: st(1000, 0)},
+		}},
+		{"REQ-4", 40, 40, []reqStep{
+			{key: "foo", op: "c"}, {key: "foo", op: "uncommit", stored: st(0, 0)},
+			{key: "foo", op: "c", delay: 0.025, state: 1}, {key: "foo", op: "uncommit", stored: st(0, 0)},
+			{key: "foo", op: "c", delay: 0.025, state: 1}, {key: "foo", op: "uncommit", stored: st(0, 0)},
+			{key: "foo", op: "c", delay: 0.025, state: 1}, {key: "foo", op: "uncommit", stored: st(0, 0)},
+			{key: "foo", op: "c", delay: 0.025, state: 1}, {key: "foo", op: "uncommit", stored: st(0, 0)},
+		}},
+		{"REQ-5", 2, 2, []reqStep{
+			{at: 0, key: "foo", op: "c"},
+			{at: 200, key: "foo", op: "c", delay: 0.3, state: 0.6},
+			{at: 400, key: "foo", op: "c", delay: 0.6, state: 1.2},
+			{at: 600, key: "foo", op: "c", delay: 0.9, state: 1.8},
+			{at: 800, key: "foo", op: "c", rej: true, state: 2.4},
+			{at: 1000, key: "foo", op: "c", delay: 1, state: 2},
+			{at: 1200, key: "foo", op: "c", rej: true, state: 2.6},
+			{at: 1400, key: "foo", op: "c", rej: true, state: 2.2},
+			{at: 1600, key: "foo", op: "c", delay: 0.9, state: 1.8},
+			{at: 1800, key: "foo", op: "c", rej: true, state: 2.4},
+		}},
+		{"REQ-6", 1, 0, []reqStep{
+			{at: 0, key: "foo", op: "c"},
+			{at: 500, key: "foo", op: "c", rej: true, state: 0.5},
+			{at: 1000, key: "foo", op: "c"},
+			{at: 1500, key: "foo", op: "c", rej: true, state: 0.5},
+			{at: 2000, key: "foo", op: "c"},
+		}},
+	}
+	// REQ-2: with burst b, ten calls at t0, the first rejection is call b+2.
+	for burst := 0; burst <= 2; burst++ {
+		var steps []reqStep
+		for call := 1; call <= 10; call++ {
+			excess := float64(call - 1)
+			s := reqStep{key: "foo", op: "c", delay: excess / 2, state: excess}
+			if call >= burst+2 {
+				s = reqStep{key: "foo", op: "c", rej: true, state: float64(burst + 1)}
+			}
+			steps = append(steps, s)
+		}
+		vecs = append(vecs, vec{fmt.Sprintf("REQ-2/burst=%d", burst), 2, float64(burst), steps})
+	}
+	for _, v := range vecs {
+		t.Run(v.id, func(t *testing.T) {
+			d, clk := newDict(t)
+			l, err := NewReq(d, v.rate, v.burst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			for i, s := range v.steps {
+				clk.at(s.at)
+				if s.op == "uncommit" {
+					if err := l.Uncommit(ctx, s.key); err != nil {
+						t.Fatalf("step %d: Uncommit(%q) = %v", i+1, s.key, err)
+					}
+				} else {
+					got, err := l.Incoming(ctx, s.key, s.op == "c")
+					if err != nil {
+						t.Fatalf("step %d: Incoming(%q, %s) at +%d: %v", i+1, s.key, s.op, s.at, err)
+					}
+					if got.Allowed == s.rej || !near(got.Delay, secs(s.delay)) || !nearF(got.State, s.state) {
+						t.Errorf("step %d: Incoming(%q, %s) at +%d = (allowed %v, delay %v, state %v), want (allowed %v, delay %v, state %v)",
+							i+1, s.key, s.op, s.at, got.Allowed, got.Delay, got.State, !s.rej, secs(s.delay), s.state)
+					}
+				}
+				if s.stored != nil {
+					if got := storedReq(t, l, s.key); got != *s.stored {
+						t.Errorf("step %d: stored %+v, want %+v", i+1, got, *s.stored)
+					}
+				}
+			}
+		})
+	}
+}
+
+// storedReq reads a Req key's state from the dictionary.
+func storedReq(t *testing.T, l *Req, key string) reqState {
+	t.Helper()
+	v, _, err := l.d.Get(key)
+	if err != nil || v.Len() != reqSize {
+		t.Fatalf("Get(%q) = %v %d bytes, %v", key, v.Kind(), v.Len(), err)
+	}
+	return getReq(v.Bytes())
+}
+
+func TestReqUncommitMissing(t *testing.T) {
+	d, _ := newDict(t)
+	l, _ := NewReq(d, 1, 1)
+	if err := l.Uncommit(context.Background(), "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Uncommit(absent) = %v, want ErrNotFound", err)
+	}
+}

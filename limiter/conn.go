@@ -1,0 +1,182 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/shmzone/shmzone/dict"
+)
+
+// Conn limits concurrency, as lua-resty-limit-traffic's resty.limit.conn:
+// up to max requests of a key at once run at once, up to burst more wait a
+// delay that grows with their number, and more are rejected. Every request
+// that Incoming counted must be ended by Leaving (or Uncommit).
+//
+// A key's state is one dict int without TTL, the number of requests in
+// flight across every process. A process that dies between Incoming and
+// Leaving leaks its slots for ever: nothing can tell them from slots of
+// requests still running. NewLeasedConn trades a little speed for recovery
+// (lease.go).
+type Conn struct {
+	d         *dict.Dict
+	max       atomic.Int64
+	burst     atomic.Int64
+	unitDelay atomic.Int64 // nanoseconds; per process, as in the Lua module
+	lease     *leases      // nil: no leases
+}
+
+// NewConn returns a concurrency limiter over d: max requests of a key at
+// once, burst more delayed by delay for each max requests ahead of them.
+// delay is the initial unit delay, the expected latency of a request;
+// Leaving's latencies adjust it in this process. Errors: ErrNilDict,
+// ErrBadLimit for a max below 1, ErrBadBurst for a negative burst,
+// ErrBadDelay for a negative delay.
+func NewConn(d *dict.Dict, max, burst int64, delay time.Duration) (*Conn, error) {
+	if d == nil {
+		return nil, ErrNilDict
+	}
+	c := &Conn{d: d}
+	if err := c.SetMax(max); err != nil {
+		return nil, err
+	}
+	if err := c.SetBurst(burst); err != nil {
+		return nil, err
+	}
+	if delay < 0 {
+		return nil, fmt.Errorf("%w: %v", ErrBadDelay, delay)
+	}
+	c.unitDelay.Store(int64(delay))
+	return c, nil
+}
+
+// SetMax changes max for the decisions that follow, in this process (the
+// Lua module's set_max). Errors: ErrBadLimit for a max below 1.
+func (c *Conn) SetMax(max int64) error {
+	if max < 1 {
+		return fmt.Errorf("%w: max %d", ErrBadLimit, max)
+	}
+	c.max.Store(max)
+	return nil
+}
+
+// SetBurst changes burst for the decisions that follow, in this process
+// (set_burst). Errors: ErrBadBurst for a negative burst.
+func (c *Conn) SetBurst(burst int64) error {
+	if burst < 0 {
+		return fmt.Errorf("%w: %d", ErrBadBurst, burst)
+	}
+	c.burst.Store(burst)
+	return nil
+}
+
+// Policy returns max+burst requests at once, with no window.
+func (c *Conn) Policy() Policy { return Policy{Limit: c.max.Load() + c.burst.Load()} }
+
+// Incoming decides on a request for key; State is the number of requests
+// in flight with this one. When commit is true an allowed request is
+// counted (Decision.Committed) and must be ended by Leaving; a rejected one
+// is not counted. Delay is the unit delay times the number of max-sized
+// groups ahead of the request. Errors: ErrAbused for a value that is not
+// this Conn's, ErrTooManyHolders (leased), the dictionary's errors.
+func (c *Conn) Incoming(ctx context.Context, key string, commit bool) (Decision, error) {
+	if c.lease != nil {
+		return c.incomingAt(c.d.Now(), key, commit)
+	}
+	return c.incomingAt(0, key, commit)
+}
+
+func (c *Conn) dictionary() *dict.Dict { return c.d }
+
+// incomingAt uses now only for leases.
+func (c *Conn) incomingAt(now int64, key string, commit bool) (Decision, error) {
+	if c.lease != nil {
+		return c.lease.incoming(c, now, key, commit)
+	}
+	limit := c.max.Load() + c.burst.Load()
+	var conn int64
+	if commit {
+		n, _, err := c.d.IncrInit(key, 1, 0, 0)
+		if err != nil {
+			return Decision{}, dictErr(key, err)
+		}
+		if n > limit {
+			if _, err := c.d.Incr(key, -1); err != nil {
+				return Decision{}, dictErr(key, err)
+			}
+			return Decision{State: float64(n)}, nil
+		}
+		conn = n
+	} else {
+		v, _, err := c.d.Get(key)
+		switch {
+		case errors.Is(err, dict.ErrNotFound):
+		case err != nil:
+			return Decision{}, dictErr(key, err)
+		case v.Kind() != dict.KindInt && v.Kind() != dict.KindFloat:
+			return Decision{}, abused(key, v)
+		default:
+			conn = v.Int()
+		}
+		conn++
+		if conn > limit {
+			return Decision{State: float64(conn)}, nil
+		}
+	}
+	return c.decide(conn, limit, commit), nil
+}
+
+// decide builds an allowing Decision for conn requests in flight.
+func (c *Conn) decide(conn, limit int64, commit bool) Decision {
+	dec := Decision{Allowed: true, State: float64(conn), Remaining: limit - conn, Committed: commit}
+	if max := c.max.Load(); conn > max {
+		dec.Delay = time.Duration(c.unitDelay.Load() * ((conn - 1) / max))
+	}
+	return dec
+}
+
+// Leaving ends a request that Incoming counted and returns the number of
+// requests of key still in flight. A latency above 0, the request's, moves
+// this process's unit delay halfway to it. Errors: ErrNotFound when key
+// holds no state (with leases: when this Conn holds no live slot of key),
+// ErrAbused, the dictionary's errors.
+func (c *Conn) Leaving(ctx context.Context, key string, latency time.Duration) (int64, error) {
+	n, err := c.leave(key)
+	if err != nil {
+		return n, err
+	}
+	if latency > 0 {
+		for {
+			old := c.unitDelay.Load()
+			if c.unitDelay.CompareAndSwap(old, (int64(latency)+old)/2) {
+				break
+			}
+		}
+	}
+	return n, nil
+}
+
+// Uncommit ends a counted request, as Leaving without a latency.
+func (c *Conn) Uncommit(ctx context.Context, key string) error {
+	_, err := c.leave(key)
+	return err
+}
+
+// UnitDelay returns this process's current unit delay.
+func (c *Conn) UnitDelay() time.Duration { return time.Duration(c.unitDelay.Load()) }
+
+func (c *Conn) leave(key string) (int64, error) {
+	if c.lease != nil {
+		return c.lease.leave(c, c.d.Now(), key)
+	}
+	n, err := c.d.Incr(key, -1)
+	if err != nil {
+		if errors.Is(err, dict.ErrNotFound) {
+			return 0, fmt.Errorf("limiter: leaving %q: %w", key, ErrNotFound)
+		}
+		return 0, dictErr(key, err)
+	}
+	return n, nil
+}

@@ -1,0 +1,250 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/shmzone/shmzone/dict"
+)
+
+// Leases. A plain Conn counts a key's requests in one int: a process killed
+// between Incoming and Leaving leaves its slots counted for ever. A leased
+// Conn keeps, instead, one record per holder (a Conn in a process) under the
+// key, {holder, slots, expiry}, and counts only the slots of records whose
+// lease has not expired. Every write of a holder renews its lease to now +
+// lease, and Renew renews every key the holder has slots of. A holder that
+// dies stops renewing, and its slots come back at most one lease after its
+// last write; expired records are dropped by the next write to the key.
+//
+// The trade-off: a request that runs longer than the lease, in a process
+// that neither writes the key nor calls Renew meanwhile, loses its slot, so
+// the key may admit one request too many until it leaves (and its Leaving
+// then finds no slot: ErrNotFound). Choose a lease longer than the slowest
+// request, or call Renew more often than once per lease. A decision reads
+// and rewrites up to MaxHolders records (24 bytes each) instead of one int,
+// and records this Conn's keys in a process-local map (one allocation per
+// new key): a few tens of nanoseconds more.
+
+// MaxHolders is the most holders (Conns, usually one per process) that may
+// hold slots of one leased key at the same time.
+const MaxHolders = 64
+
+// leases is a leased Conn's lease state in this process.
+type leases struct {
+	ttl    int64  // the lease, ms
+	holder uint64 // this Conn's id: pid << 32 | random
+	mu     sync.Mutex
+	held   map[string]int64 // slots this Conn holds per key, for Renew
+}
+
+// leaseBufs holds buffers for a leased key's records.
+var leaseBufs = sync.Pool{New: func() any { return new([MaxHolders * leaseSize]byte) }}
+
+// NewLeasedConn is NewConn with leases: slots of a holder that stops
+// writing the key and renewing (a killed process) come back within lease.
+// Every process sharing a key must use the same kind of Conn: a plain Conn
+// finds a leased key's value ErrAbused, and the reverse. Errors: those of
+// NewConn, and ErrBadDelay for a lease shorter than a millisecond.
+func NewLeasedConn(d *dict.Dict, max, burst int64, delay, lease time.Duration) (*Conn, error) {
+	c, err := NewConn(d, max, burst, delay)
+	if err != nil {
+		return nil, err
+	}
+	if lease < time.Millisecond {
+		return nil, fmt.Errorf("%w: lease %v", ErrBadDelay, lease)
+	}
+	c.lease = &leases{
+		ttl:    lease.Milliseconds(),
+		holder: uint64(os.Getpid())<<32 | uint64(rand.Uint32()),
+		held:   make(map[string]int64),
+	}
+	return c, nil
+}
+
+// leaseEdit is the outcome of one read-modify-write of a leased key.
+type leaseEdit struct {
+	total    int64 // live slots after the edit
+	own      int64 // this holder's slots before the edit
+	bad      dict.Value
+	tooMany  bool
+	rejected bool
+}
+
+// edit rewrites key's records at now under the shard lock: it drops dead
+// records, adds delta (+1 or −1) to this holder's slots unless the result
+// would pass limit or go negative, renews the holder's lease when it holds
+// slots, and stores the live records (or deletes the key when none is
+// left). With delta 0 it only renews.
+func (ls *leases) edit(d *dict.Dict, key string, now, delta, limit int64) (leaseEdit, error) {
+	buf := leaseBufs.Get().(*[MaxHolders * leaseSize]byte)
+	defer leaseBufs.Put(buf)
+	var e leaseEdit
+	err := d.Update(key, func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
+		var b []byte
+		if found {
+			if !validLeases(cur) {
+				e.bad = cur
+				return cur, 0, true // leave it as it is
+			}
+			b = cur.Bytes()
+		}
+		n, total, own := ls.scan(b, now, buf[:])
+		e.own = own.slots
+		switch {
+		case delta > 0 && total+delta > limit:
+			e.rejected = true
+		case delta > 0 && own.slots == 0 && n == len(buf):
+			e.tooMany = true // no room for this holder's record
+		case delta < 0 && own.slots+delta < 0:
+		default:
+			own.slots += delta
+			total += delta
+		}
+		if own.slots > 0 {
+			own.holder, own.expiry = ls.holder, now+ls.ttl
+			putLease(buf[n:], own)
+			n += leaseSize
+		}
+		e.total = total
+		if n == 0 {
+			return cur, 0, false
+		}
+		return dict.Bytes(buf[:n]), time.Duration(ttlOf(buf[:n], now)) * time.Millisecond, true
+	})
+	if err != nil {
+		return e, dictErr(key, err)
+	}
+	if e.bad.Kind() != dict.KindNone {
+		return e, abused(key, e.bad)
+	}
+	if e.tooMany {
+		return e, fmt.Errorf("%w: key %q", ErrTooManyHolders, key)
+	}
+	return e, nil
+}
+
+// validLeases reports whether v can be a leased key's records.
+func validLeases(v dict.Value) bool {
+	return v.Kind() == dict.KindBytes && v.Len() > 0 && v.Len()%leaseSize == 0 && v.Len() <= MaxHolders*leaseSize
+}
+
+// scan copies the live records of b but this holder's into dst (nil: copies
+// nothing) and returns the bytes copied, the live slots of every holder, and
+// this holder's live record (zero when it has none). Negative slots count
+// as none.
+func (ls *leases) scan(b []byte, now int64, dst []byte) (n int, total int64, own lease) {
+	for off := 0; off+leaseSize <= len(b); off += leaseSize {
+		r := getLease(b[off:])
+		if r.expiry <= now || r.slots <= 0 {
+			continue
+		}
+		total = satAdd(total, r.slots)
+		if r.holder == ls.holder {
+			own = r
+			continue
+		}
+		if dst != nil {
+			putLease(dst[n:], r)
+			n += leaseSize
+		}
+	}
+	return n, total, own
+}
+
+// ttlOf returns the ms from now to the last expiry of records b.
+func ttlOf(b []byte, now int64) int64 {
+	var last int64
+	for off := 0; off+leaseSize <= len(b); off += leaseSize {
+		last = max(last, getLease(b[off:]).expiry)
+	}
+	return last - now
+}
+
+// incoming is Conn.Incoming with leases.
+func (ls *leases) incoming(c *Conn, now int64, key string, commit bool) (Decision, error) {
+	limit := c.max.Load() + c.burst.Load()
+	if !commit {
+		buf := leaseBufs.Get().(*[MaxHolders * leaseSize]byte)
+		defer leaseBufs.Put(buf)
+		v, _, err := c.d.GetInto(key, buf[:0])
+		var total int64
+		switch {
+		case errors.Is(err, dict.ErrNotFound):
+		case err != nil:
+			return Decision{}, dictErr(key, err)
+		case !validLeases(v):
+			return Decision{}, abused(key, v)
+		default:
+			_, total, _ = ls.scan(v.Bytes(), now, nil)
+		}
+		if total+1 > limit {
+			return Decision{State: float64(total + 1)}, nil
+		}
+		return c.decide(total+1, limit, false), nil
+	}
+	e, err := ls.edit(c.d, key, now, 1, limit)
+	if err != nil {
+		return Decision{}, err
+	}
+	if e.rejected {
+		return Decision{State: float64(e.total + 1)}, nil
+	}
+	ls.mu.Lock()
+	ls.held[key]++
+	ls.mu.Unlock()
+	return c.decide(e.total, limit, true), nil
+}
+
+// leave is Conn.Leaving with leases.
+func (ls *leases) leave(c *Conn, now int64, key string) (int64, error) {
+	e, err := ls.edit(c.d, key, now, -1, 0)
+	if err != nil {
+		return 0, err
+	}
+	ls.mu.Lock()
+	if ls.held[key]--; ls.held[key] <= 0 {
+		delete(ls.held, key)
+	}
+	ls.mu.Unlock()
+	if e.own <= 0 {
+		return e.total, fmt.Errorf("limiter: leaving %q: no live slot of this holder: %w", key, ErrNotFound)
+	}
+	return e.total, nil
+}
+
+// Renew renews this Conn's leases on every key it holds slots of, so that
+// requests that run longer than the lease keep their slots; call it more
+// often than once per lease, e.g. from a time.Ticker. Slots whose lease has
+// already expired are not brought back. Without leases it does nothing.
+// Errors: the first error of a key, after trying every key.
+func (c *Conn) Renew(ctx context.Context) error {
+	ls := c.lease
+	if ls == nil {
+		return nil
+	}
+	ls.mu.Lock()
+	keys := make([]string, 0, len(ls.held))
+	for k := range ls.held {
+		keys = append(keys, k)
+	}
+	ls.mu.Unlock()
+	now := c.d.Now()
+	var first error
+	for _, k := range keys {
+		e, err := ls.edit(c.d, k, now, 0, 0)
+		if err == nil && e.own <= 0 {
+			ls.mu.Lock()
+			delete(ls.held, k) // expired: nothing left to renew
+			ls.mu.Unlock()
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}

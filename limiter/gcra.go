@@ -1,0 +1,189 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/shmzone/shmzone/dict"
+)
+
+// GCRA is the generic cell rate algorithm with the result shape of
+// go-redis/redis_rate: rate requests per second with bursts of up to burst.
+// A key's state is one dict int, its theoretical arrival time (TAT) in Unix
+// nanoseconds, with a TTL that ends when the TAT is reached. All arithmetic
+// is in integer nanoseconds, so a fresh key of 10 per second with burst 10
+// reports Remaining 9 (redis_rate's float version reports 8 since
+// go-redis #3404).
+type GCRA struct {
+	d     *dict.Dict
+	t     int64 // emission interval T: nanoseconds per request
+	tau   int64 // burst tolerance τ = T·burst
+	burst int64
+}
+
+// NewGCRA returns a GCRA limiter over d of rate requests per second (0.1 is
+// one per ten seconds) with bursts of up to burst requests. Errors:
+// ErrNilDict, ErrBadRate for a rate that is not positive and finite or whose
+// interval is not between 1 ns and a year, ErrBadBurst for a burst below 1
+// or one whose tolerance τ exceeds 100 years.
+func NewGCRA(d *dict.Dict, rate float64, burst int64) (*GCRA, error) {
+	if d == nil {
+		return nil, ErrNilDict
+	}
+	if err := checkRate(rate); err != nil {
+		return nil, err
+	}
+	const year = int64(365 * 24 * time.Hour)
+	t := math.Round(float64(time.Second) / rate)
+	if !(t >= 1 && t <= float64(year)) {
+		return nil, fmt.Errorf("%w: %v requests per second is an interval of %v ns", ErrBadRate, rate, t)
+	}
+	if burst < 1 || burst > 100*year/int64(t) {
+		return nil, fmt.Errorf("%w: %d", ErrBadBurst, burst)
+	}
+	return &GCRA{d: d, t: int64(t), tau: int64(t) * burst, burst: burst}, nil
+}
+
+// Policy returns burst requests per τ = burst/rate.
+func (l *GCRA) Policy() Policy {
+	return Policy{Limit: l.burst, Window: time.Duration(l.tau)}
+}
+
+// Incoming is AllowN of one request, and a dry run of it when commit is
+// false.
+func (l *GCRA) Incoming(ctx context.Context, key string, commit bool) (Decision, error) {
+	return l.allowAt(l.d.Now(), key, 1, commit)
+}
+
+// AllowN decides on n requests at once for key (redis_rate's AllowN) and
+// counts them when they are allowed. A rejection counts nothing;
+// RetryAfter is then how long until n requests would be allowed, and n
+// above burst is never allowed. n 0 reads the state and changes nothing.
+// Errors: ErrBadLimit for a negative n, ErrAbused for a value that is not
+// an int, the dictionary's errors.
+func (l *GCRA) AllowN(ctx context.Context, key string, n int64) (Decision, error) {
+	if n < 0 {
+		return Decision{}, fmt.Errorf("%w: AllowN of %d requests", ErrBadLimit, n)
+	}
+	return l.allowAt(l.d.Now(), key, n, n > 0)
+}
+
+func (l *GCRA) dictionary() *dict.Dict { return l.d }
+
+func (l *GCRA) incomingAt(now int64, key string, commit bool) (Decision, error) {
+	return l.allowAt(now, key, 1, commit)
+}
+
+// allowAt is AllowN at now in Unix ms.
+func (l *GCRA) allowAt(now int64, key string, n int64, commit bool) (Decision, error) {
+	nowNs := now * int64(time.Millisecond)
+	var dec Decision
+	if !commit {
+		v, _, err := l.d.Get(key)
+		switch {
+		case errors.Is(err, dict.ErrNotFound):
+			dec, _ = l.step(nowNs, nowNs, n)
+		case err != nil:
+			return Decision{}, dictErr(key, err)
+		case v.Kind() != dict.KindInt:
+			return Decision{}, abused(key, v)
+		default:
+			dec, _ = l.step(nowNs, v.Int(), n)
+		}
+		return dec, nil
+	}
+	var bad dict.Value
+	err := l.d.Update(key, func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
+		stored := nowNs
+		if found {
+			if cur.Kind() != dict.KindInt {
+				bad = cur
+				return cur, 0, true // leave it as it is
+			}
+			stored = cur.Int()
+		}
+		var tat int64
+		dec, tat = l.step(nowNs, stored, n)
+		if dec.Allowed && n > 0 {
+			dec.Committed = true
+			return dict.Int(tat), time.Duration(tat - nowNs), true
+		}
+		if stored > nowNs {
+			return cur, time.Duration(stored - nowNs), true // unchanged
+		}
+		return cur, 0, false // a TAT in the past is no state
+	})
+	if err != nil {
+		return Decision{}, dictErr(key, err)
+	}
+	if bad.Kind() != dict.KindNone {
+		return Decision{}, abused(key, bad)
+	}
+	return dec, nil
+}
+
+// step decides on n requests at nowNs given the stored TAT (nowNs when
+// there is none) and returns the TAT to store when they are allowed.
+func (l *GCRA) step(nowNs, stored, n int64) (Decision, int64) {
+	tat := max(stored, nowNs)
+	// newTat = tat + n·T, saturating: n above burst is rejected anyway.
+	inc := int64(math.MaxInt64)
+	if n <= math.MaxInt64/l.t {
+		inc = n * l.t
+	}
+	newTat := satAdd(tat, inc)
+	allowAt := newTat - l.tau
+	if nowNs < allowAt {
+		return Decision{
+			RetryAfter: time.Duration(allowAt - nowNs),
+			ResetAfter: time.Duration(tat - nowNs),
+		}, tat
+	}
+	rem := (nowNs - allowAt) / l.t
+	return Decision{
+		Allowed:    true,
+		State:      float64(rem),
+		Remaining:  rem,
+		ResetAfter: time.Duration(newTat - nowNs),
+	}, newTat
+}
+
+// satAdd returns a+b for b >= 0, saturating at math.MaxInt64.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// Uncommit gives one request back: the TAT moves back by T, not before
+// now. A key without state is left so. Errors: ErrAbused, the dictionary's
+// errors.
+func (l *GCRA) Uncommit(ctx context.Context, key string) error {
+	nowNs := l.d.Now() * int64(time.Millisecond)
+	var bad dict.Value
+	err := l.d.Update(key, func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
+		if !found {
+			return cur, 0, false
+		}
+		if cur.Kind() != dict.KindInt {
+			bad = cur
+			return cur, 0, true
+		}
+		tat := cur.Int() - l.t
+		if tat <= nowNs {
+			return cur, 0, false
+		}
+		return dict.Int(tat), time.Duration(tat - nowNs), true
+	})
+	if err != nil {
+		return dictErr(key, err)
+	}
+	if bad.Kind() != dict.KindNone {
+		return abused(key, bad)
+	}
+	return nil
+}

@@ -1,0 +1,232 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/shmzone/shmzone/dict"
+)
+
+// SlidingWindow approximates a sliding window of limit requests per window
+// with two fixed windows, as Cloudflare's and nginx's njs limiters do: the
+// count of the previous window, weighted by the part of it the sliding
+// window still covers, plus the count of the current one. A key's state is
+// 24 bytes (state.go) with a TTL to the end of the next window; a decision is
+// one dict.Update, atomic across processes.
+//
+// Error bound. The estimate assumes the previous window's requests were
+// spread evenly. Whatever their order, (1) no fixed window [k·window,
+// (k+1)·window) admits more than limit requests, so (2) no sliding window of
+// length window admits more than 2·limit − 1; the worst case is limit
+// requests at the very end of one window, after which the next admits
+// limit·f requests by the fraction f of it elapsed. Under even traffic the
+// estimate is exact; traffic bunched at the start of a window makes it
+// reject early instead. The arithmetic is in integer milliseconds: no
+// rounding.
+type SlidingWindow struct {
+	d     *dict.Dict
+	limit int64
+	w     int64 // window in ms
+}
+
+// NewSlidingWindow returns a sliding window over d of limit requests per
+// window; the window is truncated to whole milliseconds. Errors:
+// ErrNilDict, ErrBadLimit for a limit below 1, ErrBadWindow for a window
+// shorter than a millisecond or one for which limit·window overflows.
+func NewSlidingWindow(d *dict.Dict, limit int64, window time.Duration) (*SlidingWindow, error) {
+	if d == nil {
+		return nil, ErrNilDict
+	}
+	if limit < 1 {
+		return nil, fmt.Errorf("%w: %d", ErrBadLimit, limit)
+	}
+	w := window.Milliseconds()
+	if w < 1 || limit > math.MaxInt64/4/w {
+		return nil, fmt.Errorf("%w: %v for a limit of %d", ErrBadWindow, window, limit)
+	}
+	return &SlidingWindow{d: d, limit: limit, w: w}, nil
+}
+
+// Policy returns limit requests per window.
+func (l *SlidingWindow) Policy() Policy {
+	return Policy{Limit: l.limit, Window: time.Duration(l.w) * time.Millisecond}
+}
+
+// Incoming decides on a request for key at the dictionary's time and counts
+// it when commit is true and it is allowed; a rejection counts nothing.
+// State is the estimated allowance left after the request (negative when
+// rejected). Errors: ErrAbused for a value that is not a sliding window's,
+// the dictionary's errors.
+func (l *SlidingWindow) Incoming(ctx context.Context, key string, commit bool) (Decision, error) {
+	return l.incomingAt(l.d.Now(), key, commit)
+}
+
+func (l *SlidingWindow) dictionary() *dict.Dict { return l.d }
+
+func (l *SlidingWindow) incomingAt(now int64, key string, commit bool) (Decision, error) {
+	buf := bufs.Get().(*[bufSize]byte)
+	defer bufs.Put(buf)
+	win := floorDiv(now, l.w)
+	elapsed := now - win*l.w
+	var dec Decision
+	if !commit {
+		v, _, err := l.d.GetInto(key, buf[:0])
+		var s swState
+		switch {
+		case errors.Is(err, dict.ErrNotFound):
+		case err != nil:
+			return Decision{}, dictErr(key, err)
+		case v.Kind() != dict.KindBytes || v.Len() != swSize:
+			return Decision{}, abused(key, v)
+		default:
+			s = getSW(v.Bytes())
+		}
+		dec, _ = l.step(l.roll(s, win), elapsed)
+		return dec, nil
+	}
+	var bad dict.Value
+	err := l.d.Update(key, func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
+		var s swState
+		if found {
+			if cur.Kind() != dict.KindBytes || cur.Len() != swSize {
+				bad = cur
+				return cur, 0, true // leave it as it is
+			}
+			s = getSW(cur.Bytes())
+		}
+		s = l.roll(s, win)
+		dec, s = l.step(s, elapsed)
+		if !dec.Allowed {
+			if !found {
+				return cur, 0, false
+			}
+			s = getSW(cur.Bytes()) // unchanged
+		}
+		dec.Committed = dec.Allowed
+		ttl := (s.window+2)*l.w - now // to the end of the next window
+		if ttl <= 0 {
+			return cur, 0, false
+		}
+		putSW(buf[:], s)
+		return dict.Bytes(buf[:swSize]), time.Duration(ttl) * time.Millisecond, true
+	})
+	if err != nil {
+		return Decision{}, dictErr(key, err)
+	}
+	if bad.Kind() != dict.KindNone {
+		return Decision{}, abused(key, bad)
+	}
+	return dec, nil
+}
+
+// roll moves a stored state to window win: the current window becomes the
+// previous one, or both are empty after a longer gap. A window in the
+// future (a clock that went back) is kept as the current one. Counts are
+// clamped to [0, limit], which honest use never leaves, so that the
+// arithmetic cannot overflow on a hostile value.
+func (l *SlidingWindow) roll(s swState, win int64) swState {
+	s.cur = min(max(s.cur, 0), l.limit)
+	s.prev = min(max(s.prev, 0), l.limit)
+	switch {
+	case s.window >= win:
+		return s
+	case s.window == win-1:
+		return swState{window: win, prev: s.cur}
+	}
+	return swState{window: win}
+}
+
+// step decides on one request elapsed ms into the state's window and
+// returns the state with it counted when it is allowed. In units of
+// 1/window requests the estimate is prev·(w−elapsed) + cur·w.
+func (l *SlidingWindow) step(s swState, elapsed int64) (Decision, swState) {
+	w := l.w
+	elapsed = min(max(elapsed, 0), w)
+	left := l.limit*w - s.prev*(w-elapsed) - (s.cur+1)*w // scaled allowance after the request
+	if left < 0 {
+		return Decision{
+			State:      float64(left) / float64(w),
+			RetryAfter: time.Duration(l.retry(s, elapsed)) * time.Millisecond,
+			ResetAfter: time.Duration(l.reset(s, elapsed)) * time.Millisecond,
+		}, s
+	}
+	s.cur++
+	return Decision{
+		Allowed:    true,
+		State:      float64(left) / float64(w),
+		Remaining:  left / w,
+		ResetAfter: time.Duration(l.reset(s, elapsed)) * time.Millisecond,
+	}, s
+}
+
+// retry returns the ms until a rejected request would be allowed: later in
+// this window, when the previous window's weight has dropped enough, or in
+// the next one, when this window's count has.
+func (l *SlidingWindow) retry(s swState, elapsed int64) int64 {
+	w := l.w
+	if s.cur < l.limit {
+		// prev·(w−e) ≤ (limit−cur−1)·w, so prev > 0 here.
+		at := w - (l.limit-s.cur-1)*w/s.prev
+		return max(at-elapsed, 1)
+	}
+	at := w - (l.limit-1)*w/s.cur
+	return w - elapsed + at
+}
+
+// reset returns the ms until the state has no requests left in it.
+func (l *SlidingWindow) reset(s swState, elapsed int64) int64 {
+	switch {
+	case s.cur > 0:
+		return 2*l.w - elapsed
+	case s.prev > 0:
+		return l.w - elapsed
+	}
+	return 0
+}
+
+// floorDiv is a/b rounded toward minus infinity, for b > 0.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && a < 0 {
+		q--
+	}
+	return q
+}
+
+// Uncommit gives one request back to key's current window; a request of an
+// earlier window has no count left to give back. Errors: ErrAbused, the
+// dictionary's errors.
+func (l *SlidingWindow) Uncommit(ctx context.Context, key string) error {
+	now := l.d.Now()
+	win := floorDiv(now, l.w)
+	buf := bufs.Get().(*[bufSize]byte)
+	defer bufs.Put(buf)
+	var bad dict.Value
+	err := l.d.Update(key, func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
+		if !found {
+			return cur, 0, false
+		}
+		if cur.Kind() != dict.KindBytes || cur.Len() != swSize {
+			bad = cur
+			return cur, 0, true
+		}
+		s := l.roll(getSW(cur.Bytes()), win)
+		s.cur = max(s.cur-1, 0)
+		ttl := (s.window+2)*l.w - now
+		if ttl <= 0 {
+			return cur, 0, false
+		}
+		putSW(buf[:], s)
+		return dict.Bytes(buf[:swSize]), time.Duration(ttl) * time.Millisecond, true
+	})
+	if err != nil {
+		return dictErr(key, err)
+	}
+	if bad.Kind() != dict.KindNone {
+		return abused(key, bad)
+	}
+	return nil
+}

@@ -1,0 +1,84 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Combine decides on one request under several limiters at once, key i
+// under limiter i, as resty.limit.traffic.combine: the request is counted
+// by all of them or by none that can be undone. Every limiter of this
+// package decides at one time, read once from the first one's dictionary.
+//
+// Pass 1 asks every limiter, committing only the last: a rejection or an
+// error returns at once, with nothing undone (the last limiter, when it
+// rejects, may have counted the request, as a Count does). Pass 2 commits
+// limiters 1..n−1 in order; when one rejects or fails, limiters 1..i−1 and
+// the last are uncommitted and its Decision is returned.
+//
+// An allowed Decision has the largest Delay and ResetAfter, the smallest
+// Remaining, and the last limiter's State; a rejection is the rejecting
+// limiter's Decision. Errors: ErrMismatch when the slices differ in length,
+// are empty or hold a nil limiter, a limiter's error, and Uncommit's errors
+// joined to it.
+func Combine(ctx context.Context, ls []Limiter, keys []string) (Decision, error) {
+	n := len(ls)
+	if n == 0 || n != len(keys) {
+		return Decision{}, fmt.Errorf("%w: %d limiters, %d keys", ErrMismatch, n, len(keys))
+	}
+	var now int64
+	haveNow := false
+	for i, l := range ls {
+		if l == nil {
+			return Decision{}, fmt.Errorf("%w: limiter %d is nil", ErrMismatch, i)
+		}
+		if lo, ok := l.(local); ok && !haveNow {
+			now, haveNow = lo.dictionary().Now(), true
+		}
+	}
+	out := Decision{Allowed: true, Remaining: -1, Committed: true}
+	for i := range n {
+		d, err := incomingAt(ctx, ls[i], now, keys[i], i == n-1)
+		if err != nil || !d.Allowed {
+			return d, err
+		}
+		if i == n-1 {
+			merge(&out, d)
+			out.State = d.State
+		}
+	}
+	for i := range n - 1 {
+		d, err := incomingAt(ctx, ls[i], now, keys[i], true)
+		if err != nil || !d.Allowed {
+			var errs []error
+			for j := range i {
+				errs = append(errs, ls[j].Uncommit(ctx, keys[j]))
+			}
+			errs = append(errs, ls[n-1].Uncommit(ctx, keys[n-1]))
+			if uerr := errors.Join(errs...); uerr != nil {
+				err = errors.Join(err, fmt.Errorf("limiter: combine: uncommit: %w", uerr))
+			}
+			return d, err
+		}
+		merge(&out, d)
+	}
+	return out, nil
+}
+
+// incomingAt asks l at now when it is a limiter of this package.
+func incomingAt(ctx context.Context, l Limiter, now int64, key string, commit bool) (Decision, error) {
+	if lo, ok := l.(local); ok {
+		return lo.incomingAt(now, key, commit)
+	}
+	return l.Incoming(ctx, key, commit)
+}
+
+// merge folds a committed Decision into Combine's.
+func merge(out *Decision, d Decision) {
+	out.Delay = max(out.Delay, d.Delay)
+	out.ResetAfter = max(out.ResetAfter, d.ResetAfter)
+	if out.Remaining < 0 || d.Remaining < out.Remaining {
+		out.Remaining = d.Remaining
+	}
+}

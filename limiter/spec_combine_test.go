@@ -1,0 +1,153 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/shmzone/shmzone/dict"
+)
+
+// traffic builds TRF-1's limiters with count's limit: the reqs share one
+// dictionary, conn and count have one each, all on clk.
+func traffic(t *testing.T, clk *fakeClock, countLimit int64) ([]Limiter, []string, *dict.Dict, *dict.Dict) {
+	t.Helper()
+	reqs, conns, counts := newDictClock(t, clk), newDictClock(t, clk), newDictClock(t, clk)
+	req1, err1 := NewReq(reqs, 3, 2)
+	req2, err2 := NewReq(reqs, 2, 3)
+	conn, err3 := NewConn(conns, 4, 1, 2*time.Second)
+	count, err4 := NewCount(counts, countLimit, 100*time.Second)
+	for _, err := range []error{err1, err2, err3, err4} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return []Limiter{req1, req2, conn, count}, []string{"foo", "bar", "foo", "bar"}, conns, counts
+}
+
+func TestCombineVectors(t *testing.T) {
+	type call struct {
+		at    int64
+		rej   bool
+		delay float64
+	}
+	rej := call{rej: true}
+	tests := []struct {
+		id         string
+		countLimit int64
+		calls      []call
+		// stored: conn on foo and count on bar afterwards
+		conn, count int64
+	}{
+		{"TRF-1", 10, []call{{delay: 0}, {delay: 0.5}, {delay: 1}, rej, {at: 1000, delay: 0.5}, {at: 1000, delay: 2}}, 5, 5},
+		{"TRF-2", 2, []call{{delay: 0}, {delay: 0.5}, rej, rej, rej, rej}, 2, -4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			clk := new(fakeClock)
+			ls, keys, conns, counts := traffic(t, clk, tt.countLimit)
+			for i, c := range tt.calls {
+				clk.at(c.at)
+				got, err := Combine(context.Background(), ls, keys)
+				if err != nil {
+					t.Fatalf("call %d: Combine: %v", i+1, err)
+				}
+				if got.Allowed == c.rej || (!c.rej && !near(got.Delay, secs(c.delay))) {
+					t.Errorf("call %d: Combine at +%d = (allowed %v, delay %v), want (%v, %v)", i+1, c.at, got.Allowed, got.Delay, !c.rej, secs(c.delay))
+				}
+			}
+			if v, _, err := conns.Get("foo"); err != nil || v.Int() != tt.conn {
+				t.Errorf("conn on foo = %v, %v; want %d", v, err, tt.conn)
+			}
+			if v, _, err := counts.Get("bar"); err != nil || v.Int() != tt.count {
+				t.Errorf("count on bar = %v, %v; want %d", v, err, tt.count)
+			}
+		})
+	}
+}
+
+// fakeLimiter is a foreign Limiter: it allows dry runs, rejects commits
+// when rejectCommit is set, runs hook on each call, and counts Uncommits.
+type fakeLimiter struct {
+	rejectCommit bool
+	hook         func()
+	uncommits    int
+}
+
+func (f *fakeLimiter) Incoming(ctx context.Context, key string, commit bool) (Decision, error) {
+	if f.hook != nil {
+		f.hook()
+	}
+	return Decision{Allowed: !(commit && f.rejectCommit), Remaining: 7, Committed: commit && !f.rejectCommit}, nil
+}
+
+func (f *fakeLimiter) Uncommit(ctx context.Context, key string) error {
+	f.uncommits++
+	return nil
+}
+
+func TestCombinePass2Rejection(t *testing.T) {
+	// Limiter 3 of 4 allows the dry run and rejects the commit (another
+	// process got there between the passes): limiters 1, 2 and 4 are
+	// uncommitted, and 3 is not.
+	d, _ := newDict(t)
+	count, _ := NewCount(d, 10, time.Minute)
+	req, _ := NewReq(d, 1, 5)
+	f := &fakeLimiter{rejectCommit: true}
+	last := &fakeLimiter{}
+	got, err := Combine(context.Background(), []Limiter{count, req, f, last}, []string{"c", "r", "f", "l"})
+	if err != nil || got.Allowed {
+		t.Fatalf("Combine = %+v, %v; want rejected", got, err)
+	}
+	if v, _, _ := d.Get("c"); v.Int() != 10 {
+		t.Errorf("count after the uncommit = %d, want 10", v.Int())
+	}
+	if s := storedReq(t, req, "r"); s.excess != 0 {
+		t.Errorf("req excess after the uncommit = %d, want 0", s.excess)
+	}
+	if f.uncommits != 0 || last.uncommits != 1 {
+		t.Errorf("uncommits: rejecting %d, last %d; want 0, 1", f.uncommits, last.uncommits)
+	}
+}
+
+func TestCombineOneNow(t *testing.T) {
+	// The clock moves on while Combine runs; every limiter still decides
+	// at the time Combine read once.
+	d, clk := newDict(t)
+	a, _ := NewReq(d, 1, 10)
+	b, _ := NewReq(d, 1, 10)
+	ctx := context.Background()
+	a.Incoming(ctx, "a", true) // excess 0 at t0
+	b.Incoming(ctx, "b", true)
+	f := &fakeLimiter{hook: func() { clk.at(clk.off.Load() + 400) }}
+	got, err := Combine(ctx, []Limiter{a, f, b}, []string{"a", "f", "b"})
+	if err != nil || !got.Allowed {
+		t.Fatalf("Combine = %+v, %v", got, err)
+	}
+	// Both at t0: excess 1 each, delay 1 s. Had b read the clock after f
+	// moved it, it would have seen +400 ms and a delay of 0.6 s.
+	if got.Delay != time.Second || storedReq(t, b, "b").last != t0 || storedReq(t, a, "a").last != t0 {
+		t.Errorf("Combine delay %v, last a %d b %d; want 1s at t0", got.Delay, storedReq(t, a, "a").last-t0, storedReq(t, b, "b").last-t0)
+	}
+	if got.Remaining != 7 {
+		t.Errorf("Remaining = %d, want the least, 7", got.Remaining)
+	}
+}
+
+func TestCombineMismatch(t *testing.T) {
+	d, _ := newDict(t)
+	c, _ := NewCount(d, 1, time.Second)
+	for _, tc := range []struct {
+		ls   []Limiter
+		keys []string
+	}{
+		{nil, nil},
+		{[]Limiter{c}, nil},
+		{[]Limiter{c, nil}, []string{"a", "b"}},
+	} {
+		if _, err := Combine(context.Background(), tc.ls, tc.keys); !errors.Is(err, ErrMismatch) {
+			t.Errorf("Combine(%d limiters, %d keys) = %v, want ErrMismatch", len(tc.ls), len(tc.keys), err)
+		}
+	}
+}

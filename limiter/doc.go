@@ -1,0 +1,55 @@
+// Package limiter is rate limiting over a shared dictionary (package dict),
+// so that every process of a host that opens the same zone shares one
+// limit: what lua-resty-limit-traffic gives OpenResty's workers.
+//
+//   - Req, a leaky bucket with delay (resty.limit.req, nginx limit_req);
+//   - Count, a fixed window (resty.limit.count);
+//   - Conn, a concurrency limit (resty.limit.conn), optionally with leases
+//     so that a killed process does not leak its slots (NewLeasedConn);
+//   - SlidingWindow, two weighted fixed windows, with a documented error
+//     bound;
+//   - GCRA, in integer nanoseconds, with go-redis/redis_rate's results;
+//   - Combine, one request under several limiters (resty.limit.traffic);
+//   - ParseRate, nginx's "10r/s" and "30r/m".
+//
+// Each limiter's key holds one value in the dictionary (state.go), so one
+// dictionary serves many limiters as long as their keys differ; prefix keys
+// by limiter ("login:" + ip). Semantics follow the Lua modules (vectors in
+// spec/limiters.md), except that every read-modify-write is atomic across
+// processes: the Lua req does get-then-set and may overshoot by a request
+// per worker. Package httplimit is net/http middleware over any Limiter.
+//
+// Decision is the DESIGN contract's with one field added: Committed, the
+// Lua conn's is_committed, which Combine and the middleware need to know
+// whether a Conn must be left.
+//
+// Invariants:
+//
+//	I1. A rejection is a Decision with Allowed false and a nil error; errors
+//	    are for bad configuration, a foreign value under a key (ErrAbused)
+//	    and the dictionary's failures. Hostile input never panics.
+//	I2. Every decision that changes a key is one dictionary operation under
+//	    the key's shard lock (Incr, IncrInit or Update); none reads a value
+//	    and writes it back in two steps. Conn's rejection of a commit is the
+//	    one exception, as in the Lua module: IncrInit then Incr(−1), so
+//	    another process may see the slot taken for that instant.
+//	I3. A decision reads the time once, from the dictionary's clock
+//	    (dict.Dict.Now: Options.Clock when injected); Combine reads it once
+//	    for all its limiters. Count and a plain Conn read no time: their
+//	    windows are the dictionary's TTLs.
+//	I4. A rejection and a dry run (commit false) count nothing. Count is the
+//	    exception the Lua module makes: a rejected commit stays counted.
+//	I5. A limiter never interprets a value of another kind or size than it
+//	    writes: it returns ErrAbused and rewrites the value's bytes unchanged
+//	    (dict.Update cannot leave an entry untouched, so a foreign value
+//	    loses its TTL).
+//	I6. Incoming and Uncommit of Req, Count, plain Conn, SlidingWindow and
+//	    GCRA allocate nothing (alloc_test.go).
+//
+// Concurrency: every limiter is safe for use by many goroutines; its
+// configuration is immutable but for Conn's SetMax and SetBurst, which are
+// atomic and per process, like Conn's unit delay. Across processes, limiters
+// built with the same parameters over the same zone share each key's state
+// exactly: N processes together admit what one would. Limiters with other
+// parameters may share a key (as Lua workers may), each deciding by its own.
+package limiter

@@ -116,7 +116,7 @@ func (c *Conn) incomingAt(now int64, key string, commit bool) (Decision, error) 
 		case err != nil:
 			return Decision{}, dictErr(key, err)
 		case v.Kind() != dict.KindInt && v.Kind() != dict.KindFloat:
-			return Decision{}, abused(key, v)
+			return Decision{}, foreignOf(v).err(key)
 		default:
 			conn = v.Int()
 		}

@@ -68,7 +68,7 @@ func (l *Count) incomingAt(_ int64, key string, commit bool) (Decision, error) {
 		case err != nil:
 			return Decision{}, dictErr(key, err)
 		case v.Kind() != dict.KindInt && v.Kind() != dict.KindFloat:
-			return Decision{}, abused(key, v)
+			return Decision{}, foreignOf(v).err(key)
 		default:
 			rem = v.Int() - 1
 		}

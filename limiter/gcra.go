@@ -89,18 +89,18 @@ func (l *GCRA) allowAt(now int64, key string, n int64, commit bool) (Decision, e
 		case err != nil:
 			return Decision{}, dictErr(key, err)
 		case v.Kind() != dict.KindInt:
-			return Decision{}, abused(key, v)
+			return Decision{}, foreignOf(v).err(key)
 		default:
 			dec, _ = l.step(nowNs, v.Int(), n)
 		}
 		return dec, nil
 	}
-	var bad dict.Value
+	var bad foreign
 	err := l.d.Update(key, func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
 		stored := nowNs
 		if found {
 			if cur.Kind() != dict.KindInt {
-				bad = cur
+				bad = foreignOf(cur)
 				return cur, 0, true // leave it as it is
 			}
 			stored = cur.Int()
@@ -119,8 +119,8 @@ func (l *GCRA) allowAt(now int64, key string, n int64, commit bool) (Decision, e
 	if err != nil {
 		return Decision{}, dictErr(key, err)
 	}
-	if bad.Kind() != dict.KindNone {
-		return Decision{}, abused(key, bad)
+	if bad.found() {
+		return Decision{}, bad.err(key)
 	}
 	return dec, nil
 }
@@ -164,13 +164,13 @@ func satAdd(a, b int64) int64 {
 // errors.
 func (l *GCRA) Uncommit(ctx context.Context, key string) error {
 	nowNs := l.d.Now() * int64(time.Millisecond)
-	var bad dict.Value
+	var bad foreign
 	err := l.d.Update(key, func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
 		if !found {
 			return cur, 0, false
 		}
 		if cur.Kind() != dict.KindInt {
-			bad = cur
+			bad = foreignOf(cur)
 			return cur, 0, true
 		}
 		tat := cur.Int() - l.t
@@ -182,8 +182,8 @@ func (l *GCRA) Uncommit(ctx context.Context, key string) error {
 	if err != nil {
 		return dictErr(key, err)
 	}
-	if bad.Kind() != dict.KindNone {
-		return abused(key, bad)
+	if bad.found() {
+		return bad.err(key)
 	}
 	return nil
 }

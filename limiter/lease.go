@@ -70,7 +70,7 @@ func NewLeasedConn(d *dict.Dict, max, burst int64, delay, lease time.Duration) (
 type leaseEdit struct {
 	total    int64 // live slots after the edit
 	own      int64 // this holder's slots before the edit
-	bad      dict.Value
+	bad      foreign
 	tooMany  bool
 	rejected bool
 }
@@ -88,7 +88,7 @@ func (ls *leases) edit(d *dict.Dict, key string, now, delta, limit int64) (lease
 		var b []byte
 		if found {
 			if !validLeases(cur) {
-				e.bad = cur
+				e.bad = foreignOf(cur)
 				return cur, 0, true // leave it as it is
 			}
 			b = cur.Bytes()
@@ -119,8 +119,8 @@ func (ls *leases) edit(d *dict.Dict, key string, now, delta, limit int64) (lease
 	if err != nil {
 		return e, dictErr(key, err)
 	}
-	if e.bad.Kind() != dict.KindNone {
-		return e, abused(key, e.bad)
+	if e.bad.found() {
+		return e, e.bad.err(key)
 	}
 	if e.tooMany {
 		return e, fmt.Errorf("%w: key %q", ErrTooManyHolders, key)
@@ -178,7 +178,7 @@ func (ls *leases) incoming(c *Conn, now int64, key string, commit bool) (Decisio
 		case err != nil:
 			return Decision{}, dictErr(key, err)
 		case !validLeases(v):
-			return Decision{}, abused(key, v)
+			return Decision{}, foreignOf(v).err(key)
 		default:
 			_, total, _ = ls.scan(v.Bytes(), now, nil)
 		}

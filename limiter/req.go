@@ -17,9 +17,11 @@ import (
 // the Lua module's, and every decision reads and writes it under one shard
 // lock (dict.Update), so processes sharing the key never overshoot.
 type Req struct {
-	d      *dict.Dict
-	rateM  float64 // milli-requests per second
-	burstM float64 // milli-requests
+	d       *dict.Dict
+	rateM   float64 // milli-requests per second
+	burstM  float64 // milli-requests
+	perMs   float64 // milli-requests leaked per ms: rateM/1000
+	nsPerMR float64 // ns to leak a milli-request: 1e9/rateM
 }
 
 // NewReq returns a leaky bucket over d that drains rate requests per second
@@ -36,7 +38,7 @@ func NewReq(d *dict.Dict, rate, burst float64) (*Req, error) {
 	if !(burst >= 0) || math.IsInf(burst*1000, 0) {
 		return nil, fmt.Errorf("%w: %v", ErrBadBurst, burst)
 	}
-	return &Req{d: d, rateM: rate * 1000, burstM: burst * 1000}, nil
+	return &Req{d: d, rateM: rate * 1000, burstM: burst * 1000, perMs: rate, nsPerMR: 1e6 / rate}, nil
 }
 
 // checkRate validates a rate in requests per second.
@@ -61,59 +63,72 @@ func (l *Req) Policy() Policy {
 // Errors: ErrAbused for a value that is not a Req's under key, and the
 // dictionary's errors.
 func (l *Req) Incoming(ctx context.Context, key string, commit bool) (Decision, error) {
-	return l.incomingAt(l.d.Now(), key, commit)
+	excess, ok, err := l.step(l.d.Now(), key, commit)
+	if err != nil {
+		return Decision{}, err
+	}
+	return l.decide(excess, ok, commit), nil
 }
 
 func (l *Req) dictionary() *dict.Dict { return l.d }
 
 func (l *Req) incomingAt(now int64, key string, commit bool) (Decision, error) {
-	var excess float64
-	var ok bool
+	excess, ok, err := l.step(now, key, commit)
+	if err != nil {
+		return Decision{}, err
+	}
+	return l.decide(excess, ok, commit), nil
+}
+
+// step makes the decision at now: the excess in milli-requests with the
+// request, and whether it is allowed; a commit stores it when it is.
+func (l *Req) step(now int64, key string, commit bool) (excess float64, ok bool, err error) {
 	buf := bufs.Get().(*[bufSize]byte)
 	defer bufs.Put(buf)
 	if !commit {
 		v, _, err := l.d.GetInto(key, buf[:0])
 		switch {
 		case errors.Is(err, dict.ErrNotFound):
-			excess, ok = 0, true
+			return 0, true, nil
 		case err != nil:
-			return Decision{}, dictErr(key, err)
+			return 0, false, dictErr(key, err)
 		case v.Kind() != dict.KindBytes || v.Len() != reqSize:
-			return Decision{}, abused(key, v)
-		default:
-			excess, ok = l.leak(getReq(v.Bytes()), true, now)
+			return 0, false, foreignOf(v).err(key)
 		}
-		return l.decide(excess, ok, false), nil
+		excess, ok = l.leak(getReq(v.Bytes()), true, now)
+		return excess, ok, nil
 	}
-	var bad dict.Value
-	err := l.d.Update(key, func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
-		if found && (cur.Kind() != dict.KindBytes || cur.Len() != reqSize) {
-			bad = cur
-			return cur, 0, true // leave it as it is
-		}
+	var bad foreign
+	err = l.d.Update(key, func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
 		var s reqState
 		if found {
-			s = getReq(cur.Bytes())
+			if b := cur.Bytes(); len(b) == reqSize {
+				s = getReq(b)
+			} else {
+				bad = foreignOf(cur)
+				return cur, 0, true // leave it as it is
+			}
 		}
 		excess, ok = l.leak(s, found, now)
-		if !ok {
-			return cur, 0, found // rejected: leave it as it is
+		if ok {
+			s = reqState{excess: truncExcess(excess), last: now}
 		}
-		putReq(buf[:], reqState{excess: truncExcess(excess), last: now})
-		return dict.Bytes(buf[:reqSize]), 0, true
+		putReq(buf[:], s) // rejected: unchanged
+		return dict.Bytes(buf[:reqSize]), 0, ok || found
 	})
 	if err != nil {
-		return Decision{}, dictErr(key, err)
+		return 0, false, dictErr(key, err)
 	}
-	if bad.Kind() != dict.KindNone {
-		return Decision{}, abused(key, bad)
+	if bad.found() {
+		return 0, false, bad.err(key)
 	}
-	return l.decide(excess, ok, true), nil
+	return excess, ok, nil
 }
 
 // leak returns the excess in milli-requests that a request at now makes,
 // given the stored state (found false: none), and whether it is within the
-// burst: resty.limit.req's arithmetic, in its order of operations.
+// burst: resty.limit.req's arithmetic, with its rate·|elapsed|/1000 as one
+// product.
 func (l *Req) leak(s reqState, found bool, now int64) (excess float64, ok bool) {
 	if !found {
 		return 0, true
@@ -122,7 +137,7 @@ func (l *Req) leak(s reqState, found bool, now int64) (excess float64, ok bool) 
 	if elapsed < 0 {
 		elapsed = -elapsed // a clock that went back, as the Lua module's abs
 	}
-	excess = float64(s.excess) - l.rateM*elapsed/1000 + 1000
+	excess = float64(s.excess) - l.perMs*elapsed + 1000
 	if !(excess > 0) {
 		excess = 0
 	}
@@ -132,13 +147,9 @@ func (l *Req) leak(s reqState, found bool, now int64) (excess float64, ok bool) 
 // decide builds the Decision for an excess in milli-requests.
 func (l *Req) decide(excess float64, ok, commit bool) Decision {
 	if !ok {
-		return Decision{
-			State:      excess / 1000,
-			RetryAfter: seconds((excess - l.burstM) / l.rateM),
-			ResetAfter: seconds(math.Max(excess-1000, 0) / l.rateM),
-		}
+		return l.rejected(excess)
 	}
-	delay := seconds(excess / l.rateM)
+	delay := l.leakTime(excess)
 	return Decision{
 		Allowed:    true,
 		Delay:      delay,
@@ -147,6 +158,28 @@ func (l *Req) decide(excess float64, ok, commit bool) Decision {
 		ResetAfter: delay,
 		Committed:  commit,
 	}
+}
+
+// rejected builds the Decision for a rejection at excess.
+func (l *Req) rejected(excess float64) Decision {
+	return Decision{
+		State:      excess / 1000,
+		RetryAfter: l.leakTime(excess - l.burstM),
+		ResetAfter: l.leakTime(excess - 1000),
+	}
+}
+
+// leakTime returns how long the bucket takes to leak excess
+// milli-requests; none for excess <= 0.
+func (l *Req) leakTime(excess float64) time.Duration {
+	if !(excess > 0) {
+		return 0
+	}
+	ns := excess * l.nsPerMR
+	if ns >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(ns)
 }
 
 // truncExcess truncates an excess to the stored integer, saturating.
@@ -163,7 +196,7 @@ func truncExcess(excess float64) uint64 {
 func (l *Req) Uncommit(ctx context.Context, key string) error {
 	buf := bufs.Get().(*[bufSize]byte)
 	defer bufs.Put(buf)
-	var bad dict.Value
+	var bad foreign
 	missing := false
 	err := l.d.Update(key, func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
 		switch {
@@ -171,7 +204,7 @@ func (l *Req) Uncommit(ctx context.Context, key string) error {
 			missing = true
 			return cur, 0, false
 		case cur.Kind() != dict.KindBytes || cur.Len() != reqSize:
-			bad = cur
+			bad = foreignOf(cur)
 			return cur, 0, true
 		}
 		s := getReq(cur.Bytes())
@@ -184,22 +217,8 @@ func (l *Req) Uncommit(ctx context.Context, key string) error {
 		return dictErr(key, err)
 	case missing:
 		return fmt.Errorf("limiter: uncommit %q: %w", key, ErrNotFound)
-	case bad.Kind() != dict.KindNone:
-		return abused(key, bad)
+	case bad.found():
+		return bad.err(key)
 	}
 	return nil
-}
-
-// abused returns ErrAbused for a foreign value under key.
-func abused(key string, v dict.Value) error {
-	return fmt.Errorf("%w: key %q holds %s of %d bytes", ErrAbused, key, v.Kind(), v.Len())
-}
-
-// dictErr wraps an error of the dictionary for key; a list or a
-// non-number under the key is ErrAbused.
-func dictErr(key string, err error) error {
-	if errors.Is(err, dict.ErrIsList) || errors.Is(err, dict.ErrNotNumber) {
-		return fmt.Errorf("%w: key %q: %w", ErrAbused, key, err)
-	}
-	return fmt.Errorf("limiter: key %q: %w", key, err)
 }

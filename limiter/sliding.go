@@ -80,19 +80,19 @@ func (l *SlidingWindow) incomingAt(now int64, key string, commit bool) (Decision
 		case err != nil:
 			return Decision{}, dictErr(key, err)
 		case v.Kind() != dict.KindBytes || v.Len() != swSize:
-			return Decision{}, abused(key, v)
+			return Decision{}, foreignOf(v).err(key)
 		default:
 			s = getSW(v.Bytes())
 		}
 		dec, _ = l.step(l.roll(s, win), elapsed)
 		return dec, nil
 	}
-	var bad dict.Value
+	var bad foreign
 	err := l.d.Update(key, func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
 		var s swState
 		if found {
 			if cur.Kind() != dict.KindBytes || cur.Len() != swSize {
-				bad = cur
+				bad = foreignOf(cur)
 				return cur, 0, true // leave it as it is
 			}
 			s = getSW(cur.Bytes())
@@ -116,8 +116,8 @@ func (l *SlidingWindow) incomingAt(now int64, key string, commit bool) (Decision
 	if err != nil {
 		return Decision{}, dictErr(key, err)
 	}
-	if bad.Kind() != dict.KindNone {
-		return Decision{}, abused(key, bad)
+	if bad.found() {
+		return Decision{}, bad.err(key)
 	}
 	return dec, nil
 }
@@ -204,13 +204,13 @@ func (l *SlidingWindow) Uncommit(ctx context.Context, key string) error {
 	win := floorDiv(now, l.w)
 	buf := bufs.Get().(*[bufSize]byte)
 	defer bufs.Put(buf)
-	var bad dict.Value
+	var bad foreign
 	err := l.d.Update(key, func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
 		if !found {
 			return cur, 0, false
 		}
 		if cur.Kind() != dict.KindBytes || cur.Len() != swSize {
-			bad = cur
+			bad = foreignOf(cur)
 			return cur, 0, true
 		}
 		s := l.roll(getSW(cur.Bytes()), win)
@@ -225,8 +225,8 @@ func (l *SlidingWindow) Uncommit(ctx context.Context, key string) error {
 	if err != nil {
 		return dictErr(key, err)
 	}
-	if bad.Kind() != dict.KindNone {
-		return abused(key, bad)
+	if bad.found() {
+		return bad.err(key)
 	}
 	return nil
 }

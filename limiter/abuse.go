@@ -1,0 +1,35 @@
+package limiter
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/shmzone/shmzone/dict"
+)
+
+// foreign describes a value that a limiter does not write, found under its
+// key: another limiter's or another program's. It is small so that an
+// Update's fn can note it without copying the Value.
+type foreign struct {
+	kind dict.Kind
+	n    int // bytes
+}
+
+func foreignOf(v dict.Value) foreign { return foreign{v.Kind(), v.Len()} }
+
+// found reports whether a foreign value was noted.
+func (f foreign) found() bool { return f.kind != dict.KindNone }
+
+// err returns ErrAbused for the value under key.
+func (f foreign) err(key string) error {
+	return fmt.Errorf("%w: key %q holds %s of %d bytes", ErrAbused, key, f.kind, f.n)
+}
+
+// dictErr wraps an error of the dictionary for key; a list or a
+// non-number under the key is ErrAbused.
+func dictErr(key string, err error) error {
+	if errors.Is(err, dict.ErrIsList) || errors.Is(err, dict.ErrNotNumber) {
+		return fmt.Errorf("%w: key %q: %w", ErrAbused, key, err)
+	}
+	return fmt.Errorf("limiter: key %q: %w", key, err)
+}

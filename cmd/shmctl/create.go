@@ -1,0 +1,59 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/shm"
+)
+
+var createCmd = &command{
+	name:    "create",
+	args:    "ZONE",
+	summary: "create a zone of a given size",
+	help: `Create creates a zone file of --size bytes, all allocated at once, with
+--shards shards (a power of two; each has its own lock and eviction order).
+It exits 1 when the zone exists: an existing zone keeps its size (use dump
+and restore to move its keys to a zone of another size).`,
+	min: 1, max: 1,
+	flags: func(fs *flag.FlagSet) func(*env, []string) error {
+		size := fs.String("size", "", "zone size in bytes, with K, M, G or T (required), e.g. 64M")
+		shards := fs.Int("shards", 0, "shard count, a power of two up to 4096; 0 chooses one per 512 KiB, up to 64")
+		perm := fs.String("perm", "0600", "file mode of the zone, in octal")
+		return func(e *env, args []string) error {
+			if *size == "" {
+				return usagef("--size is required")
+			}
+			n, err := parseSize(*size)
+			if err != nil {
+				return err
+			}
+			mode, err := strconv.ParseUint(*perm, 8, 32)
+			if err != nil || mode&^0o777 != 0 {
+				return usagef("bad --perm %q: want an octal file mode such as 0644", *perm)
+			}
+			return runCreate(e, args[0], dict.Options{Size: n, Shards: *shards, Perm: os.FileMode(mode)})
+		}
+	},
+}
+
+func runCreate(e *env, name string, o dict.Options) error {
+	path := shm.Path(name)
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("%w: %s", errZoneExists, path)
+	}
+	d, err := e.openCreate(name, o)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if !d.Zone().Created() {
+		return fmt.Errorf("%w: %s", errZoneExists, path)
+	}
+	h := d.Zone().Header()
+	fmt.Fprintf(e.stdout, "created %s: %s, %d shard(s) of %s\n", path, formatSize(h.Size), h.Shards, formatSize(h.ShardSize))
+	return nil
+}

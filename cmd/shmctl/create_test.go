@@ -1,0 +1,56 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestCreate(t *testing.T) {
+	h := newHarness(t)
+	golden(t, "create", h.transcript(
+		[]string{"create", "app", "--size", "1M"},
+		[]string{"create", "big", "--size", "64MiB", "--shards", "16", "--perm", "0640"},
+		[]string{"create", h.dir + "/by-path.zone", "--size", "256K"},
+		[]string{"create", "app", "--size", "2M"},
+		[]string{"create", "nosize"},
+	))
+	fi, err := os.Stat(h.path("big"))
+	if err != nil || fi.Size() > 64<<20 || fi.Size() < 63<<20 || fi.Mode().Perm() != 0o640 {
+		t.Errorf("big.zone: %v; want 64 MiB less rounding to pages, mode 0640", err)
+	}
+	if hd := zoneHeader(t, h.path("big")); hd.Shards != 16 {
+		t.Errorf("big.zone has %d shards, want 16", hd.Shards)
+	}
+	if hd := zoneHeader(t, h.path("app")); hd.Size != 1<<20 {
+		t.Errorf("app.zone after a second create: %d bytes, want its first size", hd.Size)
+	}
+	for _, bad := range []string{"0", "-1", "1X", "", "12.5M"} {
+		if _, err := parseSize(bad); err == nil {
+			t.Errorf("parseSize(%q) succeeded", bad)
+		}
+	}
+	if _, errs, code := h.run("create", "x", "--size", "1M", "--perm", "999"); code != exitUsage || !strings.Contains(errs, "--perm") {
+		t.Errorf("create --perm 999: exit %d, %q", code, errs)
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+	}{
+		{"4096", 4096}, {"64K", 64 << 10}, {"64k", 64 << 10}, {"64KiB", 64 << 10}, {"64KB", 64 << 10},
+		{"3M", 3 << 20}, {"1G", 1 << 30}, {"2T", 2 << 40}, {"100b", 100},
+	}
+	for _, tt := range tests {
+		if got, err := parseSize(tt.in); got != tt.want || err != nil {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
+		}
+	}
+	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1536: "1.5 KiB", 64 << 20: "64.0 MiB", 3 << 40: "3.0 TiB"} {
+		if got := formatSize(n); got != want {
+			t.Errorf("formatSize(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/shmzone/shmzone/dict"
+)
+
+var infoCmd = &command{
+	name:    "info",
+	args:    "ZONE",
+	summary: "print a zone's size, free space, keys and counters",
+	help: `Info prints a zone's size and geometry, its free space, its entries, the
+counters every process adds to (hits, misses, writes, evictions, expirations,
+lock waits, recoveries: since the zone was created), and the use of each
+slab size class. --shards adds a line per shard. Info opens the zone
+read-only.`,
+	min: 1, max: 1,
+	flags: func(fs *flag.FlagSet) func(*env, []string) error {
+		asJSON := fs.Bool("json", false, "print JSON")
+		shards := fs.Bool("shards", false, "also print each shard's figures")
+		return func(e *env, args []string) error {
+			d, err := e.openRead(args[0])
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			r := newInfo(d, *shards)
+			if *asJSON {
+				return writeJSON(e.stdout, r, true)
+			}
+			return r.write(e.stdout)
+		}
+	},
+}
+
+// jsonStats are a dictionary's figures, for info and watch.
+type jsonStats struct {
+	Free        int64  `json:"free"`
+	Entries     int64  `json:"entries"`
+	Hits        uint64 `json:"hits"`
+	Misses      uint64 `json:"misses"`
+	Writes      uint64 `json:"writes"`
+	Evictions   uint64 `json:"evictions"`
+	Expirations uint64 `json:"expirations"`
+	LockWaits   uint64 `json:"lock_waits"`
+	Recoveries  uint64 `json:"recoveries"`
+}
+
+func statsOf(st dict.Stats) jsonStats {
+	return jsonStats{
+		Free: st.FreeSpace, Entries: st.Entries, Hits: st.Hits, Misses: st.Misses, Writes: st.Writes,
+		Evictions: st.Evictions, Expirations: st.Expirations, LockWaits: st.LockWaits, Recoveries: st.Recoveries,
+	}
+}
+
+// counters returns the counters with their names for people, in order.
+func (s jsonStats) counters() []struct {
+	name string
+	n    uint64
+} {
+	return []struct {
+		name string
+		n    uint64
+	}{
+		{"hits", s.Hits}, {"misses", s.Misses}, {"writes", s.Writes}, {"evictions", s.Evictions},
+		{"expirations", s.Expirations}, {"lock waits", s.LockWaits}, {"recoveries", s.Recoveries},
+	}
+}
+
+// info is what info reports.
+type info struct {
+	Zone       string `json:"zone"`
+	Size       int64  `json:"size"`
+	Shards     int    `json:"shards"`
+	ShardSize  int64  `json:"shard_size"`
+	IndexSlots int    `json:"index_slots"` // per shard
+	PageSize   int    `json:"page_size"`
+	jsonStats
+	// Classes are the slab size classes in use; the row of Size 0 counts
+	// page runs (entries larger than half a page): Used runs of Pages pages.
+	Classes  []jsonClass `json:"classes"`
+	PerShard []jsonShard `json:"per_shard,omitempty"`
+}
+
+type jsonClass struct {
+	Size  int `json:"size"`
+	Pages int `json:"pages"`
+	Used  int `json:"used"`
+	Free  int `json:"free"`
+}
+
+type jsonShard struct {
+	Shard int `json:"shard"`
+	jsonStats
+}
+
+func newInfo(d *dict.Dict, perShard bool) info {
+	h := d.Zone().Header()
+	r := info{
+		Zone: d.Path(), Size: h.Size, Shards: h.Shards, ShardSize: h.ShardSize,
+		IndexSlots: h.IndexSize, PageSize: h.PageSize, jsonStats: statsOf(d.Stats()),
+		Classes: []jsonClass{},
+	}
+	for _, c := range d.SlabStats() {
+		r.Classes = append(r.Classes, jsonClass(c))
+	}
+	for i := 0; perShard && i < h.Shards; i++ {
+		r.PerShard = append(r.PerShard, jsonShard{i, statsOf(d.ShardStats(i))})
+	}
+	return r
+}
+
+func (r info) write(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "zone\t%s\n", r.Zone)
+	fmt.Fprintf(tw, "size\t%s (%d bytes): %d shard(s) of %s, %d index slots each\n",
+		formatSize(r.Size), r.Size, r.Shards, formatSize(r.ShardSize), r.IndexSlots)
+	fmt.Fprintf(tw, "free\t%s (%d bytes)\n", formatSize(r.Free), r.Free)
+	fmt.Fprintf(tw, "entries\t%d (expired ones not yet reclaimed included)\n", r.Entries)
+	for _, c := range r.counters() {
+		fmt.Fprintf(tw, "%s\t%d\n", c.name, c.n)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "\nslab class\tpages\tused\tfree\t\n")
+	for _, c := range r.Classes {
+		if c.Size == 0 {
+			fmt.Fprintf(tw, "page runs\t%d\t%d\t-\t\n", c.Pages, c.Used)
+			continue
+		}
+		fmt.Fprintf(tw, "%d B\t%d\t%d\t%d\t\n", c.Size, c.Pages, c.Used, c.Free)
+	}
+	if len(r.PerShard) > 0 {
+		fmt.Fprint(tw, "\nshard\tentries\tfree\thits\tmisses\twrites\tevictions\texpirations\tlock waits\trecoveries\t\n")
+		for _, s := range r.PerShard {
+			fmt.Fprintf(tw, "%d\t%d\t%d\t", s.Shard, s.Entries, s.Free)
+			for _, c := range s.counters() {
+				fmt.Fprintf(tw, "%d\t", c.n)
+			}
+			fmt.Fprintln(tw)
+		}
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/shmzone/shmzone/dict"
+)
+
+// Values on the command line and in output. On the command line a value is
+// text read as its kind (--kind bytes|int|float|bool; bytes may be given in
+// base64). For people a bytes value is quoted in Go syntax, so that every
+// byte shows and none is a terminal control code; numbers and bools are bare.
+// In JSON every value carries its kind; bytes that are not UTF-8 go in
+// value_b64, and floats that JSON cannot hold (NaN, ±Inf) are strings.
+
+// kinds are the kinds a value on the command line may have.
+var kinds = map[string]dict.Kind{
+	"bytes": dict.KindBytes, "int": dict.KindInt, "float": dict.KindFloat, "bool": dict.KindBool,
+}
+
+// parseValue reads a command-line value of the named kind; b64 says that a
+// bytes value is given in base64.
+func parseValue(kind, text string, b64 bool) (dict.Value, error) {
+	k, ok := kinds[kind]
+	if !ok {
+		return dict.Value{}, usagef("bad kind %q: want bytes, int, float or bool", kind)
+	}
+	if b64 && k != dict.KindBytes {
+		return dict.Value{}, usagef("--base64 is for bytes values, not %s", kind)
+	}
+	v, err := valueOfText(k, text, b64)
+	if err != nil {
+		return dict.Value{}, usagef("bad %s value %q", kind, text)
+	}
+	return v, nil
+}
+
+// valueOfText reads a value of kind k from its text form.
+func valueOfText(k dict.Kind, text string, b64 bool) (dict.Value, error) {
+	switch k {
+	case dict.KindBytes:
+		if b64 {
+			b, err := base64.StdEncoding.DecodeString(text)
+			return dict.Bytes(b), err
+		}
+		return dict.String(text), nil
+	case dict.KindInt:
+		n, err := strconv.ParseInt(text, 10, 64)
+		return dict.Int(n), err
+	case dict.KindFloat:
+		f, err := strconv.ParseFloat(text, 64)
+		return dict.Float(f), err
+	case dict.KindBool:
+		b, err := strconv.ParseBool(text)
+		return dict.Bool(b), err
+	}
+	return dict.Value{}, fmt.Errorf("kind %v has no text form", k)
+}
+
+// human formats a value for people: bytes quoted, others bare.
+func human(v dict.Value) string {
+	if v.Kind() == dict.KindBytes {
+		return strconv.Quote(v.String())
+	}
+	return v.String()
+}
+
+// humanList formats a list's elements for people, each with its kind.
+func humanList(vs []dict.Value) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = v.Kind().String() + " " + human(v)
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// humanKey formats a key for people: as it is when it is printable text
+// that cannot be mistaken for a quoted one, quoted otherwise.
+func humanKey(k string) string {
+	if k == "" || strings.HasPrefix(k, `"`) || !utf8.ValidString(k) {
+		return strconv.Quote(k)
+	}
+	for _, r := range k {
+		if !unicode.IsPrint(r) || unicode.IsSpace(r) {
+			return strconv.Quote(k)
+		}
+	}
+	return k
+}
+
+// humanTTL formats a TTL for people: "never" for 0.
+func humanTTL(ttl time.Duration) string {
+	if ttl == 0 {
+		return "never"
+	}
+	return ttl.String()
+}
+
+// jsonValue is a value in JSON: its kind, and the value in value, or in
+// value_b64 for bytes that are not UTF-8. A list's value is an array of
+// jsonValues.
+type jsonValue struct {
+	Kind     string          `json:"kind"`
+	Value    json.RawMessage `json:"value,omitempty"`
+	ValueB64 string          `json:"value_b64,omitempty"`
+}
+
+// jsonKey is a key in JSON: in key, or in key_b64 when it is not UTF-8.
+type jsonKey struct {
+	Key    string `json:"key,omitempty"`
+	KeyB64 string `json:"key_b64,omitempty"`
+}
+
+func newJSONKey(k string) jsonKey {
+	if utf8.ValidString(k) {
+		return jsonKey{Key: k}
+	}
+	return jsonKey{KeyB64: base64.StdEncoding.EncodeToString([]byte(k))}
+}
+
+func (j jsonKey) key() (string, error) {
+	if j.KeyB64 != "" {
+		k, err := base64.StdEncoding.DecodeString(j.KeyB64)
+		if err != nil {
+			return "", fmt.Errorf("key_b64: %v", err)
+		}
+		return string(k), nil
+	}
+	if j.Key == "" {
+		return "", fmt.Errorf("no key")
+	}
+	return j.Key, nil
+}
+
+// jsonItem is a key in JSON (get, keys and dump): the key, its value unless
+// only keys are listed, its flags, and its TTL in milliseconds (0: never
+// expires).
+type jsonItem struct {
+	jsonKey
+	jsonValue
+	Flags uint32 `json:"flags"`
+	TTLMs int64  `json:"ttl_ms"`
+}
+
+// jsonTTL is a key's TTL in JSON (ttl).
+type jsonTTL struct {
+	jsonKey
+	TTLMs int64 `json:"ttl_ms"`
+}
+
+// item is a key's contents, as get, keys and dump show them.
+type item struct {
+	key    string
+	value  dict.Value   // the value of a key that is no list
+	list   []dict.Value // the elements of a list
+	isList bool
+	flags  uint32
+	ttl    time.Duration // time left; 0 = never expires
+}
+
+// itemOf converts what Dict.Scan reports.
+func itemOf(it dict.Item) item {
+	return item{
+		key: it.Key, value: it.Value, list: it.List, isList: it.Value.Kind() == dict.KindList,
+		flags: it.Flags, ttl: it.TTL,
+	}
+}
+
+func (it item) kind() string {
+	if it.isList {
+		return "list"
+	}
+	return it.value.Kind().String()
+}
+
+// human formats the item's value for people, with its kind.
+func (it item) human() string {
+	if it.isList {
+		return fmt.Sprintf("list %s", humanList(it.list))
+	}
+	return it.kind() + " " + human(it.value)
+}
+
+// json describes the item in JSON; with withValue false, all but its value.
+func (it item) json(withValue bool) jsonItem {
+	j := jsonItem{jsonKey: newJSONKey(it.key), Flags: it.flags, TTLMs: it.ttl.Milliseconds()}
+	j.jsonValue = jsonValue{Kind: it.kind()}
+	if withValue && it.isList {
+		elems := make([]jsonValue, len(it.list))
+		for i, e := range it.list {
+			elems[i] = toJSON(e)
+		}
+		j.Value = mustJSON(elems)
+	} else if withValue {
+		j.jsonValue = toJSON(it.value)
+	}
+	return j
+}
+
+// toJSON encodes a value that is no list.
+func toJSON(v dict.Value) jsonValue {
+	j := jsonValue{Kind: v.Kind().String()}
+	switch v.Kind() {
+	case dict.KindBytes:
+		if b := v.Bytes(); utf8.Valid(b) {
+			j.Value = mustJSON(string(b))
+		} else {
+			j.ValueB64 = base64.StdEncoding.EncodeToString(b)
+		}
+	case dict.KindFloat:
+		f := v.Float()
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			j.Value = mustJSON(v.String())
+		} else {
+			j.Value = json.RawMessage(v.String())
+		}
+	default: // int, bool: their text is their JSON
+		j.Value = json.RawMessage(v.String())
+	}
+	return j
+}
+
+// mustJSON encodes what cannot fail to encode: strings and jsonValues.
+func mustJSON(x any) json.RawMessage {
+	var b bytes.Buffer
+	if err := writeJSON(&b, x, false); err != nil {
+		panic(err)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// writeJSON writes x as JSON and a newline: indented for a document, on one
+// line for a line of a stream. "<", ">" and "&" stay as they are.
+func writeJSON(w io.Writer, x any, indent bool) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	if indent {
+		enc.SetIndent("", "  ")
+	}
+	return enc.Encode(x)
+}

@@ -49,7 +49,8 @@ type command struct {
 // commands are shmctl's verbs, in the order its usage lists them.
 var commands = []*command{
 	createCmd, lsCmd, infoCmd, getCmd, setCmd, addCmd, incrCmd, delCmd,
-	ttlCmd, expireCmd, keysCmd, flushCmd, checkCmd, dumpCmd, rmCmd,
+	ttlCmd, expireCmd, keysCmd, flushCmd, checkCmd, dumpCmd, restoreCmd,
+	rmCmd,
 }
 
 // Exit codes. They are part of the interface: scripts test them.

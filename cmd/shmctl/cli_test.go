@@ -20,6 +20,15 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden with this run's output")
 
+// TestMain runs the test binary as shmctl itself when SHMCTL_AS_MAIN is
+// set: the process tests (process_test.go) run it as the real command.
+func TestMain(m *testing.M) {
+	if os.Getenv("SHMCTL_AS_MAIN") == "1" {
+		main()
+	}
+	os.Exit(m.Run())
+}
+
 // epoch is the fixed time the harness's clock starts at, in Unix ms.
 const epoch = int64(1_700_000_000_000)
 

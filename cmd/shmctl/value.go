@@ -230,6 +230,62 @@ func toJSON(v dict.Value) jsonValue {
 	return j
 }
 
+// item decodes what item.json encoded, with its value.
+func (j jsonItem) item() (item, error) {
+	it := item{flags: j.Flags, ttl: time.Duration(j.TTLMs) * time.Millisecond}
+	var err error
+	if it.key, err = j.key(); err != nil {
+		return it, err
+	}
+	if j.TTLMs < 0 {
+		return it, fmt.Errorf("negative ttl_ms %d", j.TTLMs)
+	}
+	if j.Kind != "list" {
+		v, err := fromJSON(j.jsonValue)
+		it.value = v
+		return it, err
+	}
+	var elems []jsonValue
+	if err := json.Unmarshal(j.Value, &elems); err != nil {
+		return it, fmt.Errorf("list value: %v", err)
+	}
+	it.isList = true
+	it.list = make([]dict.Value, len(elems))
+	for i, e := range elems {
+		v, err := fromJSON(e)
+		if err != nil {
+			return it, fmt.Errorf("list element %d: %v", i, err)
+		}
+		it.list[i] = v
+	}
+	return it, nil
+}
+
+// fromJSON decodes a value that toJSON encoded.
+func fromJSON(j jsonValue) (dict.Value, error) {
+	k, ok := kinds[j.Kind]
+	if !ok {
+		return dict.Value{}, fmt.Errorf("bad kind %q", j.Kind)
+	}
+	if j.ValueB64 != "" {
+		if k != dict.KindBytes {
+			return dict.Value{}, fmt.Errorf("value_b64 for a %s", j.Kind)
+		}
+		return valueOfText(k, j.ValueB64, true)
+	}
+	text := string(j.Value)
+	if k == dict.KindBytes || k == dict.KindFloat && strings.HasPrefix(text, `"`) {
+		if err := json.Unmarshal(j.Value, &text); err != nil {
+			return dict.Value{}, fmt.Errorf("%s value: %v", j.Kind, err)
+		}
+	}
+	v, err := valueOfText(k, text, false)
+	if err != nil {
+		return dict.Value{}, fmt.Errorf("bad %s value %s", j.Kind, j.Value)
+	}
+	return v, nil
+}
+
 // mustJSON encodes what cannot fail to encode: strings and jsonValues.
 func mustJSON(x any) json.RawMessage {
 	var b bytes.Buffer

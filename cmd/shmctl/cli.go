@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shmzone/shmzone/dict"
+	"golang.org/x/sys/unix"
 )
 
 // env is what a verb runs with: its streams, its clock and the terminal it
@@ -21,6 +22,10 @@ type env struct {
 	stderr io.Writer
 	// clock is the dictionaries' clock in Unix ms; nil is the system's.
 	clock func() int64
+	// sleep waits between watch's samples; nil is time.Sleep.
+	sleep func(time.Duration)
+	// terminal says stdout is a terminal: watch redraws in place.
+	terminal bool
 	// opened, when set, is told of every dictionary a verb opens.
 	opened func(d *dict.Dict)
 }
@@ -50,7 +55,7 @@ type command struct {
 var commands = []*command{
 	createCmd, lsCmd, infoCmd, getCmd, setCmd, addCmd, incrCmd, delCmd,
 	ttlCmd, expireCmd, keysCmd, flushCmd, checkCmd, dumpCmd, restoreCmd,
-	rmCmd,
+	watchCmd, rmCmd,
 }
 
 // Exit codes. They are part of the interface: scripts test them.
@@ -179,7 +184,7 @@ Verbs:
 A ZONE is a name, resolved as $SHMZONE_DIR/NAME.zone (default /dev/shm), or a
 path holding a slash. "shmctl VERB --help" describes a verb and its flags.
 
-The read verbs (ls, info, get, ttl, keys, check, dump) map the zone
+The read verbs (ls, info, get, ttl, keys, check, dump, watch) map the zone
 read-only and take no lock: they never change it, nor wait for its writers,
 and may see a write that is in progress at that instant.
 
@@ -255,8 +260,15 @@ func isBoolFlag(f *flag.Flag) bool {
 // osEnv is the env of the shmctl process.
 func osEnv() *env {
 	return &env{
-		stdin:  os.Stdin,
-		stdout: os.Stdout,
-		stderr: os.Stderr,
+		stdin:    os.Stdin,
+		stdout:   os.Stdout,
+		stderr:   os.Stderr,
+		terminal: isTerminal(os.Stdout),
 	}
+}
+
+// isTerminal reports whether f is a terminal.
+func isTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }

@@ -40,6 +40,8 @@ type harness struct {
 	ms    atomic.Int64
 	mu    sync.Mutex
 	opens []bool // for each zone a verb opened, whether it is mapped read-only
+	sleep func(time.Duration)
+	term  bool
 	stdin io.Reader
 }
 
@@ -63,7 +65,7 @@ func (h *harness) env(stdout, stderr io.Writer) *env {
 		in = strings.NewReader("")
 	}
 	return &env{
-		stdin: in, stdout: stdout, stderr: stderr, clock: h.now,
+		stdin: in, stdout: stdout, stderr: stderr, clock: h.now, sleep: h.sleep, terminal: h.term,
 		opened: func(d *dict.Dict) {
 			h.mu.Lock()
 			defer h.mu.Unlock()

@@ -28,6 +28,8 @@ var readVerbs = [][]string{
 	{"check", "app"},
 	{"check", "--json", "app"},
 	{"dump", "app"},
+	{"watch", "app", "--count", "2"},
+	{"watch", "--json", "app", "--count", "2"},
 }
 
 // TestReadVerbsChangeNothing runs every read verb and proves that it mapped
@@ -35,6 +37,7 @@ var readVerbs = [][]string{
 func TestReadVerbsChangeNothing(t *testing.T) {
 	h := newHarness(t)
 	h.fixture()
+	h.sleep = h.advance
 	d := h.dict("app")
 	d.Get("hits") // counters that are not zero, and a used bit set
 	d.Close()

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWatch drives watch with a sleep that moves the clock and, like a
+// program using the zone, increments a key more at each tick (10, 20, 30
+// times) and misses one: the rates are exact.
+func TestWatch(t *testing.T) {
+	h := newHarness(t)
+	h.fixture()
+	d := h.dict("app")
+	defer d.Close()
+	tick := 0
+	h.sleep = func(dur time.Duration) {
+		h.advance(dur)
+		tick = tick%3 + 1
+		for i := 0; i < 10*tick; i++ {
+			if _, err := d.Incr("hits", 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d.Get("absent")
+	}
+	plain := h.transcript(
+		[]string{"watch", "app", "--count", "3"},
+		[]string{"watch", "app", "--count", "3", "--interval", "500ms", "--key", "hits"},
+		[]string{"watch", "app", "--count", "1", "--key", "absent"},
+	)
+	golden(t, "watch", plain)
+	if strings.Contains(plain, "\x1b") {
+		t.Errorf("watch wrote control codes to a pipe")
+	}
+	golden(t, "watch_json", h.transcript(
+		[]string{"watch", "--json", "--count", "3", "app"},
+		[]string{"watch", "--json", "--count", "1", "app", "--key", "hits"},
+	))
+	h.term = true
+	golden(t, "watch_terminal", h.transcript([]string{"watch", "app", "--count", "2", "--key", "hits"}))
+	if v, _, _ := d.Get("hits"); v.Int() != 42+10*(4*(1+2+3)+1) { // 13 ticks
+		t.Errorf("hits = %d after the watches", v.Int())
+	}
+}

@@ -2,15 +2,22 @@
 GO ?= go
 PKGS ?= ./...
 
-.PHONY: test lint vet fmt race unit bench fuzz
+.PHONY: test deps lint vet fmt race unit bench fuzz
 
 ## test: what CI runs: lint, the tests, and the tests again under the race detector.
-test: lint unit race
+test: deps lint unit race
 
-unit:
+## deps: the tests start real redis-server processes (limiter/redistier);
+## install redis-server and redis-cli with apt when they are missing.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+deps:
+	@command -v redis-server >/dev/null && command -v redis-cli >/dev/null || \
+		($(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server redis-tools)
+
+unit: deps
 	$(GO) test -count=1 $(PKGS)
 
-race:
+race: deps
 	$(GO) test -race -count=1 $(PKGS)
 
 ## lint: gofmt and go vet must be clean.

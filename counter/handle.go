@@ -1,0 +1,32 @@
+package counter
+
+// Handle counts increments of one key without looking it up: for the few
+// hot keys of a program (request totals, status codes). Its cells are the
+// key's own, so Incr of the same key and Add mix freely. The key is held in
+// memory, and drained by every Sync, for the Counter's life. A Handle is
+// safe for use by many goroutines.
+type Handle struct {
+	cells []*cell // every stripe of the key, made by Key
+	key   string
+}
+
+// Key returns a Handle for key. It takes a mutex and, the first time for a
+// key, allocates a cell per stripe; keep the Handle rather than calling Key
+// per increment.
+func (c *Counter) Key(key string) *Handle {
+	e := c.entryFor(key, true)
+	h := &Handle{cells: make([]*cell, len(e.cells)), key: e.key}
+	for i := range e.cells {
+		h.cells[i] = e.cells[i].Load()
+	}
+	return h
+}
+
+// Add adds n to the key's count in process memory: one atomic add, with no
+// hashing, lookup, lock or allocation.
+func (h *Handle) Add(n int64) {
+	h.cells[stripe(len(h.cells))].n.Add(n)
+}
+
+// Name returns the Handle's key.
+func (h *Handle) Name() string { return h.key }

@@ -1,0 +1,154 @@
+package counter
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/shmzone/shmzone/dict"
+)
+
+// newInternal returns a Counter that syncs by hand and sweeps every
+// sweepEvery syncs, over a new 4 MiB zone; the test closes both.
+func newInternal(t *testing.T, sweepEvery uint64) (*Counter, *dict.Dict) {
+	t.Helper()
+	d, err := dict.Open(filepath.Join(t.TempDir(), "test.zone"), dict.Options{Size: 4 << 20, Clock: func() int64 { return 1 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	c, err := New(d, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.sweepEvery = sweepEvery
+	t.Cleanup(func() { c.Close() })
+	return c, d
+}
+
+// zoneCount returns key's count in d, 0 when absent.
+func zoneCount(t *testing.T, d *dict.Dict, key string) int64 {
+	t.Helper()
+	v, _, err := d.Get(key)
+	if err != nil && err != dict.ErrNotFound {
+		t.Fatalf("dict Get(%q) = %v", key, err)
+	}
+	return v.Int()
+}
+
+func mustSyncI(t *testing.T, c *Counter) {
+	t.Helper()
+	if err := c.Sync(); err != nil {
+		t.Fatalf("Sync() = %v", err)
+	}
+}
+
+// TestRetire shows that idle keys leave memory, busy and pinned ones stay,
+// and a retired key counts again from its next Incr.
+func TestRetire(t *testing.T) {
+	c, d := newInternal(t, 2)
+	h := c.Key("pinned")
+	c.Incr("idle", 1)
+	h.Add(1)
+	for i := 0; i < 6; i++ {
+		c.Incr("busy", 1)
+		mustSyncI(t, c)
+	}
+	st := c.Stats()
+	if st.Retired != 1 || st.Keys != 2 || c.idx.load("idle") != nil {
+		t.Fatalf("Stats() = %+v after 6 syncs, idle in index: %v; want idle retired, 2 keys", st, c.idx.load("idle") != nil)
+	}
+	c.Incr("idle", 5)
+	h.Add(1)
+	mustSyncI(t, c)
+	for k, want := range map[string]int64{"idle": 6, "busy": 6, "pinned": 2} {
+		if got := zoneCount(t, d, k); got != want {
+			t.Errorf("dict Get(%q) = %d, want %d", k, got, want)
+		}
+	}
+}
+
+// TestRetireLateAdd plays a goroutine that found an entry in the index
+// just before its retirement and adds to it just after: the add moves to
+// the key's new entry and the next Sync writes it.
+func TestRetireLateAdd(t *testing.T) {
+	c, d := newInternal(t, 1)
+	c.Incr("k", 1)
+	mustSyncI(t, c)
+	stale := c.idx.load("k")
+	mustSyncI(t, c) // the sweep of an idle sync retires k
+	if stale.state.Load() != dead || c.idx.load("k") != nil {
+		t.Fatalf("k not retired: state %d", stale.state.Load())
+	}
+	stale.add(41)
+	if e := c.idx.load("k"); e == nil && len(c.idx.fresh) == 0 {
+		t.Fatal("the late add made no new entry for k")
+	}
+	mustSyncI(t, c)
+	if got := zoneCount(t, d, "k"); got != 42 {
+		t.Errorf("dict Get(k) = %d, want 42", got)
+	}
+}
+
+// TestRetireRace has goroutines increment many keys, some often and most
+// rarely, while another goroutine syncs and sweeps at every sync, so that
+// entries retire while increments reach them. Close leaves the exact
+// totals. Run it with -race.
+func TestRetireRace(t *testing.T) {
+	const (
+		workers = 4
+		ops     = 30_000
+		keys    = 2000
+	)
+	c, d := newInternal(t, 1)
+	stop := make(chan struct{})
+	var syncer sync.WaitGroup
+	syncer.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := c.Sync(); err != nil {
+				t.Errorf("Sync() = %v", err)
+				return
+			}
+		}
+	})
+	want := make([][keys]int64, workers)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 1))
+			for i := 0; i < ops; i++ {
+				k := r.IntN(keys)
+				if i%2 == 0 {
+					k %= 10 // half the increments go to ten hot keys
+				}
+				n := int64(r.IntN(5)) - 1
+				want[w][k] += n
+				c.Incr(fmt.Sprintf("k%04d", k), n)
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	syncer.Wait()
+	retired := c.Stats().Retired
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+	for k := 0; k < keys; k++ {
+		var sum int64
+		for w := range want {
+			sum += want[w][k]
+		}
+		if got := zoneCount(t, d, fmt.Sprintf("k%04d", k)); got != sum {
+			t.Errorf("dict Get(k%04d) = %d, want %d", k, got, sum)
+		}
+	}
+	t.Logf("%d entries retired while the workers ran", retired)
+}

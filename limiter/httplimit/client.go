@@ -1,0 +1,100 @@
+package httplimit
+
+import (
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// ClientAddr returns the address of the client that sent r. It is the
+// peer's address (r.RemoteAddr) unless the peer is a trusted proxy; then
+// X-Forwarded-For is read from the right, skipping trusted addresses, and
+// the first untrusted one is the client: the rightmost untrusted address,
+// the only one no client can forge. When every address is trusted, the
+// leftmost is the client; an entry that is no address ends the walk at the
+// trusted hop that added it. IPv4-mapped IPv6 addresses are unmapped and
+// zones dropped. Errors: ErrNoClientAddr when RemoteAddr is no address.
+func ClientAddr(r *http.Request, trusted []netip.Prefix) (netip.Addr, error) {
+	peer, ok := parseAddr(r.RemoteAddr)
+	if !ok {
+		return netip.Addr{}, fmt.Errorf("%w: RemoteAddr %q", ErrNoClientAddr, r.RemoteAddr)
+	}
+	if !isTrusted(peer, trusted) {
+		return peer, nil
+	}
+	client := peer
+	hdrs := r.Header.Values("X-Forwarded-For")
+	for i := len(hdrs) - 1; i >= 0; i-- {
+		list := hdrs[i]
+		for list != "" {
+			var item string
+			if j := strings.LastIndexByte(list, ','); j >= 0 {
+				list, item = list[:j], list[j+1:]
+			} else {
+				list, item = "", list
+			}
+			addr, ok := parseAddr(strings.TrimSpace(item))
+			if !ok {
+				return client, nil // forged or broken: trust the hop that added it
+			}
+			client = addr
+			if !isTrusted(addr, trusted) {
+				return client, nil
+			}
+		}
+	}
+	return client, nil
+}
+
+// parseAddr parses an address with or without a port ("192.0.2.1",
+// "192.0.2.1:80", "[2001:db8::1]:80", "2001:db8::1").
+func parseAddr(s string) (netip.Addr, bool) {
+	addr, err := netip.ParseAddr(s)
+	if err != nil {
+		ap, err := netip.ParseAddrPort(s)
+		if err != nil {
+			return netip.Addr{}, false
+		}
+		addr = ap.Addr()
+	}
+	return addr.Unmap().WithZone(""), true
+}
+
+func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
+	for _, p := range trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// AddrKey returns the limiter key of a client address: the address for
+// IPv4, its /64 for IPv6, since one IPv6 host commonly holds a whole /64
+// ("2001:db8:1:2::/64").
+func AddrKey(a netip.Addr) string {
+	if a.Is4() {
+		return a.String()
+	}
+	p, _ := a.Prefix(64)
+	return p.String()
+}
+
+// ParsePrefixes parses trusted proxies given as CIDRs ("10.0.0.0/8") or
+// single addresses ("192.0.2.7"). Errors: ErrBadProxy naming the string.
+func ParsePrefixes(ss ...string) ([]netip.Prefix, error) {
+	ps := make([]netip.Prefix, 0, len(ss))
+	for _, s := range ss {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				return nil, fmt.Errorf("%w: %q: %v", ErrBadProxy, s, err)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		ps = append(ps, p.Masked())
+	}
+	return ps, nil
+}

@@ -1,0 +1,93 @@
+package httplimit
+
+import (
+	"errors"
+	"net/http/httptest"
+	"net/netip"
+	"testing"
+)
+
+func TestClientAddr(t *testing.T) {
+	trusted, err := ParsePrefixes("10.0.0.0/8", "2001:db8:ffff::/48", "192.0.2.7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		remote string
+		xff    []string
+		want   string
+	}{
+		{"no proxy", "198.51.100.1:1234", nil, "198.51.100.1"},
+		{"untrusted peer's XFF is ignored", "198.51.100.1:1234", []string{"203.0.113.9"}, "198.51.100.1"},
+		{"trusted peer", "10.1.2.3:80", []string{"203.0.113.9"}, "203.0.113.9"},
+		{"single trusted address", "192.0.2.7:80", []string{"203.0.113.9"}, "203.0.113.9"},
+		{"spoofed left part", "10.1.2.3:80", []string{"1.2.3.4, 203.0.113.9"}, "203.0.113.9"},
+		{"trusted hops skipped", "10.1.2.3:80", []string{"1.2.3.4, 203.0.113.9, 10.9.9.9"}, "203.0.113.9"},
+		{"several headers", "10.1.2.3:80", []string{"1.2.3.4, 203.0.113.9", "10.9.9.9"}, "203.0.113.9"},
+		{"all trusted", "10.1.2.3:80", []string{"10.0.0.1, 10.0.0.2"}, "10.0.0.1"},
+		{"no header from a trusted peer", "10.1.2.3:80", nil, "10.1.2.3"},
+		{"garbage stops at the trusted hop", "10.1.2.3:80", []string{"203.0.113.9, nonsense, 10.0.0.5"}, "10.0.0.5"},
+		{"empty item", "10.1.2.3:80", []string{"203.0.113.9,"}, "10.1.2.3"},
+		{"entry with a port", "10.1.2.3:80", []string{"203.0.113.9:5555"}, "203.0.113.9"},
+		{"IPv6 entry with a port", "10.1.2.3:80", []string{"[2001:db8:1:2::9]:443"}, "2001:db8:1:2::9"},
+		{"IPv6 peer", "[2001:db8:1:2::3]:80", nil, "2001:db8:1:2::3"},
+		{"IPv6 trusted proxy", "[2001:db8:ffff::1]:80", []string{"2001:db8:1:2::3"}, "2001:db8:1:2::3"},
+		{"IPv4-mapped peer", "[::ffff:198.51.100.1]:80", nil, "198.51.100.1"},
+		{"IPv4-mapped trusted peer", "[::ffff:10.1.2.3]:80", []string{"203.0.113.9"}, "203.0.113.9"},
+		{"zone dropped", "[fe80::1%eth0]:80", nil, "fe80::1"},
+		{"no port", "198.51.100.1", nil, "198.51.100.1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest("GET", "/", nil)
+			r.RemoteAddr = tt.remote
+			for _, v := range tt.xff {
+				r.Header.Add("X-Forwarded-For", v)
+			}
+			got, err := ClientAddr(r, trusted)
+			if err != nil || got != netip.MustParseAddr(tt.want) {
+				t.Errorf("ClientAddr(%s, XFF %q) = %v, %v; want %s", tt.remote, tt.xff, got, err, tt.want)
+			}
+		})
+	}
+	r := httptest.NewRequest("GET", "/", nil)
+	r.RemoteAddr = "@"
+	if _, err := ClientAddr(r, trusted); !errors.Is(err, ErrNoClientAddr) {
+		t.Errorf("ClientAddr(RemoteAddr @) = %v, want ErrNoClientAddr", err)
+	}
+}
+
+func TestAddrKey(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"198.51.100.1", "198.51.100.1"},
+		{"2001:db8:1:2:aaaa:bbbb:cccc:dddd", "2001:db8:1:2::/64"},
+		{"2001:db8:1:2::1", "2001:db8:1:2::/64"},
+		{"2001:db8:1:3::1", "2001:db8:1:3::/64"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			if got := AddrKey(netip.MustParseAddr(tt.in)); got != tt.want {
+				t.Errorf("AddrKey(%s) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParsePrefixes(t *testing.T) {
+	got, err := ParsePrefixes("10.1.2.3/8", "192.0.2.7", "2001:db8::/32")
+	want := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.0.2.7/32"), netip.MustParsePrefix("2001:db8::/32")}
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("ParsePrefixes = %v, %v", got, err)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("prefix %d = %v, want %v", i, got[i], want[i])
+		}
+	}
+	for _, bad := range []string{"", "10.0.0.0/33", "example.com", "10.0.0.0/8 "} {
+		if _, err := ParsePrefixes(bad); !errors.Is(err, ErrBadProxy) {
+			t.Errorf("ParsePrefixes(%q) = %v, want ErrBadProxy", bad, err)
+		}
+	}
+}

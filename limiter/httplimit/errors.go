@@ -1,0 +1,18 @@
+package httplimit
+
+import "errors"
+
+var (
+	// ErrNilLimiter is returned by New for a nil limiter.
+	ErrNilLimiter = errors.New("httplimit: nil limiter")
+	// ErrBadProxy is returned by New for a trusted proxy prefix that is not
+	// valid, and by ParsePrefixes for a string that is no address or CIDR.
+	ErrBadProxy = errors.New("httplimit: bad trusted proxy")
+	// ErrBadPolicy is returned by New for a policy name that is not
+	// printable ASCII, or a negative limit or window.
+	ErrBadPolicy = errors.New("httplimit: bad policy")
+	// ErrNoClientAddr is returned by ClientAddr when the request's
+	// RemoteAddr holds no IP address (a Unix socket, for one); the default
+	// key function then fails the request through Options.Error.
+	ErrNoClientAddr = errors.New("httplimit: no client address")
+)

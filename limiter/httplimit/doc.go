@@ -1,0 +1,36 @@
+// Package httplimit is net/http middleware over any limiter.Limiter: with
+// the limiters of package limiter over a shared zone, every process of a
+// prefork server enforces one limit.
+//
+//	l, _ := limiter.NewReq(d, 10, 20)
+//	mw, _ := httplimit.New(l, httplimit.Options{})
+//	http.ListenAndServe(addr, mw(handler))
+//
+// A request is keyed by its client's address (IPv6 by its /64), read from
+// X-Forwarded-For only when the peer is a trusted proxy, and then the
+// rightmost untrusted address. An allowed request waits out the limiter's
+// delay, as nginx's limit_req does, unless NoDelay; a rejected one gets 429
+// with Retry-After, or what Options.Rejected writes. Responses carry the
+// RateLimit-Policy and RateLimit headers of
+// draft-ietf-httpapi-ratelimit-headers (the -08 and later syntax,
+// `"default";q=100;w=60` and `"default";r=42;t=17`) and X-RateLimit-Limit,
+// -Remaining and -Reset (delta seconds).
+//
+// Invariants:
+//
+//	I1. Every request is decided with commit true, exactly once; a request
+//	    the limiter counted is given back when it ends early: Uncommit when
+//	    its context ends during the delay, and, for a limiter with Leaving
+//	    (limiter.Conn), Leaving when the next handler returns or panics.
+//	I2. X-Forwarded-For is read only from trusted peers, right to left:
+//	    a client can prepend any address but never choose the one the
+//	    middleware keys by.
+//	I3. A rejected request never reaches the next handler and always has
+//	    Retry-After, in whole seconds, at least 1.
+//	I4. A delay ends with the request's context: a cancelled request waits
+//	    no longer, reaches no handler, and gets 503.
+//
+// Concurrency: the middleware is safe for use by many goroutines; it keeps
+// no state of its own beyond its Options, which must not change after New.
+// Across processes, it shares what its limiter shares.
+package httplimit

@@ -1,0 +1,92 @@
+package redistier
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/shmzone/shmzone/limiter"
+)
+
+// countScript is a fixed window: INCR, and PEXPIRE when the INCR opened the
+// window (or the key lost its TTL), in one script so that a key never lives
+// without its window. A dry run reads the count. KEYS[1] prefix:key; ARGV
+// window_ms, commit. Reply {count with this request, pttl}.
+var countScript = redis.NewScript(`
+local n
+if ARGV[2] == '1' then
+  n = redis.call('INCR', KEYS[1])
+else
+  n = (tonumber(redis.call('GET', KEYS[1])) or 0) + 1
+end
+local ttl = redis.call('PTTL', KEYS[1])
+if ARGV[2] == '1' and (n == 1 or ttl < 0) then
+  redis.call('PEXPIRE', KEYS[1], ARGV[1])
+  ttl = tonumber(ARGV[1])
+end
+return {n, ttl}
+`)
+
+// countUncommitScript gives one request back to an open window.
+var countUncommitScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return {redis.call('DECR', KEYS[1])} end
+return {0}
+`)
+
+// Count is a fixed window on Redis, as resty.limit.count: limit requests per
+// window, the window anchored at a key's first committed request. A key
+// holds the window's count, with the window as its TTL.
+type Count struct {
+	base
+	limit  int64
+	window int64 // ms
+}
+
+// NewCount returns a fixed window on c of limit requests per window under
+// keys "prefix:key". Errors: ErrNilClient, ErrNoContextTimeout, ErrNoLocal,
+// limiter.ErrBadLimit, limiter.ErrBadWindow for a window below 1 ms.
+func NewCount(c redis.UniversalClient, prefix string, limit int64, window time.Duration, o Options) (*Count, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("%w: %d", limiter.ErrBadLimit, limit)
+	}
+	if window < time.Millisecond {
+		return nil, fmt.Errorf("%w: %v", limiter.ErrBadWindow, window)
+	}
+	l := &Count{limit: limit, window: window.Milliseconds()}
+	if err := l.init(c, prefix, o, false); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Incoming decides on a request for key; State is the allowance left (negative
+// past the limit) and ResetAfter the window's remaining time. A committed
+// request is counted even when rejected, as in the Lua module; a dry run
+// counts nothing. Errors: ErrBadKey, ErrScript, ErrUnavailable (FailError).
+func (l *Count) Incoming(ctx context.Context, key string, commit bool) (limiter.Decision, error) {
+	r, err := l.run(ctx, countScript, key, l.window, flag(commit))
+	if err != nil {
+		return l.fail(ctx, key, commit, err)
+	}
+	n, ttl := r[0], max(r[1], 0)
+	if ttl == 0 && n == 1 { // a dry run on a fresh key: the window it would open
+		ttl = l.window
+	}
+	d := limiter.Decision{State: float64(l.limit - n), ResetAfter: ms(ttl)}
+	if n > l.limit {
+		d.RetryAfter = d.ResetAfter
+		return d, nil
+	}
+	d.Allowed, d.Committed, d.Remaining = true, commit, l.limit-n
+	return d, nil
+}
+
+// Uncommit gives one request back to key's window; a key without a window is
+// left absent. Errors: ErrBadKey, ErrScript, ErrUnavailable.
+func (l *Count) Uncommit(ctx context.Context, key string) error {
+	if _, err := l.run(ctx, countUncommitScript, key); err != nil {
+		return l.failUncommit(ctx, key, err)
+	}
+	return nil
+}

@@ -1,0 +1,206 @@
+package redistier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/shmzone/shmzone/limiter"
+)
+
+// DefaultTimeout is the per-call timeout when Options.Timeout is 0.
+const DefaultTimeout = 100 * time.Millisecond
+
+// Failure is what a limiter decides when Redis does not answer in time or
+// the connection fails.
+type Failure int
+
+const (
+	// FailError returns the error, wrapped in ErrUnavailable, with a
+	// rejecting zero Decision: the caller decides. It is the zero value.
+	FailError Failure = iota
+	// FailOpen allows the request (Decision.Allowed true, nothing counted)
+	// and returns no error.
+	FailOpen
+	// FailClosed rejects the request with RetryAfter set to the timeout and
+	// returns no error.
+	FailClosed
+	// FailLocal asks Options.Local, usually a limiter of package limiter
+	// over the host's zone with this host's share of the limit, and returns
+	// its answer.
+	FailLocal
+)
+
+// Clock chooses whose time a limiter's script uses.
+type Clock int
+
+const (
+	// DefaultClock is the caller's clock for Req (as lua-resty-redis-ratelimit
+	// passes ngx.now()) and the server's for SlidingWindow and GCRA.
+	DefaultClock Clock = iota
+	// CallerClock passes Options.Now (time.Now when nil) to the script.
+	CallerClock
+	// ServerClock reads Redis's TIME inside the script, so that callers
+	// whose clocks disagree share one time line.
+	ServerClock
+)
+
+// Options are what every Redis limiter of this package takes. The zero value
+// is a 100 ms timeout, FailError and each limiter's default clock.
+type Options struct {
+	// Timeout bounds each call to Redis, and so each decision; 0 is
+	// DefaultTimeout.
+	Timeout time.Duration
+	// OnFailure is the failure policy.
+	OnFailure Failure
+	// Local is the limiter asked under FailLocal, with the same key.
+	Local limiter.Limiter
+	// Clock chooses the caller's or the server's time.
+	Clock Clock
+	// Now is the caller's clock under CallerClock; nil is time.Now. Tests
+	// inject it.
+	Now func() time.Time
+}
+
+// Stats counts a limiter's calls to Redis, the calls that failed, and the
+// decisions the failure policy made instead (every failure but FailError's).
+type Stats struct {
+	Calls, Errors, Fallbacks uint64
+}
+
+// base is what the Redis limiters share: the client, the options and the
+// counters.
+type base struct {
+	c       redis.UniversalClient
+	prefix  string
+	o       Options
+	server  bool // the script reads TIME
+	calls   atomic.Uint64
+	errs    atomic.Uint64
+	fallbck atomic.Uint64
+}
+
+func (b *base) init(c redis.UniversalClient, prefix string, o Options, serverDefault bool) error {
+	if c == nil {
+		return ErrNilClient
+	}
+	switch cc := c.(type) {
+	case *redis.Client:
+		if !cc.Options().ContextTimeoutEnabled {
+			return ErrNoContextTimeout
+		}
+	case *redis.ClusterClient:
+		if !cc.Options().ContextTimeoutEnabled {
+			return ErrNoContextTimeout
+		}
+	}
+	if o.OnFailure == FailLocal && o.Local == nil {
+		return ErrNoLocal
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	b.c, b.prefix, b.o = c, prefix, o
+	b.server = o.Clock == ServerClock || (o.Clock == DefaultClock && serverDefault)
+	return nil
+}
+
+// Stats returns the limiter's counters.
+func (b *base) Stats() Stats {
+	return Stats{Calls: b.calls.Load(), Errors: b.errs.Load(), Fallbacks: b.fallbck.Load()}
+}
+
+// key returns the Redis key of a limiter key: "prefix:key", as
+// lua-resty-redis-ratelimit writes "zone:key".
+func (b *base) key(key string) string { return b.prefix + ":" + key }
+
+// now returns the script's now argument in units per second (1000 for ms,
+// 1e6 for µs): "" under the server clock, which the scripts read as TIME.
+func (b *base) now(perSec int64) string {
+	if b.server {
+		return ""
+	}
+	return strconv.FormatInt(b.o.Now().UnixNano()/(int64(time.Second)/perSec), 10)
+}
+
+// run runs script on key within the timeout (EVALSHA, EVAL on NOSCRIPT) and
+// returns its integer reply.
+func (b *base) run(ctx context.Context, s *redis.Script, key string, args ...any) ([]int64, error) {
+	if key == "" {
+		return nil, ErrBadKey
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.o.Timeout)
+	defer cancel()
+	b.calls.Add(1)
+	r, err := s.Run(ctx, b.c, []string{b.key(key)}, args...).Int64Slice()
+	if err == nil {
+		return r, nil
+	}
+	b.errs.Add(1)
+	if isScriptErr(err) {
+		return nil, fmt.Errorf("%w: %s: %w", ErrScript, key, err)
+	}
+	return nil, fmt.Errorf("%w: %s: %w", ErrUnavailable, key, err)
+}
+
+// isScriptErr reports whether err is an error reply that says the script
+// ran and failed, not that the server or cluster is unavailable.
+func isScriptErr(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	for _, p := range []string{"LOADING", "CLUSTERDOWN", "TRYAGAIN", "MASTERDOWN", "READONLY", "BUSY "} {
+		if strings.HasPrefix(re.Error(), p) {
+			return false
+		}
+	}
+	return true
+}
+
+// fail applies the failure policy to a decision whose call failed with err.
+func (b *base) fail(ctx context.Context, key string, commit bool, err error) (limiter.Decision, error) {
+	if !errors.Is(err, ErrUnavailable) {
+		return limiter.Decision{}, err
+	}
+	switch b.o.OnFailure {
+	case FailOpen:
+		b.fallbck.Add(1)
+		return limiter.Decision{Allowed: true}, nil
+	case FailClosed:
+		b.fallbck.Add(1)
+		return limiter.Decision{RetryAfter: b.o.Timeout}, nil
+	case FailLocal:
+		b.fallbck.Add(1)
+		return b.o.Local.Incoming(ctx, key, commit)
+	}
+	return limiter.Decision{}, err
+}
+
+// failUncommit applies the policy to an Uncommit whose call failed: under
+// FailLocal the local limiter gives the request back, since it counted it;
+// otherwise the error is returned.
+func (b *base) failUncommit(ctx context.Context, key string, err error) error {
+	if errors.Is(err, ErrUnavailable) && b.o.OnFailure == FailLocal {
+		b.fallbck.Add(1)
+		return b.o.Local.Uncommit(ctx, key)
+	}
+	return err
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }

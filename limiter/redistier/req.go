@@ -1,0 +1,160 @@
+package redistier
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/shmzone/shmzone/limiter"
+)
+
+// reqScript is lua-resty-redis-ratelimit 0.03's script with three additions
+// that leave the stored value's shape alone: an empty now reads TIME (the
+// server clock), commit 0 writes nothing (a dry run), and the reply carries
+// the key's PTTL on a rejection. The value is the JSON [excess_m, last_ms,
+// forbidden]; an allowed request stores it with a 60 s TTL, a rejection with
+// duration > 0 stores it forbidden for duration seconds.
+//
+// KEYS[1] zone:key; ARGV rate_m, now_ms or "", burst_m, duration_s, commit.
+// Reply {code, trunc(excess_m), pttl}: code 1 allowed, 2 rejected (pttl > 0
+// when the rejection made the key forbidden), 3 forbidden (pttl its TTL).
+var reqScript = redis.NewScript(`
+local key = KEYS[1]
+local rate = tonumber(ARGV[1])
+local now = tonumber(ARGV[2])
+if now == nil then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local burst = tonumber(ARGV[3])
+local duration = tonumber(ARGV[4])
+local commit = ARGV[5] == '1'
+local excess, last, forbidden = 0, 0, 0
+local res = redis.call('GET', key)
+if res then
+  local v = cjson.decode(res)
+  if type(v) == 'table' and #v > 2 then
+    excess, last, forbidden = v[1], v[2], v[3]
+  end
+  if forbidden == 1 then
+    return {3, excess, redis.call('PTTL', key)}
+  end
+  excess = excess - rate * math.abs(now - last) / 1000 + 1000
+  if excess < 0 then excess = 0 end
+  if excess > burst then
+    if duration > 0 and commit then
+      redis.call('SET', key, cjson.encode({excess, now, 1}), 'EX', duration)
+      return {2, excess, duration * 1000}
+    end
+    return {2, excess, 0}
+  end
+end
+if commit then
+  redis.call('SET', key, cjson.encode({excess, now, 0}), 'EX', 60)
+end
+return {1, excess, 0}
+`)
+
+// reqUncommitScript takes one request off the stored excess, not below 0,
+// and keeps the time of the last request, the forbidden flag and the TTL.
+var reqUncommitScript = redis.NewScript(`
+local res = redis.call('GET', KEYS[1])
+if not res then return {0} end
+local v = cjson.decode(res)
+if type(v) ~= 'table' or #v < 3 then return redis.error_reply('not a redis-ratelimit value') end
+local e = v[1] - 1000
+if e < 0 then e = 0 end
+redis.call('SET', KEYS[1], cjson.encode({e, v[2], v[3]}), 'KEEPTTL')
+return {1}
+`)
+
+// Req is a leaky bucket on Redis, state-compatible with
+// lua-resty-redis-ratelimit: Go services and OpenResty nodes that use the
+// same zone, rate, burst and duration share one key space. Requests drain at
+// rate; up to burst requests above the rate wait (Decision.Delay) and more
+// are rejected, and, with a duration, make the key forbidden for duration.
+type Req struct {
+	base
+	rateM, burstM int64 // milli-requests per second, milli-requests
+	durationS     int64 // seconds; 0 = rejections write nothing
+}
+
+// NewReq returns a leaky bucket on c under keys "zone:key". rate is nginx's
+// "10r/s" or "30r/m" (limiter.ParseRate), converted to milli-requests per
+// second as the Lua module does (1r/m is 16); burst is in requests; duration,
+// in whole seconds, is how long a key stays forbidden after a rejection (0:
+// never). Errors: ErrNilClient, ErrNoContextTimeout, ErrNoLocal,
+// limiter.ErrBadRate, limiter.ErrBadBurst, limiter.ErrBadWindow for a
+// negative duration.
+func NewReq(c redis.UniversalClient, zone, rate string, burst float64, duration time.Duration, o Options) (*Req, error) {
+	r, err := limiter.ParseRate(rate)
+	if err != nil {
+		return nil, err
+	}
+	if !(burst >= 0 && burst < 1e12) {
+		return nil, fmt.Errorf("%w: %v", limiter.ErrBadBurst, burst)
+	}
+	if duration < 0 {
+		return nil, fmt.Errorf("%w: duration %v", limiter.ErrBadWindow, duration)
+	}
+	l := &Req{
+		rateM:     int64(math.Floor(r*1000 + 1e-9)),
+		burstM:    int64(burst * 1000),
+		durationS: int64(duration / time.Second),
+	}
+	if l.rateM < 1 {
+		return nil, fmt.Errorf("%w: %q is below a milli-request per second", limiter.ErrBadRate, rate)
+	}
+	if err := l.init(c, zone, o, false); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Incoming decides on a request for key. An allowed request waits Delay =
+// trunc(excess)/rate; State is the excess in requests. When commit is false
+// nothing is written. A forbidden key is rejected with RetryAfter its TTL.
+// Errors: ErrBadKey, ErrScript for a value the script cannot read, and
+// ErrUnavailable under FailError.
+func (l *Req) Incoming(ctx context.Context, key string, commit bool) (limiter.Decision, error) {
+	r, err := l.run(ctx, reqScript, key, l.rateM, l.now(1000), l.burstM, l.durationS, flag(commit))
+	if err != nil {
+		return l.fail(ctx, key, commit, err)
+	}
+	return l.decide(r[0], r[1], r[2], commit), nil
+}
+
+// decide turns the script's reply into a Decision.
+func (l *Req) decide(code, excess, pttl int64, commit bool) limiter.Decision {
+	d := limiter.Decision{
+		State:      float64(excess) / 1000,
+		ResetAfter: time.Duration(excess) * time.Second / time.Duration(l.rateM),
+	}
+	switch code {
+	case 1:
+		d.Allowed, d.Committed = true, commit
+		d.Delay = d.ResetAfter
+		d.Remaining = (l.burstM - excess) / 1000
+	case 3:
+		d.RetryAfter = ms(max(pttl, 0))
+	default:
+		if pttl > 0 { // this rejection made the key forbidden
+			d.RetryAfter = ms(pttl)
+			break
+		}
+		d.RetryAfter = time.Duration(excess-l.burstM) * time.Second / time.Duration(l.rateM)
+	}
+	return d
+}
+
+// Uncommit gives one request back: the stored excess drops by one request,
+// not below 0. A key without state is left so. Errors: ErrBadKey, ErrScript,
+// ErrUnavailable (FailLocal gives the request back to Options.Local).
+func (l *Req) Uncommit(ctx context.Context, key string) error {
+	if _, err := l.run(ctx, reqUncommitScript, key); err != nil {
+		return l.failUncommit(ctx, key, err)
+	}
+	return nil
+}

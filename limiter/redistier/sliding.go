@@ -1,0 +1,131 @@
+package redistier
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/shmzone/shmzone/limiter"
+)
+
+// slidingScript is limiter.SlidingWindow's estimate on one Redis hash: i the
+// current window's index, c its count, p the previous window's; the key's
+// TTL ends with the next window. In integer ms. KEYS[1] prefix:key; ARGV
+// now_ms or "" (TIME), window_ms, limit, commit, delta (1 decide, -1
+// uncommit). Reply {allowed, left·w, elapsed, c, p}.
+var slidingScript = redis.NewScript(`
+local now = tonumber(ARGV[1])
+if now == nil then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local w, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
+local idx = math.floor(now / w)
+local v = redis.call('HMGET', KEYS[1], 'i', 'c', 'p')
+local i, c, p = tonumber(v[1]), tonumber(v[2]) or 0, tonumber(v[3]) or 0
+if i == nil or i < idx - 1 then c, p = 0, 0
+elseif i == idx - 1 then p, c = c, 0
+elseif i > idx then idx = i end
+local e = now - idx * w
+if e < 0 then e = 0 elseif e > w then e = w end
+if ARGV[5] == '-1' then
+  if c > 0 and i == idx then redis.call('HINCRBY', KEYS[1], 'c', -1) end
+  return {0, 0, e, c, p}
+end
+local left = limit * w - p * (w - e) - (c + 1) * w
+if left >= 0 and ARGV[4] == '1' then
+  redis.call('HSET', KEYS[1], 'i', string.format('%d', idx), 'c', c + 1, 'p', p)
+  redis.call('PEXPIRE', KEYS[1], (idx + 2) * w - now)
+end
+if left >= 0 then return {1, left, e, c, p} end
+return {0, left, e, c, p}
+`)
+
+// SlidingWindow is limiter.SlidingWindow on Redis: the previous fixed
+// window's count weighted by the part of it the sliding window still
+// covers, plus the current one's, with the same error bound (at most
+// 2·limit − 1 in any window, exact under even traffic). A key is one hash,
+// so one slot. It uses the server's clock by default.
+type SlidingWindow struct {
+	base
+	limit, w int64 // requests, ms
+}
+
+// NewSlidingWindow returns a sliding window on c of limit requests per
+// window (whole ms) under keys "prefix:key". Errors: ErrNilClient,
+// ErrNoContextTimeout, ErrNoLocal, limiter.ErrBadLimit, limiter.ErrBadWindow
+// for a window below 1 ms or one for which limit·window passes 2^53.
+func NewSlidingWindow(c redis.UniversalClient, prefix string, limit int64, window time.Duration, o Options) (*SlidingWindow, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("%w: %d", limiter.ErrBadLimit, limit)
+	}
+	w := window.Milliseconds()
+	if w < 1 || float64(limit)*float64(w) > 1<<53 {
+		return nil, fmt.Errorf("%w: %v", limiter.ErrBadWindow, window)
+	}
+	l := &SlidingWindow{limit: limit, w: w}
+	if err := l.init(c, prefix, o, true); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Incoming decides on a request for key and counts it when commit is true and
+// it is allowed; a rejection counts nothing. State is the estimated allowance
+// left after the request. Errors: ErrBadKey, ErrScript, ErrUnavailable.
+func (l *SlidingWindow) Incoming(ctx context.Context, key string, commit bool) (limiter.Decision, error) {
+	r, err := l.run(ctx, slidingScript, key, l.now(1000), l.w, l.limit, flag(commit), 1)
+	if err != nil {
+		return l.fail(ctx, key, commit, err)
+	}
+	left, e, c, p := r[1], r[2], r[3], r[4]
+	d := limiter.Decision{State: float64(left) / float64(l.w), ResetAfter: ms(l.reset(e, c, p))}
+	if r[0] == 1 {
+		d.Allowed, d.Committed, d.Remaining = true, commit, left/l.w
+		if commit && c == 0 { // this request opened the current window
+			d.ResetAfter = ms(2*l.w - e)
+		}
+		return d, nil
+	}
+	d.RetryAfter = ms(l.retry(e, c, p))
+	return d, nil
+}
+
+// reset is how long until neither window counts: to the end of the next
+// window while the current one has requests, else to the end of this one.
+func (l *SlidingWindow) reset(e, c, p int64) int64 {
+	switch {
+	case c > 0:
+		return 2*l.w - e
+	case p > 0:
+		return l.w - e
+	}
+	return 0
+}
+
+// retry is how long until one more request fits: within this window once the
+// previous window's weight has shrunk enough, else in the next one, where the
+// current count becomes the previous.
+func (l *SlidingWindow) retry(e, c, p int64) int64 {
+	w := float64(l.w)
+	if c+1 <= l.limit && p > 0 { // wait for p·(w−e') ≤ (limit−c−1)·w
+		at := w - float64(l.limit-c-1)*w/float64(p)
+		return max(int64(math.Ceil(at))-e, 1)
+	}
+	at := 0.0 // in the next window: c·(w−e') + w ≤ limit·w
+	if c > 0 {
+		at = max(w-float64(l.limit-1)*w/float64(c), 0)
+	}
+	return l.w - e + int64(math.Ceil(at))
+}
+
+// Uncommit gives one request back to key's current window. Errors: ErrBadKey,
+// ErrScript, ErrUnavailable.
+func (l *SlidingWindow) Uncommit(ctx context.Context, key string) error {
+	if _, err := l.run(ctx, slidingScript, key, l.now(1000), l.w, l.limit, "0", -1); err != nil {
+		return l.failUncommit(ctx, key, err)
+	}
+	return nil
+}

@@ -1,0 +1,250 @@
+package redistier
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// rrCall is one call of a Redis leaky-bucket vector: at ms after t0, the
+// reply [code, excess_m] of lua-resty-redis-ratelimit.
+type rrCall struct {
+	at     int64
+	code   int
+	excess int64
+}
+
+func every200(replies ...[2]int64) []rrCall {
+	calls := make([]rrCall, len(replies))
+	for i, r := range replies {
+		calls[i] = rrCall{at: int64(i) * 200, code: int(r[0]), excess: r[1]}
+	}
+	return calls
+}
+
+// testReqVectors runs RR-1, RR-2 and RR-4 of spec/limiters.md on c.
+func testReqVectors(t *testing.T, c redis.UniversalClient) {
+	tests := []struct {
+		name  string
+		rate  string
+		burst float64
+		keys  []string // key of each call; nil = "k"
+		calls []rrCall
+		delay []time.Duration // checked when not nil
+	}{
+		{name: "RR-1", rate: "2r/s", burst: 0, calls: every200(
+			[2]int64{1, 0}, [2]int64{2, 600}, [2]int64{2, 200}, [2]int64{1, 0},
+			[2]int64{2, 600}, [2]int64{2, 200}, [2]int64{1, 0})},
+		{name: "RR-2", rate: "2r/s", burst: 2, calls: every200(
+			[2]int64{1, 0}, [2]int64{1, 600}, [2]int64{1, 1200}, [2]int64{1, 1800}, [2]int64{2, 2400},
+			[2]int64{1, 2000}, [2]int64{2, 2600}, [2]int64{2, 2200}, [2]int64{1, 1800}, [2]int64{2, 2400})},
+		{name: "RR-4", rate: "2r/s", burst: 10, keys: []string{"foo", "foo", "bar", "bar"},
+			calls: []rrCall{{0, 1, 0}, {0, 1, 1000}, {0, 1, 0}, {0, 1, 1000}},
+			delay: []time.Duration{0, 500 * time.Millisecond, 0, 500 * time.Millisecond}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := newFakeClock()
+			l, err := NewReq(c, "rr-"+tt.name, tt.rate, tt.burst, 0, fake(clk))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, call := range tt.calls {
+				key := "k"
+				if tt.keys != nil {
+					key = tt.keys[i]
+				}
+				clk.Set(time.Duration(call.at) * time.Millisecond)
+				d := incoming(t, l, key, true)
+				code := 2
+				if d.Allowed {
+					code = 1
+				}
+				if got := int64(math.Round(d.State * 1000)); code != call.code || got != call.excess {
+					t.Errorf("call %d at +%d ms: Incoming(%q) = [%d,%d], want [%d,%d]", i+1, call.at, key, code, got, call.code, call.excess)
+				}
+				if tt.delay != nil && d.Delay != tt.delay[i] {
+					t.Errorf("call %d: Delay = %v, want %v", i+1, d.Delay, tt.delay[i])
+				}
+			}
+		})
+	}
+}
+
+// gcCall is one call of a GCRA vector.
+type gcCall struct {
+	at        time.Duration
+	n         int64
+	allowed   bool
+	remaining int64
+	retry     time.Duration // checked when rejected
+	reset     time.Duration // checked when allowed
+}
+
+// testGCRAVectors runs GC-1, GC-4 and GC-5 of spec/limiters.md on c.
+func testGCRAVectors(t *testing.T, c redis.UniversalClient) {
+	ms := time.Millisecond
+	tests := []struct {
+		name  string
+		rate  float64
+		burst int64
+		calls []gcCall
+	}{
+		{"GC-1", 10, 10, []gcCall{
+			{0, 1, true, 9, 0, 100 * ms}, {0, 2, true, 7, 0, 300 * ms}, {0, 7, true, 0, 0, time.Second},
+			{0, 1000, false, 0, -1, 0}, {500 * ms, 1, true, 4, 0, 600 * ms}}},
+		{"GC-4", 0.1, 1, []gcCall{
+			{0, 1, true, 0, 0, 10 * time.Second}, {200 * ms, 1, false, 0, 9800 * ms, 0},
+			{10 * time.Second, 1, true, 0, 0, 10 * time.Second}}},
+		{"GC-5", 1, 3, []gcCall{
+			{0, 1, true, 2, 0, 0}, {0, 1, true, 1, 0, 0}, {0, 1, true, 0, 0, 0}, {0, 1, false, 0, time.Second, 0},
+			{500 * ms, 1, false, 0, 500 * ms, 0}, {time.Second, 1, true, 0, 0, 0}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := newFakeClock()
+			l, err := NewGCRA(c, "gc-"+tt.name, tt.rate, tt.burst, fake(clk))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, call := range tt.calls {
+				clk.Set(call.at)
+				d, err := l.AllowN(context.Background(), "k", call.n)
+				if err != nil {
+					t.Fatalf("call %d: AllowN(%d): %v", i+1, call.n, err)
+				}
+				if d.Allowed != call.allowed || (d.Allowed && d.Remaining != call.remaining) {
+					t.Errorf("call %d at +%v: AllowN(%d) = allowed %v remaining %d, want %v %d", i+1, call.at, call.n, d.Allowed, d.Remaining, call.allowed, call.remaining)
+				}
+				if !d.Allowed && call.retry >= 0 && d.RetryAfter != call.retry {
+					t.Errorf("call %d: RetryAfter = %v, want %v", i+1, d.RetryAfter, call.retry)
+				}
+				if d.Allowed && call.reset > 0 && d.ResetAfter != call.reset {
+					t.Errorf("call %d: ResetAfter = %v, want %v", i+1, d.ResetAfter, call.reset)
+				}
+			}
+		})
+	}
+}
+
+// testCount checks the fixed window: limit per window, rejected commits
+// counted, dry runs not, Uncommit, and the window's end.
+func testCount(t *testing.T, c redis.UniversalClient) {
+	l, err := NewCount(c, "count", 3, 200*time.Millisecond, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []bool{true, true, true, false}
+	for i, w := range want {
+		if d := incoming(t, l, "k", true); d.Allowed != w || (w && d.Remaining != int64(2-i)) {
+			t.Fatalf("call %d: Incoming = %+v, want allowed %v remaining %d", i+1, d, w, 2-i)
+		}
+	}
+	if d := incoming(t, l, "k", false); d.Allowed || d.State != -2 || d.RetryAfter <= 0 || d.RetryAfter > 200*time.Millisecond {
+		t.Fatalf("dry run past the limit = %+v, want rejected, State -2, RetryAfter in (0, 200ms]", d)
+	}
+	for i := 0; i < 2; i++ {
+		if err := l.Uncommit(context.Background(), "k"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := incoming(t, l, "k", true); !d.Allowed {
+		t.Fatalf("after two Uncommits: Incoming = %+v, want allowed", d)
+	}
+	time.Sleep(250 * time.Millisecond)
+	if d := incoming(t, l, "k", true); !d.Allowed || d.Remaining != 2 {
+		t.Fatalf("next window: Incoming = %+v, want allowed remaining 2", d)
+	}
+}
+
+// testSliding checks the sliding window's estimate with the caller clock,
+// against limiter.SlidingWindow's arithmetic.
+func testSliding(t *testing.T, c redis.UniversalClient) {
+	clk := newFakeClock()
+	clk.Set(-time.Duration(t0.UnixMilli()%1000) * time.Millisecond) // at a window's start
+	base := clk.Now().Sub(t0)
+	l, err := NewSlidingWindow(c, "sw", 10, time.Second, fake(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ {
+		if d := incoming(t, l, "k", true); !d.Allowed || d.Remaining != int64(9-i) {
+			t.Fatalf("call %d: %+v, want allowed remaining %d", i+1, d, 9-i)
+		}
+	}
+	if d := incoming(t, l, "k", true); d.Allowed || d.RetryAfter != time.Second+100*time.Millisecond {
+		t.Fatalf("11th call: %+v, want rejected, RetryAfter 1.1s", d)
+	}
+	// At 1.5 s the previous window weighs half: 10·0.5 = 5 counted, 5 left.
+	clk.Set(base + 1500*time.Millisecond)
+	for i := 0; i < 5; i++ {
+		if d := incoming(t, l, "k", true); !d.Allowed {
+			t.Fatalf("at 1.5 s call %d rejected: %+v", i+1, d)
+		}
+	}
+	d := incoming(t, l, "k", true)
+	if d.Allowed {
+		t.Fatalf("at 1.5 s the 6th call was allowed: %+v", d)
+	}
+	if err := l.Uncommit(context.Background(), "k"); err != nil {
+		t.Fatal(err)
+	}
+	if d := incoming(t, l, "k", false); !d.Allowed {
+		t.Fatalf("after Uncommit: dry run = %+v, want allowed", d)
+	}
+}
+
+// suite runs every limiter's tests on c.
+func suite(t *testing.T, c redis.UniversalClient) {
+	t.Run("Req", func(t *testing.T) { testReqVectors(t, c) })
+	t.Run("GCRA", func(t *testing.T) { testGCRAVectors(t, c) })
+	t.Run("Count", func(t *testing.T) { testCount(t, c) })
+	t.Run("SlidingWindow", func(t *testing.T) { testSliding(t, c) })
+	t.Run("ServerClock", func(t *testing.T) { testServerClock(t, c) })
+}
+
+func TestSpecStandalone(t *testing.T) {
+	_, c := newClient(t)
+	suite(t, c)
+}
+
+// testServerClock checks, loosely, the limiters on Redis's TIME: GCRA-1's
+// first results, and Req's delays, whatever the caller's clock says.
+func testServerClock(t *testing.T, c redis.UniversalClient) {
+	wrong := func() time.Time { return time.Unix(0, 0) } // ignored under ServerClock
+	g, err := NewGCRA(c, "srv-gcra", 10, 10, Options{Now: wrong})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := g.AllowN(context.Background(), "k", 1)
+	if err != nil || !d.Allowed || d.Remaining != 9 || d.ResetAfter != 100*time.Millisecond {
+		t.Fatalf("GCRA on TIME: AllowN(1) = %+v, %v; want allowed, remaining 9, reset 100ms", d, err)
+	}
+	d, _ = g.AllowN(context.Background(), "k", 9)
+	if !d.Allowed || d.Remaining != 0 || d.ResetAfter < 900*time.Millisecond || d.ResetAfter > time.Second {
+		t.Fatalf("GCRA on TIME: AllowN(9) = %+v; want allowed, remaining 0, reset in [0.9s,1s]", d)
+	}
+	if d, _ = g.AllowN(context.Background(), "k", 1); d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > 100*time.Millisecond {
+		t.Fatalf("GCRA on TIME: 11th = %+v; want rejected, retry in (0,100ms]", d)
+	}
+	r, err := NewReq(c, "srv-req", "2r/s", 10, 0, Options{Clock: ServerClock, Now: wrong})
+	if err != nil {
+		t.Fatal(err)
+	}
+	incoming(t, r, "k", true)
+	if d := incoming(t, r, "k", true); !d.Allowed || d.Delay < 400*time.Millisecond || d.Delay > 500*time.Millisecond {
+		t.Fatalf("Req on TIME: second call = %+v, want delay about 0.5s", d)
+	}
+	s, err := NewSlidingWindow(c, "srv-sw", 2, time.Minute, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(incoming(t, s, "k", true).Allowed, incoming(t, s, "k", true).Allowed, incoming(t, s, "k", true).Allowed)
+	if got != "true true false" {
+		t.Fatalf("SlidingWindow on TIME, limit 2: allowed %s, want true true false", got)
+	}
+}

@@ -11,6 +11,12 @@ import (
 	"github.com/shmzone/shmzone/limiter"
 )
 
+func init() { redis.SetLogger(quiet{}) } // a killed server makes go-redis log every dial
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
 // t0 is the fake clock's start, a realistic Unix time so that µs since the
 // epoch have the magnitude they have in production.
 var t0 = time.UnixMilli(1_763_700_000_000)

@@ -110,17 +110,11 @@ func (c *Conn) incomingAt(now int64, key string, commit bool) (Decision, error) 
 		}
 		conn = n
 	} else {
-		v, _, err := c.d.Get(key)
-		switch {
-		case errors.Is(err, dict.ErrNotFound):
-		case err != nil:
-			return Decision{}, dictErr(key, err)
-		case v.Kind() != dict.KindInt && v.Kind() != dict.KindFloat:
-			return Decision{}, foreignOf(v).err(key)
-		default:
-			conn = v.Int()
+		v, _, err := read(c.d, key, nil, isNumber)
+		if err != nil {
+			return Decision{}, err
 		}
-		conn++
+		conn = v.Int() + 1 // 0 + 1 when absent
 		if conn > limit {
 			return Decision{State: float64(conn)}, nil
 		}

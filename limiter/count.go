@@ -61,15 +61,12 @@ func (l *Count) incomingAt(_ int64, key string, commit bool) (Decision, error) {
 		}
 		rem = n
 	} else {
-		v, _, err := l.d.Get(key)
-		switch {
-		case errors.Is(err, dict.ErrNotFound):
-			rem = l.limit - 1
-		case err != nil:
-			return Decision{}, dictErr(key, err)
-		case v.Kind() != dict.KindInt && v.Kind() != dict.KindFloat:
-			return Decision{}, foreignOf(v).err(key)
-		default:
+		v, found, err := read(l.d, key, nil, isNumber)
+		if err != nil {
+			return Decision{}, err
+		}
+		rem = l.limit - 1
+		if found {
 			rem = v.Int() - 1
 		}
 	}

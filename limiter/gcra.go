@@ -2,7 +2,6 @@ package limiter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -82,17 +81,15 @@ func (l *GCRA) allowAt(now int64, key string, n int64, commit bool) (Decision, e
 	nowNs := now * int64(time.Millisecond)
 	var dec Decision
 	if !commit {
-		v, _, err := l.d.Get(key)
-		switch {
-		case errors.Is(err, dict.ErrNotFound):
-			dec, _ = l.step(nowNs, nowNs, n)
-		case err != nil:
-			return Decision{}, dictErr(key, err)
-		case v.Kind() != dict.KindInt:
-			return Decision{}, foreignOf(v).err(key)
-		default:
-			dec, _ = l.step(nowNs, v.Int(), n)
+		v, found, err := read(l.d, key, nil, isInt)
+		if err != nil {
+			return Decision{}, err
 		}
+		stored := nowNs
+		if found {
+			stored = v.Int()
+		}
+		dec, _ = l.step(nowNs, stored, n)
 		return dec, nil
 	}
 	var bad foreign

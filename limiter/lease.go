@@ -2,7 +2,6 @@ package limiter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -171,17 +170,11 @@ func (ls *leases) incoming(c *Conn, now int64, key string, commit bool) (Decisio
 	if !commit {
 		buf := leaseBufs.Get().(*[MaxHolders * leaseSize]byte)
 		defer leaseBufs.Put(buf)
-		v, _, err := c.d.GetInto(key, buf[:0])
-		var total int64
-		switch {
-		case errors.Is(err, dict.ErrNotFound):
-		case err != nil:
-			return Decision{}, dictErr(key, err)
-		case !validLeases(v):
-			return Decision{}, foreignOf(v).err(key)
-		default:
-			_, total, _ = ls.scan(v.Bytes(), now, nil)
+		v, _, err := read(c.d, key, buf[:], validLeases)
+		if err != nil {
+			return Decision{}, err
 		}
+		_, total, _ := ls.scan(v.Bytes(), now, nil) // none when absent
 		if total+1 > limit {
 			return Decision{State: float64(total + 1)}, nil
 		}

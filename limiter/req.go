@@ -2,7 +2,6 @@ package limiter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -86,14 +85,9 @@ func (l *Req) step(now int64, key string, commit bool) (excess float64, ok bool,
 	buf := bufs.Get().(*[bufSize]byte)
 	defer bufs.Put(buf)
 	if !commit {
-		v, _, err := l.d.GetInto(key, buf[:0])
-		switch {
-		case errors.Is(err, dict.ErrNotFound):
-			return 0, true, nil
-		case err != nil:
-			return 0, false, dictErr(key, err)
-		case v.Kind() != dict.KindBytes || v.Len() != reqSize:
-			return 0, false, foreignOf(v).err(key)
+		v, found, err := read(l.d, key, buf[:], isReqState)
+		if err != nil || !found {
+			return 0, err == nil, err
 		}
 		excess, ok = l.leak(getReq(v.Bytes()), true, now)
 		return excess, ok, nil

@@ -2,7 +2,6 @@ package limiter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -73,15 +72,12 @@ func (l *SlidingWindow) incomingAt(now int64, key string, commit bool) (Decision
 	elapsed := now - win*l.w
 	var dec Decision
 	if !commit {
-		v, _, err := l.d.GetInto(key, buf[:0])
+		v, found, err := read(l.d, key, buf[:], isSWState)
+		if err != nil {
+			return Decision{}, err
+		}
 		var s swState
-		switch {
-		case errors.Is(err, dict.ErrNotFound):
-		case err != nil:
-			return Decision{}, dictErr(key, err)
-		case v.Kind() != dict.KindBytes || v.Len() != swSize:
-			return Decision{}, foreignOf(v).err(key)
-		default:
+		if found {
 			s = getSW(v.Bytes())
 		}
 		dec, _ = l.step(l.roll(s, win), elapsed)

@@ -7,6 +7,28 @@ import (
 	"github.com/shmzone/shmzone/dict"
 )
 
+// read returns key's value when accepts says it is one the limiter
+// writes, found false when the key is absent, and ErrAbused for a foreign
+// value. A bytes value is appended to buf[:0] (nil for numbers).
+func read(d *dict.Dict, key string, buf []byte, accepts func(dict.Value) bool) (v dict.Value, found bool, err error) {
+	v, _, err = d.GetInto(key, buf[:0])
+	switch {
+	case errors.Is(err, dict.ErrNotFound):
+		return v, false, nil
+	case err != nil:
+		return v, false, dictErr(key, err)
+	case !accepts(v):
+		return v, false, foreignOf(v).err(key)
+	}
+	return v, true, nil
+}
+
+// The values limiters accept (state.go).
+func isReqState(v dict.Value) bool { return v.Kind() == dict.KindBytes && v.Len() == reqSize }
+func isSWState(v dict.Value) bool  { return v.Kind() == dict.KindBytes && v.Len() == swSize }
+func isInt(v dict.Value) bool      { return v.Kind() == dict.KindInt }
+func isNumber(v dict.Value) bool   { return v.Kind() == dict.KindInt || v.Kind() == dict.KindFloat }
+
 // foreign describes a value that a limiter does not write, found under its
 // key: another limiter's or another program's. It is small so that an
 // Update's fn can note it without copying the Value.

@@ -1,6 +1,8 @@
 package limiter
 
 import (
+	"context"
+	"fmt"
 	"math"
 	"sync/atomic"
 	"testing"
@@ -52,3 +54,38 @@ func near(a, b time.Duration) bool { return a-b <= time.Microsecond && b-a <= ti
 
 // nearF reports whether two floats differ by at most 1e-9.
 func nearF(a, b float64) bool { return math.Abs(a-b) <= 1e-9 }
+
+// call is one call of a vector: at ms after t0, on key, a commit ("c"), a
+// dry run ("dry") or an Uncommit ("uncommit").
+type call struct {
+	at  int64
+	key string
+	op  string
+}
+
+// String describes the call for failure messages.
+func (c call) String() string {
+	if c.op == "uncommit" {
+		return fmt.Sprintf("Uncommit(%q) at +%d", c.key, c.at)
+	}
+	return fmt.Sprintf("Incoming(%q, %s) at +%d", c.key, c.op, c.at)
+}
+
+// do sets the clock to c's time and makes c on l: the Decision of an
+// Incoming, the zero Decision of an Uncommit. An error fails the test.
+func do(t *testing.T, clk *fakeClock, l Limiter, c call) Decision {
+	t.Helper()
+	clk.at(c.at)
+	ctx := context.Background()
+	if c.op == "uncommit" {
+		if err := l.Uncommit(ctx, c.key); err != nil {
+			t.Fatalf("%v: %v", c, err)
+		}
+		return Decision{}
+	}
+	got, err := l.Incoming(ctx, c.key, c.op == "c")
+	if err != nil {
+		t.Fatalf("%v: %v", c, err)
+	}
+	return got
+}

@@ -106,15 +106,9 @@ func helperCount(args []string) error {
 	if err := testutil.AwaitGate(); err != nil {
 		return err
 	}
-	allowed := 0
-	for range calls {
-		dec, err := l.Incoming(context.Background(), "shared", true)
-		if err != nil {
-			return err
-		}
-		if dec.Allowed {
-			allowed++
-		}
+	allowed, err := commits(l, "shared", calls)
+	if err != nil {
+		return err
 	}
 	fmt.Println(allowed)
 	return nil
@@ -195,15 +189,9 @@ func helperReqRounds(args []string) error {
 			return err
 		}
 		now.Store(ms)
-		admitted := 0
-		for range 3 {
-			dec, err := l.Incoming(context.Background(), "shared", true)
-			if err != nil {
-				return err
-			}
-			if dec.Allowed {
-				admitted++
-			}
+		admitted, err := commits(l, "shared", 3)
+		if err != nil {
+			return err
 		}
 		fmt.Println(admitted)
 	}
@@ -289,13 +277,27 @@ func helperConnHold(args []string) error {
 	if err != nil {
 		return err
 	}
-	for range 2 {
-		if dec, err := l.Incoming(context.Background(), "k", true); err != nil || !dec.Allowed {
-			return fmt.Errorf("Incoming = %+v, %v", dec, err)
-		}
+	if n, err := commits(l, "k", 2); err != nil || n != 2 {
+		return fmt.Errorf("%d of 2 requests allowed, %v", n, err)
 	}
 	fmt.Println("held")
 	for {
 		time.Sleep(time.Hour)
 	}
+}
+
+// commits makes n committed requests for key and returns how many were
+// allowed.
+func commits(l Limiter, key string, n int) (int, error) {
+	allowed := 0
+	for range n {
+		dec, err := l.Incoming(context.Background(), key, true)
+		if err != nil {
+			return allowed, err
+		}
+		if dec.Allowed {
+			allowed++
+		}
+	}
+	return allowed, nil
 }

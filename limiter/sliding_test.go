@@ -41,23 +41,15 @@ func TestSlidingWindowSteps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
 	for i, s := range steps {
-		clk.at(s.at)
+		got := do(t, clk, l, call{s.at, "k", s.op})
 		if s.op == "uncommit" {
-			if err := l.Uncommit(ctx, "k"); err != nil {
-				t.Fatal(err)
-			}
 			continue
-		}
-		got, err := l.Incoming(ctx, "k", s.op == "c")
-		if err != nil {
-			t.Fatal(err)
 		}
 		want := Decision{Allowed: !s.rej, State: s.left, RetryAfter: time.Duration(s.retry) * time.Millisecond, ResetAfter: time.Duration(s.reset) * time.Millisecond}
 		if got.Allowed != want.Allowed || !nearF(got.State, want.State) || got.RetryAfter != want.RetryAfter || got.ResetAfter != want.ResetAfter || got.Remaining != floorCount(s.left) {
-			t.Errorf("step %d: Incoming(%s) at +%d = (allowed %v, left %v, remaining %d, retry %v, reset %v), want (%v, %v, %d, %v, %v)",
-				i+1, s.op, s.at, got.Allowed, got.State, got.Remaining, got.RetryAfter, got.ResetAfter,
+			t.Errorf("step %d: %v = (allowed %v, left %v, remaining %d, retry %v, reset %v), want (%v, %v, %d, %v, %v)",
+				i+1, call{s.at, "k", s.op}, got.Allowed, got.State, got.Remaining, got.RetryAfter, got.ResetAfter,
 				want.Allowed, want.State, floorCount(s.left), want.RetryAfter, want.ResetAfter)
 		}
 	}

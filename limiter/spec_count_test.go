@@ -64,22 +64,11 @@ func TestCountVectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx := context.Background()
 			for i, s := range v.steps {
-				clk.at(s.at)
-				if s.op == "uncommit" {
-					if err := l.Uncommit(ctx, s.key); err != nil {
-						t.Fatalf("step %d: Uncommit(%q) = %v", i+1, s.key, err)
-					}
-				} else {
-					got, err := l.Incoming(ctx, s.key, s.op == "c")
-					if err != nil {
-						t.Fatalf("step %d: Incoming(%q, %s): %v", i+1, s.key, s.op, err)
-					}
-					if got.Allowed == s.rej || got.State != float64(s.rem) || got.Remaining != max(s.rem, 0) {
-						t.Errorf("step %d: Incoming(%q, %s) at +%d = (allowed %v, state %v, remaining %d), want (%v, %d, %d)",
-							i+1, s.key, s.op, s.at, got.Allowed, got.State, got.Remaining, !s.rej, s.rem, max(s.rem, 0))
-					}
+				got := do(t, clk, l, call{s.at, s.key, s.op})
+				if s.op != "uncommit" && (got.Allowed == s.rej || got.State != float64(s.rem) || got.Remaining != max(s.rem, 0)) {
+					t.Errorf("step %d: %v = (allowed %v, state %v, remaining %d), want (%v, %d, %d)",
+						i+1, call{s.at, s.key, s.op}, got.Allowed, got.State, got.Remaining, !s.rej, s.rem, max(s.rem, 0))
 				}
 				if s.stored != nil {
 					v, _, err := d.Get(s.key)

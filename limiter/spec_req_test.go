@@ -7,8 +7,7 @@ import (
 	"testing"
 )
 
-// reqStep is one call of a Req vector: at ms after t0, on key, a commit
-// ("c"), a dry run ("dry") or an Uncommit ("uncommit"), and what it returns.
+// reqStep is one call of a Req vector and what it returns.
 type reqStep struct {
 	at    int64
 	key   string
@@ -19,6 +18,8 @@ type reqStep struct {
 	// stored, when set, is the state the key must hold afterwards.
 	stored *reqState
 }
+
+func (s reqStep) call() call { return call{s.at, s.key, s.op} }
 
 func TestReqVectors(t *testing.T) {
 	type vec struct {
@@ -87,22 +88,11 @@ func TestReqVectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx := context.Background()
 			for i, s := range v.steps {
-				clk.at(s.at)
-				if s.op == "uncommit" {
-					if err := l.Uncommit(ctx, s.key); err != nil {
-						t.Fatalf("step %d: Uncommit(%q) = %v", i+1, s.key, err)
-					}
-				} else {
-					got, err := l.Incoming(ctx, s.key, s.op == "c")
-					if err != nil {
-						t.Fatalf("step %d: Incoming(%q, %s) at +%d: %v", i+1, s.key, s.op, s.at, err)
-					}
-					if got.Allowed == s.rej || !near(got.Delay, secs(s.delay)) || !nearF(got.State, s.state) {
-						t.Errorf("step %d: Incoming(%q, %s) at +%d = (allowed %v, delay %v, state %v), want (allowed %v, delay %v, state %v)",
-							i+1, s.key, s.op, s.at, got.Allowed, got.Delay, got.State, !s.rej, secs(s.delay), s.state)
-					}
+				got := do(t, clk, l, s.call())
+				if s.op != "uncommit" && (got.Allowed == s.rej || !near(got.Delay, secs(s.delay)) || !nearF(got.State, s.state)) {
+					t.Errorf("step %d: %v = (allowed %v, delay %v, state %v), want (allowed %v, delay %v, state %v)",
+						i+1, s.call(), got.Allowed, got.Delay, got.State, !s.rej, secs(s.delay), s.state)
 				}
 				if s.stored != nil {
 					if got := storedReq(t, l, s.key); got != *s.stored {

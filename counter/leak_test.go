@@ -17,12 +17,12 @@ func syncLoops() int {
 	return strings.Count(string(buf[:runtime.Stack(buf, true)]), "created by github.com/shmzone/shmzone/counter.New")
 }
 
-// settled polls until the goroutine count is at most want, and returns
-// the last count: a goroutine that has signalled its end may still be
-// returning.
-func settled(want int) int {
-	n := runtime.NumGoroutine()
-	for deadline := time.Now().Add(5 * time.Second); n > want && time.Now().Before(deadline); n = runtime.NumGoroutine() {
+// settled polls fn until it returns at most want, for up to 5 s, and
+// returns its last result: a goroutine that has signalled its end to Close
+// may still be returning.
+func settled(fn func() int, want int) int {
+	n := fn()
+	for deadline := time.Now().Add(5 * time.Second); n > want && time.Now().Before(deadline); n = fn() {
 		time.Sleep(time.Millisecond)
 	}
 	return n
@@ -61,11 +61,11 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 				if err := c.Close(); err != nil {
 					t.Fatalf("Close() = %v", err)
 				}
-				if n := syncLoops(); n != 0 {
+				if n := settled(syncLoops, 0); n != 0 {
 					t.Fatalf("round %d: %d sync loops after Close, want 0", round, n)
 				}
 			}
-			if n := settled(before); n > before {
+			if n := settled(runtime.NumGoroutine, before); n > before {
 				t.Errorf("%d goroutines after Close, %d before New", n, before)
 			}
 			if v, _, err := d.Get(key(0)); err != nil || v.Int() != 20 {

@@ -29,6 +29,7 @@ type Counter struct {
 	idx     index
 	pending pendingList
 	stripes int           // len(entry.cells)
+	arenas  []arena       // one per stripe
 	gen     atomic.Uint64 // sync generation: Sync calls begun
 	closed  atomic.Bool
 
@@ -57,7 +58,8 @@ func New(d *dict.Dict, syncInterval time.Duration) (*Counter, error) {
 	if syncInterval < 0 {
 		return nil, ErrBadInterval
 	}
-	c := &Counter{d: d, stripes: stripeCount(runtime.GOMAXPROCS(0)), sweepEvery: sweepEvery}
+	stripes := stripeCount(runtime.GOMAXPROCS(0))
+	c := &Counter{d: d, stripes: stripes, arenas: make([]arena, stripes), sweepEvery: sweepEvery}
 	c.idx.init()
 	if syncInterval > 0 {
 		c.stop, c.done = make(chan struct{}), make(chan struct{})
@@ -113,7 +115,7 @@ func (c *Counter) entryFor(key string, pin bool) *entry {
 		e.pinned = true
 		for i := range e.cells {
 			if e.cells[i].Load() == nil {
-				newCell(&e.cells[i])
+				e.newCell(i)
 			}
 		}
 		c.pinMu.Lock()

@@ -10,15 +10,15 @@
 //	defer c.Close()                        // stops the timer and syncs once more
 //
 // Each key of a Counter has an entry in a map that lookups read without a
-// lock (index.go). Its delta is split over stripes, each in cache lines of
-// its own, and an increment adds to the stripe its goroutine's stack
-// address picks (unsafe.go), so goroutines on different cores rarely write
-// one line. The first increment after a sync puts the entry on a pending
-// list; Sync takes the list, swaps each stripe to 0 and adds the sum to the
-// dict with IncrInit(key, sum, 0, 0). A key costs about 300 bytes of
-// process memory, and 128 more for each further stripe that goroutines
-// use; an entry idle for 64 to 128 syncs is retired to bound that. A
-// Handle (Counter.Key) keeps its key for good and adds without a lookup.
+// lock (index.go). Its delta is split over stripes, and an increment adds
+// to the stripe its goroutine's stack address picks (unsafe.go); a
+// stripe's cells lie in blocks of their own (cells.go), so goroutines on
+// different cores rarely write one cache line. The first increment after a
+// sync puts the entry on a pending list; Sync takes the list, swaps each
+// stripe to 0 and adds the sum to the dict with IncrInit(key, sum, 0, 0).
+// A key costs about 200 bytes of process memory; an entry idle for 64 to
+// 128 syncs is retired to bound that. A Handle (Counter.Key) keeps its key
+// for good and adds without a lookup.
 //
 // It differs from lua-resty-counter where that one loses counts: a delta
 // whose write fails (the key holds bytes, the zone is full) is kept and

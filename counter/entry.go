@@ -12,21 +12,6 @@ const (
 	dead                // retired and out of the index: increments that still reach it move to the key's live entry
 )
 
-// cacheLine is the size a cell is padded to: two 64-byte lines, since
-// Intel's adjacent-line prefetcher fetches lines in aligned pairs, and two
-// cores writing the two halves of a pair slow each other down as if they
-// shared one line (Java's @Contended pads to 128 bytes for this).
-const cacheLine = 128
-
-// cell is one stripe of a key's unsynced delta. It fills a cacheLine by
-// itself (a 128-byte object is 128-byte aligned in Go's allocator), so
-// goroutines that add to different stripes of a key, or to different keys,
-// never write the same line.
-type cell struct {
-	n atomic.Int64
-	_ [cacheLine - 8]byte
-}
-
 // entry is a key's place in the process: its delta, spread over stripes,
 // and its state. Only the cells are written on the hot path; the rest is
 // read-mostly and shared by every core.
@@ -50,25 +35,15 @@ type entry struct {
 // then read the state) is what makes Sync and retirement exact: see settle
 // and drain.
 func (e *entry) add(n int64) {
-	slot := &e.cells[stripe(len(e.cells))]
-	p := slot.Load()
+	s := stripe(len(e.cells))
+	p := e.cells[s].Load()
 	if p == nil {
-		p = newCell(slot)
+		p = e.newCell(s)
 	}
 	p.n.Add(n)
 	if e.state.Load() != dirty {
 		e.settle()
 	}
-}
-
-// newCell makes the cell of a stripe that has none yet, or returns the one
-// another goroutine made first.
-func newCell(slot *atomic.Pointer[cell]) *cell {
-	p := new(cell)
-	if slot.CompareAndSwap(nil, p) {
-		return p
-	}
-	return slot.Load()
 }
 
 // settle follows an add that found the entry not dirty. A clean entry

@@ -1,0 +1,107 @@
+package counter_test
+
+import (
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shmzone/shmzone/counter"
+)
+
+const benchKeys = 1000
+
+// benchCounter returns a Counter that syncs by hand, over a zone that holds
+// benchKeys keys, and the keys, each incremented once so that the Counter
+// holds them.
+func benchCounter(b *testing.B) (*counter.Counter, []string) {
+	b.Helper()
+	c, _ := newCounter(b)
+	ks := make([]string, benchKeys)
+	for i := range ks {
+		ks[i] = key(i)
+		c.Incr(ks[i], 1)
+	}
+	// Two syncs leave both pending lists with room for every key.
+	mustSync(b, c)
+	for _, k := range ks {
+		c.Incr(k, 1)
+	}
+	mustSync(b, c)
+	return c, ks
+}
+
+// BenchmarkCounter measures the increment paths, their scaling over
+// goroutines, and Sync per dirty key.
+func BenchmarkCounter(b *testing.B) {
+	b.Run("op=incr/keys="+strconv.Itoa(benchKeys), func(b *testing.B) {
+		c, ks := benchCounter(b)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			c.Incr(ks[i%benchKeys], 1)
+		}
+		reportOpsPerSec(b, b.N, b.Elapsed())
+	})
+	b.Run("op=handle-add", func(b *testing.B) {
+		c, _ := benchCounter(b)
+		h := c.Key("hot")
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			h.Add(1)
+		}
+		reportOpsPerSec(b, b.N, b.Elapsed())
+	})
+	for _, g := range []int{1, 2} {
+		b.Run("op=incr-parallel/goroutines="+strconv.Itoa(g), func(b *testing.B) {
+			benchParallel(b, g)
+		})
+	}
+	b.Run("op=sync/dirty="+strconv.Itoa(benchKeys), func(b *testing.B) {
+		c, ks := benchCounter(b)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			for _, k := range ks {
+				c.Incr(k, 1)
+			}
+			b.StartTimer()
+			if err := c.Sync(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchKeys), "ns/key")
+	})
+}
+
+// benchParallel runs b.N Incr calls split over g goroutines, each walking
+// the same benchKeys keys from its own offset: the goroutines share every
+// key, as a server's request goroutines share their counters. ns/op is wall
+// time per Incr, so ops/s compares directly across g.
+func benchParallel(b *testing.B, g int) {
+	c, ks := benchCounter(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := 0; w < g; w++ {
+		n := b.N / g
+		if w < b.N%g {
+			n++
+		}
+		off := w * benchKeys / g
+		wg.Go(func() {
+			for i := 0; i < n; i++ {
+				c.Incr(ks[(off+i)%benchKeys], 1)
+			}
+		})
+	}
+	wg.Wait()
+	reportOpsPerSec(b, b.N, time.Since(start))
+}
+
+func reportOpsPerSec(b *testing.B, ops int, d time.Duration) {
+	b.ReportMetric(float64(ops)/d.Seconds(), "ops/s")
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,18 +22,27 @@ func fixedClock() int64 { return 1_700_000_000_000 }
 // test closes when it ends.
 func openDict(t testing.TB, o dict.Options) *dict.Dict {
 	t.Helper()
+	d, _ := openZone(t, o)
+	return d
+}
+
+// openZone is openDict that also returns the zone's path, for helper
+// processes to open.
+func openZone(t testing.TB, o dict.Options) (*dict.Dict, string) {
+	t.Helper()
 	if o.Size == 0 {
 		o.Size = 1 << 20
 	}
 	if o.Clock == nil {
 		o.Clock = fixedClock
 	}
-	d, err := dict.Open(testutil.TempZone(t), o)
+	path := testutil.TempZone(t)
+	d, err := dict.Open(path, o)
 	if err != nil {
 		t.Fatalf("dict.Open() = %v", err)
 	}
 	t.Cleanup(func() { d.Close() })
-	return d
+	return d, path
 }
 
 // newCounter returns a Counter over a new 1 MiB zone that syncs by hand.
@@ -257,60 +265,5 @@ func TestClose(t *testing.T) {
 	c.Close()
 	if v, _, err := d.Get("a"); err != nil || v.Int() != 4 {
 		t.Errorf("dict Get(a) after Incr past Close = %v, %v; want 4", v, err)
-	}
-}
-
-// TestConcurrent has goroutines increment shared keys, by Incr and by
-// Handle, while another goroutine syncs without pause: Close leaves the
-// exact totals in the zone.
-func TestConcurrent(t *testing.T) {
-	const (
-		workers = 4
-		ops     = 20_000
-		keys    = 50
-	)
-	c, d := newCounter(t)
-	hot := c.Key("hot")
-	stop := make(chan struct{})
-	synced := make(chan error, 1)
-	go func() {
-		var err error
-		for {
-			select {
-			case <-stop:
-				synced <- err
-				return
-			default:
-			}
-			if e := c.Sync(); e != nil {
-				err = e
-			}
-		}
-	}()
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Go(func() {
-			for i := 0; i < ops; i++ {
-				c.Incr(key(i%keys), int64(i%keys)+1)
-				hot.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	close(stop)
-	if err := <-synced; err != nil {
-		t.Fatalf("Sync() during the increments = %v", err)
-	}
-	if err := c.Close(); err != nil {
-		t.Fatalf("Close() = %v", err)
-	}
-	for k := 0; k < keys; k++ {
-		want := int64(workers*ops/keys) * int64(k+1)
-		if v, _, err := d.Get(key(k)); err != nil || v.Int() != want {
-			t.Errorf("dict Get(%q) = %v, %v; want %d", key(k), v, err, want)
-		}
-	}
-	if v, _, err := d.Get("hot"); err != nil || v.Int() != workers*ops {
-		t.Errorf("dict Get(hot) = %v, %v; want %d", v, err, workers*ops)
 	}
 }

@@ -29,6 +29,21 @@ func openExample() (d *dict.Dict, cleanup func()) {
 	}
 }
 
+// newExample returns a Counter that syncs by hand over a new zone from
+// openExample; cleanup closes both and removes the zone.
+func newExample() (c *counter.Counter, d *dict.Dict, cleanup func()) {
+	d, closeDict := openExample()
+	c, err := counter.New(d, 0)
+	if err != nil {
+		closeDict()
+		log.Fatal(err)
+	}
+	return c, d, func() {
+		c.Close()
+		closeDict()
+	}
+}
+
 func ExampleNew() {
 	d, cleanup := openExample()
 	defer cleanup()
@@ -64,13 +79,8 @@ func ExampleNew() {
 }
 
 func ExampleCounter_Key() {
-	d, cleanup := openExample()
+	c, _, cleanup := newExample()
 	defer cleanup()
-	c, err := counter.New(d, 0)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer c.Close()
 
 	// A Handle adds to one key without looking it up: keep it for a hot key.
 	status200 := c.Key("status:200")
@@ -86,19 +96,14 @@ func ExampleCounter_Key() {
 }
 
 func ExampleCounter_Sync() {
-	d, cleanup := openExample()
+	c, d, cleanup := newExample()
 	defer cleanup()
-	c, err := counter.New(d, 0)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer c.Close()
 
 	// A key that holds bytes cannot take a count: the delta stays in the
 	// process, and the next Sync that can write it does.
 	d.Set("hits", dict.String("oops"), 0, 0)
 	c.Incr("hits", 5)
-	err = c.Sync()
+	err := c.Sync()
 	fmt.Println(errors.Is(err, dict.ErrNotNumber), c.Stats().Pending)
 
 	d.Delete("hits")
@@ -112,13 +117,8 @@ func ExampleCounter_Sync() {
 }
 
 func ExampleCounter_Reset() {
-	d, cleanup := openExample()
+	c, _, cleanup := newExample()
 	defer cleanup()
-	c, err := counter.New(d, 0)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer c.Close()
 
 	c.Incr("window", 18)
 	c.Sync()

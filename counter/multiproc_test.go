@@ -130,12 +130,7 @@ func (s *scripted) end() {
 // processes, A and B, and reads the zone from each and from the test
 // process (Z) between the steps.
 func TestSpecVector(t *testing.T) {
-	path := testutil.TempZone(t)
-	d, err := dict.Open(path, dict.Options{Size: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, path := openZone(t, dict.Options{})
 	z, err := counter.New(d, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -212,12 +207,7 @@ const (
 // holds exactly the totals. Key k gets steps of k+1, so a count that lands
 // on the wrong key shows.
 func TestMultiProcTotals(t *testing.T) {
-	path := testutil.TempZone(t)
-	d, err := dict.Open(path, dict.Options{Size: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, path := openZone(t, dict.Options{})
 	g := testutil.NewGate(t)
 	var mu sync.Mutex
 	syncs := make([]string, 0, hammerProcs)

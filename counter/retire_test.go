@@ -92,63 +92,80 @@ func TestRetireLateAdd(t *testing.T) {
 	}
 }
 
-// TestRetireRace has goroutines increment many keys, some often and most
-// rarely, while another goroutine syncs and sweeps at every sync, so that
-// entries retire while increments reach them. Close leaves the exact
-// totals. Run it with -race.
-func TestRetireRace(t *testing.T) {
+// TestConcurrent has goroutines increment keys, some often and most
+// rarely, by Incr and through one shared Handle, while another goroutine
+// syncs without pause: Close leaves the exact totals in the zone. With a
+// sweep at every sync, entries retire while increments reach them. Run it
+// with -race.
+func TestConcurrent(t *testing.T) {
 	const (
 		workers = 4
 		ops     = 30_000
 		keys    = 2000
 	)
-	c, d := newInternal(t, 1)
-	stop := make(chan struct{})
-	var syncer sync.WaitGroup
-	syncer.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if err := c.Sync(); err != nil {
-				t.Errorf("Sync() = %v", err)
-				return
-			}
-		}
-	})
-	want := make([][keys]int64, workers)
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Go(func() {
-			r := rand.New(rand.NewPCG(uint64(w), 1))
-			for i := 0; i < ops; i++ {
-				k := r.IntN(keys)
-				if i%2 == 0 {
-					k %= 10 // half the increments go to ten hot keys
+	tests := []struct {
+		name       string
+		sweepEvery uint64
+	}{
+		{"sweep every 64 syncs", sweepEvery},
+		{"sweep every sync", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, d := newInternal(t, tt.sweepEvery)
+			hot := c.Key("hot")
+			stop := make(chan struct{})
+			var syncer sync.WaitGroup
+			syncer.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if err := c.Sync(); err != nil {
+						t.Errorf("Sync() = %v", err)
+						return
+					}
 				}
-				n := int64(r.IntN(5)) - 1
-				want[w][k] += n
-				c.Incr(fmt.Sprintf("k%04d", k), n)
+			})
+			want := make([][keys]int64, workers)
+			var wg sync.WaitGroup
+			for w := 0; w < workers; w++ {
+				wg.Go(func() {
+					r := rand.New(rand.NewPCG(uint64(w), 1))
+					for i := 0; i < ops; i++ {
+						k := r.IntN(keys)
+						if i%2 == 0 {
+							k %= 10 // half the increments go to ten hot keys
+						}
+						n := int64(r.IntN(5)) - 1
+						want[w][k] += n
+						c.Incr(fmt.Sprintf("k%04d", k), n)
+						hot.Add(1)
+					}
+				})
 			}
+			wg.Wait()
+			close(stop)
+			syncer.Wait()
+			retired := c.Stats().Retired
+			if err := c.Close(); err != nil {
+				t.Fatalf("Close() = %v", err)
+			}
+			for k := 0; k < keys; k++ {
+				var sum int64
+				for w := range want {
+					sum += want[w][k]
+				}
+				if got := zoneCount(t, d, fmt.Sprintf("k%04d", k)); got != sum {
+					t.Errorf("dict Get(k%04d) = %d, want %d", k, got, sum)
+				}
+			}
+			if got := zoneCount(t, d, "hot"); got != workers*ops {
+				t.Errorf("dict Get(hot) = %d, want %d", got, workers*ops)
+			}
+			t.Logf("%d entries retired while the workers ran", retired)
 		})
 	}
-	wg.Wait()
-	close(stop)
-	syncer.Wait()
-	retired := c.Stats().Retired
-	if err := c.Close(); err != nil {
-		t.Fatalf("Close() = %v", err)
-	}
-	for k := 0; k < keys; k++ {
-		var sum int64
-		for w := range want {
-			sum += want[w][k]
-		}
-		if got := zoneCount(t, d, fmt.Sprintf("k%04d", k)); got != sum {
-			t.Errorf("dict Get(k%04d) = %d, want %d", k, got, sum)
-		}
-	}
-	t.Logf("%d entries retired while the workers ran", retired)
 }

@@ -1,0 +1,73 @@
+package redistier
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/testutil"
+	"github.com/shmzone/shmzone/limiter"
+)
+
+// reportLatency reports the p50 and p99 of lat, the decisions' latencies.
+func reportLatency(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+}
+
+// BenchmarkDecision measures one decision's latency over loopback for each
+// Redis limiter (one goroutine, one key), and a Tiered decision in the zone
+// while a flusher runs every 100 ms.
+func BenchmarkDecision(b *testing.B) {
+	_, c := newClient(b)
+	huge := 1e9
+	mk := map[string]func() (limiter.Limiter, error){
+		"req":     func() (limiter.Limiter, error) { return NewReq(c, "b-req", "1000000r/s", huge, 0, Options{}) },
+		"count":   func() (limiter.Limiter, error) { return NewCount(c, "b-count", 1<<40, time.Hour, Options{}) },
+		"sliding": func() (limiter.Limiter, error) { return NewSlidingWindow(c, "b-sw", 1<<30, time.Hour, Options{}) },
+		"gcra":    func() (limiter.Limiter, error) { return NewGCRA(c, "b-gcra", 1e6, 1e9, Options{}) },
+		"tiered": func() (limiter.Limiter, error) {
+			d, err := dict.Open(testutil.TempZone(b), dict.Options{Size: 1 << 20})
+			if err != nil {
+				return nil, err
+			}
+			b.Cleanup(func() { d.Close() })
+			l, err := NewTiered(d, c, "b-tier", 1<<40, time.Hour, 100*time.Millisecond, Options{})
+			if err != nil {
+				return nil, err
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			b.Cleanup(cancel)
+			go l.Run(ctx)
+			return l, nil
+		},
+	}
+	for _, op := range []string{"req", "count", "sliding", "gcra", "tiered"} {
+		b.Run("op="+op+"/backend=redis-loopback", func(b *testing.B) {
+			l, err := mk[op]()
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			lat := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				start := time.Now()
+				d, err := l.Incoming(ctx, "k", true)
+				lat = append(lat, time.Since(start))
+				if err != nil || !d.Allowed {
+					b.Fatalf("Incoming = %+v, %v", d, err)
+				}
+			}
+			b.StopTimer()
+			reportLatency(b, lat)
+		})
+	}
+}

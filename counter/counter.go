@@ -79,8 +79,9 @@ func stripeCount(procs int) int {
 }
 
 // Incr adds step to key's count in process memory; a later Sync adds it to
-// the dict. Incr of a key the Counter holds takes no lock and allocates
-// nothing: a map read and one atomic add. A key's first Incr, or its first
+// the dict. Incr of a key the Counter holds is a map read and one atomic
+// add, with no allocation; the key's first Incr after a Sync also puts it
+// on the pending list, under a mutex. A key's first Incr, or its first
 // after it was retired for being idle, takes a mutex and allocates. After
 // Close an increment is kept in memory but never synced.
 func (c *Counter) Incr(key string, step int64) {

@@ -43,13 +43,17 @@
 //	    an entry is marked dead and removed under the index lock at once.
 //	I4. A delta whose write fails with a retryable error is added back to
 //	    its key and written by a later Sync; Sync and Stats report it.
-//	I5. Incr of a key the Counter holds, and Handle.Add, take no lock and
-//	    allocate nothing.
+//	I5. Handle.Add, and Incr of a key the Counter holds, allocate nothing
+//	    and take no lock, but for a key's first Incr after a Sync, which
+//	    takes the pending list's mutex to put the key on it (and may grow
+//	    the list until it has held every key once).
 //
 // Concurrency: a *Counter and a *Handle are safe for use by many
-// goroutines. Incr and Add contend only when two goroutines add to one
-// stripe of one key at the same moment; Syncs run one at a time; increments
-// made while Close runs may miss its final sync. Across processes, each
+// goroutines. Incr and Add write shared cache lines only when goroutines
+// that share a stripe (rare among running goroutines, whose stacks pick
+// stripes far apart) add at once to one key or to keys whose cells share
+// a line; Syncs run one at a time; increments made while Close runs may
+// miss its final sync. Across processes, each
 // process has its own Counter and they meet only in the dict: every write
 // is one IncrInit, atomic under its shard's lock, so the zone holds the sum
 // of every delta any process has synced, and Get reads that sum, without

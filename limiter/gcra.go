@@ -79,22 +79,19 @@ func (l *GCRA) incomingAt(now int64, key string, commit bool) (Decision, error) 
 // allowAt is AllowN at now in Unix ms.
 func (l *GCRA) allowAt(now int64, key string, n int64, commit bool) (Decision, error) {
 	nowNs := now * int64(time.Millisecond)
-	var dec Decision
+	stored := nowNs // the TAT the requests are decided on
 	if !commit {
 		v, found, err := read(l.d, key, nil, isInt)
 		if err != nil {
 			return Decision{}, err
 		}
-		stored := nowNs
 		if found {
 			stored = v.Int()
 		}
-		dec, _ = l.step(nowNs, stored, n)
-		return dec, nil
+		return l.decide(nowNs, stored, n, false), nil
 	}
 	var bad foreign
 	err := l.d.Update(key, func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
-		stored := nowNs
 		if found {
 			if cur.Kind() != dict.KindInt {
 				bad = foreignOf(cur)
@@ -102,11 +99,8 @@ func (l *GCRA) allowAt(now int64, key string, n int64, commit bool) (Decision, e
 			}
 			stored = cur.Int()
 		}
-		var tat int64
-		dec, tat = l.step(nowNs, stored, n)
-		if dec.Allowed && n > 0 {
-			dec.Committed = true
-			return dict.Int(tat), time.Duration(tat - nowNs), true
+		if newTat, ok := l.next(nowNs, stored, n); ok && n > 0 {
+			return dict.Int(newTat), time.Duration(newTat - nowNs), true
 		}
 		if stored > nowNs {
 			return cur, time.Duration(stored - nowNs), true // unchanged
@@ -119,25 +113,33 @@ func (l *GCRA) allowAt(now int64, key string, n int64, commit bool) (Decision, e
 	if bad.found() {
 		return Decision{}, bad.err(key)
 	}
-	return dec, nil
+	return l.decide(nowNs, stored, n, n > 0), nil
 }
 
-// step decides on n requests at nowNs given the stored TAT (nowNs when
-// there is none) and returns the TAT to store when they are allowed.
-func (l *GCRA) step(nowNs, stored, n int64) (Decision, int64) {
+// next returns the TAT after n requests at nowNs given the stored TAT
+// (nowNs when there is none), and whether they are allowed.
+func (l *GCRA) next(nowNs, stored, n int64) (newTat int64, ok bool) {
 	tat := max(stored, nowNs)
 	// newTat = tat + n·T, saturating: n above burst is rejected anyway.
 	inc := int64(math.MaxInt64)
 	if n <= math.MaxInt64/l.t {
 		inc = n * l.t
 	}
-	newTat := satAdd(tat, inc)
+	newTat = satAdd(tat, inc)
+	return newTat, nowNs >= newTat-l.tau
+}
+
+// decide builds the Decision on n requests at nowNs given the stored TAT;
+// commit says whether allowed ones were counted.
+func (l *GCRA) decide(nowNs, stored, n int64, commit bool) Decision {
+	tat := max(stored, nowNs)
+	newTat, ok := l.next(nowNs, stored, n)
 	allowAt := newTat - l.tau
-	if nowNs < allowAt {
+	if !ok {
 		return Decision{
 			RetryAfter: time.Duration(allowAt - nowNs),
 			ResetAfter: time.Duration(tat - nowNs),
-		}, tat
+		}
 	}
 	rem := (nowNs - allowAt) / l.t
 	return Decision{
@@ -145,7 +147,8 @@ func (l *GCRA) step(nowNs, stored, n int64) (Decision, int64) {
 		State:      float64(rem),
 		Remaining:  rem,
 		ResetAfter: time.Duration(newTat - nowNs),
-	}, newTat
+		Committed:  commit,
+	}
 }
 
 // satAdd returns a+b for b >= 0, saturating at math.MaxInt64.

@@ -69,39 +69,37 @@ func (l *SlidingWindow) incomingAt(now int64, key string, commit bool) (Decision
 	buf := bufs.Get().(*[bufSize]byte)
 	defer bufs.Put(buf)
 	win := floorDiv(now, l.w)
-	elapsed := now - win*l.w
-	var dec Decision
+	elapsed := min(now-win*l.w, l.w)
+	var pre swState // the state the request is decided on
 	if !commit {
 		v, found, err := read(l.d, key, buf[:], isSWState)
 		if err != nil {
 			return Decision{}, err
 		}
-		var s swState
 		if found {
-			s = getSW(v.Bytes())
+			pre = getSW(v.Bytes())
 		}
-		dec, _ = l.step(l.roll(s, win), elapsed)
-		return dec, nil
+		pre = l.roll(pre, win)
+		return l.decide(pre, elapsed, false), nil
 	}
 	var bad foreign
 	err := l.d.Update(key, func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
 		var s swState
 		if found {
-			if cur.Kind() != dict.KindBytes || cur.Len() != swSize {
+			b := cur.Bytes()
+			if len(b) != swSize {
 				bad = foreignOf(cur)
 				return cur, 0, true // leave it as it is
 			}
-			s = getSW(cur.Bytes())
+			s = getSW(b)
 		}
-		s = l.roll(s, win)
-		dec, s = l.step(s, elapsed)
-		if !dec.Allowed {
-			if !found {
-				return cur, 0, false
-			}
-			s = getSW(cur.Bytes()) // unchanged
-		}
-		dec.Committed = dec.Allowed
+		pre = l.roll(s, win)
+		if l.left(pre, elapsed) >= 0 {
+			s = pre
+			s.cur++
+		} else if !found {
+			return cur, 0, false
+		} // else rejected: s unchanged
 		ttl := (s.window+2)*l.w - now // to the end of the next window
 		if ttl <= 0 {
 			return cur, 0, false
@@ -115,7 +113,7 @@ func (l *SlidingWindow) incomingAt(now int64, key string, commit bool) (Decision
 	if bad.found() {
 		return Decision{}, bad.err(key)
 	}
-	return dec, nil
+	return l.decide(pre, elapsed, true), nil
 }
 
 // roll moves a stored state to window win: the current window becomes the
@@ -135,27 +133,32 @@ func (l *SlidingWindow) roll(s swState, win int64) swState {
 	return swState{window: win}
 }
 
-// step decides on one request elapsed ms into the state's window and
-// returns the state with it counted when it is allowed. In units of
-// 1/window requests the estimate is prev·(w−elapsed) + cur·w.
-func (l *SlidingWindow) step(s swState, elapsed int64) (Decision, swState) {
-	w := l.w
-	elapsed = min(max(elapsed, 0), w)
-	left := l.limit*w - s.prev*(w-elapsed) - (s.cur+1)*w // scaled allowance after the request
+// left returns the allowance left after one more request elapsed ms into
+// the state's window, in units of 1/window requests: the request is allowed
+// when it is not negative. The estimate is prev·(w−elapsed) + cur·w.
+func (l *SlidingWindow) left(s swState, elapsed int64) int64 {
+	return l.limit*l.w - s.prev*(l.w-elapsed) - (s.cur+1)*l.w
+}
+
+// decide builds the Decision on one request at elapsed in state s, which
+// does not count it yet; commit says whether an allowed one was counted.
+func (l *SlidingWindow) decide(s swState, elapsed int64, commit bool) Decision {
+	left := l.left(s, elapsed)
 	if left < 0 {
 		return Decision{
-			State:      float64(left) / float64(w),
+			State:      float64(left) / float64(l.w),
 			RetryAfter: time.Duration(l.retry(s, elapsed)) * time.Millisecond,
 			ResetAfter: time.Duration(l.reset(s, elapsed)) * time.Millisecond,
-		}, s
+		}
 	}
 	s.cur++
 	return Decision{
 		Allowed:    true,
-		State:      float64(left) / float64(w),
-		Remaining:  left / w,
+		State:      float64(left) / float64(l.w),
+		Remaining:  left / l.w,
 		ResetAfter: time.Duration(l.reset(s, elapsed)) * time.Millisecond,
-	}, s
+		Committed:  commit,
+	}
 }
 
 // retry returns the ms until a rejected request would be allowed: later in

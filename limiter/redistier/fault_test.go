@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -177,5 +179,113 @@ func TestFaults(t *testing.T) {
 			t.Fatalf("goroutines: %d before, %d after:\n%s", goroutines, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestTieredFaults checks that a Tiered host keeps deciding while Redis is
+// hung or gone, that a flush fails within its timeout and keeps the host's
+// count, and that the next flush after Redis is back carries it: a flush
+// that timed out against a hung server but ran when it woke does not count
+// twice, and a server restarted empty gets the host's whole count back.
+func TestTieredFaults(t *testing.T) {
+	r, c := newClient(t)
+	clk := newFakeClock()
+	d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: 1 << 20, Clock: func() int64 { return clk.Now().UnixMilli() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	l, err := NewTiered(d, c, "tf", 100, 10*time.Second, 100*time.Millisecond, Options{Timeout: faultTimeout, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	admit := func(n int) {
+		for i := 0; i < n; i++ {
+			if dec := incoming(t, l, "k", true); !dec.Allowed {
+				t.Fatalf("Incoming rejected: %+v", dec)
+			}
+		}
+	}
+	global := func() string { // the sum of the hosts' counts
+		h, err := c.HGetAll(ctx, "tf:k:"+strconv.FormatInt(t0.UnixMilli()/10000, 10)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for f, v := range h {
+			if !strings.Contains(f, ":") {
+				x, _ := strconv.ParseInt(v, 10, 64)
+				n += x
+			}
+		}
+		return strconv.FormatInt(n, 10)
+	}
+	flushFails := func(phase string) {
+		start := time.Now()
+		if _, err := l.Flush(ctx); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("%s: Flush = %v, want ErrUnavailable", phase, err)
+		}
+		if took := time.Since(start); took > faultTimeout+faultSlack {
+			t.Fatalf("%s: Flush took %v, want ≤ %v", phase, took, faultTimeout+faultSlack)
+		}
+	}
+	admit(5)
+	if _, err := l.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.Stop()
+	admit(3)
+	flushFails("stopped")
+	r.Cont()
+	if _, err := l.Flush(ctx); err != nil {
+		t.Fatalf("Flush after SIGCONT: %v", err)
+	}
+	if got := global(); got != "8" {
+		t.Fatalf("global count after recovery = %s, want 8", got)
+	}
+	r.Kill()
+	admit(2)
+	flushFails("killed")
+	r.Restart() // the server lost its data; the host still has its unflushed 2
+	if _, err := l.Flush(ctx); err != nil {
+		t.Fatalf("Flush after restart: %v", err)
+	}
+	if got := global(); got != "10" {
+		t.Fatalf("global count after restart = %s, want 10 (the host's whole count)", got)
+	}
+	if s := l.Stats(); s.Errors != 2 || s.Calls != 5 {
+		t.Fatalf("Stats = %+v, want 5 calls, 2 errors", s)
+	}
+}
+
+// TestCombineWithLocal runs a Redis limiter under limiter.Combine with a
+// local one: a request the local limiter rejects is not counted in Redis.
+func TestCombineWithLocal(t *testing.T) {
+	_, c := newClient(t)
+	d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	local, err := limiter.NewCount(d, 2, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	global, err := NewGCRA(c, "combine", 1, 10, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ls, keys := []limiter.Limiter{global, local}, []string{"user", "user"}
+	for i, want := range []bool{true, true, false} {
+		dec, err := limiter.Combine(ctx, ls, keys)
+		if err != nil || dec.Allowed != want {
+			t.Fatalf("call %d: Combine = %+v, %v; want allowed %v", i+1, dec, err, want)
+		}
+	}
+	dec := incoming(t, global, "user", false)
+	if dec.Remaining != 7 {
+		t.Fatalf("GCRA after 2 combined requests: Remaining %d, want 7 (10 − 2 − this one)", dec.Remaining)
 	}
 }

@@ -2,6 +2,8 @@ package redistier
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -14,25 +16,37 @@ import (
 	"github.com/shmzone/shmzone/limiter"
 )
 
-// tieredScript adds a host's delta to a key's global count of one window
-// and returns the total; the key expires two windows after it opened.
-// KEYS[1] prefix:key:window; ARGV delta, ttl_ms. Reply {total}.
+// tieredScript records a host's count of a key in one window and returns
+// the total of every host. The Redis key is a hash: per host its count and
+// the sequence number of the flush that wrote it, so that a flush that timed
+// out on the caller's side but ran later, or runs twice, never counts twice
+// nor overwrites a newer count. The key expires two windows after it opened.
+// KEYS[1] prefix:key:window; ARGV host, seq, count, ttl_ms. Reply {total of
+// every host, this host's count}.
 var tieredScript = redis.NewScript(`
-local n = redis.call('INCRBY', KEYS[1], ARGV[1])
-if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return {n}
+local seqf = ARGV[1] .. ':s'
+local seq = tonumber(redis.call('HGET', KEYS[1], seqf)) or -1
+if tonumber(ARGV[2]) > seq then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3], seqf, ARGV[2])
+end
+if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
+local all, total = redis.call('HGETALL', KEYS[1]), 0
+for i = 1, #all, 2 do
+  if not string.find(all[i], ':', 1, true) then total = total + tonumber(all[i + 1]) end
+end
+return {total, tonumber(redis.call('HGET', KEYS[1], ARGV[1]))}
 `)
 
 // Tiered is a global limit of limit requests per fixed window across hosts,
 // at a fraction of the Redis traffic of a Redis limiter. Decisions never
 // wait for Redis: the processes of a host count in the host's zone (one
 // dict shared by them), and one process per host at a time, the holder of a
-// lease in the zone, flushes the host's delta of each key to Redis every
+// lease in the zone, flushes the host's count of each key to Redis every
 // interval and reads back the global count (one script run per key).
 //
-// A host admits a request when the global count it last read, plus the
-// host's requests not yet flushed, stays within limit, so it never rejects
-// below the global limit it knows of. It does not see other hosts' requests
+// A host admits a request when the other hosts' counts it last read, plus
+// its own count, stay within limit, so it never rejects below the global
+// limit it knows of. It does not see other hosts' requests
 // of the last interval or two (theirs not yet flushed, and those flushed
 // since it read), so in a window the hosts together admit at most
 //
@@ -41,10 +55,13 @@ return {n}
 // where rate is the most requests per second one host admits; with flushes
 // spread over the interval the overshoot is about hosts · rate · interval.
 // Redis load: one round trip per host per key per interval (plus one per
-// host and key at a window's end for the last delta), whatever the request
+// host and key at a window's end for the last requests), whatever the request
 // rate. While Redis is unreachable hosts keep deciding on their last global
-// count and keep their deltas for the next flush: nothing is lost, and each
-// host may admit up to what it believed was left.
+// count and keep their counts for the next flush: nothing is lost, and each
+// host may admit up to what it believed was left. A flush writes the host's
+// whole count of the window with a sequence number, not a delta, so a flush
+// that timed out but ran later, or a server that restarted empty, never
+// leaves the global count wrong beyond the next flush.
 type Tiered struct {
 	base
 	d                *dict.Dict
@@ -88,9 +105,11 @@ func NewTiered(d *dict.Dict, c redis.UniversalClient, prefix string, limit int64
 	return l, nil
 }
 
-// Zone keys, per window: "tier|prefix|win|key|d" the host's delta not yet
-// flushed, "|g" the global count last read, "|m" a marker that the key is
-// listed in "tier|prefix|win|keys"; all expire two windows on.
+// Zone keys, per window: "tier|prefix|win|key|c" the host's count, "|o" the
+// other hosts' count last read, "|f" the count last flushed, "|m" a marker
+// that the key is listed in "tier|prefix|win|keys"; all expire two windows
+// on. Per host: "tier|prefix|host" the host's id in Redis, "|seq" the flush
+// sequence, "|lease" the flusher's lease.
 func (l *Tiered) zkey(win int64, key, suffix string) string {
 	return l.zp + strconv.FormatInt(win, 10) + "|" + key + suffix
 }
@@ -106,11 +125,11 @@ func (l *Tiered) Incoming(ctx context.Context, key string, commit bool) (limiter
 	now := l.o.Now().UnixMilli()
 	win := now / l.window
 	ttl := time.Duration(2*l.window) * time.Millisecond
-	g, err := l.intAt(l.zkey(win, key, "|g"))
+	g, err := l.intAt(l.zkey(win, key, "|o"))
 	if err != nil {
 		return limiter.Decision{}, err
 	}
-	dk := l.zkey(win, key, "|d")
+	dk := l.zkey(win, key, "|c")
 	var n int64
 	if commit {
 		if n, _, err = l.d.IncrInit(dk, 1, 0, ttl); err != nil {
@@ -178,25 +197,25 @@ func (l *Tiered) intAt(k string) (int64, error) {
 	return v.Int(), nil
 }
 
-// Uncommit gives one request back to this host's unflushed delta of key's
-// current window (which may go negative: the next flush subtracts it).
+// Uncommit gives one request back to this host's count of key's current
+// window; the next flush carries it.
 // Errors: ErrBadKey, the dictionary's.
 func (l *Tiered) Uncommit(ctx context.Context, key string) error {
 	if key == "" {
 		return ErrBadKey
 	}
 	win := l.o.Now().UnixMilli() / l.window
-	if _, err := l.d.Incr(l.zkey(win, key, "|d"), -1); err != nil && !errors.Is(err, dict.ErrNotFound) {
+	if _, err := l.d.Incr(l.zkey(win, key, "|c"), -1); err != nil && !errors.Is(err, dict.ErrNotFound) {
 		return fmt.Errorf("redistier: tiered %s: %w", key, err)
 	}
 	return nil
 }
 
 // Flush takes or renews the host's flusher lease and, when this instance
-// holds it, flushes the delta of every key of the current window (and the
+// holds it, flushes the count of every key of the current window (and the
 // rest of the previous window's) to Redis, reading back each global count.
 // It reports whether this instance flushed. A key whose flush fails keeps its
-// delta for the next flush; Flush goes on with the other keys and returns the
+// count for the next flush; Flush goes on with the other keys and returns the
 // first error.
 func (l *Tiered) Flush(ctx context.Context) (bool, error) {
 	leaseKey, lease := l.zp+"lease", time.Duration(3*l.interval)*time.Millisecond
@@ -211,15 +230,19 @@ func (l *Tiered) Flush(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("redistier: tiered lease: %w", err)
 	}
+	host, err := l.hostID()
+	if err != nil {
+		return false, err
+	}
 	l.flushes.Add(1)
 	win := l.o.Now().UnixMilli() / l.window
-	return true, errors.Join(l.flushWindow(ctx, win-1, false), l.flushWindow(ctx, win, true))
+	return true, errors.Join(l.flushWindow(ctx, host, win-1, false), l.flushWindow(ctx, host, win, true))
 }
 
 // flushWindow flushes the keys listed for window win. The current window's
 // keys are flushed every time and stay listed; the previous window's are
-// flushed once more only when they still have a delta, then dropped.
-func (l *Tiered) flushWindow(ctx context.Context, win int64, current bool) error {
+// flushed once more only when their count changed, then dropped.
+func (l *Tiered) flushWindow(ctx context.Context, host string, win int64, current bool) error {
 	lk := l.zkey(win, "keys", "")
 	n, err := l.d.LLen(lk)
 	if err != nil && !errors.Is(err, dict.ErrNotFound) {
@@ -232,7 +255,7 @@ func (l *Tiered) flushWindow(ctx context.Context, win int64, current bool) error
 			break // expired meanwhile
 		}
 		key := v.String()
-		err = l.flushKey(ctx, win, key, current)
+		err = l.flushKey(ctx, host, win, key, current)
 		if err != nil && first == nil {
 			first = err
 		}
@@ -245,27 +268,49 @@ func (l *Tiered) flushWindow(ctx context.Context, win int64, current bool) error
 	return first
 }
 
-// flushKey adds the host's delta of key to the global count and stores the
-// total it reads back; the total is stored before the delta is taken off, so
-// that the host's view never drops below the truth.
-func (l *Tiered) flushKey(ctx context.Context, win int64, key string, current bool) error {
-	dk := l.zkey(win, key, "|d")
-	delta, err := l.intAt(dk)
-	if err != nil || (!current && delta == 0) {
+// flushKey writes the host's count of key to Redis and stores the other
+// hosts' count it reads back. The previous window's keys are written only
+// when their count changed since the last flush.
+func (l *Tiered) flushKey(ctx context.Context, host string, win int64, key string, current bool) error {
+	n, err := l.intAt(l.zkey(win, key, "|c"))
+	if err != nil {
 		return err
 	}
-	r, err := l.run(ctx, tieredScript, key+":"+strconv.FormatInt(win, 10), delta, 2*l.window)
+	fk := l.zkey(win, key, "|f")
+	if !current {
+		if f, err := l.intAt(fk); err != nil || f == n {
+			return err
+		}
+	}
+	seq, _, err := l.d.IncrInit(l.zp+"seq", 1, 0, 0)
+	if err != nil {
+		return fmt.Errorf("redistier: tiered sequence: %w", err)
+	}
+	r, err := l.run(ctx, tieredScript, key+":"+strconv.FormatInt(win, 10), host, seq, n, 2*l.window)
 	if err != nil {
 		return err
 	}
 	ttl := time.Duration(2*l.window) * time.Millisecond
-	if _, err := l.d.Set(l.zkey(win, key, "|g"), dict.Int(r[0]), ttl, 0); err != nil {
+	if _, err := l.d.Set(l.zkey(win, key, "|o"), dict.Int(r[0]-r[1]), ttl, 0); err != nil {
 		return fmt.Errorf("redistier: tiered %s: %w", key, err)
 	}
-	if _, err := l.d.Incr(dk, -delta); err != nil {
+	if _, err := l.d.Set(fk, dict.Int(r[1]), ttl, 0); err != nil {
 		return fmt.Errorf("redistier: tiered %s: %w", key, err)
 	}
 	return nil
+}
+
+// hostID returns the host's id in Redis, drawn at random by the first
+// flusher of the zone and kept there.
+func (l *Tiered) hostID() (string, error) {
+	k := l.zp + "host"
+	var b [8]byte
+	rand.Read(b[:])
+	if _, err := l.d.Add(k, dict.Int(int64(binary.LittleEndian.Uint64(b[:])>>1)), 0, 0); err != nil && !errors.Is(err, dict.ErrExists) {
+		return "", fmt.Errorf("redistier: tiered host id: %w", err)
+	}
+	id, err := l.intAt(k)
+	return strconv.FormatInt(id, 10), err
 }
 
 // Run calls Flush every interval until ctx is done; errors are counted in

@@ -8,19 +8,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/testutil"
 )
 
-// roundTrips returns the script runs Redis has served since the last
-// CONFIG RESETSTAT, from INFO commandstats (EVALSHA plus EVAL, one per round
-// trip of a flush; the commands run inside the script are counted apart).
-func roundTrips(t *testing.T, addr string) int64 {
+// roundTrips returns the script runs the servers at addrs have served since
+// the last CONFIG RESETSTAT, from INFO commandstats (EVALSHA plus EVAL, one
+// per round trip of a flush; the commands run inside the script are counted
+// apart).
+func roundTrips(t *testing.T, addrs []string) int64 {
 	t.Helper()
-	info, err := testutil.RedisDo(addr, "INFO", "commandstats")
-	if err != nil {
-		t.Fatal(err)
+	var n int64
+	for _, addr := range addrs {
+		info, err := testutil.RedisDo(addr, "INFO", "commandstats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += scriptRuns(info)
 	}
+	return n
+}
+
+func scriptRuns(info string) int64 {
 	var n int64
 	for _, line := range strings.Split(info, "\n") {
 		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
@@ -33,26 +43,32 @@ func roundTrips(t *testing.T, addr string) int64 {
 	return n
 }
 
-// TestTiered simulates 3 hosts (3 zones) of 2 processes each (2 dict handles
+func TestTiered(t *testing.T) {
+	r, c := newClient(t)
+	testTiered(t, c, []string{r.Addr})
+}
+
+// testTiered simulates 3 hosts (3 zones) of 2 processes each (2 dict handles
 // per zone, each with its own Tiered) sharing one Redis, under a global limit
 // of 1,000 per 10 s window, on a fake clock in 1 ms steps: every process
 // offers requests at an even rate and calls Flush every 100 ms. The hosts
 // together must admit at least the limit and at most the documented bound,
 // and Redis must serve at most hosts × keys × (window / interval) + a small
 // constant script runs, at 3× and at 30× overload alike.
-func TestTiered(t *testing.T) {
+func testTiered(t *testing.T, c redis.UniversalClient, addrs []string) {
 	const (
 		hosts, procs = 3, 2
 		limit        = 1000
 		window       = 10 * time.Second
 		interval     = 100 * time.Millisecond
 	)
-	r, c := newClient(t)
 	for _, overload := range []int64{3, 30} {
 		t.Run(fmt.Sprintf("overload=%d", overload), func(t *testing.T) {
 			clk := newFakeClock() // t0 starts a 10 s window
-			if _, err := testutil.RedisDo(r.Addr, "CONFIG", "RESETSTAT"); err != nil {
-				t.Fatal(err)
+			for _, addr := range addrs {
+				if _, err := testutil.RedisDo(addr, "CONFIG", "RESETSTAT"); err != nil {
+					t.Fatal(err)
+				}
 			}
 			prefix := fmt.Sprintf("tier%d", overload)
 			var ls []*Tiered
@@ -100,7 +116,7 @@ func TestTiered(t *testing.T) {
 			}
 			hostRate := float64(offered) / hosts / window.Seconds()
 			bound := limit + int64(2*hosts*hostRate*interval.Seconds())
-			trips := roundTrips(t, r.Addr)
+			trips := roundTrips(t, addrs)
 			maxTrips := int64(hosts*1*window/interval) + 6
 			t.Logf("offered %d, allowed %d (limit %d, bound %d); Redis script runs %d (bound %d)", offered, allowed, limit, bound, trips, maxTrips)
 			if allowed < limit || allowed > bound {

@@ -51,14 +51,21 @@ func stored(t *testing.T, c redis.UniversalClient, key string) ([]float64, time.
 	return v, ttl
 }
 
-func TestCompatGoWritesLuaReads(t *testing.T) {
+// newCompatReq returns a fresh server's client, a fake clock, and a Req of
+// 2r/s and burst 10 under zone "zone" on that clock.
+func newCompatReq(t *testing.T) (redis.UniversalClient, *fakeClock, *Req) {
 	_, c := newClient(t)
-	ctx := context.Background()
 	clk := newFakeClock()
 	l, err := NewReq(c, "zone", "2r/s", 10, 0, fake(clk))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, clk, l
+}
+
+func TestCompatGoWritesLuaReads(t *testing.T) {
+	c, clk, l := newCompatReq(t)
+	ctx := context.Background()
 	incoming(t, l, "a", true)
 	incoming(t, l, "a", true)
 	v, ttl := stored(t, c, "zone:a")
@@ -91,13 +98,8 @@ func TestCompatGoWritesLuaReads(t *testing.T) {
 }
 
 func TestCompatLuaWritesGoReads(t *testing.T) {
-	_, c := newClient(t)
+	c, clk, l := newCompatReq(t)
 	ctx := context.Background()
-	clk := newFakeClock()
-	l, err := NewReq(c, "zone", "2r/s", 10, 0, fake(clk))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ms := t0.UnixMilli()
 	tests := []struct {
 		name, value string

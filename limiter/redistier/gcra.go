@@ -15,12 +15,7 @@ import (
 // TTL that ends when it is reached. KEYS[1] prefix:key; ARGV now_us or ""
 // (TIME), T_us, tau_us, n, commit. Reply {allowed 0/1, remaining, retry_us,
 // reset_us}.
-var gcraScript = redis.NewScript(`
-local now = tonumber(ARGV[1])
-if now == nil then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
+var gcraScript = redis.NewScript(luaNow(1, 1e6) + `
 local T, tau, n = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local tat = tonumber(redis.call('GET', KEYS[1])) or now
 if tat < now then tat = now end
@@ -36,12 +31,7 @@ return {1, math.floor((now - allow_at) / T), 0, new_tat - now}
 `)
 
 // gcraUncommitScript moves the TAT back by T, not before now.
-var gcraUncommitScript = redis.NewScript(`
-local now = tonumber(ARGV[1])
-if now == nil then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
+var gcraUncommitScript = redis.NewScript(luaNow(1, 1e6) + `
 local tat = tonumber(redis.call('GET', KEYS[1]))
 if tat == nil then return {0} end
 tat = tat - tonumber(ARGV[2])

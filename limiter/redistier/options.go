@@ -196,6 +196,18 @@ func (b *base) failUncommit(ctx context.Context, key string, err error) error {
 	return err
 }
 
+// luaNow returns the Lua that starts a script by setting now from ARGV[argv],
+// in units per second (1000 for ms, 1e6 for µs), or from the server's TIME
+// when the argument is empty (base.now under ServerClock).
+func luaNow(argv int, perSec int64) string {
+	return fmt.Sprintf(`local now = tonumber(ARGV[%d])
+if now == nil then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * %d + math.floor(tonumber(t[2]) / %d)
+end
+`, argv, perSec, 1000000/perSec)
+}
+
 func flag(b bool) string {
 	if b {
 		return "1"

@@ -13,21 +13,16 @@ import (
 // reqScript is lua-resty-redis-ratelimit 0.03's script with three additions
 // that leave the stored value's shape alone: an empty now reads TIME (the
 // server clock), commit 0 writes nothing (a dry run), and the reply carries
-// the key's PTTL on a rejection. The value is the JSON [excess_m, last_ms,
+// how long a forbidden key stays so. The value is the JSON [excess_m, last_ms,
 // forbidden]; an allowed request stores it with a 60 s TTL, a rejection with
 // duration > 0 stores it forbidden for duration seconds.
 //
 // KEYS[1] zone:key; ARGV rate_m, now_ms or "", burst_m, duration_s, commit.
 // Reply {code, trunc(excess_m), pttl}: code 1 allowed, 2 rejected (pttl > 0
 // when the rejection made the key forbidden), 3 forbidden (pttl its TTL).
-var reqScript = redis.NewScript(`
+var reqScript = redis.NewScript(luaNow(2, 1000) + `
 local key = KEYS[1]
 local rate = tonumber(ARGV[1])
-local now = tonumber(ARGV[2])
-if now == nil then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
 local burst = tonumber(ARGV[3])
 local duration = tonumber(ARGV[4])
 local commit = ARGV[5] == '1'

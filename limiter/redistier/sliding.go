@@ -15,12 +15,7 @@ import (
 // TTL ends with the next window. In integer ms. KEYS[1] prefix:key; ARGV
 // now_ms or "" (TIME), window_ms, limit, commit, delta (1 decide, -1
 // uncommit). Reply {allowed, left·w, elapsed, c, p}.
-var slidingScript = redis.NewScript(`
-local now = tonumber(ARGV[1])
-if now == nil then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+var slidingScript = redis.NewScript(luaNow(1, 1000) + `
 local w, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
 local idx = math.floor(now / w)
 local v = redis.call('HMGET', KEYS[1], 'i', 'c', 'p')

@@ -32,7 +32,7 @@ func TestSpecCluster(t *testing.T) {
 			}
 		}
 	})
-	t.Run("Tiered", func(t *testing.T) { testTiered(t, c, rc.Addrs()) })
+	t.Run("Tiered", func(t *testing.T) { testTiered(t, true, rc.Addrs()) })
 	for _, n := range rc.Nodes {
 		size, err := testutil.RedisDo(n.Addr, "DBSIZE")
 		if err != nil {

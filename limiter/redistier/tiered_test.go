@@ -1,15 +1,13 @@
 package redistier
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/testutil"
 )
 
@@ -44,18 +42,20 @@ func scriptRuns(info string) int64 {
 }
 
 func TestTiered(t *testing.T) {
-	r, c := newClient(t)
-	testTiered(t, c, []string{r.Addr})
+	r, _ := newClient(t)
+	testTiered(t, false, []string{r.Addr})
 }
 
-// testTiered simulates 3 hosts (3 zones) of 2 processes each (2 dict handles
-// per zone, each with its own Tiered) sharing one Redis, under a global limit
-// of 1,000 per 10 s window, on a fake clock in 1 ms steps: every process
-// offers requests at an even rate and calls Flush every 100 ms. The hosts
-// together must admit at least the limit and at most the documented bound,
-// and Redis must serve at most hosts × keys × (window / interval) + a small
-// constant script runs, at 3× and at 30× overload alike.
-func testTiered(t *testing.T, c redis.UniversalClient, addrs []string) {
+// testTiered runs 3 hosts (3 zones) of 2 helper processes each (real OS
+// processes, each with its own client and Tiered) sharing one Redis, or a
+// cluster, under a global limit of 1,000 per 10 s window. The processes
+// share a fake clock that the test moves one 100 ms interval per step
+// (testutil.Lockstep); within a step each walks it in 1 ms steps, calls
+// Flush at the interval's start and offers requests at an even rate. The
+// hosts together must admit at least the limit and at most the documented
+// bound, and Redis must serve at most hosts × keys × (window / interval) + a
+// small constant script runs, at 3× and at 30× overload alike.
+func testTiered(t *testing.T, cluster bool, addrs []string) {
 	const (
 		hosts, procs = 3, 2
 		limit        = 1000
@@ -64,27 +64,9 @@ func testTiered(t *testing.T, c redis.UniversalClient, addrs []string) {
 	)
 	for _, overload := range []int64{3, 30} {
 		t.Run(fmt.Sprintf("overload=%d", overload), func(t *testing.T) {
-			clk := newFakeClock() // t0 starts a 10 s window
 			for _, addr := range addrs {
 				if _, err := testutil.RedisDo(addr, "CONFIG", "RESETSTAT"); err != nil {
 					t.Fatal(err)
-				}
-			}
-			prefix := fmt.Sprintf("tier%d", overload)
-			var ls []*Tiered
-			for h := 0; h < hosts; h++ {
-				path := testutil.TempZone(t)
-				for p := 0; p < procs; p++ {
-					d, err := dict.Open(path, dict.Options{Size: 1 << 20, Clock: func() int64 { return clk.Now().UnixMilli() }})
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(func() { d.Close() })
-					l, err := NewTiered(d, c, prefix, limit, window, interval, Options{Now: clk.Now})
-					if err != nil {
-						t.Fatal(err)
-					}
-					ls = append(ls, l)
 				}
 			}
 			// Each process offers overload·limit/(hosts·procs) requests per window.
@@ -93,43 +75,56 @@ func testTiered(t *testing.T, c redis.UniversalClient, addrs []string) {
 			if every == 0 {
 				every, perMs = 1, overload*limit/(hosts*procs*window.Milliseconds())
 			}
-			ctx := context.Background()
-			var allowed, offered int64
-			for ms := int64(0); ms < window.Milliseconds(); ms++ {
-				clk.Set(time.Duration(ms) * time.Millisecond)
-				for i, l := range ls {
-					if ms%interval.Milliseconds() == 0 {
-						if _, err := l.Flush(ctx); err != nil {
-							t.Fatalf("Flush at +%d ms: %v", ms, err)
+			var (
+				mu                        sync.Mutex
+				allowed, offered, flushes int64
+				ps                        []*testutil.Proc
+				ls                        = testutil.NewLockstep(t)
+			)
+			for h := 0; h < hosts; h++ {
+				zone := testutil.TempZone(t)
+				for p := 0; p < procs; p++ {
+					tp := tieredProc{
+						Cluster: cluster, Addrs: addrs, Zone: zone, Prefix: fmt.Sprintf("tier%d", overload),
+						Limit: limit, Window: window, Interval: interval,
+						Index: int64(h*procs + p), Every: every, PerMs: perMs,
+					}
+					ps = append(ps, ls.Start(testutil.Helper(t, "tiered", tp.args()...), func(line string) {
+						var a, o, f int64
+						if _, err := fmt.Sscan(line, &a, &o, &f); err != nil {
+							t.Errorf("helper line %q: %v", line, err)
+							return
 						}
-					}
-					if (ms+int64(i)*3)%every != 0 {
-						continue
-					}
-					for k := int64(0); k < perMs; k++ {
-						offered++
-						if incoming(t, l, "api", true).Allowed {
-							allowed++
-						}
-					}
+						mu.Lock()
+						allowed, offered, flushes = allowed+a, offered+o, flushes+f
+						mu.Unlock()
+					}))
+				}
+			}
+			for step := int64(0); step < int64(window/interval); step++ {
+				ls.Step(step)
+			}
+			ls.Close()
+			for _, p := range ps {
+				if err := p.Wait(); err != nil {
+					t.Fatal(err)
 				}
 			}
 			hostRate := float64(offered) / hosts / window.Seconds()
 			bound := limit + int64(2*hosts*hostRate*interval.Seconds())
 			trips := roundTrips(t, addrs)
 			maxTrips := int64(hosts*1*window/interval) + 6
-			t.Logf("offered %d, allowed %d (limit %d, bound %d); Redis script runs %d (bound %d)", offered, allowed, limit, bound, trips, maxTrips)
+			t.Logf("%d processes: offered %d, allowed %d (limit %d, bound %d); Redis script runs %d (bound %d)", len(ps), offered, allowed, limit, bound, trips, maxTrips)
+			if want := overload * limit; offered != want {
+				t.Errorf("offered %d, want %d", offered, want)
+			}
 			if allowed < limit || allowed > bound {
 				t.Errorf("allowed %d of %d, want within [%d, %d]", allowed, offered, limit, bound)
 			}
 			if trips > maxTrips {
 				t.Errorf("Redis served %d script runs, want ≤ %d", trips, maxTrips)
 			}
-			var flushes uint64
-			for _, l := range ls {
-				flushes += l.flushes.Load()
-			}
-			if want := uint64(hosts * window / interval); flushes != want {
+			if want := int64(hosts * window / interval); flushes != want {
 				t.Errorf("%d flushes, want %d: one process per host at a time", flushes, want)
 			}
 		})

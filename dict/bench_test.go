@@ -63,11 +63,17 @@ var benchOps = []struct {
 		_, err := d.Add(k, Int(1), 0, 0)
 		return err
 	}},
+	{"update", setBytes, func(d *Dict, k string, _ int) error {
+		return d.Update(k, rewrite)
+	}},
 	{"incrinit-ttl", nil, func(d *Dict, k string, _ int) error {
 		_, _, err := d.IncrInit(k, 1, 0, time.Minute)
 		return err
 	}},
 }
+
+// rewrite is an Update that stores the value it finds again, in place.
+func rewrite(cur Value, ok bool) (Value, time.Duration, bool) { return cur, 0, ok }
 
 // benchBuf is GetInto's destination: room for the 16-byte values.
 var benchBuf [64]byte

@@ -120,15 +120,26 @@ func TestErrorSentinels(t *testing.T) {
 			{"SafeAdd", func() error { return d.SafeAdd("new", zero, 0, 0) }},
 			{"Replace", func() error { _, err := d.Replace("k", zero, 0, 0); return err }},
 			{"CompareAndSwap", func() error { _, err := d.CompareAndSwap("k", Int(1), zero, 0); return err }},
-			{"Update", func() error {
-				return d.Update("k", func(Value, bool) (Value, time.Duration, bool) { return zero, 0, true })
-			}},
 			{"LPush", func() error { _, err := d.LPush("l", zero); return err }},
 			{"RPush", func() error { _, err := d.RPush("l", zero); return err }},
 		} {
 			wantErr(t, c.name+" of the zero Value", c.fn(), ErrBadValue)
 		}
 		wantGet(t, d, "k", Int(1), 0)
+		wantGetErr(t, d, "new", ErrNotFound)
+		// Update takes the zero Value to mean "leave it as it is".
+		if err := d.Expire("k", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{"k", "new"} {
+			if err := d.Update(key, func(Value, bool) (Value, time.Duration, bool) { return zero, 0, true }); err != nil {
+				t.Fatalf("Update(%q) returning the zero Value = %v, want <nil>", key, err)
+			}
+		}
+		wantGet(t, d, "k", Int(1), 0)
+		if ttl, err := d.TTL("k"); ttl != time.Minute || err != nil {
+			t.Fatalf("TTL(\"k\") after a no-op Update = %v, %v; want 1m0s, <nil>", ttl, err)
+		}
 		wantGetErr(t, d, "new", ErrNotFound)
 		if n, err := d.LLen("l"); n != 0 || err != nil {
 			t.Fatalf("LLen(\"l\") = %d, %v; want 0, <nil>", n, err)

@@ -74,7 +74,7 @@ func (d *Dict) push(key string, v Value, head bool) (int, error) {
 	}
 	created := false
 	if off == 0 {
-		if _, err := d.storeLocked(s, key, h, Value{kind: KindList}, 0, 0, modeSet, false, false); err != nil {
+		if _, err := d.storeLocked(s, key, h, 0, Value{kind: KindList}, 0, 0, modeSet, false, false); err != nil {
 			return 0, err
 		}
 		if off, _, err = s.findLocked(key, h); err != nil || off == 0 {

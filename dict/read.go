@@ -198,7 +198,7 @@ func (d *Dict) CompareAndSwap(key string, old, new Value, ttl time.Duration) (bo
 	if !s.equalLocked(off, e, old) {
 		return false, nil
 	}
-	if _, err := d.storeLocked(s, key, h, new, expiry, 0, modeSet, true, true); err != nil {
+	if _, err := d.storeLocked(s, key, h, off, new, expiry, 0, modeSet, true, true); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -222,8 +222,9 @@ func (s *shard) equalLocked(off uint32, e *entry, v Value) bool {
 
 // Update calls fn with key's live value (ok false when absent or expired)
 // under the shard lock and stores what it returns: the next value with its
-// TTL (0 = never), or, when keep is false, deletes the key. The flags of a
-// live entry stay; a new entry gets 0. A bytes cur aliases the zone and is
+// TTL (0 = never), or, when keep is false, deletes the key; the zero Value
+// with keep true leaves the key as it is (value, TTL and flags, or absence).
+// The flags of a live entry stay; a new entry gets 0. A bytes cur aliases the zone and is
 // valid only during fn. fn must be short and must not call the Dict; if it
 // panics, the lock is released and the panic goes on. Errors: ErrIsList for a
 // list, and the errors of Set.
@@ -258,6 +259,9 @@ func (d *Dict) Update(key string, fn func(cur Value, ok bool) (next Value, ttl t
 		}
 	}
 	next, ttl, keep := fn(cur, ok)
+	if keep && next.kind == KindNone {
+		return nil // leave it as it is
+	}
 	if !keep {
 		if off != 0 {
 			if err := s.removeLocked(off); err != nil {
@@ -271,6 +275,6 @@ func (d *Dict) Update(key string, fn func(cur Value, ok bool) (next Value, ttl t
 	if err != nil {
 		return err
 	}
-	_, err = d.storeLocked(s, key, h, next, expiry, 0, modeSet, true, true)
+	_, err = d.storeLocked(s, key, h, off, next, expiry, 0, modeSet, true, true)
 	return err
 }

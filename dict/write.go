@@ -59,18 +59,24 @@ func (d *Dict) store(key string, v Value, ttl time.Duration, flags uint32, m mod
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
 	d.lock(s)
-	forcible, err := d.storeLocked(s, key, h, v, expiry, flags, m, evict, false)
+	forcible, err := d.findStoreLocked(s, key, h, v, expiry, flags, m, evict, false)
 	d.unlock(s)
 	return forcible, err
 }
 
-// storeLocked writes v under key. keepFlags keeps a live entry's flags
-// (CompareAndSwap, Update) instead of setting flags.
-func (d *Dict) storeLocked(s *shard, key string, h uint64, v Value, expiry int64, flags uint32, m mode, evict, keepFlags bool) (bool, error) {
+// findStoreLocked finds key's entry and writes v under it (storeLocked).
+func (d *Dict) findStoreLocked(s *shard, key string, h uint64, v Value, expiry int64, flags uint32, m mode, evict, keepFlags bool) (bool, error) {
 	off, _, err := s.findLocked(key, h)
 	if err != nil {
 		return false, d.corruptLocked(s, "index")
 	}
+	return d.storeLocked(s, key, h, off, v, expiry, flags, m, evict, keepFlags)
+}
+
+// storeLocked writes v under key, whose entry is at off (0 when absent) as
+// findLocked found it under this hold of the lock. keepFlags keeps a live
+// entry's flags (CompareAndSwap, Update) instead of setting flags.
+func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, v Value, expiry int64, flags uint32, m mode, evict, keepFlags bool) (bool, error) {
 	var e *entry
 	live := false
 	if off != 0 {
@@ -252,7 +258,7 @@ func (d *Dict) IncrInit(key string, delta, init int64, initTTL time.Duration) (n
 	if err == nil && !found {
 		var expiry int64
 		if expiry, err = d.expiryFor(initTTL); err == nil {
-			forcible, err = d.storeLocked(s, key, h, Int(init+delta), expiry, 0, modeSet, true, false)
+			forcible, err = d.findStoreLocked(s, key, h, Int(init+delta), expiry, 0, modeSet, true, false)
 			if err == nil {
 				n = init + delta
 			}

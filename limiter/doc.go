@@ -40,9 +40,8 @@
 //	I4. A rejection and a dry run (commit false) count nothing. Count is the
 //	    exception the Lua module makes: a rejected commit stays counted.
 //	I5. A limiter never interprets a value of another kind or size than it
-//	    writes: it returns ErrAbused and rewrites the value's bytes unchanged
-//	    (dict.Update cannot leave an entry untouched, so a foreign value
-//	    loses its TTL).
+//	    writes: it returns ErrAbused and leaves the value untouched, TTL
+//	    and flags included.
 //	I6. Incoming and Uncommit of Req, Count, plain Conn, SlidingWindow and
 //	    GCRA allocate nothing (alloc_test.go).
 //

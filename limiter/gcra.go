@@ -95,7 +95,7 @@ func (l *GCRA) allowAt(now int64, key string, n int64, commit bool) (Decision, e
 		if found {
 			if cur.Kind() != dict.KindInt {
 				bad = foreignOf(cur)
-				return cur, 0, true // leave it as it is
+				return dict.Value{}, 0, true // leave it as it is
 			}
 			stored = cur.Int()
 		}
@@ -103,7 +103,7 @@ func (l *GCRA) allowAt(now int64, key string, n int64, commit bool) (Decision, e
 			return dict.Int(newTat), time.Duration(newTat - nowNs), true
 		}
 		if stored > nowNs {
-			return cur, time.Duration(stored - nowNs), true // unchanged
+			return dict.Value{}, 0, true // unchanged, TTL and all
 		}
 		return cur, 0, false // a TAT in the past is no state
 	})
@@ -171,7 +171,7 @@ func (l *GCRA) Uncommit(ctx context.Context, key string) error {
 		}
 		if cur.Kind() != dict.KindInt {
 			bad = foreignOf(cur)
-			return cur, 0, true
+			return dict.Value{}, 0, true // leave it as it is
 		}
 		tat := cur.Int() - l.t
 		if tat <= nowNs {

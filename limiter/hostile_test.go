@@ -69,7 +69,8 @@ func TestConstructorsRejectBadInput(t *testing.T) {
 }
 
 // TestAbused puts foreign values under every limiter's key: each call
-// returns ErrAbused, never panics, and leaves the value's bytes.
+// returns ErrAbused, never panics, and leaves the value, its flags and its
+// TTL as they were.
 func TestAbused(t *testing.T) {
 	d, _ := newDict(t)
 	req, _ := NewReq(d, 1, 1)
@@ -126,14 +127,17 @@ func TestAbused(t *testing.T) {
 				continue
 			}
 			t.Run(c.name+"/"+name, func(t *testing.T) {
-				if _, err := d.Set("k", v, 0, 0); err != nil {
+				if _, err := d.Set("k", v, time.Hour, 7); err != nil {
 					t.Fatal(err)
 				}
 				if err := c.fn("k"); !errors.Is(err, ErrAbused) {
 					t.Errorf("err = %v, want ErrAbused", err)
 				}
-				if got, _, err := d.Get("k"); err != nil || !got.Equal(v) {
-					t.Errorf("value afterwards = %v, %v; want %v unchanged", got, err, v)
+				if got, flags, err := d.Get("k"); err != nil || !got.Equal(v) || flags != 7 {
+					t.Errorf("value afterwards = %v, flags %d, %v; want %v, flags 7 unchanged", got, flags, err, v)
+				}
+				if ttl, err := d.TTL("k"); err != nil || ttl <= 0 {
+					t.Errorf("TTL afterwards = %v, %v; want the hour it had", ttl, err)
 				}
 			})
 		}

@@ -88,7 +88,7 @@ func (ls *leases) edit(d *dict.Dict, key string, now, delta, limit int64) (lease
 		if found {
 			if !validLeases(cur) {
 				e.bad = foreignOf(cur)
-				return cur, 0, true // leave it as it is
+				return dict.Value{}, 0, true // leave it as it is
 			}
 			b = cur.Bytes()
 		}

@@ -100,15 +100,15 @@ func (l *Req) step(now int64, key string, commit bool) (excess float64, ok bool,
 				s = getReq(b)
 			} else {
 				bad = foreignOf(cur)
-				return cur, 0, true // leave it as it is
+				return dict.Value{}, 0, true // leave it as it is
 			}
 		}
 		excess, ok = l.leak(s, found, now)
-		if ok {
-			s = reqState{excess: truncExcess(excess), last: now}
+		if !ok {
+			return dict.Value{}, 0, true // rejected: unchanged
 		}
-		putReq(buf[:], s) // rejected: unchanged
-		return dict.Bytes(buf[:reqSize]), 0, ok || found
+		putReq(buf[:], reqState{excess: truncExcess(excess), last: now})
+		return dict.Bytes(buf[:reqSize]), 0, true
 	})
 	if err != nil {
 		return 0, false, dictErr(key, err)
@@ -199,7 +199,7 @@ func (l *Req) Uncommit(ctx context.Context, key string) error {
 			return cur, 0, false
 		case cur.Kind() != dict.KindBytes || cur.Len() != reqSize:
 			bad = foreignOf(cur)
-			return cur, 0, true
+			return dict.Value{}, 0, true // leave it as it is
 		}
 		s := getReq(cur.Bytes())
 		s.excess -= min(s.excess, 1000)

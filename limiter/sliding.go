@@ -89,7 +89,7 @@ func (l *SlidingWindow) incomingAt(now int64, key string, commit bool) (Decision
 			b := cur.Bytes()
 			if len(b) != swSize {
 				bad = foreignOf(cur)
-				return cur, 0, true // leave it as it is
+				return dict.Value{}, 0, true // leave it as it is
 			}
 			s = getSW(b)
 		}
@@ -210,7 +210,7 @@ func (l *SlidingWindow) Uncommit(ctx context.Context, key string) error {
 		}
 		if cur.Kind() != dict.KindBytes || cur.Len() != swSize {
 			bad = foreignOf(cur)
-			return cur, 0, true
+			return dict.Value{}, 0, true // leave it as it is
 		}
 		s := l.roll(getSW(cur.Bytes()), win)
 		s.cur = max(s.cur-1, 0)

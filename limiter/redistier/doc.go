@@ -24,7 +24,10 @@
 // limiter with this host's share of the limit. Every call, failure and
 // fallback is counted (Stats). Recovery needs nothing: the next call after
 // Redis returns reaches it. A script's own error (a key holding a value of
-// another shape) is ErrScript and no policy applies.
+// another shape) is ErrScript and no policy applies. Tiered's decisions never
+// call Redis: the same policies apply while its host considers Redis failed,
+// from the moment a flush could not reach it, or no flush succeeded for 5
+// intervals plus the timeout, until a flush succeeds (see Tiered).
 //
 // Invariants:
 //

@@ -56,12 +56,28 @@ return {total, tonumber(redis.call('HGET', KEYS[1], ARGV[1]))}
 // spread over the interval the overshoot is about hosts · rate · interval.
 // Redis load: one round trip per host per key per interval (plus one per
 // host and key at a window's end for the last requests), whatever the request
-// rate. While Redis is unreachable hosts keep deciding on their last global
-// count and keep their counts for the next flush: nothing is lost, and each
-// host may admit up to what it believed was left. A flush writes the host's
-// whole count of the window with a sequence number, not a delta, so a flush
-// that timed out but ran later, or a server that restarted empty, never
-// leaves the global count wrong beyond the next flush.
+// rate. A flush writes the host's whole count of the window with a sequence
+// number, not a delta, so a flush that timed out but ran later, or a server
+// that restarted empty, never leaves the global count wrong beyond the next
+// flush.
+//
+// Failure. Decisions never call Redis, so each returns in the time of a few
+// zone operations, whatever Redis does. The host considers Redis failed when
+// its last flush could not reach it (ErrUnavailable on a key: the flush stops
+// there, so a hung server costs it one timeout, not one per key), or when no
+// flush has succeeded for 5 intervals plus the timeout (no process of the
+// host flushes: the lease of a flusher that died passes on after 3
+// intervals). Until then, while a flush is failing for the first time, the
+// host decides on its last global count. While Redis is failed, Incoming
+// decides by Options.OnFailure as the other limiters do: FailError returns
+// ErrUnavailable with a rejecting zero Decision; FailOpen allows, counting
+// nothing; FailClosed rejects with RetryAfter set to the timeout; FailLocal
+// returns Options.Local's decision. Every fallback is counted in Stats, whose
+// Calls and Errors count this instance's flushes' script runs. Processes keep
+// flushing the counts the host had, and the first flush that succeeds
+// returns the host to normal: requests admitted meanwhile by FailOpen or
+// FailLocal are not in the global count. A host that has not flushed yet is
+// not failed.
 type Tiered struct {
 	base
 	d                *dict.Dict
@@ -69,6 +85,8 @@ type Tiered struct {
 	window, interval int64  // ms
 	id               int64  // this instance's lease id, unique on the host
 	zp               string // zone key prefix "tier|prefix|"
+	hk               string // zone key of the host's Redis health, zp+"ok"
+	stale            int64  // ms without a good flush after which Redis is failed
 	flushes          atomic.Uint64
 }
 
@@ -79,8 +97,9 @@ var tieredSeq atomic.Int64
 // Every process of a host calls Flush every interval (Run does), or the
 // host never learns the global count. Options.Timeout bounds each flush;
 // Options.Now is the clock of the windows (the hosts' clocks should agree
-// to well within a window). OnFailure and Local are not used.
-// Errors: ErrNilClient, ErrNoContextTimeout, limiter.ErrNilDict,
+// to well within a window); OnFailure and Local apply while Redis is failed
+// (see Tiered); Clock is not used.
+// Errors: ErrNilClient, ErrNoContextTimeout, ErrNoLocal, limiter.ErrNilDict,
 // limiter.ErrBadLimit, limiter.ErrBadWindow for a window or interval below
 // 1 ms or an interval longer than the window.
 func NewTiered(d *dict.Dict, c redis.UniversalClient, prefix string, limit int64, window, interval time.Duration, o Options) (*Tiered, error) {
@@ -93,15 +112,17 @@ func NewTiered(d *dict.Dict, c redis.UniversalClient, prefix string, limit int64
 	if interval < time.Millisecond || window < interval {
 		return nil, fmt.Errorf("%w: window %v, interval %v", limiter.ErrBadWindow, window, interval)
 	}
-	o.OnFailure, o.Local, o.Clock = FailError, nil, CallerClock
+	o.Clock = CallerClock
 	l := &Tiered{
 		d: d, limit: limit, window: window.Milliseconds(), interval: interval.Milliseconds(),
 		id: int64(os.Getpid())<<20 | tieredSeq.Add(1)&(1<<20-1),
 		zp: "tier|" + prefix + "|",
 	}
+	l.hk = l.zp + "ok"
 	if err := l.init(c, prefix, o, false); err != nil {
 		return nil, err
 	}
+	l.stale = 5*l.interval + l.o.Timeout.Milliseconds()
 	return l, nil
 }
 
@@ -109,20 +130,25 @@ func NewTiered(d *dict.Dict, c redis.UniversalClient, prefix string, limit int64
 // other hosts' count last read, "|f" the count last flushed, "|m" a marker
 // that the key is listed in "tier|prefix|win|keys"; all expire two windows
 // on. Per host: "tier|prefix|host" the host's id in Redis, "|seq" the flush
-// sequence, "|lease" the flusher's lease.
+// sequence, "|lease" the flusher's lease, "|ok" Redis's health: the time in
+// ms of the last flush that succeeded, negated when the last flush failed.
 func (l *Tiered) zkey(win int64, key, suffix string) string {
 	return l.zp + strconv.FormatInt(win, 10) + "|" + key + suffix
 }
 
 // Incoming decides on a request for key in the host's zone, without Redis.
 // State and Remaining are the allowance left as this host knows it;
-// RetryAfter on a rejection is the time to the window's end. Errors:
-// ErrBadKey, the dictionary's.
+// RetryAfter on a rejection is the time to the window's end. While Redis is
+// failed the failure policy decides (see Tiered). Errors: ErrBadKey,
+// ErrUnavailable under FailError, the dictionary's, Options.Local's.
 func (l *Tiered) Incoming(ctx context.Context, key string, commit bool) (limiter.Decision, error) {
 	if key == "" {
 		return limiter.Decision{}, ErrBadKey
 	}
 	now := l.o.Now().UnixMilli()
+	if err := l.health(now); err != nil {
+		return l.fail(ctx, key, commit, err)
+	}
 	win := now / l.window
 	ttl := time.Duration(2*l.window) * time.Millisecond
 	g, err := l.intAt(l.zkey(win, key, "|o"))
@@ -162,6 +188,21 @@ func (l *Tiered) Incoming(ctx context.Context, key string, commit bool) (limiter
 	return d, nil
 }
 
+// health returns nil while the host considers Redis reachable, an error
+// wrapping ErrUnavailable when it considers it failed, or the dictionary's.
+func (l *Tiered) health(now int64) error {
+	ok, err := l.intAt(l.hk)
+	switch {
+	case err != nil:
+		return err
+	case ok < 0:
+		return fmt.Errorf("%w: tiered %s: the last flush failed", ErrUnavailable, l.prefix)
+	case ok > 0 && now-ok > l.stale:
+		return fmt.Errorf("%w: tiered %s: no flush for %d ms", ErrUnavailable, l.prefix, now-ok)
+	}
+	return nil
+}
+
 // list adds key to its window's list of keys to flush, once per window.
 func (l *Tiered) list(win int64, key string, ttl time.Duration) error {
 	_, err := l.d.Add(l.zkey(win, key, "|m"), dict.Int(1), ttl, 0)
@@ -198,13 +239,18 @@ func (l *Tiered) intAt(k string) (int64, error) {
 }
 
 // Uncommit gives one request back to this host's count of key's current
-// window; the next flush carries it.
-// Errors: ErrBadKey, the dictionary's.
+// window; the next flush carries it. While Redis is failed and the policy is
+// FailLocal, it gives it back to Options.Local instead.
+// Errors: ErrBadKey, the dictionary's, Options.Local's.
 func (l *Tiered) Uncommit(ctx context.Context, key string) error {
 	if key == "" {
 		return ErrBadKey
 	}
-	win := l.o.Now().UnixMilli() / l.window
+	now := l.o.Now().UnixMilli()
+	if err := l.health(now); errors.Is(err, ErrUnavailable) && l.o.OnFailure == FailLocal {
+		return l.failUncommit(ctx, key, err)
+	}
+	win := now / l.window
 	if _, err := l.d.Incr(l.zkey(win, key, "|c"), -1); err != nil && !errors.Is(err, dict.ErrNotFound) {
 		return fmt.Errorf("redistier: tiered %s: %w", key, err)
 	}
@@ -215,8 +261,10 @@ func (l *Tiered) Uncommit(ctx context.Context, key string) error {
 // holds it, flushes the count of every key of the current window (and the
 // rest of the previous window's) to Redis, reading back each global count.
 // It reports whether this instance flushed. A key whose flush fails keeps its
-// count for the next flush; Flush goes on with the other keys and returns the
-// first error.
+// count for the next flush. When Redis cannot be reached (ErrUnavailable)
+// Flush stops and marks Redis failed for the host; otherwise it goes on with
+// the other keys and returns the first error. A flush without error marks
+// Redis reachable.
 func (l *Tiered) Flush(ctx context.Context) (bool, error) {
 	leaseKey, lease := l.zp+"lease", time.Duration(3*l.interval)*time.Millisecond
 	_, err := l.d.Add(leaseKey, dict.Int(l.id), lease, 0)
@@ -235,8 +283,22 @@ func (l *Tiered) Flush(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	l.flushes.Add(1)
-	win := l.o.Now().UnixMilli() / l.window
-	return true, errors.Join(l.flushWindow(ctx, host, win-1, false), l.flushWindow(ctx, host, win, true))
+	now := l.o.Now().UnixMilli()
+	win := now / l.window
+	err = l.flushWindow(ctx, host, win-1, false)
+	if !errors.Is(err, ErrUnavailable) {
+		err = errors.Join(err, l.flushWindow(ctx, host, win, true))
+	}
+	switch {
+	case errors.Is(err, ErrUnavailable):
+		now = -now
+	case err != nil:
+		return true, err
+	}
+	if _, serr := l.d.Set(l.hk, dict.Int(now), 0, 0); serr != nil {
+		err = errors.Join(err, fmt.Errorf("redistier: tiered health: %w", serr))
+	}
+	return true, err
 }
 
 // flushWindow flushes the keys listed for window win. The current window's
@@ -263,6 +325,9 @@ func (l *Tiered) flushWindow(ctx context.Context, host string, win int64, curren
 			if _, err := l.d.RPush(lk, v); err != nil && first == nil {
 				first = err
 			}
+		}
+		if errors.Is(err, ErrUnavailable) {
+			break // the keys not popped stay listed
 		}
 	}
 	return first

@@ -1,0 +1,220 @@
+package redistier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/testutil"
+	"github.com/shmzone/shmzone/limiter"
+)
+
+// TestTieredPolicies runs a Tiered per failure policy, each flushing every
+// 20 ms with Run on the real clock, while redis-server is SIGKILLed and
+// restarted, then SIGSTOPped and continued. In each outage every host must
+// turn to its policy within an interval and a timeout or so, decide as the
+// policy says (policyCases), and return every decision within the timeout
+// plus 20 ms; after it, every host must decide in its zone again; at the
+// end no goroutine is left.
+func TestTieredPolicies(t *testing.T) {
+	const interval = 20 * time.Millisecond
+	d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	goroutines := runtime.NumGoroutine()
+	func() {
+		r, c := newClient(t)
+		cases := policyCases()
+		ls := make([]*Tiered, len(cases))
+		ctx, cancel := context.WithCancel(context.Background())
+		var runs sync.WaitGroup
+		defer func() { cancel(); runs.Wait(); c.Close() }()
+		for i, pc := range cases {
+			local, err := limiter.NewCount(d, 3, time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := Options{Timeout: faultTimeout, OnFailure: pc.policy, Local: local}
+			if ls[i], err = NewTiered(d, c, "tp-"+pc.name, 1e9, 10*time.Second, interval, o); err != nil {
+				t.Fatal(err)
+			}
+			runs.Add(1)
+			go func() { defer runs.Done(); ls[i].Run(ctx) }()
+		}
+		normal := func(phase string) { // every host decides in its zone again within a second
+			t.Helper()
+			deadline := time.Now().Add(time.Second)
+			for i, l := range ls {
+				for {
+					before := l.Stats().Fallbacks
+					dec, err := l.Incoming(ctx, "k", true)
+					if err == nil && dec.Allowed && dec.Committed && l.Stats().Fallbacks == before {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("%s: %s not back to normal: %+v, %v", phase, cases[i].name, dec, err)
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			for i, l := range ls { // and has flushed since: Redis is reached again
+				calls := l.Stats().Calls
+				for l.Stats().Calls == calls {
+					if time.Now().After(deadline) {
+						t.Fatalf("%s: %s does not flush", phase, cases[i].name)
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+		}
+		outage := func(phase string) {
+			t.Helper()
+			var wg sync.WaitGroup
+			for i, pc := range cases {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					l, key := ls[i], "k-"+phase
+					var slowest, turned time.Duration
+					decide := func(commit bool) (limiter.Decision, error) {
+						start := time.Now()
+						dec, err := l.Incoming(ctx, key, commit)
+						took := time.Since(start)
+						slowest = max(slowest, took)
+						if took > faultTimeout+faultSlack {
+							t.Errorf("%s %s: decision took %v, want ≤ %v", phase, pc.name, took, faultTimeout+faultSlack)
+						}
+						return dec, err
+					}
+					// Until the host turns to its policy it decides in its
+					// zone; a dry run probes without counting.
+					start := time.Now()
+					for {
+						before := l.Stats().Fallbacks
+						_, err := decide(false)
+						if err != nil || l.Stats().Fallbacks > before {
+							turned = time.Since(start)
+							break
+						}
+						if time.Since(start) > time.Second {
+							t.Errorf("%s %s: still deciding in the zone after %v", phase, pc.name, time.Since(start))
+							return
+						}
+						time.Sleep(time.Millisecond)
+					}
+					for j := 0; j < 10; j++ {
+						dec, err := decide(true)
+						if msg := pc.check(j, dec, err); msg != "" {
+							t.Errorf("%s %s call %d = %+v, %v: %s", phase, pc.name, j, dec, err, msg)
+						}
+					}
+					t.Logf("%s %s: policy after %v, slowest decision %v (timeout %v + %v)", phase, pc.name, turned.Round(time.Millisecond), slowest, faultTimeout, faultSlack)
+				}()
+			}
+			wg.Wait()
+		}
+		normal("start")
+		t.Run("SIGKILL", func(t *testing.T) {
+			r.Kill()
+			outage("killed")
+			r.Restart()
+			normal("after restart")
+		})
+		t.Run("SIGSTOP", func(t *testing.T) {
+			r.Stop()
+			outage("stopped")
+			r.Cont()
+			normal("after SIGCONT")
+		})
+		for i, l := range ls {
+			s := l.Stats()
+			var wantFallbacks uint64 // 2 outages × (≥ 1 probe + 10 decisions)
+			if cases[i].policy != FailError {
+				wantFallbacks = 22
+			}
+			if s.Errors < 2 || s.Fallbacks < wantFallbacks || (wantFallbacks == 0 && s.Fallbacks != 0) || s.Calls <= s.Errors {
+				t.Errorf("%s: Stats = %+v, want ≥ 2 errors, ≥ %d fallbacks", cases[i].name, s, wantFallbacks)
+			}
+			t.Logf("%s: %+v", cases[i].name, s)
+		}
+	}()
+	deadline := time.Now().Add(3 * time.Second)
+	for runtime.NumGoroutine() > goroutines {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("goroutines: %d before, %d after:\n%s", goroutines, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestTieredStale checks the other way a host considers Redis failed: no
+// flush has succeeded for 5 intervals plus the timeout. Then Incoming and
+// Uncommit follow the policy, and a good flush ends it.
+func TestTieredStale(t *testing.T) {
+	_, c := newClient(t)
+	clk := newFakeClock()
+	d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: 1 << 20, Clock: func() int64 { return clk.Now().UnixMilli() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	local, err := limiter.NewCount(d, 1, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Timeout: faultTimeout, Now: clk.Now, OnFailure: FailLocal, Local: local}
+	l, err := NewTiered(d, c, "stale", 100, 10*time.Second, 100*time.Millisecond, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		at      time.Duration
+		flush   bool
+		allowed bool
+		local   bool // decided by the local share
+		undo    bool // Uncommit after the decision
+	}{
+		{0, false, true, false, false}, // never flushed: not failed
+		{0, true, true, false, false},
+		{550 * time.Millisecond, false, true, false, false}, // 5 intervals + timeout: still fresh
+		{551 * time.Millisecond, false, true, true, true},   // stale: the local share (1) allows, and takes it back
+		{552 * time.Millisecond, false, true, true, false},  // so it allows once more
+		{553 * time.Millisecond, false, false, true, false}, // then rejects
+		{600 * time.Millisecond, true, true, false, false},  // a good flush: back in the zone
+	} {
+		name := fmt.Sprintf("+%v", tc.at)
+		clk.Set(tc.at)
+		if tc.flush {
+			if _, err := l.Flush(ctx); err != nil {
+				t.Fatalf("%s: Flush: %v", name, err)
+			}
+		}
+		before := l.Stats().Fallbacks
+		dec := incoming(t, l, "k", true)
+		if local := l.Stats().Fallbacks > before; dec.Allowed != tc.allowed || local != tc.local {
+			t.Fatalf("%s: Incoming = %+v (local share: %v), want allowed %v, local %v", name, dec, local, tc.allowed, tc.local)
+		}
+		if tc.undo {
+			if err := l.Uncommit(ctx, "k"); err != nil {
+				t.Fatalf("%s: Uncommit: %v", name, err)
+			}
+		}
+	}
+	clk.Set(2 * time.Second) // stale again
+	l2, err := NewTiered(d, c, "stale", 100, 10*time.Second, 100*time.Millisecond, Options{Timeout: faultTimeout, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l2.Incoming(ctx, "k", true); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("another process of the host under FailError: %v, want ErrUnavailable", err)
+	}
+}

@@ -182,8 +182,9 @@ func TestFaults(t *testing.T) {
 	}
 }
 
-// TestTieredFaults checks that a Tiered host keeps deciding while Redis is
-// hung or gone, that a flush fails within its timeout and keeps the host's
+// TestTieredFaults checks that a Tiered host keeps deciding in its zone
+// while Redis is hung or gone until a flush fails (TestTieredPolicies tests
+// the policies after), that a flush fails within its timeout and keeps the host's
 // count, and that the next flush after Redis is back carries it: a flush
 // that timed out against a hung server but ran when it woke does not count
 // twice, and a server restarted empty gets the host's whole count back.

@@ -66,6 +66,9 @@ var benchOps = []struct {
 	{"update", setBytes, func(d *Dict, k string, _ int) error {
 		return d.Update(k, rewrite)
 	}},
+	{"mutate", setBytes, func(d *Dict, k string, _ int) error {
+		return d.Mutate(k, 16, 0, add1)
+	}},
 	{"incrinit-ttl", nil, func(d *Dict, k string, _ int) error {
 		_, _, err := d.IncrInit(k, 1, 0, time.Minute)
 		return err

@@ -42,3 +42,7 @@ var (
 
 // ErrBadValue is returned when the zero Value, which has no kind, is stored.
 var ErrBadValue = errors.New("dict: value has no kind")
+
+// ErrWrongShape is returned by Mutate when the live value is not a bytes
+// value of the size asked for.
+var ErrWrongShape = errors.New("dict: value of another kind or size")

@@ -82,9 +82,9 @@ func (l *Req) incomingAt(now int64, key string, commit bool) (Decision, error) {
 // step makes the decision at now: the excess in milli-requests with the
 // request, and whether it is allowed; a commit stores it when it is.
 func (l *Req) step(now int64, key string, commit bool) (excess float64, ok bool, err error) {
-	buf := bufs.Get().(*[bufSize]byte)
-	defer bufs.Put(buf)
 	if !commit {
+		buf := bufs.Get().(*[bufSize]byte)
+		defer bufs.Put(buf)
 		v, found, err := read(l.d, key, buf[:], isReqState)
 		if err != nil || !found {
 			return 0, err == nil, err
@@ -92,29 +92,21 @@ func (l *Req) step(now int64, key string, commit bool) (excess float64, ok bool,
 		excess, ok = l.leak(getReq(v.Bytes()), true, now)
 		return excess, ok, nil
 	}
-	var bad foreign
-	err = l.d.Update(key, func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
+	// The state changes in place under the shard lock: nothing is copied,
+	// and a rejection writes nothing.
+	err = l.d.Mutate(key, reqSize, 0, func(b []byte, found bool) bool {
 		var s reqState
 		if found {
-			if b := cur.Bytes(); len(b) == reqSize {
-				s = getReq(b)
-			} else {
-				bad = foreignOf(cur)
-				return dict.Value{}, 0, true // leave it as it is
-			}
+			s = getReq(b)
 		}
 		excess, ok = l.leak(s, found, now)
-		if !ok {
-			return dict.Value{}, 0, true // rejected: unchanged
+		if ok {
+			putReq(b, reqState{excess: truncExcess(excess), last: now})
 		}
-		putReq(buf[:], reqState{excess: truncExcess(excess), last: now})
-		return dict.Bytes(buf[:reqSize]), 0, true
+		return ok
 	})
 	if err != nil {
 		return 0, false, dictErr(key, err)
-	}
-	if bad.found() {
-		return 0, false, bad.err(key)
 	}
 	return excess, ok, nil
 }

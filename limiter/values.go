@@ -47,10 +47,10 @@ func (f foreign) err(key string) error {
 	return fmt.Errorf("%w: key %q holds %s of %d bytes", ErrAbused, key, f.kind, f.n)
 }
 
-// dictErr wraps an error of the dictionary for key; a list or a
-// non-number under the key is ErrAbused.
+// dictErr wraps an error of the dictionary for key; a list, a non-number or
+// a value of another shape under the key is ErrAbused.
 func dictErr(key string, err error) error {
-	if errors.Is(err, dict.ErrIsList) || errors.Is(err, dict.ErrNotNumber) {
+	if errors.Is(err, dict.ErrIsList) || errors.Is(err, dict.ErrNotNumber) || errors.Is(err, dict.ErrWrongShape) {
 		return fmt.Errorf("%w: key %q: %w", ErrAbused, key, err)
 	}
 	return fmt.Errorf("limiter: key %q: %w", key, err)

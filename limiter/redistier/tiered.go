@@ -88,6 +88,14 @@ type Tiered struct {
 	hk               string // zone key of the host's Redis health, zp+"ok"
 	stale            int64  // ms without a good flush after which Redis is failed
 	flushes          atomic.Uint64
+	wp               atomic.Pointer[winPrefix] // the current window's key prefix
+}
+
+// winPrefix is a window's zone key prefix "tier|prefix|win|", kept so that
+// a decision builds its keys with one allocation.
+type winPrefix struct {
+	win int64
+	s   string
 }
 
 var tieredSeq atomic.Int64
@@ -126,14 +134,20 @@ func NewTiered(d *dict.Dict, c redis.UniversalClient, prefix string, limit int64
 	return l, nil
 }
 
-// Zone keys, per window: "tier|prefix|win|key|c" the host's count, "|o" the
-// other hosts' count last read, "|f" the count last flushed, "|m" a marker
-// that the key is listed in "tier|prefix|win|keys"; all expire two windows
-// on. Per host: "tier|prefix|host" the host's id in Redis, "|seq" the flush
-// sequence, "|lease" the flusher's lease, "|ok" Redis's health: the time in
-// ms of the last flush that succeeded, negated when the last flush failed.
+// Zone keys, per window: "tier|prefix|win|key|c" the host's count, "|c|o"
+// the other hosts' count last read (named so that the count's key is a
+// prefix of it), "|f" the count last flushed, "|m" a marker that the key is
+// listed in "tier|prefix|win|keys"; all expire two windows on. Per host:
+// "tier|prefix|host" the host's id in Redis, "|seq" the flush sequence,
+// "|lease" the flusher's lease, "|ok" Redis's health: the time in ms of the
+// last flush that succeeded, negated when the last flush failed.
 func (l *Tiered) zkey(win int64, key, suffix string) string {
-	return l.zp + strconv.FormatInt(win, 10) + "|" + key + suffix
+	p := l.wp.Load()
+	if p == nil || p.win != win {
+		p = &winPrefix{win, l.zp + strconv.FormatInt(win, 10) + "|"}
+		l.wp.Store(p)
+	}
+	return p.s + key + suffix
 }
 
 // Incoming decides on a request for key in the host's zone, without Redis.
@@ -151,11 +165,12 @@ func (l *Tiered) Incoming(ctx context.Context, key string, commit bool) (limiter
 	}
 	win := now / l.window
 	ttl := time.Duration(2*l.window) * time.Millisecond
-	g, err := l.intAt(l.zkey(win, key, "|o"))
+	ok := l.zkey(win, key, "|c|o")
+	g, err := l.intAt(ok)
 	if err != nil {
 		return limiter.Decision{}, err
 	}
-	dk := l.zkey(win, key, "|c")
+	dk := ok[:len(ok)-2] // "…|c"
 	var n int64
 	if commit {
 		if n, _, err = l.d.IncrInit(dk, 1, 0, ttl); err != nil {
@@ -356,7 +371,7 @@ func (l *Tiered) flushKey(ctx context.Context, host string, win int64, key strin
 		return err
 	}
 	ttl := time.Duration(2*l.window) * time.Millisecond
-	if _, err := l.d.Set(l.zkey(win, key, "|o"), dict.Int(r[0]-r[1]), ttl, 0); err != nil {
+	if _, err := l.d.Set(l.zkey(win, key, "|c|o"), dict.Int(r[0]-r[1]), ttl, 0); err != nil {
 		return fmt.Errorf("redistier: tiered %s: %w", key, err)
 	}
 	if _, err := l.d.Set(fk, dict.Int(r[1]), ttl, 0); err != nil {

@@ -1,6 +1,7 @@
 package redistier
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/testutil"
 )
 
@@ -128,5 +130,30 @@ func testTiered(t *testing.T, cluster bool, addrs []string) {
 				t.Errorf("%d flushes, want %d: one process per host at a time", flushes, want)
 			}
 		})
+	}
+}
+
+// TestTieredAllocs: a decision allocates once, for its keys' name (the
+// window's part of it is kept); it never reaches Redis.
+func TestTieredAllocs(t *testing.T) {
+	_, c := newClient(t)
+	d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	l, err := NewTiered(d, c, "allocs", 1<<40, time.Hour, 100*time.Millisecond, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	incoming(t, l, "k", true) // lists the key
+	calls := l.Stats().Calls
+	for _, commit := range []bool{true, false} {
+		if n := testing.AllocsPerRun(1000, func() { l.Incoming(context.Background(), "k", commit) }); n > 1 {
+			t.Errorf("Incoming(commit %v) allocates %v times, want ≤ 1", commit, n)
+		}
+	}
+	if l.Stats().Calls != calls {
+		t.Errorf("decisions called Redis")
 	}
 }

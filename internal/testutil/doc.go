@@ -1,7 +1,9 @@
 // Package testutil helps tests that need more than one OS process. It
 // re-executes the running test binary as a helper process (the os/exec
 // TestHelperProcess pattern), reads a helper's output line by line, holds
-// helpers at a common start line, and names temporary zone files.
+// helpers at a common start line (Gate) or moves them through numbered
+// steps together (Lockstep), names temporary zone files, and starts real
+// redis-server processes and clusters on loopback ports (redis.go).
 //
 // A test package that runs helpers defines one entry point,
 //

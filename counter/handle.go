@@ -6,7 +6,11 @@ package counter
 // memory, and drained by every Sync, for the Counter's life. A Handle is
 // safe for use by many goroutines.
 type Handle struct {
-	cells []*cell // every stripe of the key, made by Key
+	// cells holds, at i, the key's cell of stripe i*n/maxStripes, where n
+	// is the Counter's stripe count: stripe(maxStripes) scaled down as
+	// stripe(n) scales, so that Add picks the stripe Incr would, with a
+	// constant count and one load between it and the add.
+	cells [maxStripes]*cell
 	key   string
 }
 
@@ -15,9 +19,9 @@ type Handle struct {
 // per increment.
 func (c *Counter) Key(key string) *Handle {
 	e := c.entryFor(key, true)
-	h := &Handle{cells: make([]*cell, len(e.cells)), key: e.key}
-	for i := range e.cells {
-		h.cells[i] = e.cells[i].Load()
+	h := &Handle{key: e.key}
+	for i := range h.cells {
+		h.cells[i] = e.cells[i*len(e.cells)/maxStripes].Load()
 	}
 	return h
 }
@@ -25,7 +29,7 @@ func (c *Counter) Key(key string) *Handle {
 // Add adds n to the key's count in process memory: one atomic add, with no
 // hashing, lookup, lock or allocation.
 func (h *Handle) Add(n int64) {
-	h.cells[stripe(len(h.cells))].n.Add(n)
+	h.cells[stripe(maxStripes)&(maxStripes-1)].n.Add(n)
 }
 
 // Name returns the Handle's key.

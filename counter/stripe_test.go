@@ -49,3 +49,22 @@ func TestStripeCount(t *testing.T) {
 		}
 	}
 }
+
+// TestHandleStripe checks that a Handle's table maps stripe(maxStripes)
+// onto the cell of stripe(n), the one Incr picks at the same stack depth,
+// for every stripe count n.
+func TestHandleStripe(t *testing.T) {
+	for n := minStripes; n <= maxStripes; n *= 2 {
+		c, _ := newInternal(t, sweepEvery)
+		c.stripes, c.arenas = n, make([]arena, n)
+		h := c.Key("k")
+		h.Add(1)
+		e := c.idx.load("k")
+		if e == nil {
+			e = c.idx.fresh["k"]
+		}
+		if got := e.cells[stripe(n)].Load().n.Load(); got != 1 {
+			t.Errorf("%d stripes: Add(1) left %d in the stripe Incr uses, want 1", n, got)
+		}
+	}
+}

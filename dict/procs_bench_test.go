@@ -1,15 +1,10 @@
 package dict
 
 import (
-	"bufio"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/shmzone/shmzone/internal/testutil"
 )
@@ -39,56 +34,9 @@ func benchProcs(b *testing.B, op, keys string, procs int) {
 		b.Fatal(err)
 	}
 	defer d.Close()
-	type child struct {
-		cmd   *exec.Cmd
-		stdin io.WriteCloser
-		out   *bufio.Scanner
-	}
-	children := make([]child, procs)
-	for i := range children {
-		cmd := testutil.Helper(b, "bench-procs", path, op, keys, strconv.Itoa(i), strconv.Itoa(b.N), strconv.Itoa(procs))
-		cmd.Stderr = os.Stderr
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		children[i] = child{cmd, stdin, bufio.NewScanner(stdout)}
-		defer cmd.Process.Kill()
-	}
-	for _, c := range children {
-		if !c.out.Scan() || c.out.Text() != "ready" {
-			b.Fatalf("child did not get ready: %q %v", c.out.Text(), c.out.Err())
-		}
-	}
-	b.ResetTimer()
-	for _, c := range children {
-		c.stdin.Close() // go
-	}
-	var slowest time.Duration
-	for _, c := range children {
-		if !c.out.Scan() {
-			b.Fatalf("child ended without a result: %v", c.out.Err())
-		}
-		ns, err := strconv.ParseInt(c.out.Text(), 10, 64)
-		if err != nil {
-			b.Fatalf("child result %q: %v", c.out.Text(), err)
-		}
-		slowest = max(slowest, time.Duration(ns))
-	}
-	b.StopTimer()
-	for _, c := range children {
-		if err := c.cmd.Wait(); err != nil {
-			b.Fatalf("child: %v", err)
-		}
-	}
-	b.ReportMetric(float64(procs*b.N)/slowest.Seconds(), "ops/s")
+	testutil.BenchProcs(b, procs, "bench-procs", func(i int) []string {
+		return []string{path, op, keys, strconv.Itoa(i), strconv.Itoa(b.N), strconv.Itoa(procs)}
+	}, b.N)
 	if err := d.Check(); err != nil {
 		b.Fatal(err)
 	}
@@ -127,21 +75,20 @@ func HelperBenchProcs(args []string) error {
 			return err
 		}
 	}
-	fmt.Println("ready")
-	io.Copy(io.Discard, os.Stdin) // wait for the parent to close stdin
-	start := time.Now()
-	for i := 0; i < n; i++ {
-		k := ks[i%len(ks)]
-		switch op {
-		case "incr":
-			_, err = d.Incr(k, 1)
-		case "get":
-			_, _, err = d.Get(k)
+	return testutil.BenchChild(func() error {
+		for i := 0; i < n; i++ {
+			k := ks[i%len(ks)]
+			var err error
+			switch op {
+			case "incr":
+				_, err = d.Incr(k, 1)
+			case "get":
+				_, _, err = d.Get(k)
+			}
+			if err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return err
-		}
-	}
-	fmt.Println(time.Since(start).Nanoseconds())
-	return nil
+		return nil
+	})
 }

@@ -1,0 +1,80 @@
+package testutil
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// BenchProcs times procs helper processes that work at once: it starts the
+// helper name with args(i) for i in 0..procs-1, waits until each says
+// "ready", starts them all together, and reports their combined throughput
+// as ops/s, each having done opsPerProc operations. b's timer runs only while
+// they work. The helpers' side is BenchChild.
+func BenchProcs(b *testing.B, procs int, name string, args func(i int) []string, opsPerProc int) {
+	b.Helper()
+	type child struct {
+		p     *Proc
+		stdin io.WriteCloser
+		out   *bufio.Scanner
+	}
+	children := make([]child, procs)
+	for i := range children {
+		cmd := Helper(b, name, args(i)...)
+		cmd.Stderr = os.Stderr
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		defer cmd.Process.Kill()
+		defer cmd.Wait()
+		children[i] = child{stdin: stdin, out: bufio.NewScanner(stdout)}
+	}
+	for _, c := range children {
+		if !c.out.Scan() || c.out.Text() != "ready" {
+			b.Fatalf("testutil: %s did not get ready: %q %v", name, c.out.Text(), c.out.Err())
+		}
+	}
+	b.ResetTimer()
+	for _, c := range children {
+		c.stdin.Close() // go
+	}
+	var slowest time.Duration
+	for _, c := range children {
+		if !c.out.Scan() {
+			b.Fatalf("testutil: %s ended without a result: %v", name, c.out.Err())
+		}
+		ns, err := strconv.ParseInt(c.out.Text(), 10, 64)
+		if err != nil {
+			b.Fatalf("testutil: %s result %q: %v", name, c.out.Text(), err)
+		}
+		slowest = max(slowest, time.Duration(ns))
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(procs*opsPerProc)/slowest.Seconds(), "ops/s")
+}
+
+// BenchChild is a BenchProcs helper's side, once it is set up: it says
+// "ready", waits for the start (its stdin closing), calls run, and prints how
+// long run took in nanoseconds.
+func BenchChild(run func() error) error {
+	fmt.Println("ready")
+	io.Copy(io.Discard, os.Stdin)
+	start := time.Now()
+	if err := run(); err != nil {
+		return err
+	}
+	fmt.Println(time.Since(start).Nanoseconds())
+	return nil
+}

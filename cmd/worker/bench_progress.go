@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// progress writes a line about the running row to stderr once a second:
+// rewritten in place with \r when stderr is a terminal, else one line each.
+type progress struct {
+	w    io.Writer
+	tty  bool
+	used bool // a \r line is on the terminal
+}
+
+func newProgress(w io.Writer) *progress {
+	p := &progress{w: w}
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			p.tty = true
+		}
+	}
+	return p
+}
+
+// row starts reporting on one row's children; the function it returns stops.
+func (p *progress) row(cfg benchConfig, procs int, cs []*child) func() {
+	stop := make(chan struct{})
+	finished := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		var last int64
+		lastAt := start
+		for {
+			select {
+			case <-stop:
+				return
+			case now := <-tick.C:
+				var ops int64
+				for _, c := range cs {
+					ops += c.ops.Load()
+				}
+				rate := float64(ops-last) / now.Sub(lastAt).Seconds()
+				last, lastAt = ops, now
+				line := fmt.Sprintf("bench %s %s procs=%d: %v/%v, %s ops/s",
+					cfg.Backend, cfg.Op, procs, now.Sub(start).Round(time.Second), cfg.Duration, humanCount(rate))
+				if p.tty {
+					fmt.Fprintf(p.w, "\r\033[K%s", line)
+					p.used = true
+				} else {
+					fmt.Fprintln(p.w, line)
+				}
+			}
+		}
+	}()
+	return func() { close(stop); <-finished }
+}
+
+// done ends a \r progress line.
+func (p *progress) done() {
+	if p.used {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}

@@ -1,0 +1,248 @@
+package main
+
+// serve_master.go: the master of "worker serve". It keeps -procs children
+// running, one per slot: a child that dies is replaced; SIGTERM (or SIGINT)
+// drains every child and exits 0; SIGHUP rolls the slots one at a time,
+// starting the new child and waiting until it listens before the old one is
+// told to drain, so that the address always has a listener. The zone lives in
+// its file, so no state is lost when children come and go.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+)
+
+// serveReadyTimeout bounds how long a new child may take to listen.
+const serveReadyTimeout = 10 * time.Second
+
+type serveMaster struct {
+	exe     string
+	procs   int
+	config  string
+	drainTO time.Duration // a child's drain timeout
+	stdout  io.Writer
+	stderr  io.Writer
+
+	addr     string
+	sockets  []*os.File // slot -> its listening socket, kept across children
+	nextID   int
+	children map[int]*serveProc // by id
+	slots    []int              // slot -> id of the child serving it; 0 when none
+	events   chan serveEvent
+}
+
+type serveProc struct {
+	id, slot int
+	cmd      *exec.Cmd
+	ready    bool
+	retiring bool // told to drain; its exit is not replaced
+}
+
+// serveEvent reports that a child listens (ready) or has exited.
+type serveEvent struct {
+	id    int
+	ready bool
+	err   error
+}
+
+func (m *serveMaster) run() int {
+	// Pdeathsig fires when the thread that started the child exits, not the
+	// process: start every child from this one locked thread.
+	runtime.LockOSThread()
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	m.children = map[int]*serveProc{}
+	m.slots = make([]int, m.procs)
+	m.events = make(chan serveEvent, 4*m.procs+4)
+	if err := m.listen(); err != nil {
+		fmt.Fprintln(m.stderr, "worker serve:", err)
+		return 1
+	}
+	defer func() {
+		for _, f := range m.sockets {
+			f.Close()
+		}
+	}()
+	for s := range m.slots {
+		if err := m.spawn(s); err != nil {
+			fmt.Fprintln(m.stderr, "worker serve:", err)
+			m.drain()
+			return 1
+		}
+	}
+	fmt.Fprintf(m.stdout, "worker serve: master pid=%d, %d children\n", os.Getpid(), m.procs)
+
+	var rollQueue []int // slots still to roll
+	rolling := 0        // id of the new child being waited for; 0 when none
+	var rollDeadline <-chan time.Time
+	for {
+		if rolling == 0 && len(rollQueue) > 0 {
+			s := rollQueue[0]
+			rollQueue = rollQueue[1:]
+			id, err := m.start(s)
+			if err != nil {
+				fmt.Fprintf(m.stderr, "worker serve: roll slot %d: %v\n", s, err)
+				continue
+			}
+			rolling = id
+			rollDeadline = time.After(serveReadyTimeout)
+		}
+		select {
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				fmt.Fprintln(m.stderr, "worker serve: SIGHUP: rolling children")
+				for s := range m.slots {
+					rollQueue = append(rollQueue, s)
+				}
+				continue
+			}
+			fmt.Fprintf(m.stderr, "worker serve: %v: draining\n", sig)
+			m.drain()
+			return 0
+		case <-rollDeadline:
+			if c := m.children[rolling]; c != nil {
+				fmt.Fprintf(m.stderr, "worker serve: child pid=%d not ready in %v; killing it\n", c.cmd.Process.Pid, serveReadyTimeout)
+				c.retiring = true
+				c.cmd.Process.Kill()
+			}
+			rolling, rollDeadline = 0, nil
+		case e := <-m.events:
+			c := m.children[e.id]
+			if c == nil {
+				continue
+			}
+			if e.ready {
+				c.ready = true
+				fmt.Fprintf(m.stderr, "worker serve: child pid=%d ready (slot %d)\n", c.cmd.Process.Pid, c.slot)
+				if e.id == rolling {
+					// The new child listens: the old one may go.
+					if old := m.children[m.slots[c.slot]]; old != nil && old != c {
+						old.retiring = true
+						old.cmd.Process.Signal(syscall.SIGTERM)
+					}
+					m.slots[c.slot] = c.id
+					rolling, rollDeadline = 0, nil
+				}
+				continue
+			}
+			delete(m.children, e.id)
+			if c.retiring {
+				fmt.Fprintf(m.stderr, "worker serve: child pid=%d retired: %v\n", c.cmd.Process.Pid, serveExitText(e.err))
+				continue
+			}
+			fmt.Fprintf(m.stderr, "worker serve: child pid=%d died: %v; replacing it\n", c.cmd.Process.Pid, serveExitText(e.err))
+			if e.id == rolling {
+				rolling, rollDeadline = 0, nil
+				continue // the slot keeps its old child
+			}
+			if err := m.spawn(c.slot); err != nil {
+				fmt.Fprintln(m.stderr, "worker serve:", err)
+			}
+		}
+	}
+}
+
+// listen opens one SO_REUSEPORT socket per slot. The master keeps them and
+// each child of a slot serves its slot's socket (fd 4): the kernel spreads
+// connections over the sockets, and since no socket is closed while the
+// master lives, connections queued on one are not reset when its child dies
+// or is rolled (closing one of several SO_REUSEPORT listeners resets its
+// queue unless net.ipv4.tcp_migrate_req is set); the next child takes them.
+func (m *serveMaster) listen() error {
+	lc := net.ListenConfig{Control: serveReusePort}
+	for range m.slots {
+		ln, err := lc.Listen(context.Background(), "tcp", m.addr)
+		if err != nil {
+			return err
+		}
+		f, err := ln.(*net.TCPListener).File()
+		ln.Close()
+		if err != nil {
+			return err
+		}
+		m.sockets = append(m.sockets, f)
+	}
+	return nil
+}
+
+// spawn starts a child that serves slot s at once.
+func (m *serveMaster) spawn(s int) error {
+	id, err := m.start(s)
+	if err == nil {
+		m.slots[s] = id
+	}
+	return err
+}
+
+// start starts a child for slot s and returns its id. The child serves the
+// slot's socket at its fd 4 and writes one byte to the pipe at its fd 3 once
+// it serves; its exit is reported too.
+func (m *serveMaster) start(s int) (int, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	cmd := exec.Command(m.exe)
+	cmd.Env = append(os.Environ(), childEnv+"=serve", serveConfigEnv+"="+m.config)
+	cmd.Stdout, cmd.Stderr = m.stdout, m.stderr
+	cmd.ExtraFiles = []*os.File{w, m.sockets[s]}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
+		return 0, fmt.Errorf("start child: %w", err)
+	}
+	m.nextID++
+	id := m.nextID
+	m.children[id] = &serveProc{id: id, slot: s, cmd: cmd}
+	go func() {
+		var b [1]byte
+		if n, _ := r.Read(b[:]); n == 1 {
+			m.events <- serveEvent{id: id, ready: true}
+		}
+		r.Close()
+	}()
+	go func() { m.events <- serveEvent{id: id, err: cmd.Wait()} }()
+	return id, nil
+}
+
+// drain tells every child to drain and waits for all of them to exit; a
+// child that outlives its drain timeout by far is killed.
+func (m *serveMaster) drain() {
+	for _, c := range m.children {
+		c.retiring = true
+		c.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	deadline := time.After(m.drainTO + 5*time.Second)
+	for len(m.children) > 0 {
+		select {
+		case e := <-m.events:
+			if !e.ready {
+				delete(m.children, e.id)
+			}
+		case <-deadline:
+			for _, c := range m.children {
+				c.cmd.Process.Kill()
+			}
+			deadline = nil
+		}
+	}
+}
+
+func serveExitText(err error) string {
+	if err == nil {
+		return "exit 0"
+	}
+	return err.Error()
+}

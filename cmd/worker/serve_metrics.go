@@ -1,0 +1,42 @@
+package main
+
+// serve_metrics.go: a child's /metrics, in the Prometheus text format
+// (version 0.0.4). Decisions are this child's; zone figures are the zone's,
+// summed over every process (dict.Stats).
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"os"
+)
+
+func (m *serveMetrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var b bytes.Buffer
+	m.write(&b)
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.Write(b.Bytes())
+}
+
+func (m *serveMetrics) write(b *bytes.Buffer) {
+	metric := func(name, typ, help string, v any) {
+		fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n%s %v\n", name, help, name, typ, name, v)
+	}
+	fmt.Fprintf(b, "# HELP worker_serve_requests_total Requests this child decided, by result.\n# TYPE worker_serve_requests_total counter\n")
+	fmt.Fprintf(b, "worker_serve_requests_total{result=\"allowed\"} %d\n", m.allowed.Load())
+	fmt.Fprintf(b, "worker_serve_requests_total{result=\"rejected\"} %d\n", m.rejected.Load())
+	fmt.Fprintf(b, "worker_serve_requests_total{result=\"error\"} %d\n", m.errors.Load())
+	metric("worker_serve_pid", "gauge", "This child's process id.", os.Getpid())
+	s := m.dict.Stats()
+	metric("shmzone_capacity_bytes", "gauge", "Zone size in bytes.", s.Capacity)
+	metric("shmzone_free_bytes", "gauge", "Bytes allocatable without eviction.", s.FreeSpace)
+	metric("shmzone_shards", "gauge", "Shard count.", s.Shards)
+	metric("shmzone_entries", "gauge", "Entries, expired ones not yet reclaimed included.", s.Entries)
+	metric("shmzone_hits_total", "counter", "Reads and increments that found a live key.", s.Hits)
+	metric("shmzone_misses_total", "counter", "Reads and increments that did not.", s.Misses)
+	metric("shmzone_writes_total", "counter", "Successful writes.", s.Writes)
+	metric("shmzone_evictions_total", "counter", "Live entries evicted to make room.", s.Evictions)
+	metric("shmzone_expirations_total", "counter", "Expired entries reclaimed.", s.Expirations)
+	metric("shmzone_lock_waits_total", "counter", "Lock acquisitions that had to wait.", s.LockWaits)
+	metric("shmzone_recoveries_total", "counter", "Shards rebuilt after a dead lock owner or corruption.", s.Recoveries)
+}

@@ -56,8 +56,10 @@ one op, and scaling: ops/s over one process's ops/s.
 Backends: zone (shmzone's dict in a zone file), mutex (a map under a
 sync.Mutex in each process: one process's ceiling, nothing shared), flock (a
 file of counters under flock: the naive shared answer), redis (go-redis, one
-client per process). Ops: incr, get, set on every backend; req (limiter.Req),
-count (limiter.Count) on zone and redis; counter (counter.Counter) on zone.
+client per process), tiered (redistier.Tiered: counts in the zone, one
+process flushing to -redis every 100 ms). Ops: incr, get, set on zone, mutex,
+flock and redis; req (limiter.Req), count (limiter.Count) on zone and redis;
+count on tiered; counter (counter.Counter) on zone.
 
 Flags:`)
 		fs.PrintDefaults()
@@ -74,9 +76,6 @@ Flags:`)
 			return f, fmt.Errorf("bad -procs %q: want process counts from 1 to 256, such as 1,2,4", *procs)
 		}
 		f.procs = append(f.procs, n)
-	}
-	if f.cfg.Backend == "tiered" {
-		return f, errors.New("backend tiered is not implemented yet")
 	}
 	ops, ok := backendOps[f.cfg.Backend]
 	switch {
@@ -135,7 +134,7 @@ func runBench(f benchFlags, stderr io.Writer) (report, error) {
 		defer os.RemoveAll(dir)
 		cfg.Zone = filepath.Join(dir, "bench.zone")
 	}
-	if cfg.Backend == "zone" {
+	if cfg.Backend == "zone" || cfg.Backend == "tiered" {
 		// Create the zone once so that the children all attach to it.
 		d, err := dict.Open(cfg.Zone, dict.Options{Size: zoneSize})
 		if err != nil {

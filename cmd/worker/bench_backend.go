@@ -23,12 +23,13 @@ import (
 // backendOps which ops each backend runs.
 var (
 	benchOps      = []string{"incr", "get", "set", "req", "count", "counter"}
-	benchBackends = []string{"zone", "mutex", "flock", "redis"}
+	benchBackends = []string{"zone", "mutex", "flock", "redis", "tiered"}
 	backendOps    = map[string][]string{
-		"zone":  benchOps,
-		"mutex": {"incr", "get", "set"},
-		"flock": {"incr", "get", "set"},
-		"redis": {"incr", "get", "set", "req", "count"},
+		"zone":   benchOps,
+		"mutex":  {"incr", "get", "set"},
+		"flock":  {"incr", "get", "set"},
+		"redis":  {"incr", "get", "set", "req", "count"},
+		"tiered": {"count"},
 	}
 )
 
@@ -71,6 +72,8 @@ func openTarget(cfg benchConfig) (*target, error) {
 		return openFlock(cfg)
 	case "redis":
 		return openRedis(cfg, keys)
+	case "tiered":
+		return openTiered(cfg, keys)
 	}
 	return nil, fmt.Errorf("unknown backend %q", cfg.Backend)
 }
@@ -232,4 +235,40 @@ func openRedis(cfg benchConfig, keys []string) (*target, error) {
 		t.do = func(i int) error { _, err := l.Incoming(ctx, keys[i], true); return err }
 	}
 	return t, nil
+}
+
+// openTiered is redistier.Tiered: a global fixed window counted in the zone,
+// which one process of the host flushes to Redis every 100 ms. It fails
+// open: a flush cut short when a run ends marks Redis failed for the zone
+// until the next flush succeeds, and the run measures decisions either way.
+func openTiered(cfg benchConfig, keys []string) (*target, error) {
+	d, err := dict.Open(cfg.Zone, dict.Options{Size: zoneSize})
+	if err != nil {
+		return nil, err
+	}
+	c := redis.NewClient(&redis.Options{Addr: cfg.Redis, ContextTimeoutEnabled: true, PoolSize: 2})
+	l, err := redistier.NewTiered(d, c, "benchtiered", 1<<60, time.Hour, 100*time.Millisecond,
+		redistier.Options{Timeout: time.Second, OnFailure: redistier.FailOpen})
+	if err != nil {
+		c.Close()
+		d.Close()
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := c.Ping(ctx).Err(); err != nil {
+		cancel()
+		c.Close()
+		d.Close()
+		return nil, fmt.Errorf("redis %s: %w", cfg.Redis, err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); l.Run(ctx) }()
+	return &target{
+		do: func(i int) error { _, err := l.Incoming(ctx, keys[i], true); return err },
+		close: func() error {
+			cancel()
+			<-done
+			return errors.Join(c.Close(), d.Close())
+		},
+	}, nil
 }

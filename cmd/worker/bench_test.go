@@ -151,7 +151,7 @@ func TestBenchBadFlags(t *testing.T) {
 		{[]string{"-op", "frob"}, `unknown -op "frob"`},
 		{[]string{"-backend", "etcd"}, `unknown -backend "etcd"`},
 		{[]string{"-backend", "mutex", "-op", "req"}, "-backend mutex does not run -op req"},
-		{[]string{"-backend", "tiered"}, "backend tiered is not implemented yet"},
+		{[]string{"-backend", "tiered"}, "-backend tiered does not run -op incr: it runs count"},
 		{[]string{"-keys", "0"}, "bad -keys 0"},
 		{[]string{"-duration", "0s"}, "bad -duration 0s"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
@@ -296,6 +296,14 @@ func TestBenchRedis(t *testing.T) {
 		t.Fatalf("rows %+v", rep.Rows)
 	}
 	benchJSON(t, "-backend", "redis", "-redis", r.Addr, "-op", "count", "-procs", "1", "-duration", "100ms")
+	before, err := testutil.RedisDo(r.Addr, "DBSIZE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	benchJSON(t, "-backend", "tiered", "-redis", r.Addr, "-op", "count", "-procs", "1,2", "-duration", "300ms")
+	if after, err := testutil.RedisDo(r.Addr, "DBSIZE"); err != nil || after == before {
+		t.Fatalf("tiered flushed nothing to Redis: DBSIZE %s then %s, %v", before, after, err)
+	}
 	n, err := testutil.RedisDo(r.Addr, "GET", "bench:0")
 	if err != nil || n == "" {
 		t.Fatalf("bench:0 = %q, %v after incr", n, err)

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -74,7 +75,8 @@ func serveChildRun(c serveConfig, ready *os.File, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	fresh := &serveFreshConns{conns: map[net.Conn]bool{}}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ConnState: fresh.track}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	if ready != nil {
@@ -86,12 +88,50 @@ func serveChildRun(c serveConfig, ready *os.File, stderr io.Writer) error {
 		return err
 	case <-sigs:
 	}
+	// Stop accepting first: the master keeps the socket, so what is queued
+	// waits for the other children. Shutdown would drop the first request of
+	// a connection accepted but not yet read, so give those connections
+	// their request before shutting down.
+	ln.Close()
+	<-served
 	ctx, cancel := context.WithTimeout(context.Background(), c.Drain)
 	defer cancel()
+	fresh.wait(ctx, time.Second)
 	if err := srv.Shutdown(ctx); err != nil {
 		return fmt.Errorf("drain: %w", err)
 	}
 	return nil
+}
+
+// serveFreshConns tracks the connections accepted whose first request has
+// not been read (http.StateNew).
+type serveFreshConns struct {
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+}
+
+func (f *serveFreshConns) track(c net.Conn, st http.ConnState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st == http.StateNew {
+		f.conns[c] = true
+	} else {
+		delete(f.conns, c)
+	}
+}
+
+// wait returns once no connection is fresh, after max, or when ctx ends.
+func (f *serveFreshConns) wait(ctx context.Context, max time.Duration) {
+	end := time.Now().Add(max)
+	for time.Now().Before(end) && ctx.Err() == nil {
+		f.mu.Lock()
+		n := len(f.conns)
+		f.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // serveOpenZone attaches the shared zone, or creates a private one that no

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -76,11 +77,28 @@ type serveTestServer struct {
 	zone   string
 	stderr *serveBuffer
 	done   chan error
+	procs  int
 }
 
 // startServe runs "worker serve" on a free loopback port with procs
 // children and waits until every child listens.
 func startServe(t *testing.T, procs int, args ...string) *serveTestServer {
+	t.Helper()
+	s := launchServe(t, procs, args...)
+	s.waitReady(t)
+	return s
+}
+
+// waitReady waits until every child of s listens.
+func (s *serveTestServer) waitReady(t *testing.T) {
+	t.Helper()
+	if !serveWaitFor(10*time.Second, func() bool { return len(s.stderr.serveReadyPids()) >= s.procs }) {
+		t.Fatalf("children not ready; stderr:\n%s", s.stderr)
+	}
+}
+
+// launchServe starts "worker serve" like startServe without waiting.
+func launchServe(t *testing.T, procs int, args ...string) *serveTestServer {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -92,7 +110,7 @@ func startServe(t *testing.T, procs int, args ...string) *serveTestServer {
 	all := append([]string{"serve", "-procs", strconv.Itoa(procs), "-addr", addr, "-zone", zone, "-zone-size", "1048576"}, args...)
 	cmd := exec.Command(os.Args[0], all...)
 	cmd.Env = append(os.Environ(), serveTestEnv+"=1")
-	s := &serveTestServer{cmd: cmd, addr: addr, zone: zone, stderr: &serveBuffer{}, done: make(chan error, 1)}
+	s := &serveTestServer{procs: procs, cmd: cmd, addr: addr, zone: zone, stderr: &serveBuffer{}, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = io.Discard, s.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -107,9 +125,6 @@ func startServe(t *testing.T, procs int, args ...string) *serveTestServer {
 			<-s.done
 		}
 	})
-	if !serveWaitFor(10*time.Second, func() bool { return len(s.stderr.serveReadyPids()) >= procs }) {
-		t.Fatalf("children not ready; stderr:\n%s", s.stderr)
-	}
 	return s
 }
 
@@ -186,8 +201,10 @@ func TestServeSharedLimit(t *testing.T) {
 	t.Parallel()
 	const burst = 5
 	limit := []string{"-rate", "50r/s", "-burst", strconv.Itoa(burst), "-nodelay"}
-	shared := startServe(t, 4, limit...)
-	private := startServe(t, 4, append(limit, "-per-process")...)
+	shared := launchServe(t, 4, limit...)
+	private := launchServe(t, 4, append(limit, "-per-process")...)
+	shared.waitReady(t)
+	private.waitReady(t)
 	var sres, pres *serveLoadResult
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -246,7 +263,7 @@ func TestServeReplacesKilledChild(t *testing.T) {
 // master exits 0.
 func TestServeDrainsOnSIGTERM(t *testing.T) {
 	t.Parallel()
-	s := startServe(t, 2, "-rate", "1000r/s", "-burst", "100", "-slow-path", "/slow", "-slow", "1s")
+	s := startServe(t, 2, "-rate", "1000r/s", "-burst", "100", "-slow-path", "/slow", "-slow", "700ms")
 	type answer struct {
 		body string
 		err  error
@@ -262,7 +279,7 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 		resp.Body.Close()
 		got <- answer{body: fmt.Sprint(resp.StatusCode, " ", string(b)), err: err}
 	}()
-	time.Sleep(300 * time.Millisecond) // the request is in the slow handler
+	time.Sleep(200 * time.Millisecond) // the request is in the slow handler
 	s.cmd.Process.Signal(syscall.SIGTERM)
 	a := <-got
 	if a.err != nil || a.body != "200 ok\n" {
@@ -281,5 +298,30 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 		if syscall.Kill(pid, 0) == nil {
 			t.Errorf("child %d outlived the master", pid)
 		}
+	}
+}
+
+// Must show 3, second half: SIGHUP rolls every child while requests keep
+// coming, and none fails.
+func TestServeRollsOnSIGHUP(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, 2, "-rate", "1000r/s", "-burst", "100", "-nodelay")
+	done := make(chan *serveLoadResult)
+	go func() { done <- serveLoad("http://"+s.addr+"/", 100, 2*time.Second) }()
+	time.Sleep(300 * time.Millisecond)
+	s.cmd.Process.Signal(syscall.SIGHUP)
+	rolled := serveWaitFor(5*time.Second, func() bool {
+		return strings.Count(s.stderr.String(), "retired") >= 2
+	})
+	res := <-done
+	t.Logf("SIGHUP roll of 2 children under 100 r/s: %v", res)
+	if !rolled {
+		t.Fatalf("roll did not finish; stderr:\n%s", s.stderr)
+	}
+	if res.failed.Load() != 0 || res.limited.Load() != 0 {
+		t.Fatalf("requests failed during the roll: %v; stderr:\n%s", res, s.stderr)
+	}
+	if n := len(s.stderr.serveReadyPids()); n != 4 {
+		t.Fatalf("%d children ready, want 2 + 2 new", n)
 	}
 }

@@ -309,6 +309,7 @@ func TestServeRollsOnSIGHUP(t *testing.T) {
 	done := make(chan *serveLoadResult)
 	go func() { done <- serveLoad("http://"+s.addr+"/", 100, 2*time.Second) }()
 	time.Sleep(300 * time.Millisecond)
+	before := serveWrites(t, s.addr)
 	s.cmd.Process.Signal(syscall.SIGHUP)
 	rolled := serveWaitFor(5*time.Second, func() bool {
 		return strings.Count(s.stderr.String(), "retired") >= 2
@@ -324,4 +325,25 @@ func TestServeRollsOnSIGHUP(t *testing.T) {
 	if n := len(s.stderr.serveReadyPids()); n != 4 {
 		t.Fatalf("%d children ready, want 2 + 2 new", n)
 	}
+	// The new children serve the same zone: its counters went on.
+	if after := serveWrites(t, s.addr); after < before+100 {
+		t.Fatalf("zone writes %d before the roll, %d after: the zone's state was lost", before, after)
+	}
+}
+
+// serveWrites reads shmzone_writes_total from a child's /metrics.
+func serveWrites(t *testing.T, addr string) int {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	m := regexp.MustCompile(`(?m)^shmzone_writes_total (\d+)$`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("no shmzone_writes_total in\n%s", b)
+	}
+	n, _ := strconv.Atoi(string(m[1]))
+	return n
 }

@@ -48,9 +48,11 @@ func TestTieredPolicies(t *testing.T) {
 			runs.Add(1)
 			go func() { defer runs.Done(); ls[i].Run(ctx) }()
 		}
-		normal := func(phase string) { // every host decides in its zone again within a second
+		// normal and outage take the running (sub)test's t: a subtest may
+		// not fail its parent.
+		normal := func(t *testing.T, phase string) { // every host decides in its zone again within 3 s
 			t.Helper()
-			deadline := time.Now().Add(time.Second)
+			deadline := time.Now().Add(3 * time.Second)
 			for i, l := range ls {
 				for {
 					before := l.Stats().Fallbacks
@@ -74,7 +76,7 @@ func TestTieredPolicies(t *testing.T) {
 				}
 			}
 		}
-		outage := func(phase string) {
+		outage := func(t *testing.T, phase string) {
 			t.Helper()
 			var wg sync.WaitGroup
 			for i, pc := range cases {
@@ -120,18 +122,18 @@ func TestTieredPolicies(t *testing.T) {
 			}
 			wg.Wait()
 		}
-		normal("start")
+		normal(t, "start")
 		t.Run("SIGKILL", func(t *testing.T) {
 			r.Kill()
-			outage("killed")
+			outage(t, "killed")
 			r.Restart()
-			normal("after restart")
+			normal(t, "after restart")
 		})
 		t.Run("SIGSTOP", func(t *testing.T) {
 			r.Stop()
-			outage("stopped")
+			outage(t, "stopped")
 			r.Cont()
-			normal("after SIGCONT")
+			normal(t, "after SIGCONT")
 		})
 		for i, l := range ls {
 			s := l.Stats()

@@ -13,10 +13,13 @@ type progress struct {
 	w    io.Writer
 	tty  bool
 	used bool // a \r line is on the terminal
+	// now and ticker are the clock; tests inject them.
+	now    func() time.Time
+	ticker func() (<-chan time.Time, func())
 }
 
 func newProgress(w io.Writer) *progress {
-	p := &progress{w: w}
+	p := &progress{w: w, now: time.Now, ticker: secondTicker}
 	if f, ok := w.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 			p.tty = true
@@ -29,18 +32,18 @@ func newProgress(w io.Writer) *progress {
 func (p *progress) row(cfg benchConfig, procs int, cs []*child) func() {
 	stop := make(chan struct{})
 	finished := make(chan struct{})
-	start := time.Now()
+	start := p.now()
+	ticks, stopTicks := p.ticker()
 	go func() {
 		defer close(finished)
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
+		defer stopTicks()
 		var last int64
 		lastAt := start
 		for {
 			select {
 			case <-stop:
 				return
-			case now := <-tick.C:
+			case now := <-ticks:
 				var ops int64
 				for _, c := range cs {
 					ops += c.ops.Load()
@@ -59,6 +62,12 @@ func (p *progress) row(cfg benchConfig, procs int, cs []*child) func() {
 		}
 	}()
 	return func() { close(stop); <-finished }
+}
+
+// secondTicker ticks once a second.
+func secondTicker() (<-chan time.Time, func()) {
+	t := time.NewTicker(time.Second)
+	return t.C, t.Stop
 }
 
 // done ends a \r progress line.

@@ -173,14 +173,7 @@ func TestFaults(t *testing.T) {
 		}
 		c.Close()
 	}()
-	deadline := time.Now().Add(3 * time.Second)
-	for runtime.NumGoroutine() > goroutines {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("goroutines: %d before, %d after:\n%s", goroutines, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.WaitGoroutines(t, goroutines, 3*time.Second)
 }
 
 // TestTieredFaults checks that a Tiered host keeps deciding in its zone

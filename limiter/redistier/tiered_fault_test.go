@@ -147,14 +147,7 @@ func TestTieredPolicies(t *testing.T) {
 			t.Logf("%s: %+v", cases[i].name, s)
 		}
 	}()
-	deadline := time.Now().Add(3 * time.Second)
-	for runtime.NumGoroutine() > goroutines {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("goroutines: %d before, %d after:\n%s", goroutines, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.WaitGoroutines(t, goroutines, 3*time.Second)
 }
 
 // TestTieredStale checks the other way a host considers Redis failed: no

@@ -38,17 +38,14 @@ fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt wants to rewrite:"; echo "$$out"; exit 1; fi
 
-## bench: the Go benchmarks, then the `worker bench` matrix (zone, flock,
-## mutex, and Redis when redis-server is on PATH: bench/matrix.sh starts its
-## own), then nginx's lua_shared_dict against the dict (bench/peers/nginx.sh)
-## when nginx and its lua module are installed. It prints the tables; the
-## figures in bench/RESULTS.md are copied from its output.
+## bench: the whole benchmark suite (bench/report): the Go benchmarks, the
+## `worker bench` matrix (zone, Redis when redis-server is installed, flock,
+## mutex), the scaling chart (opened in headless Chromium when installed) and
+## nginx's lua_shared_dict (bench/peers/nginx.sh, when nginx and its lua
+## module are installed); then it rewrites bench/RESULTS.md, bench/results.json
+## and bench/scaling.svg. About 20 minutes on 2 CPUs.
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -count=1 $(PKGS)
-	bash bench/matrix.sh
-	@if command -v nginx >/dev/null && [ -e /usr/share/nginx/modules/ngx_http_lua_module.so ]; then \
-		GO=$(GO) bash bench/peers/nginx.sh; \
-	else echo "bench: nginx with the lua module not installed (nginx-light libnginx-mod-http-lua): no nginx rows"; fi
+	$(GO) run ./bench/report
 
 ## fuzz: a short fuzzing run of each target beyond the seed corpus that test runs.
 FUZZTIME ?= 30s

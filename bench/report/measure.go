@@ -1,0 +1,228 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// results is everything one run measured: what results.json holds and what
+// the page is rendered from.
+type results struct {
+	Date     string        `json:"date"` // UTC day the run started, 2006-01-02
+	Started  time.Time     `json:"started"`
+	Elapsed  time.Duration `json:"elapsed_ns"`
+	Settings settings      `json:"settings"`
+	Machine  machine       `json:"machine"`
+	// Go holds each `go test -bench` step by id (see goSteps).
+	Go      map[string]goStep `json:"go"`
+	Density densityStep       `json:"density"`
+	// Matrix holds the worker bench runs, in the order they ran.
+	Matrix []matrixRun `json:"matrix"`
+	Chart  chartStep   `json:"chart"`
+	Nginx  *nginxStep  `json:"nginx,omitempty"`
+	// Missing says, a line each, what could not be measured and why.
+	Missing []string `json:"missing,omitempty"`
+}
+
+type settings struct {
+	Count    int    `json:"count"`
+	Reps     int    `json:"reps"`
+	Duration string `json:"duration"`
+	Procs    string `json:"procs"`
+	Density  int    `json:"density_runs"`
+	// Benchtime is go test's -benchtime, "" for its default.
+	Benchtime string `json:"benchtime,omitempty"`
+}
+
+type goStep struct {
+	Command string  `json:"command"`
+	Samples samples `json:"samples"`
+}
+
+type densityStep struct {
+	Command  string `json:"command"`
+	Counters []int  `json:"counters"`
+}
+
+// runner runs a command in dir with extra environment and returns its
+// standard output; on failure the error carries the end of its stderr.
+type runner func(ctx context.Context, dir string, env []string, name string, args ...string) ([]byte, error)
+
+func execRunner(ctx context.Context, dir string, env []string, name string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		tail := stderr.String()
+		if len(tail) > 2000 {
+			tail = "…" + tail[len(tail)-2000:]
+		}
+		return out, fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, tail)
+	}
+	return out, nil
+}
+
+// measurer runs the steps of one report.
+type measurer struct {
+	c    config
+	run  runner
+	prog *progress
+	// look finds a program on PATH; tests replace it.
+	look func(string) (string, error)
+	// tmp holds the run's binaries, zones and servers; worker is the
+	// worker binary built in it.
+	tmp, worker string
+}
+
+func newMeasurer(c config, run runner, prog *progress) *measurer {
+	return &measurer{c: c, run: run, prog: prog, look: exec.LookPath}
+}
+
+// goSteps are the Go benchmark runs, by id, with their package and flags.
+var goSteps = []struct {
+	id, pkg, bench string
+	extra          []string
+	needsRedis     bool
+}{
+	{id: "dict-ops", pkg: "./dict", bench: "BenchmarkOps|BenchmarkHashKey"},
+	{id: "dict-procs", pkg: "./dict", bench: "BenchmarkProcs"},
+	{id: "counter", pkg: "./counter", bench: "BenchmarkCounter"},
+	{id: "limiter", pkg: "./limiter", bench: "BenchmarkLimiter"},
+	{id: "redistier", pkg: "./limiter/redistier", bench: "BenchmarkDecision", extra: []string{"-benchtime", "2s"}, needsRedis: true},
+}
+
+func (m *measurer) measure(ctx context.Context, chartPath string) (*results, error) {
+	start := m.prog.now()
+	res := &results{
+		Date:    start.UTC().Format("2006-01-02"),
+		Started: start.UTC().Truncate(time.Second),
+		Settings: settings{
+			Count: m.c.count, Reps: m.c.reps, Duration: m.c.duration.String(),
+			Procs: m.c.procs, Density: m.c.density, Benchtime: m.c.btime,
+		},
+		Go: map[string]goStep{},
+	}
+	res.Machine = m.machine(ctx)
+	_, redisErr := m.look("redis-server")
+	// The Go benchmarks, the density test, the worker build, the matrix,
+	// the chart, its rendering and nginx.
+	m.prog.plan(len(goSteps) + 2 + len(matrixPlan(redisErr == nil))*m.c.reps + 3)
+	tmp, cleanup, err := tempDir()
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	m.tmp = tmp
+
+	for _, s := range goSteps {
+		args := []string{"test", "-run", "^$", "-bench", s.bench, "-benchmem", "-count", strconv.Itoa(m.c.count)}
+		if m.c.btime != "" {
+			args = append(args, "-benchtime", m.c.btime)
+		} else {
+			args = append(args, s.extra...)
+		}
+		args = append(args, s.pkg)
+		cmd := "go " + shellJoin(args)
+		if s.needsRedis && redisErr != nil {
+			m.prog.skip(cmd, "redis-server not installed")
+			res.Missing = append(res.Missing, "limiter/redistier benchmarks: redis-server is not installed")
+			continue
+		}
+		m.prog.step(cmd)
+		out, err := m.run(ctx, m.c.root, nil, "go", args...)
+		if err != nil {
+			return nil, err
+		}
+		smp, err := parseBench(out)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", cmd, err)
+		}
+		if len(smp) == 0 {
+			return nil, fmt.Errorf("%s: no benchmark results in its output", cmd)
+		}
+		res.Go[s.id] = goStep{Command: cmd, Samples: smp}
+	}
+
+	dargs := []string{"test", "-count", strconv.Itoa(m.c.density), "-run", "^TestDensity$", "-v", "./dict"}
+	res.Density.Command = "go " + shellJoin(dargs)
+	m.prog.step(res.Density.Command)
+	out, err := m.run(ctx, m.c.root, nil, "go", dargs...)
+	if err != nil {
+		return nil, err
+	}
+	res.Density.Counters = parseDensity(out)
+	if len(res.Density.Counters) != m.c.density {
+		return nil, fmt.Errorf("%s: found %d density results, want %d", res.Density.Command, len(res.Density.Counters), m.c.density)
+	}
+
+	m.worker = filepath.Join(tmp, "worker")
+	m.prog.step("go build ./cmd/worker")
+	if _, err := m.run(ctx, m.c.root, nil, "go", "build", "-o", m.worker, "./cmd/worker"); err != nil {
+		return nil, err
+	}
+	if err := m.matrix(ctx, res, redisErr == nil); err != nil {
+		return nil, err
+	}
+	if err := m.chart(ctx, res); err != nil {
+		return nil, err
+	}
+	if err := m.nginx(ctx, res); err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(chartPath, []byte(res.Chart.SVG)); err != nil {
+		return nil, err
+	}
+	res.Elapsed = m.prog.now().Sub(start).Round(time.Second)
+	m.prog.done()
+	return res, nil
+}
+
+// tempDir makes a directory for the run's binaries, zones and servers.
+func tempDir() (string, func(), error) {
+	d, err := os.MkdirTemp("", "shmzone-report-")
+	if err != nil {
+		return "", nil, err
+	}
+	return d, func() { os.RemoveAll(d) }, nil
+}
+
+// shellJoin quotes args for a shell where they need it, for the commands the
+// page shows.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t|$^*?()[]{}'\"\\;&<>") {
+			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		} else {
+			q[i] = a
+		}
+	}
+	return strings.Join(q, " ")
+}
+
+// decodeJSON decodes the single JSON value of out into v.
+func decodeJSON(out []byte, v any, what string) error {
+	if err := json.Unmarshal(out, v); err != nil {
+		return fmt.Errorf("%s: bad JSON output: %w", what, err)
+	}
+	return nil
+}
+
+// abs makes p absolute against the module root.
+func (m *measurer) abs(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(m.c.root, p)
+}

@@ -1,0 +1,369 @@
+package main
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"slices"
+	"strings"
+	"text/template"
+)
+
+//go:embed results.md.tmpl
+var pageTemplate string
+
+var page = template.Must(template.New("RESULTS.md").Funcs(template.FuncMap{
+	"pct": func(f float64) float64 { return 100 * f },
+}).Parse(pageTemplate))
+
+// view is what the template reads: the results, and the tables and
+// sentences made from them.
+type view struct {
+	*results
+	Machine                          []string
+	Targets                          table
+	DictOps, DictProcs               table
+	DensityLo, DensityHi, PerCounter string
+	Counter, Limiter, LimiterProcs   table
+	Redistier                        table
+	MatrixRatios, Matrix, Matrix100k table
+	Extra                            table
+	ChartRows                        table
+	Nginx                            table
+	// Procs is the matrix's two process counts the ratios compare, such
+	// as "1 and 2".
+	Procs string
+}
+
+// Run is results.run for the template.
+func (v *view) Run(backend, op string, keys int) *matrixRun { return v.run(backend, op, keys) }
+
+// NginxRun is the nginx step, or nil when it was not measured.
+func (v *view) NginxRun() *nginxStep { return v.results.Nginx }
+
+func render(r *results) ([]byte, error) {
+	v := &view{results: r}
+	v.machineLines()
+	v.targets()
+	v.dict()
+	v.counterTables()
+	v.limiterTables()
+	v.redistierTable()
+	v.matrixTables()
+	v.nginxTable()
+	var b bytes.Buffer
+	if err := page.Execute(&b, v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func (v *view) machineLines() {
+	m := v.results.Machine
+	kind := "a physical machine"
+	if m.Virtual {
+		kind = "a virtual machine"
+	}
+	v.Machine = []string{
+		fmt.Sprintf("%d CPUs, `%s` (as `/proc/cpuinfo` names it), %d GiB, Linux %s, %s", m.CPUs, m.Model, m.MemGiB, m.Kernel, kind),
+		"Go " + m.Go,
+	}
+	if m.Redis != "" {
+		v.Machine = append(v.Machine, "redis-server "+m.Redis+", started on 127.0.0.1 by the run with `--save '' --appendonly no`; go-redis, one client per process")
+	}
+	if v.Chart.Browser != "" {
+		v.Machine = append(v.Machine, v.Chart.Browser+" (headless), to render the chart")
+	}
+}
+
+// goVal is the median of a unit of a Go benchmark step.
+func (v *view) goVal(step, name, unit string) (float64, bool) {
+	return v.Go[step].Samples.get(name, unit)
+}
+
+// target is one row of the targets table.
+func (v *view) target(what, want, got string, ok, measured bool) {
+	verdict := "holds"
+	switch {
+	case !measured:
+		verdict, got = "not measured", missing
+	case !ok:
+		verdict = "**missed**"
+	}
+	v.Targets.add(what, want, got, verdict)
+}
+
+func (v *view) targets() {
+	v.Targets = table{head: []string{"target", "wanted", "measured", "verdict"}}
+	atMost := func(what, step, name string, limit float64) {
+		x, ok := v.goVal(step, name, "ns/op")
+		v.target(what, fmt.Sprintf("≤ %g ns", limit), ns(x, ok)+" ns", x <= limit, ok)
+	}
+	atMost("dict incr, 1,000 keys", "dict-ops", "BenchmarkOps/op=incr/keys=1000", 30)
+	atMost("dict get, 1,000 keys", "dict-ops", "BenchmarkOps/op=get/keys=1000", 30)
+	atMost("dict set, 1,000 keys", "dict-ops", "BenchmarkOps/op=set/keys=1000", 60)
+	sc, ok := v.scaling("dict-procs", "BenchmarkProcs/op=incr/keys=distinct")
+	v.target("dict incr, 2 processes on distinct shards, over 1", "≥ 1.7×", fmt.Sprintf("%.2f×", sc), sc >= 1.7, ok)
+	lo := 0
+	if len(v.Density.Counters) > 0 {
+		lo = slices.Min(v.Density.Counters)
+	}
+	v.target("counters in a 10 MiB zone before the first eviction (least of the runs)", "≥ 160,000", commas(float64(lo)), lo >= 160000, lo > 0)
+	atMost("counter incr by key", "counter", "BenchmarkCounter/op=incr/keys=1000", 15)
+	atMost("counter handle Add", "counter", "BenchmarkCounter/op=handle-add", 5)
+	g1, ok1 := v.goVal("counter", "BenchmarkCounter/op=incr-parallel/goroutines=1", "ops/s")
+	g2, ok2 := v.goVal("counter", "BenchmarkCounter/op=incr-parallel/goroutines=2", "ops/s")
+	v.target("counter, 2 goroutines over 1", "≥ 1.7×", ratio(g2, g1, ok1 && ok2), g2 >= 1.7*g1, ok1 && ok2)
+	atMost("limiter req (leaky bucket)", "limiter", "BenchmarkLimiter/op=req/keys=1000", 60)
+	atMost("limiter count (fixed window)", "limiter", "BenchmarkLimiter/op=count/keys=1000", 40)
+
+	// zone over Redis: the least ratio over every op and procs of the
+	// 1,000-key matrix.
+	least, where := 0.0, ""
+	for _, op := range []string{"incr", "get", "set", "req", "count"} {
+		z, rd := v.run("zone", op, 1000), v.run("redis", op, 1000)
+		if z == nil || rd == nil {
+			continue
+		}
+		for _, zr := range z.Rows {
+			rr := rd.row(zr.Procs)
+			if rr == nil || rr.OpsPerSec <= 0 {
+				continue
+			}
+			if x := zr.OpsPerSec / rr.OpsPerSec; where == "" || x < least {
+				least, where = x, fmt.Sprintf("%s at procs %d", op, zr.Procs)
+			}
+		}
+	}
+	v.target("zone over Redis, least of incr/get/set/req/count at each procs (1,000 keys)", "≥ 100×",
+		fmt.Sprintf("%s (%s)", ratio(least, 1, true), where), least >= 100, where != "")
+	nx := func(what, op string, keys int, want float64) {
+		r := v.results.Nginx.row(op, keys, 1)
+		ok := r != nil
+		x := 0.0
+		if ok {
+			x = r.Nginx / r.Zone
+		}
+		v.target(what, fmt.Sprintf("≥ %g×", want), ratio(x, 1, ok), x >= want, ok)
+	}
+	nx("zone over nginx lua_shared_dict, incr at 1,000 keys", "incr", 1000, 1.5)
+	nx("zone over nginx lua_shared_dict, get at 100,000 keys", "get", 100000, 2)
+}
+
+// scaling returns ops/s at procs=2 over procs=1 of a Go benchmark that
+// reports ops/s, name being all but its "/procs=N".
+func (v *view) scaling(step, name string) (float64, bool) {
+	one, ok1 := v.goVal(step, name+"/procs=1", "ops/s")
+	two, ok2 := v.goVal(step, name+"/procs=2", "ops/s")
+	if !ok1 || !ok2 || one <= 0 {
+		return 0, false
+	}
+	return two / one, true
+}
+
+func (v *view) allocs(step, name string) string {
+	a, ok := v.goVal(step, name, "allocs/op")
+	if !ok {
+		return missing
+	}
+	return fmt.Sprintf("%g", a)
+}
+
+func (v *view) dict() {
+	v.DictOps = table{head: []string{"op", "keys=1", "keys=1,000", "keys=100,000", "allocs/op"}}
+	for _, op := range []string{"incr", "get", "getinto", "set", "add-delete", "update", "mutate", "incrinit-ttl"} {
+		row := []string{op}
+		allocs := map[string]bool{}
+		for _, k := range []string{"1", "1000", "100000"} {
+			name := "BenchmarkOps/op=" + op + "/keys=" + k
+			row = append(row, ns(v.goVal("dict-ops", name, "ns/op")))
+			allocs[v.allocs("dict-ops", name)] = true
+		}
+		row = append(row, strings.Join(sortedKeys(allocs), ", "))
+		v.DictOps.add(row...)
+	}
+	h, ok := v.goVal("dict-ops", "BenchmarkHashKey", "ns/op")
+	v.DictOps.add("hashKey (15-byte key)", ns(h, ok), missing, missing, v.allocs("dict-ops", "BenchmarkHashKey"))
+
+	v.DictProcs = table{head: []string{"op", "keys", "procs=1 ops/s", "procs=2 ops/s", "2 vs 1"}}
+	for _, op := range []string{"incr", "get"} {
+		for _, keys := range []string{"distinct", "shared-shards", "hot"} {
+			name := "BenchmarkProcs/op=" + op + "/keys=" + keys
+			a, ok1 := v.goVal("dict-procs", name+"/procs=1", "ops/s")
+			b, ok2 := v.goVal("dict-procs", name+"/procs=2", "ops/s")
+			v.DictProcs.add(op, keys, rate(a, ok1), rate(b, ok2), ratio(b, a, ok1 && ok2))
+		}
+	}
+	if c := v.Density.Counters; len(c) > 0 {
+		lo, hi := slices.Min(c), slices.Max(c)
+		v.DensityLo, v.DensityHi = commas(float64(lo)), commas(float64(hi))
+		v.PerCounter = fmt.Sprintf("%.0f", float64(10<<20)/float64(lo))
+	}
+}
+
+func sortedKeys(m map[string]bool) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// spread is "lo–hi" of a unit over a benchmark's runs.
+func (v *view) spread(step, name, unit string) string {
+	lo, hi, ok := v.Go[step].Samples.span(name, unit)
+	if !ok {
+		return missing
+	}
+	return ns(lo, true) + "–" + ns(hi, true)
+}
+
+func (v *view) counterTables() {
+	v.Counter = table{head: []string{"benchmark", "ns/op", "runs ranged", "ops/s", "allocs/op"}}
+	for _, b := range []string{"op=incr/keys=1000", "op=handle-add", "op=incr-parallel/goroutines=1", "op=incr-parallel/goroutines=2", "op=sync/dirty=1000"} {
+		name := "BenchmarkCounter/" + b
+		n, ok := v.goVal("counter", name, "ns/op")
+		o, ook := v.goVal("counter", name, "ops/s")
+		cell := ns(n, ok)
+		if k, kok := v.goVal("counter", name, "ns/key"); kok {
+			cell = fmt.Sprintf("%s (%.1f per dirty key)", cell, k)
+		}
+		v.Counter.add(b, cell, v.spread("counter", name, "ns/op"), rate(o, ook), v.allocs("counter", name))
+	}
+}
+
+func (v *view) limiterTables() {
+	v.Limiter = table{head: []string{"limiter", "ns/op", "runs ranged", "allocs/op"}}
+	for _, l := range []string{"req", "count", "conn", "gcra", "sliding", "combine", "update"} {
+		name := "BenchmarkLimiter/op=" + l + "/keys=1000"
+		n, ok := v.goVal("limiter", name, "ns/op")
+		v.Limiter.add(l, ns(n, ok), v.spread("limiter", name, "ns/op"), v.allocs("limiter", name))
+	}
+	v.LimiterProcs = table{head: []string{"limiter", "keys", "procs=1 ops/s", "procs=2 ops/s", "2 vs 1"}}
+	for _, l := range []string{"req", "count"} {
+		for _, keys := range []string{"distinct", "shared-shards"} {
+			name := "BenchmarkLimiter/op=" + l + "/keys=" + keys
+			a, ok1 := v.goVal("limiter", name+"/procs=1", "ops/s")
+			b, ok2 := v.goVal("limiter", name+"/procs=2", "ops/s")
+			v.LimiterProcs.add(l, keys, rate(a, ok1), rate(b, ok2), ratio(b, a, ok1 && ok2))
+		}
+	}
+}
+
+func (v *view) redistierTable() {
+	v.Redistier = table{head: []string{"limiter", "p50", "p99", "mean", "allocs/op"}}
+	for _, l := range []string{"req", "count", "sliding", "gcra", "tiered"} {
+		name := "BenchmarkDecision/op=" + l + "/backend=redis-loopback"
+		p50, ok50 := v.goVal("redistier", name, "p50-ns")
+		p99, ok99 := v.goVal("redistier", name, "p99-ns")
+		mean, okm := v.goVal("redistier", name, "ns/op")
+		v.Redistier.add(l, latency(p50, ok50), latency(p99, ok99), latency(mean, okm), v.allocs("redistier", name))
+	}
+}
+
+// backends are the matrix's columns, zone first.
+var backends = []string{"zone", "redis", "flock", "mutex"}
+
+func (v *view) matrixTables() {
+	procs, _ := parseProcs(v.Settings.Procs)
+	ps := make([]string, len(procs))
+	for i, p := range procs {
+		ps[i] = itoa(p)
+	}
+	v.Procs = strings.Join(ps, " and ")
+	if len(ps) > 2 {
+		v.Procs = strings.Join(ps[:len(ps)-1], ", ") + " and " + ps[len(ps)-1]
+	}
+
+	head := []string{"op", "procs"}
+	for _, b := range backends {
+		head = append(head, b+" ops/s")
+	}
+	for _, b := range backends[1:] {
+		head = append(head, "zone/"+b)
+	}
+	v.MatrixRatios = table{head: head}
+	for _, op := range []string{"incr", "get", "set", "req", "count"} {
+		for _, p := range procs {
+			row := []string{op, itoa(p)}
+			z := v.run("zone", op, 1000).row(p)
+			for _, b := range backends {
+				r := v.run(b, op, 1000).row(p)
+				if r == nil {
+					row = append(row, missing)
+				} else {
+					row = append(row, rate(r.OpsPerSec, true))
+				}
+			}
+			for _, b := range backends[1:] {
+				r := v.run(b, op, 1000).row(p)
+				if r == nil || z == nil {
+					row = append(row, missing)
+				} else {
+					row = append(row, ratio(z.OpsPerSec, r.OpsPerSec, true))
+				}
+			}
+			v.MatrixRatios.add(row...)
+		}
+	}
+	v.Matrix = v.detail(1000, func(m matrixRun) bool { return m.Backend != "tiered" && m.Op != "counter" })
+	v.Matrix100k = v.detail(100000, func(matrixRun) bool { return true })
+	v.Extra = v.detail(1000, func(m matrixRun) bool { return m.Backend == "tiered" || m.Op == "counter" })
+	v.ChartRows = detailTable()
+	for _, r := range v.Chart.Rows {
+		v.ChartRows.add("zone incr", itoa(r.Procs), rate(r.OpsPerSec, true), ns(r.NsPerOp, true),
+			latency(r.P50, true), latency(r.P99, true), latency(r.P999, true), scalingOf(v.Chart.Rows, r), "1 run")
+	}
+}
+
+func detailTable() table {
+	return table{head: []string{"op, backend", "procs", "ops/s", "ns/op", "p50", "p99", "p999", "over 1 proc", "runs (ops/s)"}}
+}
+
+// scalingOf is a row's ops/s over the procs=1 row's.
+func scalingOf(rows []matrixRow, r matrixRow) string {
+	for _, o := range rows {
+		if o.Procs == 1 {
+			return ratio(r.OpsPerSec, o.OpsPerSec, true)
+		}
+	}
+	return missing
+}
+
+// detail is a row per run and procs of the matrix at a key count.
+func (v *view) detail(keys int, keep func(matrixRun) bool) table {
+	t := detailTable()
+	for _, m := range v.results.Matrix {
+		if m.Keys != keys || !keep(m) {
+			continue
+		}
+		for _, r := range m.Rows {
+			runs := make([]string, len(r.Runs))
+			for i, x := range r.Runs {
+				runs[i] = rate(x, true)
+			}
+			t.add(m.Op+", "+m.Backend, itoa(r.Procs), rate(r.OpsPerSec, true), ns(r.NsPerOp, true),
+				latency(r.P50, true), latency(r.P99, true), latency(r.P999, true), scalingOf(m.Rows, r), strings.Join(runs, ", "))
+		}
+	}
+	return t
+}
+
+func (v *view) nginxTable() {
+	v.Nginx = table{head: []string{"op", "keys", "workers", "nginx ns/op", "zone ns/op", "zone speed-up (nginx/zone)", "redis ns/op (procs=1)", "zone/redis"}}
+	if v.results.Nginx == nil {
+		return
+	}
+	for _, r := range v.results.Nginx.Rows {
+		redis, zr := missing, missing
+		if r.Workers == 1 {
+			if rr := v.run("redis", r.Op, r.Keys).row(1); rr != nil {
+				redis = ns(rr.NsPerOp, true)
+				zr = ratio(rr.NsPerOp, r.Zone, true)
+			}
+		}
+		v.Nginx.add(r.Op, commas(float64(r.Keys)), itoa(r.Workers), ns(r.Nginx, true), ns(r.Zone, true),
+			ratio(r.Nginx, r.Zone, true), redis, zr)
+	}
+}

@@ -1,0 +1,375 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/RESULTS.golden.md")
+
+const benchOut = `goos: linux
+goarch: amd64
+pkg: github.com/shmzone/shmzone/dict
+cpu: Intel(R) Xeon(R) Processor
+BenchmarkOps/op=incr/keys=1000-2         	 3417483	        29.43 ns/op	       0 B/op	       0 allocs/op
+BenchmarkOps/op=incr/keys=1000-2         	 3417483	        28.00 ns/op	       0 B/op	       0 allocs/op
+BenchmarkOps/op=incr/keys=1000-2         	 3417483	        31.50 ns/op	       0 B/op	       0 allocs/op
+BenchmarkProcs/op=incr/keys=hot/procs=2-2   	 2367508	        50.03 ns/op	  40410650 ops/s	       0 B/op	       0 allocs/op
+BenchmarkHashKey
+    bench_test.go:12: a log line
+BenchmarkNoSuffix 	 100	 7 ns/op
+PASS
+ok  	github.com/shmzone/shmzone/dict	12.3s
+`
+
+func TestParseBench(t *testing.T) {
+	s, err := parseBench([]byte(benchOut))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, unit string
+		want       float64
+	}{
+		{"BenchmarkOps/op=incr/keys=1000", "ns/op", 29.43},
+		{"BenchmarkOps/op=incr/keys=1000", "allocs/op", 0},
+		{"BenchmarkProcs/op=incr/keys=hot/procs=2", "ops/s", 40410650},
+		{"BenchmarkNoSuffix", "ns/op", 7},
+	}
+	for _, tt := range tests {
+		got, ok := s.get(tt.name, tt.unit)
+		if !ok || got != tt.want {
+			t.Errorf("get(%q, %q) = %v, %v; want %v, true", tt.name, tt.unit, got, ok, tt.want)
+		}
+	}
+	if lo, hi, _ := s.span("BenchmarkOps/op=incr/keys=1000", "ns/op"); lo != 28 || hi != 31.5 {
+		t.Errorf("span = %v–%v, want 28–31.5", lo, hi)
+	}
+	if _, ok := s.get("BenchmarkHashKey", "ns/op"); ok {
+		t.Errorf("a benchmark that printed no result has a sample")
+	}
+	for _, bad := range []string{
+		"BenchmarkX-2 \t 10 \t 5 ns/op \t 7\n",
+		"BenchmarkX-2 \t 10 \t five ns/op\n",
+	} {
+		if _, err := parseBench([]byte(bad)); err == nil {
+			t.Errorf("parseBench(%q) = nil error, want one", bad)
+		}
+	}
+}
+
+func TestMedian(t *testing.T) {
+	tests := []struct {
+		in   []float64
+		want float64
+		ok   bool
+	}{
+		{nil, 0, false},
+		{[]float64{3}, 3, true},
+		{[]float64{5, 1, 3}, 3, true},
+		{[]float64{4, 1, 3, 2}, 2.5, true},
+	}
+	for _, tt := range tests {
+		in := append([]float64(nil), tt.in...)
+		got, ok := median(tt.in)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("median(%v) = %v, %v; want %v, %v", in, got, ok, tt.want, tt.ok)
+		}
+		if fmt.Sprint(in) != fmt.Sprint(tt.in) {
+			t.Errorf("median reordered its argument: %v", tt.in)
+		}
+	}
+}
+
+func TestParseDensity(t *testing.T) {
+	out := "=== RUN   TestDensity\n    density_test.go:42: 170631 counters before the first eviction: 16 shards\n" +
+		"=== RUN   TestDensity\n    density_test.go:42: 168893 counters before the first eviction: 16 shards\n"
+	if got := parseDensity([]byte(out)); fmt.Sprint(got) != "[170631 168893]" {
+		t.Errorf("parseDensity = %v, want [170631 168893]", got)
+	}
+}
+
+func TestParseNginx(t *testing.T) {
+	ng, err := parseNginx([]byte("# nginx/1.22.1\nincr\t1000\t1\t121.0\t27.8\n\nget\t100000\t2\t319\t57\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ng.Meta) != 1 || ng.Meta[0] != "nginx/1.22.1" {
+		t.Errorf("Meta = %q", ng.Meta)
+	}
+	if r := ng.row("get", 100000, 2); r == nil || r.Nginx != 319 || r.Zone != 57 {
+		t.Errorf("row(get, 100000, 2) = %+v", r)
+	}
+	for _, bad := range []string{
+		"",
+		"# only metadata\n",
+		"incr\t1000\t1\t121.0\n",
+		"incr\t1000\t1\tfast\t27.8\n",
+		"incr\t1000\t1\t0\t27.8\n",
+	} {
+		if _, err := parseNginx([]byte(bad)); err == nil {
+			t.Errorf("parseNginx(%q) = nil error, want one", bad)
+		}
+	}
+}
+
+func TestMedianRows(t *testing.T) {
+	rep := func(ops ...float64) workerReport {
+		var w workerReport
+		for i, o := range ops {
+			w.Rows = append(w.Rows, struct {
+				Procs     int     `json:"procs"`
+				OpsPerSec float64 `json:"ops_per_sec"`
+				NsPerOp   float64 `json:"ns_per_op"`
+				P50       float64 `json:"p50_ns"`
+				P99       float64 `json:"p99_ns"`
+				P999      float64 `json:"p999_ns"`
+			}{Procs: i + 1, OpsPerSec: o, P99: o / 10})
+		}
+		return w
+	}
+	rows, err := medianRows([]workerReport{rep(10, 30), rep(30, 10), rep(20, 20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 || rows[0].OpsPerSec != 20 || rows[1].OpsPerSec != 20 || rows[0].P99 != 2 {
+		t.Errorf("medianRows = %+v, want ops/s 20 and 20, p99 2", rows)
+	}
+	if fmt.Sprint(rows[0].Runs) != "[10 30 20]" {
+		t.Errorf("Runs = %v, want every run's ops/s in order", rows[0].Runs)
+	}
+	if _, err := medianRows([]workerReport{rep(10, 30), rep(10)}); err == nil {
+		t.Errorf("medianRows of runs with different procs rows = nil error")
+	}
+	if _, err := medianRows(nil); err == nil {
+		t.Errorf("medianRows(nil) = nil error")
+	}
+}
+
+// TestRenderGolden renders testdata/results.json, figures of a short real
+// run with nginx rows added, and compares it with the golden page.
+func TestRenderGolden(t *testing.T) {
+	res, err := readResults("testdata/results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := render(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := "testdata/RESULTS.golden.md"
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./bench/report -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("render differs from %s (go test ./bench/report -update rewrites it); got:\n%s", golden, got)
+	}
+}
+
+// TestTargets checks the verdicts the page draws from the figures.
+func TestTargets(t *testing.T) {
+	res, err := readResults("testdata/results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	verdict := func(res *results, target string) string {
+		t.Helper()
+		v := &view{results: res}
+		v.targets()
+		for _, r := range v.Targets.rows {
+			if strings.HasPrefix(r[0], target) {
+				return r[2] + " " + r[3]
+			}
+		}
+		t.Fatalf("no target %q", target)
+		return ""
+	}
+	// The fixture's nginx rows: incr 121/27.8 and get 60/57.
+	if got := verdict(res, "zone over nginx lua_shared_dict, incr"); got != "4.35× holds" {
+		t.Errorf("nginx incr target = %q, want 4.35× holds", got)
+	}
+	if got := verdict(res, "zone over nginx lua_shared_dict, get"); got != "1.05× **missed**" {
+		t.Errorf("nginx get target = %q, want 1.05× **missed**", got)
+	}
+	res.Nginx = nil
+	if got := verdict(res, "zone over nginx lua_shared_dict, get"); got != "— not measured" {
+		t.Errorf("nginx get target without nginx = %q, want not measured", got)
+	}
+	res.Go["dict-ops"].Samples["BenchmarkOps/op=incr/keys=1000"]["ns/op"] = []float64{29, 31, 30}
+	if got := verdict(res, "dict incr, 1,000 keys"); got != "30.0 ns holds" {
+		t.Errorf("dict incr target at exactly 30 = %q, want holds", got)
+	}
+	res.Go["dict-ops"].Samples["BenchmarkOps/op=incr/keys=1000"]["ns/op"] = []float64{29, 31, 31}
+	if got := verdict(res, "dict incr, 1,000 keys"); got != "31.0 ns **missed**" {
+		t.Errorf("dict incr target at 31 = %q, want missed", got)
+	}
+	// The least zone/redis ratio names its row.
+	z, r := res.run("zone", "get", 1000), res.run("redis", "get", 1000)
+	z.Rows[1].OpsPerSec, r.Rows[1].OpsPerSec = 5e6, 1e5
+	if got := verdict(res, "zone over Redis"); got != "50.0× (get at procs 2) **missed**" {
+		t.Errorf("zone over Redis = %q, want 50.0× (get at procs 2) **missed**", got)
+	}
+}
+
+func TestFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-count", "0"},
+		{"-reps", "0"},
+		{"-duration", "1ms"},
+		{"-procs", "1,x"},
+		{"-procs", "0"},
+		{"-density", "0"},
+		{"stray"},
+		{"-nosuch"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(args, &out, &errb); code != 2 {
+			t.Errorf("run(%q) = %d, want 2; stderr %q", args, code, errb.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"-h"}, &out, &errb); code != 0 || !strings.Contains(errb.String(), "-reps") {
+		t.Errorf("run(-h) = %d, stderr %q; want 0 and the flags", code, errb.String())
+	}
+}
+
+// TestFromRewritesPage re-renders a page from a results file, and a bad
+// results file leaves the old page as it was.
+func TestFromRewritesPage(t *testing.T) {
+	dir := t.TempDir()
+	page := filepath.Join(dir, "RESULTS.md")
+	os.WriteFile(page, []byte("old page\n"), 0o644)
+	bad := filepath.Join(dir, "bad.json")
+	os.WriteFile(bad, []byte("{not json"), 0o644)
+	var out, errb bytes.Buffer
+	if code := run([]string{"-from", bad, "-out", page}, &out, &errb); code != 1 {
+		t.Errorf("run(-from bad.json) = %d, want 1", code)
+	}
+	if b, _ := os.ReadFile(page); string(b) != "old page\n" {
+		t.Errorf("a failed run changed the page to %q", b)
+	}
+	if code := run([]string{"-from", "testdata/results.json", "-out", page}, &out, &errb); code != 0 {
+		t.Fatalf("run(-from) = %d; stderr %s", code, errb.String())
+	}
+	b, _ := os.ReadFile(page)
+	if !bytes.HasPrefix(b, []byte("# Benchmark results")) {
+		t.Errorf("page starts %q", b[:min(len(b), 40)])
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
+		t.Errorf("%d files in the directory, want the page and bad.json: a temporary file was left", len(ents))
+	}
+}
+
+// fakeRunner answers the commands measure runs with canned output.
+type fakeRunner struct {
+	t     *testing.T
+	calls []string
+	fail  string // a command line containing this fails
+}
+
+func (f *fakeRunner) run(ctx context.Context, dir string, env []string, name string, args ...string) ([]byte, error) {
+	line := filepath.Base(name) + " " + strings.Join(args, " ")
+	f.calls = append(f.calls, line)
+	if f.fail != "" && strings.Contains(line, f.fail) {
+		return nil, errors.New(line + ": exit status 1")
+	}
+	switch {
+	case strings.HasPrefix(line, "go env"):
+		return []byte("go1.99\nlinux\namd64\n"), nil
+	case strings.HasPrefix(line, "go build"):
+		return nil, nil
+	case strings.Contains(line, "TestDensity"):
+		return []byte(strings.Repeat("    density_test.go:42: 170000 counters before the first eviction: 16 shards\n", 2)), nil
+	case strings.HasPrefix(line, "go test"):
+		return []byte(benchOut), nil
+	case strings.HasPrefix(line, "worker bench"):
+		for i, a := range args {
+			if a == "-chart" {
+				os.WriteFile(args[i+1], []byte("<svg/>"), 0o644)
+			}
+		}
+		rep := map[string]any{"rows": []map[string]any{
+			{"procs": 1, "ops_per_sec": 1e6, "ns_per_op": 1000, "p50_ns": 900, "p99_ns": 2000, "p999_ns": 3000},
+			{"procs": 2, "ops_per_sec": 1.5e6, "ns_per_op": 1333, "p50_ns": 900, "p99_ns": 2000, "p999_ns": 3000},
+		}}
+		return json.Marshal(rep)
+	}
+	f.t.Errorf("unexpected command %q", line)
+	return nil, errors.New("unexpected")
+}
+
+func fakeMeasurer(t *testing.T, f *fakeRunner) (*measurer, *bytes.Buffer) {
+	var log bytes.Buffer
+	clock := time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC)
+	now := func() time.Time { clock = clock.Add(time.Second); return clock }
+	c := config{root: ".", count: 5, reps: 2, duration: time.Second, procs: "1,2", density: 2, nginx: true}
+	m := newMeasurer(c, f.run, newProgress(&log, now))
+	m.look = func(string) (string, error) { return "", errors.New("not installed") }
+	return m, &log
+}
+
+// TestMeasureSteps runs every step against canned output, on a machine
+// without redis-server, a browser or nginx: each is skipped and said to be.
+func TestMeasureSteps(t *testing.T) {
+	f := &fakeRunner{t: t}
+	m, log := fakeMeasurer(t, f)
+	chart := filepath.Join(t.TempDir(), "scaling.svg")
+	res, err := m.measure(context.Background(), chart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(chart); string(b) != "<svg/>" {
+		t.Errorf("chart = %q, want the worker's SVG", b)
+	}
+	// 4 Go steps, redistier skipped, density, build, the matrix without
+	// its redis and tiered runs twice each, the chart; browser and nginx
+	// skipped.
+	wantRuns := len(matrixPlan(false)) * 2
+	if n := strings.Count(strings.Join(f.calls, "\n"), "worker bench"); n != wantRuns+1 {
+		t.Errorf("%d worker bench runs, want %d", n, wantRuns+1)
+	}
+	if len(res.Matrix) != len(matrixPlan(false)) || res.Matrix[0].Rows[1].OpsPerSec != 1.5e6 {
+		t.Errorf("Matrix = %+v", res.Matrix)
+	}
+	if len(res.Missing) != 4 {
+		t.Errorf("Missing = %q, want redistier, redis rows, browser and nginx", res.Missing)
+	}
+	total := len(goSteps) + 2 + wantRuns + 3
+	if !strings.Contains(log.String(), fmt.Sprintf("[%d/%d ", total, total)) || strings.Contains(log.String(), fmt.Sprintf("[%d/", total+1)) {
+		t.Errorf("progress does not count to %d:\n%s", total, log)
+	}
+	if _, err := render(res); err != nil {
+		t.Errorf("render: %v", err)
+	}
+}
+
+// TestMeasureFails: a failing step fails the run, and the chart is not
+// written.
+func TestMeasureFails(t *testing.T) {
+	for _, step := range []string{"BenchmarkProcs", "TestDensity", "go build", "-op set"} {
+		f := &fakeRunner{t: t, fail: step}
+		m, _ := fakeMeasurer(t, f)
+		chart := filepath.Join(t.TempDir(), "scaling.svg")
+		if _, err := m.measure(context.Background(), chart); err == nil || !strings.Contains(err.Error(), step) {
+			t.Errorf("measure with %q failing = %v, want its error", step, err)
+		}
+		if _, err := os.Stat(chart); !os.IsNotExist(err) {
+			t.Errorf("measure with %q failing wrote the chart", step)
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// table is a markdown table: its first column is left-aligned, the others
+// right-aligned (they hold figures).
+type table struct {
+	head []string
+	rows [][]string
+}
+
+func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t table) String() string {
+	var b strings.Builder
+	b.WriteString("| " + strings.Join(t.head, " | ") + " |\n|")
+	for i := range t.head {
+		if i == 0 {
+			b.WriteString("---|")
+		} else {
+			b.WriteString("---:|")
+		}
+	}
+	b.WriteString("\n")
+	for _, r := range t.rows {
+		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
+	}
+	return b.String()
+}
+
+// missing marks a cell the run did not measure.
+const missing = "—"
+
+// ns formats nanoseconds per op: one decimal below 1,000.
+func ns(v float64, ok bool) string {
+	switch {
+	case !ok:
+		return missing
+	case v < 10:
+		return fmt.Sprintf("%.2f", v)
+	case v < 1000:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return commas(v)
+	}
+}
+
+// latency formats a latency in nanoseconds with its unit.
+func latency(v float64, ok bool) string {
+	switch {
+	case !ok:
+		return missing
+	case v < 1000:
+		return fmt.Sprintf("%.0f ns", v)
+	case v < 1e6:
+		return fmt.Sprintf("%.1f µs", v/1e3)
+	default:
+		return fmt.Sprintf("%.2f ms", v/1e6)
+	}
+}
+
+// rate formats operations per second.
+func rate(v float64, ok bool) string {
+	switch {
+	case !ok:
+		return missing
+	case v >= 1e6:
+		return fmt.Sprintf("%.2f M", v/1e6)
+	default:
+		return fmt.Sprintf("%.1f k", v/1e3)
+	}
+}
+
+// ratio formats a over b as "1.23×".
+func ratio(a, b float64, ok bool) string {
+	if !ok || b <= 0 || a <= 0 {
+		return missing
+	}
+	r := a / b
+	switch {
+	case r >= 100:
+		return commas(r) + "×"
+	case r >= 10:
+		return fmt.Sprintf("%.1f×", r)
+	default:
+		return fmt.Sprintf("%.2f×", r)
+	}
+}
+
+// commas rounds v to an integer and groups its digits by thousands.
+func commas(v float64) string {
+	s := fmt.Sprintf("%.0f", math.Round(v))
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"text/template"
 )
@@ -29,7 +30,11 @@ type view struct {
 	MatrixRatios, Matrix, Matrix100k table
 	Extra                            table
 	ChartRows                        table
-	Nginx                            table
+	Nginx, NginxPair                 table
+	// NginxMeta is nginx.sh's metadata, "name: value" a line; NginxJIT
+	// is its check that LuaJIT compiled every timed loop ("ok").
+	NginxMeta []string
+	NginxJIT  string
 	// Procs is the matrix's two process counts the ratios compare, such
 	// as "1 and 2".
 	Procs string
@@ -351,11 +356,36 @@ func (v *view) detail(keys int, keep func(matrixRun) bool) table {
 }
 
 func (v *view) nginxTable() {
-	v.Nginx = table{head: []string{"op", "keys", "workers", "nginx ns/op", "zone ns/op", "zone speed-up (nginx/zone)", "redis ns/op (procs=1)", "zone/redis"}}
+	v.Nginx = table{head: []string{"op", "keys", "nginx ns/op", "zone ns/op", "zone speed-up (nginx/zone)", "redis ns/op (procs=1)", "zone/redis"}}
+	v.NginxPair = table{head: []string{"op", "keys per process", "nginx ops/s", "zone ops/s", "zone/nginx"}}
 	if v.results.Nginx == nil {
 		return
 	}
+	for _, m := range v.results.Nginx.Meta {
+		f := strings.Split(m, "\t")
+		switch f[0] {
+		case "ops_per_s":
+			if len(f) == 6 {
+				a, errA := strconv.ParseFloat(f[4], 64)
+				b, errB := strconv.ParseFloat(f[5], 64)
+				ok := errA == nil && errB == nil
+				v.NginxPair.add(f[1], f[2], rate(a, ok), rate(b, ok), ratio(b, a, ok))
+			}
+			continue
+		case "jit_check":
+			v.NginxJIT = strings.Join(f[1:], " ")
+		case "loop_ns_per_op":
+			if len(f) == 3 {
+				v.NginxMeta = append(v.NginxMeta, fmt.Sprintf("loop overhead at %s keys (the same Lua loop without the dict call, part of every nginx figure): %s ns/op", f[1], f[2]))
+			}
+			continue
+		}
+		v.NginxMeta = append(v.NginxMeta, f[0]+": "+strings.Join(f[1:], " "))
+	}
 	for _, r := range v.results.Nginx.Rows {
+		if r.Workers != 1 {
+			continue
+		}
 		redis, zr := missing, missing
 		if r.Workers == 1 {
 			if rr := v.run("redis", r.Op, r.Keys).row(1); rr != nil {
@@ -363,7 +393,7 @@ func (v *view) nginxTable() {
 				zr = ratio(rr.NsPerOp, r.Zone, true)
 			}
 		}
-		v.Nginx.add(r.Op, commas(float64(r.Keys)), itoa(r.Workers), ns(r.Nginx, true), ns(r.Zone, true),
+		v.Nginx.add(r.Op, commas(float64(r.Keys)), ns(r.Nginx, true), ns(r.Zone, true),
 			ratio(r.Nginx, r.Zone, true), redis, zr)
 	}
 }

@@ -41,14 +41,16 @@ type workerReport struct {
 	Backend string `json:"backend"`
 	Op      string `json:"op"`
 	Keys    int    `json:"keys"`
-	Rows    []struct {
-		Procs     int     `json:"procs"`
-		OpsPerSec float64 `json:"ops_per_sec"`
-		NsPerOp   float64 `json:"ns_per_op"`
-		P50       float64 `json:"p50_ns"`
-		P99       float64 `json:"p99_ns"`
-		P999      float64 `json:"p999_ns"`
-	} `json:"rows"`
+	Rows    []workerRow `json:"rows"`
+}
+
+type workerRow struct {
+	Procs     int     `json:"procs"`
+	OpsPerSec float64 `json:"ops_per_sec"`
+	NsPerOp   float64 `json:"ns_per_op"`
+	P50       float64 `json:"p50_ns"`
+	P99       float64 `json:"p99_ns"`
+	P999      float64 `json:"p999_ns"`
 }
 
 type planned struct {

@@ -126,14 +126,7 @@ func TestMedianRows(t *testing.T) {
 	rep := func(ops ...float64) workerReport {
 		var w workerReport
 		for i, o := range ops {
-			w.Rows = append(w.Rows, struct {
-				Procs     int     `json:"procs"`
-				OpsPerSec float64 `json:"ops_per_sec"`
-				NsPerOp   float64 `json:"ns_per_op"`
-				P50       float64 `json:"p50_ns"`
-				P99       float64 `json:"p99_ns"`
-				P999      float64 `json:"p999_ns"`
-			}{Procs: i + 1, OpsPerSec: o, P99: o / 10})
+			w.Rows = append(w.Rows, workerRow{Procs: i + 1, OpsPerSec: o, P99: o / 10})
 		}
 		return w
 	}

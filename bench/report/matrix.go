@@ -38,9 +38,9 @@ type matrixRow struct {
 
 // workerReport is the part of `worker bench -json` the matrix reads.
 type workerReport struct {
-	Backend string `json:"backend"`
-	Op      string `json:"op"`
-	Keys    int    `json:"keys"`
+	Backend string      `json:"backend"`
+	Op      string      `json:"op"`
+	Keys    int         `json:"keys"`
 	Rows    []workerRow `json:"rows"`
 }
 

@@ -38,6 +38,10 @@ type serveConfig struct {
 	SlowPath   string        `json:"slow_path,omitempty"`
 	Slow       time.Duration `json:"slow,omitempty"`
 	MasterPid  int           `json:"master_pid"`
+
+	// The master's own settings, not sent.
+	ReadyTimeout time.Duration `json:"-"`
+	UnreadyRoll  int           `json:"-"`
 }
 
 // serveFlags parses the verb's arguments into the master's settings.
@@ -57,8 +61,10 @@ func serveFlags(args []string, stderr io.Writer) (procs int, zoneSize int64, c s
 	fs.BoolVar(&c.NoDelay, "nodelay", false, "let requests within the burst through at once instead of delaying them")
 	fs.BoolVar(&c.PerProcess, "per-process", false, "give each child a private zone instead of the shared one (the baseline: N children admit N times the limit)")
 	fs.DurationVar(&c.Drain, "drain", 10*time.Second, "how long a child waits for in-flight requests on SIGTERM")
+	fs.DurationVar(&c.ReadyTimeout, "ready-timeout", 10*time.Second, "how long a new child may take to listen; one that takes longer is killed (a roll keeps the old child)")
 	fs.StringVar(&c.SlowPath, "slow-path", "", "testing: a path whose response takes -slow")
 	fs.DurationVar(&c.Slow, "slow", time.Second, "testing: how long -slow-path takes to answer")
+	fs.IntVar(&c.UnreadyRoll, "unready-roll", 0, "testing: the children started by this SIGHUP roll (1 = the first) never listen nor report ready")
 	if err = fs.Parse(args); err != nil {
 		return 0, 0, c, err
 	}
@@ -76,6 +82,9 @@ func serveFlags(args []string, stderr io.Writer) (procs int, zoneSize int64, c s
 	}
 	if c.Drain <= 0 {
 		return 0, 0, c, errors.New("-drain must be positive")
+	}
+	if c.ReadyTimeout <= 0 {
+		return 0, 0, c, errors.New("-ready-timeout must be positive")
 	}
 	return procs, zoneSize, c, nil
 }
@@ -105,6 +114,10 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	cfg, _ := json.Marshal(c)
-	m := &serveMaster{addr: c.Addr, exe: exe, procs: procs, config: string(cfg), drainTO: c.Drain, stdout: stdout, stderr: stderr}
+	m := &serveMaster{
+		addr: c.Addr, exe: exe, procs: procs, config: string(cfg),
+		drainTO: c.Drain, readyTO: c.ReadyTimeout, unreadyRoll: c.UnreadyRoll,
+		stdout: stdout, stderr: stderr,
+	}
 	return m.run()
 }

@@ -43,6 +43,13 @@ func serveChild() int {
 	if os.Getppid() != c.MasterPid {
 		return 1
 	}
+	if os.Getenv(serveUnreadyEnv) == "1" {
+		// Testing: a child stuck before it listens (-unready-roll).
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+		<-sigs
+		return 1
+	}
 	if err := serveChildRun(c, os.NewFile(3, "ready"), os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "worker serve child %d: %v\n", os.Getpid(), err)
 		return 1

@@ -20,16 +20,19 @@ import (
 	"time"
 )
 
-// serveReadyTimeout bounds how long a new child may take to listen.
-const serveReadyTimeout = 10 * time.Second
+// serveUnreadyEnv, set to "1", makes a child wait for SIGTERM without
+// listening or reporting ready: for testing, see -unready-roll.
+const serveUnreadyEnv = "WORKER_SERVE_UNREADY"
 
 type serveMaster struct {
-	exe     string
-	procs   int
-	config  string
-	drainTO time.Duration // a child's drain timeout
-	stdout  io.Writer
-	stderr  io.Writer
+	exe         string
+	procs       int
+	config      string
+	drainTO     time.Duration // a child's drain timeout
+	readyTO     time.Duration // how long a rolled-in child may take to listen
+	unreadyRoll int           // testing: the roll whose children never listen; 0 none
+	stdout      io.Writer
+	stderr      io.Writer
 
 	addr     string
 	sockets  []*os.File // slot -> its listening socket, kept across children
@@ -37,7 +40,11 @@ type serveMaster struct {
 	children map[int]*serveProc // by id
 	slots    []int              // slot -> id of the child serving it; 0 when none
 	events   chan serveEvent
+	rolls    int // SIGHUPs so far
 }
+
+// serveRoll is a slot to roll and the SIGHUP (1 = the first) that asked.
+type serveRoll struct{ slot, roll int }
 
 type serveProc struct {
 	id, slot int
@@ -82,27 +89,28 @@ func (m *serveMaster) run() int {
 	}
 	fmt.Fprintf(m.stdout, "worker serve: master pid=%d, %d children\n", os.Getpid(), m.procs)
 
-	var rollQueue []int // slots still to roll
-	rolling := 0        // id of the new child being waited for; 0 when none
+	var rollQueue []serveRoll // slots still to roll
+	rolling := 0              // id of the new child being waited for; 0 when none
 	var rollDeadline <-chan time.Time
 	for {
 		if rolling == 0 && len(rollQueue) > 0 {
-			s := rollQueue[0]
+			r := rollQueue[0]
 			rollQueue = rollQueue[1:]
-			id, err := m.start(s)
+			id, err := m.start(r.slot, r.roll == m.unreadyRoll)
 			if err != nil {
-				fmt.Fprintf(m.stderr, "worker serve: roll slot %d: %v\n", s, err)
+				fmt.Fprintf(m.stderr, "worker serve: roll slot %d: %v\n", r.slot, err)
 				continue
 			}
 			rolling = id
-			rollDeadline = time.After(serveReadyTimeout)
+			rollDeadline = time.After(m.readyTO)
 		}
 		select {
 		case sig := <-sigs:
 			if sig == syscall.SIGHUP {
+				m.rolls++
 				fmt.Fprintln(m.stderr, "worker serve: SIGHUP: rolling children")
 				for s := range m.slots {
-					rollQueue = append(rollQueue, s)
+					rollQueue = append(rollQueue, serveRoll{slot: s, roll: m.rolls})
 				}
 				continue
 			}
@@ -111,7 +119,7 @@ func (m *serveMaster) run() int {
 			return 0
 		case <-rollDeadline:
 			if c := m.children[rolling]; c != nil {
-				fmt.Fprintf(m.stderr, "worker serve: child pid=%d not ready in %v; killing it\n", c.cmd.Process.Pid, serveReadyTimeout)
+				fmt.Fprintf(m.stderr, "worker serve: child pid=%d not ready in %v; killing it, slot %d keeps its child\n", c.cmd.Process.Pid, m.readyTO, c.slot)
 				c.retiring = true
 				c.cmd.Process.Kill()
 			}
@@ -177,7 +185,7 @@ func (m *serveMaster) listen() error {
 
 // spawn starts a child that serves slot s at once.
 func (m *serveMaster) spawn(s int) error {
-	id, err := m.start(s)
+	id, err := m.start(s, false)
 	if err == nil {
 		m.slots[s] = id
 	}
@@ -186,14 +194,18 @@ func (m *serveMaster) spawn(s int) error {
 
 // start starts a child for slot s and returns its id. The child serves the
 // slot's socket at its fd 4 and writes one byte to the pipe at its fd 3 once
-// it serves; its exit is reported too.
-func (m *serveMaster) start(s int) (int, error) {
+// it serves; its exit is reported too. An unready child (testing) does
+// neither until it is killed.
+func (m *serveMaster) start(s int, unready bool) (int, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return 0, err
 	}
 	cmd := exec.Command(m.exe)
 	cmd.Env = append(os.Environ(), childEnv+"=serve", serveConfigEnv+"="+m.config)
+	if unready {
+		cmd.Env = append(cmd.Env, serveUnreadyEnv+"=1")
+	}
 	cmd.Stdout, cmd.Stderr = m.stdout, m.stderr
 	cmd.ExtraFiles = []*os.File{w, m.sockets[s]}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}

@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -70,4 +73,63 @@ func TestServeChildrenExitWithMaster(t *testing.T) {
 		t.Fatalf("stderr:\n%s", s.stderr)
 	}
 	t.Logf("children %v gone %v after the master's SIGKILL", pids, time.Since(killed).Round(time.Millisecond))
+}
+
+var serveUnreadyRE = regexp.MustCompile(`child pid=(\d+) not ready in`)
+
+// A SIGHUP roll whose new children never listen (-unready-roll) does not
+// take the service down: the master kills each after -ready-timeout, the
+// old children keep their slots and no request fails. The next SIGHUP rolls
+// normally.
+func TestServeRollSurvivesUnreadyChild(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, 2, "-rate", "1000r/s", "-burst", "100", "-nodelay", "-ready-timeout", "300ms", "-unready-roll", "1")
+	old := s.stderr.serveReadyPids()
+	done := make(chan *serveLoadResult)
+	go func() { done <- serveLoad("http://"+s.addr+"/", 100, 2*time.Second) }()
+	time.Sleep(200 * time.Millisecond)
+
+	s.cmd.Process.Signal(syscall.SIGHUP)
+	unready := func() []int {
+		var pids []int
+		for _, m := range serveUnreadyRE.FindAllStringSubmatch(s.stderr.String(), -1) {
+			p, _ := strconv.Atoi(m[1])
+			pids = append(pids, p)
+		}
+		return pids
+	}
+	if !serveWaitFor(3*time.Second, func() bool { return len(unready()) == 2 }) {
+		t.Fatalf("the unready children were not given up; stderr:\n%s", s.stderr)
+	}
+	for _, pid := range unready() {
+		if !serveWaitFor(time.Second, func() bool { return serveProcGone(pid) }) {
+			t.Errorf("unready child %d not killed", pid)
+		}
+	}
+	if n := len(s.stderr.serveReadyPids()); n != 2 {
+		t.Errorf("%d children ready after the failed roll, want the 2 old ones", n)
+	}
+	for _, pid := range old {
+		if serveProcGone(pid) || strings.Contains(s.stderr.String(), fmt.Sprintf("pid=%d retired", pid)) {
+			t.Errorf("old child %d left during the failed roll", pid)
+		}
+	}
+
+	s.cmd.Process.Signal(syscall.SIGHUP)
+	rolled := serveWaitFor(3*time.Second, func() bool {
+		for _, pid := range old {
+			if !strings.Contains(s.stderr.String(), fmt.Sprintf("pid=%d retired", pid)) {
+				return false
+			}
+		}
+		return true
+	})
+	res := <-done
+	t.Logf("a failed and a good roll of 2 children under 100 r/s: %v", res)
+	if !rolled {
+		t.Fatalf("the second roll did not retire the old children; stderr:\n%s", s.stderr)
+	}
+	if res.failed.Load() != 0 || res.limited.Load() != 0 {
+		t.Fatalf("requests failed: %v; stderr:\n%s", res, s.stderr)
+	}
 }

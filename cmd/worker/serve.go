@@ -39,17 +39,46 @@ type serveConfig struct {
 	Slow       time.Duration `json:"slow,omitempty"`
 	MasterPid  int           `json:"master_pid"`
 
+	// The global limit (serve_global.go); none when Redis is empty.
+	Redis          string        `json:"redis,omitempty"`
+	GlobalLimit    int64         `json:"global_limit,omitempty"`
+	GlobalWindow   time.Duration `json:"global_window,omitempty"`
+	GlobalInterval time.Duration `json:"global_interval,omitempty"`
+	RedisPolicy    string        `json:"redis_policy,omitempty"`
+	RedisPrefix    string        `json:"redis_prefix,omitempty"`
+
 	// The master's own settings, not sent.
 	ReadyTimeout time.Duration `json:"-"`
 	UnreadyRoll  int           `json:"-"`
 }
+
+const serveUsage = `usage: worker serve [flags]
+
+A master re-executes itself as -procs children that listen on -addr with
+SO_REUSEPORT and rate limit every request through one shared zone: -rate and
+-burst per client address, the zone shared by every child. SIGTERM drains and
+exits; SIGHUP replaces the children one by one; a child that dies is replaced.
+Each child answers /metrics, unlimited, in the Prometheus text format.
+
+With -redis and -global-rate, a request must also pass a global limit: all
+requests together, over every host whose worker serve uses the same Redis and
+-redis-prefix, may number -global-rate per fixed window (a second for r/s, a
+minute for r/m). Each host counts in its zone and one child of the host sends
+the count to Redis every -global-interval, so a decision never waits for
+Redis; the hosts may overshoot the limit by what they admit in about two
+intervals. A request rejected by either limit gets 429 and is not counted by
+the other. While Redis fails, -redis-policy decides (open by default), and the
+child that flushes logs it. Redis must answer when the master starts.
+
+flags:
+`
 
 // serveFlags parses the verb's arguments into the master's settings.
 func serveFlags(args []string, stderr io.Writer) (procs int, zoneSize int64, c serveConfig, err error) {
 	fs := flag.NewFlagSet("worker serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: worker serve [flags]\n\nA master re-executes itself as -procs children that listen on -addr with\nSO_REUSEPORT and rate limit every request through one shared zone.\nSIGTERM drains and exits; SIGHUP replaces the children one by one.\n\nflags:")
+		fmt.Fprint(stderr, serveUsage)
 		fs.PrintDefaults()
 	}
 	fs.IntVar(&procs, "procs", runtime.NumCPU(), "number of child processes")
@@ -61,6 +90,11 @@ func serveFlags(args []string, stderr io.Writer) (procs int, zoneSize int64, c s
 	fs.BoolVar(&c.NoDelay, "nodelay", false, "let requests within the burst through at once instead of delaying them")
 	fs.BoolVar(&c.PerProcess, "per-process", false, "give each child a private zone instead of the shared one (the baseline: N children admit N times the limit)")
 	fs.DurationVar(&c.Drain, "drain", 10*time.Second, "how long a child waits for in-flight requests on SIGTERM")
+	fs.StringVar(&c.Redis, "redis", "", "Redis server of -global-rate: host:port, or a redis:// URL")
+	globalRate := fs.String("global-rate", "", "limit on all requests together, over every host that uses the same -redis and -redis-prefix: a fixed window of N requests per second or minute (1000r/s, 30r/m), on top of -rate; needs -redis")
+	fs.DurationVar(&c.GlobalInterval, "global-interval", 100*time.Millisecond, "how often one child per host flushes the host's count to Redis; the hosts may admit up to 2 x hosts x (one host's rate) x interval over -global-rate in a window")
+	fs.StringVar(&c.RedisPolicy, "redis-policy", "open", "what -global-rate does while Redis fails: open lets requests through (-rate still applies), closed answers 429")
+	fs.StringVar(&c.RedisPrefix, "redis-prefix", "worker-serve", "prefix of -global-rate's keys, in Redis and in the zone; hosts share a limit when they share -redis and -redis-prefix")
 	fs.DurationVar(&c.ReadyTimeout, "ready-timeout", 10*time.Second, "how long a new child may take to listen; one that takes longer is killed (a roll keeps the old child)")
 	fs.StringVar(&c.SlowPath, "slow-path", "", "testing: a path whose response takes -slow")
 	fs.DurationVar(&c.Slow, "slow", time.Second, "testing: how long -slow-path takes to answer")
@@ -86,6 +120,9 @@ func serveFlags(args []string, stderr io.Writer) (procs int, zoneSize int64, c s
 	if c.ReadyTimeout <= 0 {
 		return 0, 0, c, errors.New("-ready-timeout must be positive")
 	}
+	if err = serveGlobalFlags(&c, *globalRate); err != nil {
+		return 0, 0, c, err
+	}
 	return procs, zoneSize, c, nil
 }
 
@@ -97,6 +134,12 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "worker serve:", err)
 		return 2
+	}
+	if c.Redis != "" {
+		if err := servePingRedis(c.Redis); err != nil {
+			fmt.Fprintln(stderr, "worker serve: -redis:", err)
+			return 1
+		}
 	}
 	if !c.PerProcess {
 		// Create the zone once, before any child, so that children only attach.

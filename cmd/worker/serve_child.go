@@ -2,8 +2,10 @@ package main
 
 // serve_child.go: one child of "worker serve". It serves the SO_REUSEPORT
 // socket of its slot, which the master opened and keeps (serve_master.go),
-// so the kernel spreads connections over the children; it serves every request through httplimit over a limiter.Req on
-// the shared zone (or a private one with -per-process). It tells the master
+// so the kernel spreads connections over the children; it serves every
+// request through httplimit over a limiter.Req on the shared zone (or a
+// private one with -per-process), combined with the global limit of
+// serve_global.go under -global-rate. It tells the master
 // it listens by writing a byte to fd 3, drains on SIGTERM, and gets SIGTERM
 // when the master dies (Pdeathsig).
 
@@ -68,9 +70,18 @@ func serveChildRun(c serveConfig, ready *os.File, stderr io.Writer) error {
 		return err
 	}
 	defer d.Close()
-	l, err := limiter.NewReq(d, c.Rate, c.Burst)
+	req, err := limiter.NewReq(d, c.Rate, c.Burst)
 	if err != nil {
 		return err
+	}
+	var l limiter.Limiter = req
+	if c.Redis != "" {
+		g, err := serveOpenGlobal(c, d, stderr)
+		if err != nil {
+			return err
+		}
+		defer g.close()
+		l = newServeLimits(req, g)
 	}
 	h, err := serveHandler(c, d, l)
 	if err != nil {
@@ -158,6 +169,9 @@ func serveOpenZone(c serveConfig) (*dict.Dict, error) {
 // other path through the limiter to a handler answering "ok".
 func serveHandler(c serveConfig, d *dict.Dict, l limiter.Limiter) (http.Handler, error) {
 	m := &serveMetrics{dict: d}
+	if sl, ok := l.(*serveLimits); ok {
+		m.global = sl.global
+	}
 	mw, err := httplimit.New(l, httplimit.Options{
 		NoDelay: c.NoDelay,
 		Rejected: func(w http.ResponseWriter, r *http.Request, _ limiter.Decision) {
@@ -198,5 +212,6 @@ func serveReusePort(network, address string, rc syscall.RawConn) error {
 // figures, in the Prometheus text format.
 type serveMetrics struct {
 	dict                      *dict.Dict
+	global                    *serveGlobal // nil without -global-rate
 	allowed, rejected, errors atomic.Uint64
 }

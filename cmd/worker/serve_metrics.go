@@ -1,8 +1,9 @@
 package main
 
 // serve_metrics.go: a child's /metrics, in the Prometheus text format
-// (version 0.0.4). Decisions are this child's; zone figures are the zone's,
-// summed over every process (dict.Stats).
+// (version 0.0.4). Decisions are this child's, the global limit's too
+// (-global-rate); zone figures are the zone's, summed over every process
+// (dict.Stats).
 
 import (
 	"bytes"
@@ -27,6 +28,16 @@ func (m *serveMetrics) write(b *bytes.Buffer) {
 	fmt.Fprintf(b, "worker_serve_requests_total{result=\"rejected\"} %d\n", m.rejected.Load())
 	fmt.Fprintf(b, "worker_serve_requests_total{result=\"error\"} %d\n", m.errors.Load())
 	metric("worker_serve_pid", "gauge", "This child's process id.", os.Getpid())
+	if g := m.global; g != nil {
+		fmt.Fprintf(b, "# HELP worker_serve_global_requests_total Requests this child put to the global limit, by its decision (-redis-policy's included).\n# TYPE worker_serve_global_requests_total counter\n")
+		fmt.Fprintf(b, "worker_serve_global_requests_total{result=\"allowed\"} %d\n", g.allowed.Load())
+		fmt.Fprintf(b, "worker_serve_global_requests_total{result=\"rejected\"} %d\n", g.rejected.Load())
+		st := g.t.Stats()
+		metric("worker_serve_global_fallbacks_total", "counter", "Global decisions this child left to -redis-policy while Redis failed.", st.Fallbacks)
+		metric("worker_serve_global_flushes_total", "counter", "Flushes of the host's count this child made as the host's flusher.", g.flushes.Load())
+		metric("worker_serve_redis_calls_total", "counter", "Script runs of this child's flushes.", st.Calls)
+		metric("worker_serve_redis_errors_total", "counter", "Script runs of this child's flushes that failed.", st.Errors)
+	}
 	s := m.dict.Stats()
 	metric("shmzone_capacity_bytes", "gauge", "Zone size in bytes.", s.Capacity)
 	metric("shmzone_free_bytes", "gauge", "Bytes allocatable without eviction.", s.FreeSpace)

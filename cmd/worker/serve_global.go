@@ -1,0 +1,266 @@
+package main
+
+// serve_global.go: worker serve's global limit (-redis, -global-rate): one
+// fixed window count of every request, over every host whose worker serve
+// uses the same Redis and -redis-prefix, on top of the per-client -rate.
+//
+// Why one key for all clients rather than one per client: next to a
+// per-client -rate, a "global rate" reads as what the whole service admits,
+// as nginx stacks a limit_req per $binary_remote_addr with one per
+// $server_name; it protects what sits behind every host. It is also what
+// redistier.Tiered does well: its Redis traffic is one round trip per host
+// per key per interval, so one key costs a host 1/interval round trips a
+// second whatever the load, where a key per client would cost one per
+// active client per interval and make the flush a loop over every client.
+//
+// Each child counts in the host's zone through a Tiered of its own; the
+// children share the zone, so they share the host's count, and one child at
+// a time (the holder of Tiered's lease in the zone) flushes it to Redis
+// every -global-interval. With -per-process every child is a host.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/limiter"
+	"github.com/shmzone/shmzone/limiter/redistier"
+)
+
+// serveGlobalKey is the one key of the global limit, in the zone and in
+// Redis ("prefix:all:window").
+const serveGlobalKey = "all"
+
+// serveRedisPing bounds the master's check that Redis answers at start.
+const serveRedisPing = 3 * time.Second
+
+// serveGlobalFlags validates the global limit's flags into c; rate is
+// -global-rate as given.
+func serveGlobalFlags(c *serveConfig, rate string) error {
+	if rate == "" && c.Redis == "" {
+		return nil
+	}
+	if rate == "" {
+		return errors.New("-redis needs -global-rate")
+	}
+	if c.Redis == "" {
+		return errors.New("-global-rate needs -redis")
+	}
+	if _, err := serveRedisOptions(c.Redis); err != nil {
+		return fmt.Errorf("-redis: %w", err)
+	}
+	var err error
+	if c.GlobalLimit, c.GlobalWindow, err = serveParseWindow(rate); err != nil {
+		return fmt.Errorf("-global-rate: %w", err)
+	}
+	if c.GlobalInterval <= 0 || c.GlobalInterval > c.GlobalWindow {
+		return fmt.Errorf("-global-interval %v: want more than 0 and at most the window, %v", c.GlobalInterval, c.GlobalWindow)
+	}
+	if _, err := serveFailure(c.RedisPolicy); err != nil {
+		return err
+	}
+	if c.RedisPrefix == "" {
+		return errors.New("-redis-prefix must not be empty")
+	}
+	return nil
+}
+
+// serveParseWindow reads a rate in nginx syntax as a fixed window: "1000r/s"
+// is 1000 requests a second, "30r/m" 30 a minute.
+func serveParseWindow(s string) (int64, time.Duration, error) {
+	if _, err := limiter.ParseRate(s); err != nil {
+		return 0, 0, err
+	}
+	num, unit, _ := strings.Cut(s, "r/")
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%w %q: count out of range", limiter.ErrBadRate, s)
+	}
+	if unit == "m" {
+		return n, time.Minute, nil
+	}
+	return n, time.Second, nil
+}
+
+// serveFailure maps -redis-policy to Tiered's failure policy. Tiered's own
+// default, FailError, would answer 500 while Redis is down; a server is
+// better off open, with the per-client -rate still in force.
+func serveFailure(policy string) (redistier.Failure, error) {
+	switch policy {
+	case "open":
+		return redistier.FailOpen, nil
+	case "closed":
+		return redistier.FailClosed, nil
+	}
+	return 0, fmt.Errorf("-redis-policy %q: want open or closed", policy)
+}
+
+// serveRedisOptions reads -redis: host:port, or a redis:// or rediss:// URL
+// (for a password or a database). The client honours context deadlines, as
+// redistier requires.
+func serveRedisOptions(addr string) (*redis.Options, error) {
+	o := &redis.Options{Addr: addr}
+	if strings.Contains(addr, "://") {
+		var err error
+		if o, err = redis.ParseURL(addr); err != nil {
+			return nil, err
+		}
+	}
+	o.ContextTimeoutEnabled = true
+	return o, nil
+}
+
+// servePingRedis checks, in the master, that Redis answers, so that a wrong
+// -redis fails at start rather than as a log line of every child.
+func servePingRedis(addr string) error {
+	o, err := serveRedisOptions(addr)
+	if err != nil {
+		return err
+	}
+	o.MaxRetries = -1
+	c := redis.NewClient(o)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), serveRedisPing)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redis %s: %w", addr, err)
+	}
+	return nil
+}
+
+// serveGlobal is a child's global limiter: Tiered under serveGlobalKey,
+// whatever the key asked, counting its decisions for /metrics.
+type serveGlobal struct {
+	t      *redistier.Tiered
+	client *redis.Client
+	addr   string // -redis, for the log
+	policy string
+	every  time.Duration
+
+	allowed, rejected atomic.Uint64
+	flushes           atomic.Uint64 // flushes this child made as the host's flusher
+	stop, done        chan struct{}
+}
+
+// serveOpenGlobal returns the global limiter of a child over its zone d.
+// Its flush loop runs until close.
+func serveOpenGlobal(c serveConfig, d *dict.Dict, stderr io.Writer) (*serveGlobal, error) {
+	o, err := serveRedisOptions(c.Redis)
+	if err != nil {
+		return nil, err
+	}
+	fail, err := serveFailure(c.RedisPolicy)
+	if err != nil {
+		return nil, err
+	}
+	client := redis.NewClient(o)
+	t, err := redistier.NewTiered(d, client, c.RedisPrefix, c.GlobalLimit, c.GlobalWindow, c.GlobalInterval, redistier.Options{OnFailure: fail})
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	g := &serveGlobal{t: t, client: client, addr: c.Redis, policy: c.RedisPolicy, every: c.GlobalInterval,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	go g.run(stderr)
+	return g, nil
+}
+
+// Incoming decides on a request under the global limit.
+func (g *serveGlobal) Incoming(ctx context.Context, _ string, commit bool) (limiter.Decision, error) {
+	d, err := g.t.Incoming(ctx, serveGlobalKey, commit)
+	if err == nil && commit {
+		if d.Allowed {
+			g.allowed.Add(1)
+		} else {
+			g.rejected.Add(1)
+		}
+	}
+	return d, err
+}
+
+// Uncommit gives a request back to the global limit.
+func (g *serveGlobal) Uncommit(ctx context.Context, _ string) error {
+	return g.t.Uncommit(ctx, serveGlobalKey)
+}
+
+// run flushes every interval, as Tiered.Run does, and logs when Redis fails
+// and when it is back. Flushes run to their end (each call is bounded by
+// Tiered's timeout): one cut short by close would mark Redis failed for the
+// whole host, and a roll would turn every child to -redis-policy.
+func (g *serveGlobal) run(stderr io.Writer) {
+	defer close(g.done)
+	tick := time.NewTicker(g.every)
+	defer tick.Stop()
+	failing := false
+	for {
+		select {
+		case <-g.stop:
+			return
+		case <-tick.C:
+		}
+		flushed, err := g.t.Flush(context.Background())
+		if flushed {
+			g.flushes.Add(1)
+		}
+		switch {
+		case err != nil && !failing:
+			failing = true
+			fmt.Fprintf(stderr, "worker serve child %d: global limit: %v; while Redis %s fails, requests go by -redis-policy %s\n", os.Getpid(), err, g.addr, g.policy)
+		case err == nil && failing && flushed:
+			failing = false
+			fmt.Fprintf(stderr, "worker serve child %d: global limit: Redis %s answers again\n", os.Getpid(), g.addr)
+		}
+	}
+}
+
+// close stops the flush loop, after the flush under way, and closes the
+// client.
+func (g *serveGlobal) close() error {
+	close(g.stop)
+	<-g.done
+	return g.client.Close()
+}
+
+// serveLimits is a child's limiter with -global-rate: the per-client limit
+// and the global one through limiter.Combine, local first. A request the
+// local limit rejects never reaches the global one; one the global limit
+// rejects is not counted by the local one (Combine asks the local limit
+// without committing first); an allowed one is counted by both.
+type serveLimits struct {
+	local  *limiter.Req
+	global *serveGlobal
+	ls     []limiter.Limiter
+}
+
+func newServeLimits(local *limiter.Req, global *serveGlobal) *serveLimits {
+	return &serveLimits{local: local, global: global, ls: []limiter.Limiter{local, global}}
+}
+
+// Incoming decides on a request for key under both limits.
+func (l *serveLimits) Incoming(ctx context.Context, key string, commit bool) (limiter.Decision, error) {
+	if !commit {
+		d, err := l.local.Incoming(ctx, key, false)
+		if err != nil || !d.Allowed {
+			return d, err
+		}
+		return l.global.Incoming(ctx, key, false)
+	}
+	return limiter.Combine(ctx, l.ls, []string{key, key})
+}
+
+// Uncommit gives a committed request back to both limits.
+func (l *serveLimits) Uncommit(ctx context.Context, key string) error {
+	return errors.Join(l.local.Uncommit(ctx, key), l.global.Uncommit(ctx, key))
+}
+
+// Policy is the per-client policy: the one a client can plan by.
+func (l *serveLimits) Policy() limiter.Policy { return l.local.Policy() }

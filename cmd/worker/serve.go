@@ -57,7 +57,9 @@ const serveUsage = `usage: worker serve [flags]
 A master re-executes itself as -procs children that listen on -addr with
 SO_REUSEPORT and rate limit every request through one shared zone: -rate and
 -burst per client address, the zone shared by every child. SIGTERM drains and
-exits; SIGHUP replaces the children one by one; a child that dies is replaced.
+exits; SIGHUP replaces the children one by one; a child that dies is replaced,
+at once if it had served for a second, else after a delay that doubles from
+100ms to 5s, so that a child that cannot start is not restarted in a loop.
 Each child answers /metrics, unlimited, in the Prometheus text format.
 
 With -redis and -global-rate, a request must also pass a global limit: all

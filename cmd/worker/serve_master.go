@@ -40,7 +40,8 @@ type serveMaster struct {
 	children map[int]*serveProc // by id
 	slots    []int              // slot -> id of the child serving it; 0 when none
 	events   chan serveEvent
-	rolls    int // SIGHUPs so far
+	rolls    int             // SIGHUPs so far
+	backoff  []time.Duration // slot -> the delay before its next quick restart
 }
 
 // serveRoll is a slot to roll and the SIGHUP (1 = the first) that asked.
@@ -49,16 +50,31 @@ type serveRoll struct{ slot, roll int }
 type serveProc struct {
 	id, slot int
 	cmd      *exec.Cmd
+	started  time.Time
 	ready    bool
 	retiring bool // told to drain; its exit is not replaced
 }
 
-// serveEvent reports that a child listens (ready) or has exited.
+// serveEvent reports that a child listens (ready) or has exited, or, with
+// respawn set, that slot's restart delay is over.
 type serveEvent struct {
-	id    int
-	ready bool
-	err   error
+	id      int
+	ready   bool
+	err     error
+	respawn bool
+	slot    int
 }
+
+// A child that dies before it listens, or within serveStableAfter of its
+// start, is replaced after a delay that doubles from serveBackoffMin up to
+// serveBackoffMax, so that a child that cannot start (a bad zone file, a
+// full disk) is retried a few times a second at most rather than in a tight
+// loop. A child that served for longer is replaced at once.
+const (
+	serveStableAfter = time.Second
+	serveBackoffMin  = 100 * time.Millisecond
+	serveBackoffMax  = 5 * time.Second
+)
 
 func (m *serveMaster) run() int {
 	// Pdeathsig fires when the thread that started the child exits, not the
@@ -70,6 +86,7 @@ func (m *serveMaster) run() int {
 
 	m.children = map[int]*serveProc{}
 	m.slots = make([]int, m.procs)
+	m.backoff = make([]time.Duration, m.procs)
 	m.events = make(chan serveEvent, 4*m.procs+4)
 	if err := m.listen(); err != nil {
 		fmt.Fprintln(m.stderr, "worker serve:", err)
@@ -125,6 +142,14 @@ func (m *serveMaster) run() int {
 			}
 			rolling, rollDeadline = 0, nil
 		case e := <-m.events:
+			if e.respawn {
+				if m.slots[e.slot] == 0 {
+					if err := m.spawn(e.slot); err != nil {
+						fmt.Fprintln(m.stderr, "worker serve:", err)
+					}
+				}
+				continue
+			}
 			c := m.children[e.id]
 			if c == nil {
 				continue
@@ -148,16 +173,37 @@ func (m *serveMaster) run() int {
 				fmt.Fprintf(m.stderr, "worker serve: child pid=%d retired: %v\n", c.cmd.Process.Pid, serveExitText(e.err))
 				continue
 			}
-			fmt.Fprintf(m.stderr, "worker serve: child pid=%d died: %v; replacing it\n", c.cmd.Process.Pid, serveExitText(e.err))
 			if e.id == rolling {
+				fmt.Fprintf(m.stderr, "worker serve: child pid=%d died: %v; slot %d keeps its child\n", c.cmd.Process.Pid, serveExitText(e.err), c.slot)
 				rolling, rollDeadline = 0, nil
-				continue // the slot keeps its old child
+				continue
 			}
-			if err := m.spawn(c.slot); err != nil {
-				fmt.Fprintln(m.stderr, "worker serve:", err)
+			delay := m.restartDelay(c)
+			fmt.Fprintf(m.stderr, "worker serve: child pid=%d died: %v; replacing it in %v\n", c.cmd.Process.Pid, serveExitText(e.err), delay)
+			if delay == 0 {
+				if err := m.spawn(c.slot); err != nil {
+					fmt.Fprintln(m.stderr, "worker serve:", err)
+				}
+				continue
 			}
+			m.slots[c.slot] = 0
+			slot := c.slot
+			time.AfterFunc(delay, func() { m.events <- serveEvent{respawn: true, slot: slot} })
 		}
 	}
+}
+
+// restartDelay is how long to wait before replacing c, which died: 0 for
+// a child that served for serveStableAfter, else the slot's backoff, which
+// doubles for the next time.
+func (m *serveMaster) restartDelay(c *serveProc) time.Duration {
+	if c.ready && time.Since(c.started) >= serveStableAfter {
+		m.backoff[c.slot] = 0
+		return 0
+	}
+	d := max(m.backoff[c.slot], serveBackoffMin)
+	m.backoff[c.slot] = min(2*d, serveBackoffMax)
+	return d
 }
 
 // listen opens one SO_REUSEPORT socket per slot. The master keeps them and
@@ -217,7 +263,7 @@ func (m *serveMaster) start(s int, unready bool) (int, error) {
 	}
 	m.nextID++
 	id := m.nextID
-	m.children[id] = &serveProc{id: id, slot: s, cmd: cmd}
+	m.children[id] = &serveProc{id: id, slot: s, cmd: cmd, started: time.Now()}
 	go func() {
 		var b [1]byte
 		if n, _ := r.Read(b[:]); n == 1 {

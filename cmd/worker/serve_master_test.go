@@ -133,3 +133,56 @@ func TestServeRollSurvivesUnreadyChild(t *testing.T) {
 		t.Fatalf("requests failed: %v; stderr:\n%s", res, s.stderr)
 	}
 }
+
+var serveDiedRE = regexp.MustCompile(`child pid=\d+ died: .*; replacing it in (\S+)`)
+
+// A child that cannot start is retried with a growing delay, not in a tight
+// loop, and the slot serves again once the cause is gone. The zone path is
+// pointed at a garbage file (the running children keep the real zone, which
+// they have mapped), so every replacement fails to open it and exits.
+func TestServeRestartBacksOff(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, 2, "-rate", "1000r/s", "-burst", "100", "-nodelay")
+	saved := s.zone + ".saved"
+	if err := os.Link(s.zone, saved); err != nil {
+		t.Fatal(err)
+	}
+	bad := s.zone + ".bad"
+	if err := os.WriteFile(bad, bytes.Repeat([]byte("not a zone "), 1000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(bad, s.zone); err != nil {
+		t.Fatal(err)
+	}
+	victim := s.stderr.serveReadyPids()[0]
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// Delays of 100, 200, 400 and 800 ms: about five deaths in 2 s. Without
+	// a delay a failing child dies every few milliseconds.
+	time.Sleep(2 * time.Second)
+	deaths := serveDiedRE.FindAllStringSubmatch(s.stderr.String(), -1)
+	if len(deaths) < 3 || len(deaths) > 8 {
+		t.Fatalf("%d child deaths in 2 s of a zone that cannot open, want 3 to 8; stderr:\n%s", len(deaths), s.stderr)
+	}
+	var prev time.Duration
+	for _, m := range deaths[1:] {
+		d, err := time.ParseDuration(m[1])
+		if err != nil || d <= prev || d > serveBackoffMax {
+			t.Fatalf("restart delays do not grow: %q after %v; stderr:\n%s", m[1], prev, s.stderr)
+		}
+		prev = d
+	}
+	select {
+	case err := <-s.done:
+		t.Fatalf("the master exited (%v) while a slot could not start; stderr:\n%s", err, s.stderr)
+	default:
+	}
+
+	if err := os.Rename(saved, s.zone); err != nil {
+		t.Fatal(err)
+	}
+	if !serveWaitFor(serveBackoffMax+5*time.Second, func() bool { return len(s.stderr.serveReadyPids()) == 3 }) {
+		t.Fatalf("no child ready once the zone was back; stderr:\n%s", s.stderr)
+	}
+}

@@ -31,9 +31,12 @@ import "unsafe"
 // 4 bytes of index slot.
 
 // Layout identifies this layout in the zone header.
-const Layout = 0x44494332 // "DIC2"
+const Layout = 0x44494333 // "DIC3": shardHdr.Writes moved next to Hits
 
 // shardHdr is the overlay of a shard's header, a cache line pair of its own.
+// What every Get, Set or Incr writes (Lock, Hits or Misses, Writes) sits in
+// the first line, so that an operation moves one header line between the
+// cores of processes that share the shard, not two.
 type shardHdr struct {
 	Lock        uint64   // CAS only: 0 or the owner's pid and start token (shm.Lock)
 	Drop        uint32   // under lock: what repair must drop (dropNone, dropUnreachable, or an entry)
@@ -42,11 +45,11 @@ type shardHdr struct {
 	Count       uint32   // under lock: entries in the index, expired ones included
 	Hits        uint64   // under lock
 	Misses      uint64   // under lock
+	Writes      uint64   // under lock: successful writes
 	Evictions   uint64   // under lock: live entries evicted
 	Expirations uint64   // under lock: expired entries reclaimed
 	LockWaits   uint64   // under lock: acquisitions that had to wait
 	Recoveries  uint64   // under lock: takeovers from a dead owner, each followed by repair
-	Writes      uint64   // under lock: successful writes
 	_           [48]byte // padding to 128 bytes
 }
 

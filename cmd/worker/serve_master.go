@@ -29,7 +29,7 @@ type serveMaster struct {
 	procs       int
 	config      string
 	drainTO     time.Duration // a child's drain timeout
-	readyTO     time.Duration // how long a rolled-in child may take to listen
+	readyTO     time.Duration // how long a new child may take to listen
 	unreadyRoll int           // testing: the roll whose children never listen; 0 none
 	stdout      io.Writer
 	stderr      io.Writer
@@ -55,15 +55,20 @@ type serveProc struct {
 	retiring bool // told to drain; its exit is not replaced
 }
 
-// serveEvent reports that a child listens (ready) or has exited, or, with
-// respawn set, that slot's restart delay is over.
+// serveEvent reports that a child listens (ready), has exited, or has not
+// listened within the ready timeout (late); or, with respawn set, that
+// slot's restart delay is over.
 type serveEvent struct {
 	id      int
 	ready   bool
+	late    bool
 	err     error
 	respawn bool
 	slot    int
 }
+
+// exited reports whether e is a child's exit.
+func (e serveEvent) exited() bool { return !e.ready && !e.late && !e.respawn }
 
 // A child that dies before it listens, or within serveStableAfter of its
 // start, is replaced after a delay that doubles from serveBackoffMin up to
@@ -108,7 +113,6 @@ func (m *serveMaster) run() int {
 
 	var rollQueue []serveRoll // slots still to roll
 	rolling := 0              // id of the new child being waited for; 0 when none
-	var rollDeadline <-chan time.Time
 	for {
 		if rolling == 0 && len(rollQueue) > 0 {
 			r := rollQueue[0]
@@ -119,7 +123,6 @@ func (m *serveMaster) run() int {
 				continue
 			}
 			rolling = id
-			rollDeadline = time.After(m.readyTO)
 		}
 		select {
 		case sig := <-sigs:
@@ -134,13 +137,6 @@ func (m *serveMaster) run() int {
 			fmt.Fprintf(m.stderr, "worker serve: %v: draining\n", sig)
 			m.drain()
 			return 0
-		case <-rollDeadline:
-			if c := m.children[rolling]; c != nil {
-				fmt.Fprintf(m.stderr, "worker serve: child pid=%d not ready in %v; killing it, slot %d keeps its child\n", c.cmd.Process.Pid, m.readyTO, c.slot)
-				c.retiring = true
-				c.cmd.Process.Kill()
-			}
-			rolling, rollDeadline = 0, nil
 		case e := <-m.events:
 			if e.respawn {
 				if m.slots[e.slot] == 0 {
@@ -154,6 +150,23 @@ func (m *serveMaster) run() int {
 			if c == nil {
 				continue
 			}
+			if e.late {
+				if c.ready {
+					continue
+				}
+				// A rolled-in child is given up and its slot keeps the
+				// old child; any other is killed and replaced (after a
+				// delay, as it never served).
+				if e.id == rolling {
+					fmt.Fprintf(m.stderr, "worker serve: child pid=%d not ready in %v; killing it, slot %d keeps its child\n", c.cmd.Process.Pid, m.readyTO, c.slot)
+					c.retiring = true
+					rolling = 0
+				} else {
+					fmt.Fprintf(m.stderr, "worker serve: child pid=%d not ready in %v; killing it\n", c.cmd.Process.Pid, m.readyTO)
+				}
+				c.cmd.Process.Kill()
+				continue
+			}
 			if e.ready {
 				c.ready = true
 				fmt.Fprintf(m.stderr, "worker serve: child pid=%d ready (slot %d)\n", c.cmd.Process.Pid, c.slot)
@@ -164,7 +177,7 @@ func (m *serveMaster) run() int {
 						old.cmd.Process.Signal(syscall.SIGTERM)
 					}
 					m.slots[c.slot] = c.id
-					rolling, rollDeadline = 0, nil
+					rolling = 0
 				}
 				continue
 			}
@@ -175,7 +188,7 @@ func (m *serveMaster) run() int {
 			}
 			if e.id == rolling {
 				fmt.Fprintf(m.stderr, "worker serve: child pid=%d died: %v; slot %d keeps its child\n", c.cmd.Process.Pid, serveExitText(e.err), c.slot)
-				rolling, rollDeadline = 0, nil
+				rolling = 0
 				continue
 			}
 			delay := m.restartDelay(c)
@@ -272,6 +285,7 @@ func (m *serveMaster) start(s int, unready bool) (int, error) {
 		r.Close()
 	}()
 	go func() { m.events <- serveEvent{id: id, err: cmd.Wait()} }()
+	time.AfterFunc(m.readyTO, func() { m.events <- serveEvent{id: id, late: true} })
 	return id, nil
 }
 
@@ -286,7 +300,7 @@ func (m *serveMaster) drain() {
 	for len(m.children) > 0 {
 		select {
 		case e := <-m.events:
-			if !e.ready {
+			if e.exited() {
 				delete(m.children, e.id)
 			}
 		case <-deadline:

@@ -186,3 +186,45 @@ func TestServeRestartBacksOff(t *testing.T) {
 		t.Fatalf("no child ready once the zone was back; stderr:\n%s", s.stderr)
 	}
 }
+
+var serveLateRE = regexp.MustCompile(`child pid=(\d+) not ready in \S+; killing it\n`)
+
+// A replacement child that never listens is killed after -ready-timeout
+// and replaced in turn, until one listens. Here replacements block in
+// dict.Open on the zone file's flock, which the test holds, as a process
+// stuck creating the zone would.
+func TestServeUnreadyChildIsReplaced(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, 2, "-rate", "1000r/s", "-burst", "100", "-nodelay", "-ready-timeout", "300ms")
+	f, err := os.OpenFile(s.zone, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(s.stderr.serveReadyPids()[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if !serveWaitFor(10*time.Second, func() bool { return len(serveLateRE.FindAllString(s.stderr.String(), -1)) >= 2 }) {
+		t.Fatalf("replacements stuck before listening were not killed; stderr:\n%s", s.stderr)
+	}
+	if n := len(s.stderr.serveReadyPids()); n != 2 {
+		t.Fatalf("%d children ready while the zone was locked, want the 2 first; stderr:\n%s", n, s.stderr)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	if !serveWaitFor(serveBackoffMax+5*time.Second, func() bool { return len(s.stderr.serveReadyPids()) == 3 }) {
+		t.Fatalf("no child ready once the zone was unlocked; stderr:\n%s", s.stderr)
+	}
+	// Every child killed for lateness has exited: no replacement is left
+	// blocked behind the lock.
+	for _, m := range serveLateRE.FindAllStringSubmatch(s.stderr.String(), -1) {
+		pid, _ := strconv.Atoi(m[1])
+		if !serveWaitFor(5*time.Second, func() bool { return serveProcGone(pid) }) {
+			t.Errorf("child %d, killed for not listening, is still running", pid)
+		}
+	}
+}

@@ -334,16 +334,11 @@ func TestServeRollsOnSIGHUP(t *testing.T) {
 // serveWrites reads shmzone_writes_total from a child's /metrics.
 func serveWrites(t *testing.T, addr string) int {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	m := regexp.MustCompile(`(?m)^shmzone_writes_total (\d+)$`).FindSubmatch(b)
+	b := serveMetricsText(t, addr)
+	m := regexp.MustCompile(`(?m)^shmzone_writes_total (\d+)$`).FindStringSubmatch(b)
 	if m == nil {
 		t.Fatalf("no shmzone_writes_total in\n%s", b)
 	}
-	n, _ := strconv.Atoi(string(m[1]))
+	n, _ := strconv.Atoi(m[1])
 	return n
 }

@@ -158,20 +158,35 @@ func TestServeRestartBacksOff(t *testing.T) {
 	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	// Delays of 100, 200, 400 and 800 ms: about five deaths in 2 s. Without
-	// a delay a failing child dies every few milliseconds.
-	time.Sleep(2 * time.Second)
-	deaths := serveDiedRE.FindAllStringSubmatch(s.stderr.String(), -1)
-	if len(deaths) < 3 || len(deaths) > 8 {
-		t.Fatalf("%d child deaths in 2 s of a zone that cannot open, want 3 to 8; stderr:\n%s", len(deaths), s.stderr)
+	killed := time.Now()
+	// The victim and three replacements that cannot open the zone: the
+	// delays after them must grow from serveBackoffMin, and the master
+	// must really wait them out. Without a delay, the replacements die
+	// every few milliseconds.
+	deathsOf := func() [][]string { return serveDiedRE.FindAllStringSubmatch(s.stderr.String(), -1) }
+	if !serveWaitFor(10*time.Second, func() bool { return len(deathsOf()) >= 4 }) {
+		t.Fatalf("fewer than 4 child deaths in 10 s of a zone that cannot open; stderr:\n%s", s.stderr)
 	}
-	var prev time.Duration
-	for _, m := range deaths[1:] {
+	took := time.Since(killed)
+	deaths := deathsOf()[:4]
+	// The victim's delay is 0 if it had served for serveStableAfter.
+	var waited, prev time.Duration
+	for i, m := range deaths {
 		d, err := time.ParseDuration(m[1])
-		if err != nil || d <= prev || d > serveBackoffMax {
-			t.Fatalf("restart delays do not grow: %q after %v; stderr:\n%s", m[1], prev, s.stderr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := max(2*prev, serveBackoffMin)
+		if i > 0 && d != want {
+			t.Fatalf("restart delay %d is %v after %v, want %v; stderr:\n%s", i, d, prev, want, s.stderr)
+		}
+		if i < 3 {
+			waited += d
 		}
 		prev = d
+	}
+	if took < waited {
+		t.Fatalf("4 deaths %v after the kill, but the delays between them add up to %v; stderr:\n%s", took, waited, s.stderr)
 	}
 	select {
 	case err := <-s.done:

@@ -87,7 +87,7 @@ func TestServeRollSurvivesUnreadyChild(t *testing.T) {
 	old := s.stderr.serveReadyPids()
 	done := make(chan *serveLoadResult)
 	go func() { done <- serveLoad("http://"+s.addr+"/", 100, 2*time.Second) }()
-	time.Sleep(200 * time.Millisecond)
+	serveAwaitLoad(t, s, 10)
 
 	s.cmd.Process.Signal(syscall.SIGHUP)
 	unready := func() []int {

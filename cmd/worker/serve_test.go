@@ -229,7 +229,7 @@ func TestServeReplacesKilledChild(t *testing.T) {
 	s := startServe(t, 4, "-rate", "50r/s", "-burst", strconv.Itoa(burst), "-nodelay")
 	done := make(chan *serveLoadResult)
 	go func() { done <- serveLoad("http://"+s.addr+"/", 200, 3*time.Second) }()
-	time.Sleep(time.Second)
+	serveAwaitLoad(t, s, 50)
 	victim := s.stderr.serveReadyPids()[1]
 	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -308,7 +308,7 @@ func TestServeRollsOnSIGHUP(t *testing.T) {
 	s := startServe(t, 2, "-rate", "1000r/s", "-burst", "100", "-nodelay")
 	done := make(chan *serveLoadResult)
 	go func() { done <- serveLoad("http://"+s.addr+"/", 100, 2*time.Second) }()
-	time.Sleep(300 * time.Millisecond)
+	serveAwaitLoad(t, s, 20)
 	before := serveWrites(t, s.addr)
 	s.cmd.Process.Signal(syscall.SIGHUP)
 	rolled := serveWaitFor(5*time.Second, func() bool {
@@ -328,6 +328,16 @@ func TestServeRollsOnSIGHUP(t *testing.T) {
 	// The new children serve the same zone: its counters went on.
 	if after := serveWrites(t, s.addr); after < before+100 {
 		t.Fatalf("zone writes %d before the roll, %d after: the zone's state was lost", before, after)
+	}
+}
+
+// serveAwaitLoad waits until the children have decided at least n
+// requests between them (the zone's writes), so that what the test does
+// next happens under load.
+func serveAwaitLoad(t *testing.T, s *serveTestServer, n int) {
+	t.Helper()
+	if !serveWaitFor(5*time.Second, func() bool { return serveWrites(t, s.addr) >= n }) {
+		t.Fatalf("the load did not reach %d decisions in 5s; stderr:\n%s", n, s.stderr)
 	}
 }
 

@@ -7,11 +7,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shmzone/shmzone/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/RESULTS.golden.md")
@@ -364,5 +367,53 @@ func TestMeasureFails(t *testing.T) {
 		if _, err := os.Stat(chart); !os.IsNotExist(err) {
 			t.Errorf("measure with %q failing wrote the chart", step)
 		}
+	}
+}
+
+// TestStartRedis starts the run's redis-server, which answers PING until it
+// is stopped.
+func TestStartRedis(t *testing.T) {
+	testutil.RequireRedis(t)
+	ctx := context.Background()
+	addr, stop, err := startRedis(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ping(ctx, addr); err != nil {
+		stop()
+		t.Fatalf("ping(%s) after startRedis = %v, want nil", addr, err)
+	}
+	stop()
+	if err := ping(ctx, addr); err == nil {
+		t.Errorf("ping(%s) after stop = nil, want an error", addr)
+	}
+}
+
+// TestPingWantsPong: a server that answers PING with anything but +PONG is
+// not ready.
+func TestPingWantsPong(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	got := make(chan string, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 64)
+		n, _ := c.Read(buf)
+		got <- string(buf[:n])
+		c.Write([]byte("-LOADING Redis is loading the dataset in memory\r\n"))
+	}()
+	err = ping(context.Background(), l.Addr().String())
+	if err == nil || !strings.Contains(err.Error(), "LOADING") {
+		t.Errorf("ping to a loading server = %v, want its -LOADING answer", err)
+	}
+	if req := <-got; req != "*1\r\n$4\r\nPING\r\n" {
+		t.Errorf("ping sent %q, want a RESP PING", req)
 	}
 }

@@ -1,12 +1,14 @@
 package counter_test
 
 import (
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/shmzone/shmzone/counter"
+	"github.com/shmzone/shmzone/dict"
 )
 
 const benchKeys = 1000
@@ -32,7 +34,7 @@ func benchCounter(b *testing.B) (*counter.Counter, []string) {
 }
 
 // BenchmarkCounter measures the increment paths, their scaling over
-// goroutines, and Sync per dirty key.
+// goroutines, Sync per dirty key, and the process memory a key costs.
 func BenchmarkCounter(b *testing.B) {
 	b.Run("op=incr/keys="+strconv.Itoa(benchKeys), func(b *testing.B) {
 		c, ks := benchCounter(b)
@@ -74,6 +76,53 @@ func BenchmarkCounter(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchKeys), "ns/key")
 	})
+	b.Run("op=key-memory/keys="+strconv.Itoa(memKeys), benchKeyMemory)
+}
+
+// memKeys is the key count of the key-memory benchmark: enough that the
+// Counter's fixed costs vanish in the quotient.
+const memKeys = 100_000
+
+// benchKeyMemory reports B/key: the Go heap that a Counter holding memKeys
+// 16-byte keys keeps live, over memKeys. Each op is a new Counter whose keys
+// are made, incremented once by one goroutine, synced, incremented and
+// synced again, so that both pending lists have held every key, as in a
+// Counter that has run for a while; the heap is measured after a GC before
+// the Counter is made and after its second Sync, and the key strings count
+// because the Counter keeps them. A key that more goroutines increment can
+// take more cells (one per stripe it is added on); the stripe count follows
+// GOMAXPROCS, the benchmark name's suffix.
+func benchKeyMemory(b *testing.B) {
+	d := openDict(b, dict.Options{Size: 32 << 20})
+	var bytes uint64
+	for range b.N {
+		b.StopTimer()
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		b.StartTimer()
+		c, err := counter.New(d, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for pass := 0; pass < 2; pass++ {
+			for i := range memKeys {
+				c.Incr(key(i), 1)
+			}
+			mustSync(b, c)
+		}
+		b.StopTimer()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if after.HeapAlloc > before.HeapAlloc {
+			bytes += after.HeapAlloc - before.HeapAlloc
+		}
+		if err := c.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(bytes)/float64(b.N*memKeys), "B/key")
 }
 
 // benchParallel runs b.N Incr calls split over g goroutines, each walking

@@ -38,6 +38,10 @@ type view struct {
 	// Procs is the matrix's two process counts the ratios compare, such
 	// as "1 and 2".
 	Procs string
+	// KeyMemory is the counter's process memory per key, such as "222 B",
+	// or "" when the run did not measure it; KeyMemoryBench is the
+	// benchmark that measures it.
+	KeyMemory, KeyMemoryBench string
 }
 
 // Run is results.run for the template.
@@ -236,7 +240,14 @@ func (v *view) counterTables() {
 		}
 		v.Counter.add(b, cell, v.spread("counter", name, "ns/op"), rate(o, ook), v.allocs("counter", name))
 	}
+	v.KeyMemoryBench = "BenchmarkCounter/" + keyMemoryBench
+	if m, ok := v.goVal("counter", v.KeyMemoryBench, "B/key"); ok {
+		v.KeyMemory = fmt.Sprintf("%.0f B", m)
+	}
 }
+
+// keyMemoryBench is counter's benchmark of the process memory a key costs.
+const keyMemoryBench = "op=key-memory/keys=100000"
 
 func (v *view) limiterTables() {
 	v.Limiter = table{head: []string{"limiter", "ns/op", "runs ranged", "allocs/op"}}

@@ -417,3 +417,27 @@ func TestPingWantsPong(t *testing.T) {
 		t.Errorf("ping sent %q, want a RESP PING", req)
 	}
 }
+
+// TestKeyMemory: the counter's bytes per key come from its benchmark, and a
+// run without that benchmark says so instead of giving a figure.
+func TestKeyMemory(t *testing.T) {
+	res, err := readResults("testdata/results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := render(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "CPU count (it sets the stripes per key):\nnot measured in this run;"; !strings.Contains(string(page), want) {
+		t.Errorf("page without the key-memory benchmark lacks %q", want)
+	}
+	res.Go["counter"].Samples["BenchmarkCounter/"+keyMemoryBench] = map[string][]float64{"B/key": {223, 222.1, 240}}
+	page, err = render(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "CPU count (it sets the stripes per key):\n**223 B** a key."; !strings.Contains(string(page), want) {
+		t.Errorf("page with B/key 223, 222.1, 240 lacks %q (the median)", want)
+	}
+}

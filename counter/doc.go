@@ -16,9 +16,13 @@
 // different cores rarely write one cache line. The first increment after a
 // sync puts the entry on a pending list; Sync takes the list, swaps each
 // stripe to 0 and adds the sum to the dict with IncrInit(key, sum, 0, 0).
-// A key costs about 200 bytes of process memory; an entry idle for 64 to
-// 128 syncs is retired to bound that. A Handle (Counter.Key) keeps its key
-// for good and adds without a lookup.
+// Each key held costs process memory, which
+//
+//	go test -run '^$' -bench 'BenchmarkCounter/op=key-memory' ./counter
+//
+// measures (B/key; bench/RESULTS.md gives it in its counter section); an
+// entry idle for 64 to 128 syncs (sweepEvery) is retired to bound that. A
+// Handle (Counter.Key) keeps its key for good and adds without a lookup.
 //
 // It differs from lua-resty-counter where that one loses counts: a delta
 // whose write fails (the key holds bytes, the zone is full) is kept and

@@ -64,8 +64,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 
 Report runs the benchmark suite (Go benchmarks, the worker bench matrix,
 the scaling chart, and nginx's lua_shared_dict when installed) and rewrites
-bench/RESULTS.md and bench/results.json from the figures. It takes about 16
-minutes with the defaults on 2 CPUs; the files change only if every step ran.
+bench/RESULTS.md and bench/results.json from the figures. It takes minutes
+(the page says how long the run it shows took); the files change only if
+every step ran.
 
 Flags:
 `)

@@ -15,7 +15,7 @@ import (
 // SeedEnv names the one switch that replays randomness: when it holds a
 // number, Seed returns that number in every test of every package, so
 //
-//	SHMZONE_SEED=123 go test -count=1 -run '^TestModel$/^shards=1$' ./dict
+//	SHMZONE_SEED=123 go test -count=1 -run '^TestModel$/^shards=16$/^no-evict$' ./dict
 //
 // replays what a failing run printed. An environment variable, not a flag,
 // because it works with go test ./... (a flag defined by one test package is

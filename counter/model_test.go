@@ -4,12 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/testutil"
 )
 
 // The model test runs random operations on a Counter and on a model of it
@@ -17,8 +16,8 @@ import (
 // compares them after each: every Get, every Sync's outcome, and the
 // figures of Stats. Keys are few, so keys are retired (the Counter sweeps
 // every 1 to 3 syncs), made bytes so that syncs fail, mended, reset and
-// pinned by Handles, all on the same keys. The seed is logged;
-// COUNTER_MODEL_SEED=n replays a run.
+// pinned by Handles, all on the same keys. The seed comes from
+// testutil.Seed: a failing run prints the command that replays it.
 
 const (
 	mdlOps  = 20_000
@@ -44,15 +43,7 @@ type mdlRun struct {
 }
 
 func TestModel(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("COUNTER_MODEL_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("COUNTER_MODEL_SEED=%q: %v", s, err)
-		}
-		seed = n
-	}
-	t.Logf("seed %d (replay with COUNTER_MODEL_SEED=%d)", seed, seed)
+	seed := testutil.Seed(t)
 	r := rand.New(rand.NewPCG(seed, 0))
 	c, d := newInternal(t, 1+r.Uint64N(3))
 	m := &mdlRun{t: t, seed: seed, c: c, d: d,
@@ -93,7 +84,7 @@ func TestModel(t *testing.T) {
 
 func (m *mdlRun) failf(format string, args ...any) {
 	m.t.Helper()
-	m.t.Fatalf("op %d (COUNTER_MODEL_SEED=%d): %s", m.op, m.seed, fmt.Sprintf(format, args...))
+	m.t.Fatalf("op %d (seed %d): %s", m.op, m.seed, fmt.Sprintf(format, args...))
 }
 
 func (m *mdlRun) handle(k string) *Handle {

@@ -32,13 +32,17 @@ func crashValueSize(r *rand.Rand) int {
 }
 
 // helperHammer is one process of TestCrashKill: args are the zone path, the
-// ack file and a seed. It writes until it is killed, and fails on any result
-// a sound zone cannot give.
+// ack file, the test's seed and the helper's stream of it. It writes until
+// it is killed, and fails on any result a sound zone cannot give.
 func helperHammer(args []string) error {
-	if len(args) != 3 {
-		return fmt.Errorf("want path, ack file and seed, got %q", args)
+	if len(args) != 4 {
+		return fmt.Errorf("want path, ack file, seed and stream, got %q", args)
 	}
 	seed, err := strconv.ParseUint(args[2], 10, 64)
+	if err != nil {
+		return err
+	}
+	stream, err := strconv.ParseUint(args[3], 10, 64)
 	if err != nil {
 		return err
 	}
@@ -56,7 +60,7 @@ func helperHammer(args []string) error {
 	}
 	h := &hammer{
 		d:        d,
-		r:        rand.New(rand.NewPCG(seed, seed>>32)),
+		r:        rand.New(rand.NewPCG(seed, stream)),
 		inflight: shm.Word64(ack, ackInflight),
 		ops:      shm.Word64(ack, ackOps),
 		last:     make([]int64, crashCounters),

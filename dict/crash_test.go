@@ -26,6 +26,11 @@ import (
 // increments in flight when their process died: an increment is one aligned
 // store, never lost or half done.
 //
+// The test's seed (testutil.Seed) fixes each slot's kill delays and each
+// helper's operations; where a kill lands in a helper's run is up to the
+// scheduler, so a replay repeats the workload, not the interleaving. A run
+// with SHMZONE_CRASH_KILLS set replays with it set the same.
+//
 // This file holds the tests and their checks; the helper processes' bodies
 // are in crash_helpers_test.go, and the keys, values and ack files both
 // sides share in crash_records_test.go.
@@ -62,15 +67,8 @@ func crashKills(t *testing.T) int {
 // then checks that the zone is whole and no acknowledged increment is lost.
 func TestCrashKill(t *testing.T) {
 	kills := crashKills(t)
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("SHMZONE_CRASH_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("SHMZONE_CRASH_SEED=%q: %v", s, err)
-		}
-		seed = v
-	}
-	t.Logf("seed %d (SHMZONE_CRASH_SEED), %d kills (SHMZONE_CRASH_KILLS)", seed, kills)
+	seed := testutil.Seed(t)
+	t.Logf("%d kills (SHMZONE_CRASH_KILLS)", kills)
 
 	path := testutil.TempZone(t)
 	d, err := dict.Open(path, dict.Options{Size: crashZoneSize, Shards: crashShards})
@@ -97,7 +95,7 @@ func TestCrashKill(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := rand.New(rand.NewPCG(seed, uint64(slot)))
+			r := rand.New(rand.NewPCG(seed, uint64(slot))) // the kills' delays
 			var mine crashTally
 			defer func() {
 				mu.Lock()
@@ -109,7 +107,7 @@ func TestCrashKill(t *testing.T) {
 				if n > int64(kills) {
 					return
 				}
-				if err := crashOnce(t, path, dir, int(n), seed+uint64(n), r, &mine); err != nil {
+				if err := crashOnce(t, path, dir, int(n), seed, r, &mine); err != nil {
 					t.Errorf("helper %d: %v", n, err)
 					failed.Store(true)
 					return
@@ -159,15 +157,18 @@ func TestCrashKill(t *testing.T) {
 		total.kills, hammered, total.ops, acked, inflight, st.Recoveries, st.LockWaits)
 }
 
-// crashOnce starts helper n, kills it at a random moment after it is ready,
-// and adds its ack file to tally.
+// crashOnce starts helper n, kills it at a random moment drawn from r after
+// it is ready, and adds its ack file to tally. The helper draws its
+// operations from the test's seed, stream crashSlots+n: the streams below
+// crashSlots are the slots' delays.
 func crashOnce(t *testing.T, path, dir string, n int, seed uint64, r *rand.Rand, tally *crashTally) error {
 	ack := filepath.Join(dir, fmt.Sprintf("ack-%d", n))
 	if err := os.WriteFile(ack, make([]byte, ackSize), 0o600); err != nil {
 		return err
 	}
 	ready := make(chan struct{})
-	p := testutil.Start(t, testutil.Helper(t, "crash-hammer", path, ack, strconv.FormatUint(seed, 10)), func(line string) {
+	p := testutil.Start(t, testutil.Helper(t, "crash-hammer", path, ack,
+		strconv.FormatUint(seed, 10), strconv.Itoa(crashSlots+n)), func(line string) {
 		if line == readyLine {
 			close(ready)
 		}

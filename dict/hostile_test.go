@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shmzone/shmzone/internal/testutil"
 	"github.com/shmzone/shmzone/shm"
 	"golang.org/x/sys/unix"
 )
@@ -300,14 +301,9 @@ func TestCorruptShardKeepsOthers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			seed := rand.Uint64()
-			t.Logf("seed %d", seed)
-			r := rand.New(rand.NewPCG(seed, 0))
+			r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
 			path := filepath.Join(t.TempDir(), "z.zone")
-			d, err := Open(path, Options{Size: size})
-			if err != nil {
-				t.Fatal(err)
-			}
+			d := openSeeded(t, path, Options{Size: size}, r.Uint64())
 			if len(d.shards) <= victim+1 {
 				t.Fatalf("%d shards, want more than %d", len(d.shards), victim+1)
 			}
@@ -352,7 +348,7 @@ func TestCorruptShardKeepsOthers(t *testing.T) {
 				return b
 			})
 
-			d, err = openBounded(t, path, Options{})
+			d, err := openBounded(t, path, Options{})
 			if err != nil {
 				t.Fatalf("Open after corrupting shard %d = %v", victim, err)
 			}

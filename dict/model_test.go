@@ -6,18 +6,20 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shmzone/shmzone/internal/testutil"
 )
 
 // The model test: random operations on a Dict and on a reference model (a
 // map, a CLOCK queue per shard, TTLs on a fake clock), compared after every
-// operation. The seed is logged; DICT_MODEL_SEED=n replays a run.
+// operation. The seed comes from testutil.Seed: a failing run prints the
+// command that replays it.
 //
 // The model follows doc.go's eviction exactly: entries sit in a queue per
 // shard, new keys at the head and unreferenced; reads and writes of a live
@@ -67,15 +69,6 @@ const (
 )
 
 func TestModel(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("DICT_MODEL_SEED"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("DICT_MODEL_SEED=%q: %v", s, err)
-		}
-		seed = n
-	}
-	t.Logf("seed %d (replay with DICT_MODEL_SEED=%d)", seed, seed)
 	for _, cfg := range []mdlConfig{
 		{
 			name: "shards=1/evict=exact", size: specMinZone, shards: 1, mode: mdlExact,
@@ -99,7 +92,7 @@ func TestModel(t *testing.T) {
 			elem:  func(r *rand.Rand) Value { return mdlValue(r, 0, 100, 0) },
 		},
 	} {
-		t.Run(cfg.name, func(t *testing.T) { mdlRunTest(t, cfg, seed) })
+		t.Run(cfg.name, func(t *testing.T) { mdlRunTest(t, cfg, testutil.Seed(t)) })
 	}
 }
 
@@ -178,10 +171,7 @@ func mdlRunTest(t *testing.T, cfg mdlConfig, seed uint64) {
 	h := &mdlRun{t: t, cfg: cfg, seed: seed, r: rand.New(rand.NewPCG(seed, uint64(cfg.mode))), clock: newSpecClock(), outcomes: map[string]int{}}
 	path := filepath.Join(t.TempDir(), "zone")
 	var err error
-	h.d, err = Open(path, Options{Size: cfg.size, Shards: cfg.shards, Clock: h.clock.Now})
-	if err != nil {
-		t.Fatalf("Open = %v", err)
-	}
+	h.d = openSeeded(t, path, Options{Size: cfg.size, Shards: cfg.shards, Clock: h.clock.Now}, h.r.Uint64())
 	defer h.d.Close()
 	h.ro, err = Open(path, Options{ReadOnly: true, Clock: h.clock.Now})
 	if err != nil {
@@ -239,9 +229,28 @@ func mdlRunTest(t *testing.T, cfg mdlConfig, seed uint64) {
 	}
 }
 
+// openSeeded creates a zone at path with o and hashSeed as its hash seed.
+// A zone's hash seed is random; a test that draws it from its own seed
+// puts every key in the same shard and index slot when it is replayed.
+func openSeeded(t *testing.T, path string, o Options, hashSeed uint64) *Dict {
+	t.Helper()
+	d, err := Open(path, o)
+	if err != nil {
+		t.Fatalf("Open(%q) = %v", path, err)
+	}
+	d.Close()
+	if err := fixSeed(path, hashSeed); err != nil {
+		t.Fatal(err)
+	}
+	if d, err = Open(path, o); err != nil {
+		t.Fatalf("Open(%q) after setting its hash seed = %v", path, err)
+	}
+	return d
+}
+
 func (h *mdlRun) failf(format string, args ...any) {
 	h.t.Helper()
-	h.t.Fatalf("op %d (DICT_MODEL_SEED=%d): %s", h.op, h.seed, fmt.Sprintf(format, args...))
+	h.t.Fatalf("op %d (seed %d): %s", h.op, h.seed, fmt.Sprintf(format, args...))
 }
 
 func (h *mdlRun) pickKey() string {

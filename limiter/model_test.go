@@ -5,21 +5,17 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/shmzone/shmzone/internal/testutil"
 )
 
 // TestModel runs random decisions, on a few keys, at random times, through
 // every limiter and through a model of its spec in plain Go maps: the
 // decisions must agree. It checks what the vectors cannot: state that
-// expires, windows that roll, keys that interleave. The seed is printed;
-// set modelSeed to replay one.
+// expires, windows that roll, keys that interleave. The seed comes from
+// testutil.Seed: a failing run prints the command that replays it.
 func TestModel(t *testing.T) {
-	const modelSeed = 0
-	seed := uint64(modelSeed)
-	if seed == 0 {
-		seed = rand.Uint64()
-	}
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 0))
+	r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
 	d, clk := newDict(t)
 	ctx := context.Background()
 	req, _ := NewReq(d, 3, 2)

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/shmzone/shmzone/internal/testutil"
 )
 
 func TestSlidingWindowSteps(t *testing.T) {
@@ -63,9 +65,7 @@ func TestSlidingWindowSteps(t *testing.T) {
 // in any sliding one; and that the worst case reaches the bound.
 func TestSlidingWindowBound(t *testing.T) {
 	const limit, w = 10, 1000
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 0))
+	r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
 	d, clk := newDict(t)
 	l, _ := NewSlidingWindow(d, limit, w*time.Millisecond)
 	ctx := context.Background()

@@ -66,7 +66,11 @@ func FuzzSlabOps(f *testing.F) {
 }
 
 // corruptible returns a region of 512-byte pages with chunks of several
-// classes and runs, some freed, as the bytes of its mapping.
+// classes and runs, some freed, as the bytes of its mapping. It is the same
+// region on every call, from a fixed seed and not from testutil.Seed: a
+// fuzz input is bytes written over this region, so an input the fuzzer
+// saved in testdata/fuzz means something only over the region it was found
+// on, and the fuzzer needs one input to give one run.
 func corruptible(t testing.TB) ([]byte, *Slab) {
 	mem := alignedMem(32 << 10)
 	s, err := Format(mem, 512)

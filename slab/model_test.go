@@ -2,27 +2,14 @@ package slab
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"unsafe"
+
+	"github.com/shmzone/shmzone/internal/testutil"
 )
-
-var seedFlag = flag.Uint64("seed", 0, "seed of the slab model tests; 0 picks a random one")
-
-// testSeed returns the seed to use and logs it so that a failure can be
-// replayed with -seed.
-func testSeed(t *testing.T) uint64 {
-	t.Helper()
-	seed := *seedFlag
-	if seed == 0 {
-		seed = rand.Uint64()
-	}
-	t.Logf("seed %d (replay with -run '%s' -seed=%d)", seed, t.Name(), seed)
-	return seed
-}
 
 // alignedMem returns size bytes, 8-byte aligned as a mapping is.
 func alignedMem(size int) []byte {
@@ -268,7 +255,7 @@ func TestModel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("region=%d/page=%d", tt.region, tt.pageSize), func(t *testing.T) {
-			r := rand.New(rand.NewPCG(testSeed(t), 0))
+			r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
 			s := newSlab(t, tt.region, tt.pageSize)
 			emptyBytes, emptyPages := s.FreeBytes(), s.FreePages()
 			if emptyBytes != s.Capacity() || emptyPages != s.Pages() {

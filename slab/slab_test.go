@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"unsafe"
+
+	"github.com/shmzone/shmzone/internal/testutil"
 )
 
 func newRegion(t testing.TB, size int) *Slab {
@@ -30,9 +32,7 @@ func TestLayoutSizes(t *testing.T) {
 }
 
 func TestAllocFreeRandom(t *testing.T) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	r := rand.New(rand.NewPCG(seed, 0))
+	r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
 	s := newRegion(t, 1<<20)
 	empty := s.FreeBytes()
 	type chunk struct {

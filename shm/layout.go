@@ -14,7 +14,7 @@ import (
 //	| header page        | shard 0           | shard 1           |         |
 //	+--------------------+-------------------+-------------------+-- ... --+
 //
-// The header page (HeaderSize bytes; only the first headerUsed are defined):
+// The header page (HeaderSize bytes; only the first hdrSize, 88, are defined):
 //
 //	0        8        12       16       20       24               32
 //	+--------+--------+--------+--------+--------+----------------+
@@ -73,7 +73,6 @@ type hdr struct {
 const (
 	hdrSize     = int(unsafe.Sizeof(hdr{}))
 	checksumOff = int(unsafe.Offsetof(hdr{}.Checksum))
-	headerUsed  = hdrSize
 )
 
 // Compile-time guards: the overlay must stay 88 bytes and fit the header page.

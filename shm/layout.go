@@ -75,6 +75,9 @@ const (
 	checksumOff = int(unsafe.Offsetof(hdr{}.Checksum))
 )
 
+// bytes returns the overlay's bytes; they alias h.
+func (h *hdr) bytes() []byte { return unsafe.Slice((*byte)(unsafe.Pointer(h)), hdrSize) }
+
 // Compile-time guards: the overlay must stay 88 bytes and fit the header page.
 var (
 	_ [hdrSize - 88]struct{}
@@ -115,7 +118,7 @@ func encodeHeader(b []byte, h Header) {
 	raw.Seed = h.Seed
 	raw.Clock = h.Clock
 	raw.CreatedAt = h.CreatedAt
-	src := unsafe.Slice((*byte)(unsafe.Pointer(&raw)), hdrSize)
+	src := raw.bytes()
 	raw.Checksum = xxhash.Sum64(src[:checksumOff])
 	copy(b[:hdrSize], src)
 }

@@ -62,11 +62,7 @@ func (l *Req) Policy() Policy {
 // Errors: ErrAbused for a value that is not a Req's under key, and the
 // dictionary's errors.
 func (l *Req) Incoming(ctx context.Context, key string, commit bool) (Decision, error) {
-	excess, ok, err := l.step(l.d.Now(), key, commit)
-	if err != nil {
-		return Decision{}, err
-	}
-	return l.decide(excess, ok, commit), nil
+	return l.incomingAt(l.d.Now(), key, commit)
 }
 
 func (l *Req) dictionary() *dict.Dict { return l.d }

@@ -2,7 +2,9 @@ package counter
 
 import "unsafe"
 
-// hintBits is the width of the hash stripe takes its index from.
+// hintBits is how many top bits of its hash stripe keeps: a number below
+// 1<<hintBits, which it scales down to [0, n). 1<<hintBits must be at least
+// maxStripes.
 const hintBits = 6
 
 // stripe returns the calling goroutine's stripe among n, a power of two no

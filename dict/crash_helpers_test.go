@@ -61,12 +61,12 @@ func helperHammer(args []string) error {
 	h := &hammer{
 		d:        d,
 		r:        rand.New(rand.NewPCG(seed, stream)),
-		inflight: shm.Word64(ack, ackInflight),
-		ops:      shm.Word64(ack, ackOps),
+		inflight: word64(ack, ackInflight),
+		ops:      word64(ack, ackOps),
 		last:     make([]int64, crashCounters),
 	}
 	for k := 0; k < crashCounters; k++ {
-		h.acked = append(h.acked, shm.Word64(ack, ackCounts+8*k))
+		h.acked = append(h.acked, word64(ack, ackCounts+8*k))
 	}
 	fmt.Println(readyLine)
 	for {
@@ -242,7 +242,7 @@ func helperHoldLock(args []string) error {
 		if err != nil {
 			return err
 		}
-		w := shm.Word64(d.Zone().Shard(i), 0)
+		w := dict.ShardLock(d, i)
 		shm.Lock(w)
 		if o := shm.Owner(w); o != shm.Self {
 			return fmt.Errorf("shard %d lock owner %d after Lock, want %d", i, o, shm.Self)

@@ -125,7 +125,7 @@ func TestCrashKill(t *testing.T) {
 	// over and rebuilt here.
 	st := d.Stats()
 	for i := 0; i < st.Shards; i++ {
-		if o := shm.Owner(shm.Word64(d.Zone().Shard(i), 0)); o != 0 {
+		if o := shm.Owner(dict.ShardLock(d, i)); o != 0 {
 			t.Errorf("shard %d lock held by %d after Stats, want free", i, o)
 		}
 	}
@@ -297,7 +297,7 @@ func TestCrashHoldingLock(t *testing.T) {
 				t.Fatal("helper not ready after a minute")
 			}
 			for _, i := range tt.shards {
-				if o := shm.Owner(shm.Word64(d.Zone().Shard(i), 0)); o != uint32(p.Pid()) {
+				if o := shm.Owner(dict.ShardLock(d, i)); o != uint32(p.Pid()) {
 					t.Fatalf("shard %d lock owner %d, want the helper %d", i, o, p.Pid())
 				}
 			}
@@ -333,7 +333,7 @@ func TestCrashHoldingLock(t *testing.T) {
 				}
 			}
 			for i := 0; i < after.Shards; i++ {
-				if o := shm.Owner(shm.Word64(d.Zone().Shard(i), 0)); o != 0 {
+				if o := shm.Owner(dict.ShardLock(d, i)); o != 0 {
 					t.Errorf("shard %d lock held by %d, want free", i, o)
 				}
 			}

@@ -187,8 +187,16 @@ func (d *Dict) Close() error {
 // Path returns the zone file's path.
 func (d *Dict) Path() string { return d.z.Path() }
 
-// Zone returns the zone the dictionary lives in.
-func (d *Dict) Zone() *shm.Zone { return d.z }
+// Header returns a copy of the zone's validated header: its geometry, hash
+// seed and creation time. The header is immutable after create.
+func (d *Dict) Header() shm.Header { return d.z.Header() }
+
+// Created reports whether this Open created and formatted the zone, rather
+// than attaching one that existed.
+func (d *Dict) Created() bool { return d.z.Created() }
+
+// ReadOnly reports whether the zone is mapped read-only (Options.ReadOnly).
+func (d *Dict) ReadOnly() bool { return d.readOnly }
 
 // Capacity returns the zone's size in bytes.
 func (d *Dict) Capacity() int64 { return d.z.Header().Size }

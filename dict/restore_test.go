@@ -22,7 +22,7 @@ func TestOpenRestoresSlabHeader(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h := d.Zone().Header()
+	h := d.Header()
 	off := h.ShardOff + int64(arenaOffset(h.IndexSize)) // shard 0's slab header
 	d.Close()
 

@@ -1,6 +1,11 @@
 package dict
 
-import "github.com/shmzone/shmzone/slab"
+import (
+	"cmp"
+	"slices"
+
+	"github.com/shmzone/shmzone/slab"
+)
 
 // Stats are a dictionary's figures, summed over its shards; the counters
 // count since the zone was created, across every process.
@@ -93,17 +98,10 @@ func (d *Dict) SlabStats() []slab.ClassStats {
 			out = append(out, *sum[size])
 		}
 	}
-	sortBySize(out)
+	// One row per size: the sort has no ties to keep in order.
+	slices.SortFunc(out, func(a, b slab.ClassStats) int { return cmp.Compare(a.Size, b.Size) })
 	if r, ok := sum[0]; ok {
 		out = append(out, *r)
 	}
 	return out
-}
-
-func sortBySize(rows []slab.ClassStats) {
-	for i := 1; i < len(rows); i++ {
-		for j := i; j > 0 && rows[j].Size < rows[j-1].Size; j-- {
-			rows[j], rows[j-1] = rows[j-1], rows[j]
-		}
-	}
 }

@@ -41,8 +41,13 @@ type Decision struct {
 }
 
 // Limiter is what every limiter of this package does, and what Combine and
-// package httplimit take. Local limiters never block and never read ctx; it
-// is there for limiters over a network.
+// package httplimit take. The limiters of this package never sleep and never
+// read ctx, which is there for limiters over a network: a Delay is returned
+// for the caller to wait out (httplimit does). A decision does wait for its
+// key's shard lock, as every dictionary operation does: briefly, longer
+// while another process holds it, and a few milliseconds and a repair of the
+// shard when that process died holding it. A leased Conn also takes a mutex
+// of its own, in this process.
 type Limiter interface {
 	// Incoming decides on one request for key and, when commit is true and
 	// the request is allowed, counts it. A rejection is Allowed false, not

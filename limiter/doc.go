@@ -29,10 +29,11 @@
 //	    are for bad configuration, a foreign value under a key (ErrAbused)
 //	    and the dictionary's failures. Hostile input never panics.
 //	I2. Every decision that changes a key is one dictionary operation under
-//	    the key's shard lock (Incr, IncrInit or Update); none reads a value
-//	    and writes it back in two steps. Conn's rejection of a commit is the
-//	    one exception, as in the Lua module: IncrInit then Incr(−1), so
-//	    another process may see the slot taken for that instant.
+//	    the key's shard lock (Incr, IncrInit, Update or Mutate); none reads
+//	    a value and writes it back in two steps. Conn's rejection of a
+//	    commit is the one exception, as in the Lua module: IncrInit then
+//	    Incr(−1), so another process may see the slot taken for that
+//	    instant.
 //	I3. A decision reads the time once, from the dictionary's clock
 //	    (dict.Dict.Now: Options.Clock when injected); Combine reads it once
 //	    for all its limiters. Count and a plain Conn read no time: their

@@ -48,7 +48,7 @@ func benchProcs(b *testing.B, op, keys string, procs int) {
 // shardOf returns the shard of key in d's zone: the low bits of the key's
 // XXH64 with the zone's seed (dict's package doc).
 func shardOf(d *dict.Dict, key string) int {
-	h := d.Zone().Header()
+	h := d.Header()
 	x := xxhash.NewWithSeed(h.Seed)
 	x.WriteString(key)
 	return int(x.Sum64() & uint64(h.Shards-1))

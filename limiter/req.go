@@ -12,9 +12,11 @@ import (
 // Req is a leaky bucket with delay, as lua-resty-limit-traffic's
 // resty.limit.req and nginx's limit_req: requests drain at rate per second,
 // up to burst requests above the rate wait (Decision.Delay) and more are
-// rejected. A key's state is 16 bytes without TTL (state.go), compatible with
-// the Lua module's, and every decision reads and writes it under one shard
-// lock (dict.Update), so processes sharing the key never overshoot.
+// rejected. A key's state is 16 bytes without TTL (state.go), laid out as the
+// Lua module's record. A committing decision reads and rewrites it in place
+// under the key's shard lock (dict.Mutate), and Uncommit under it too
+// (dict.Update), so processes sharing the key never overshoot; a dry run
+// only reads it.
 type Req struct {
 	d       *dict.Dict
 	rateM   float64 // milli-requests per second
@@ -62,11 +64,7 @@ func (l *Req) Policy() Policy {
 // Errors: ErrAbused for a value that is not a Req's under key, and the
 // dictionary's errors.
 func (l *Req) Incoming(ctx context.Context, key string, commit bool) (Decision, error) {
-	excess, ok, err := l.step(l.d.Now(), key, commit)
-	if err != nil {
-		return Decision{}, err
-	}
-	return l.decide(excess, ok, commit), nil
+	return l.incomingAt(l.d.Now(), key, commit)
 }
 
 func (l *Req) dictionary() *dict.Dict { return l.d }

@@ -12,15 +12,16 @@
 //
 //	I1. The header is written last when a zone is created, under flock(LOCK_EX):
 //	    a file whose header is valid is fully formatted.
-//	I2. Attach validates magic, then version and byte order, then the checksum,
-//	    then the geometry against the file size, before any offset is trusted.
+//	I2. Open validates magic, then version and byte order, then the checksum,
+//	    then the geometry against the file size, before any offset is trusted
+//	    (ParseHeader).
 //	I3. Every byte of the file is allocated when it is created (fallocate), so a
 //	    mapped page never faults with SIGBUS for lack of backing store.
 //	I4. The header is immutable after create; the file stores offsets, never
 //	    pointers.
-//	I5. A lock word holds 0 or the pid of its owner. A waiter that finds the owner
-//	    dead takes the lock over and is told so, and must repair what the lock
-//	    protects before using it.
+//	I5. A lock word holds 0 or its owner: a pid and that process's start-time
+//	    token (lock.go). A waiter that finds the owner dead takes the lock over
+//	    and is told so, and must repair what the lock protects before using it.
 //
 // Concurrency: a *Zone may be used by many goroutines at once; Close must not
 // race with other use. Across processes, any number may attach the same file;

@@ -21,6 +21,4 @@ var (
 	// ErrBadOptions is returned for a size, shard count or permission that
 	// cannot make a zone.
 	ErrBadOptions = errors.New("shm: bad options")
-	// ErrClosed is returned when a closed zone is used.
-	ErrClosed = errors.New("shm: zone closed")
 )

@@ -1,11 +1,64 @@
 package shm
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/bits"
 
 	"github.com/cespare/xxhash/v2"
 )
+
+// Header is a validated copy of a zone's header.
+type Header struct {
+	Version   uint32
+	Layout    uint32
+	PageSize  int
+	Size      int64
+	Shards    int
+	IndexSize int
+	ShardOff  int64
+	ShardSize int64
+	Seed      uint64
+	Clock     uint32
+	CreatedAt int64 // Unix ms
+}
+
+func encodeHeader(b []byte, h Header) {
+	var raw hdr
+	copy(raw.Magic[:], magic)
+	raw.Version = h.Version
+	raw.Order = orderMark
+	raw.Layout = h.Layout
+	raw.PageSize = uint32(h.PageSize)
+	raw.Size = uint64(h.Size)
+	raw.Shards = uint32(h.Shards)
+	raw.IndexSize = uint32(h.IndexSize)
+	raw.ShardOff = uint64(h.ShardOff)
+	raw.ShardSize = uint64(h.ShardSize)
+	raw.Seed = h.Seed
+	raw.Clock = h.Clock
+	raw.CreatedAt = h.CreatedAt
+	src := raw.bytes()
+	raw.Checksum = xxhash.Sum64(src[:checksumOff])
+	copy(b[:hdrSize], src)
+}
+
+// isBlankHeader reports whether the header bytes are all zero: a zone whose
+// creator died before it wrote the header (I1).
+func isBlankHeader(b []byte) bool {
+	if len(b) < hdrSize {
+		return false
+	}
+	for _, c := range b[:hdrSize] {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// nativeOrder reads header integers in this machine's byte order.
+var nativeOrder = binary.NativeEndian
 
 // ParseHeader validates the first bytes of a zone file of fileSize bytes and
 // returns its header. It checks, in order, the size, the magic number, the byte

@@ -59,7 +59,7 @@ func helperMain(verb, path string, args []string) int {
 		if err != nil {
 			return fail(err)
 		}
-		r := Lock(Word64(z.Shard(0), 0))
+		r := Lock(word64(z.Shard(0), 0))
 		fmt.Printf("locked %d %d\n", Self, r)
 		io.Copy(io.Discard, in)
 		return 0
@@ -76,7 +76,7 @@ func helperMain(verb, path string, args []string) int {
 		if _, err := in.ReadString('\n'); err != nil {
 			return fail(err)
 		}
-		w, b := Word64(z.Shard(0), 0), z.Shard(0)
+		w, b := word64(z.Shard(0), 0), z.Shard(0)
 		for i := 0; i < n; i++ {
 			Lock(w)
 			plainIncr(b[64:])

@@ -1,11 +1,6 @@
 package shm
 
-import (
-	"encoding/binary"
-	"unsafe"
-
-	"github.com/cespare/xxhash/v2"
-)
+import "unsafe"
 
 // The zone file:
 //
@@ -14,7 +9,7 @@ import (
 //	| header page        | shard 0           | shard 1           |         |
 //	+--------------------+-------------------+-------------------+-- ... --+
 //
-// The header page (HeaderSize bytes; only the first headerUsed are defined):
+// The header page (HeaderSize bytes; only the first hdrSize, 88, are defined):
 //
 //	0        8        12       16       20       24               32
 //	+--------+--------+--------+--------+--------+----------------+
@@ -73,8 +68,10 @@ type hdr struct {
 const (
 	hdrSize     = int(unsafe.Sizeof(hdr{}))
 	checksumOff = int(unsafe.Offsetof(hdr{}.Checksum))
-	headerUsed  = hdrSize
 )
+
+// bytes returns the overlay's bytes; they alias h.
+func (h *hdr) bytes() []byte { return unsafe.Slice((*byte)(unsafe.Pointer(h)), hdrSize) }
 
 // Compile-time guards: the overlay must stay 88 bytes and fit the header page.
 var (
@@ -85,55 +82,3 @@ var (
 
 // ClockUnixMs is the only clock kind: expiry times are Unix milliseconds.
 const ClockUnixMs = 1
-
-// Header is a validated copy of a zone's header.
-type Header struct {
-	Version   uint32
-	Layout    uint32
-	PageSize  int
-	Size      int64
-	Shards    int
-	IndexSize int
-	ShardOff  int64
-	ShardSize int64
-	Seed      uint64
-	Clock     uint32
-	CreatedAt int64 // Unix ms
-}
-
-func encodeHeader(b []byte, h Header) {
-	var raw hdr
-	copy(raw.Magic[:], magic)
-	raw.Version = h.Version
-	raw.Order = orderMark
-	raw.Layout = h.Layout
-	raw.PageSize = uint32(h.PageSize)
-	raw.Size = uint64(h.Size)
-	raw.Shards = uint32(h.Shards)
-	raw.IndexSize = uint32(h.IndexSize)
-	raw.ShardOff = uint64(h.ShardOff)
-	raw.ShardSize = uint64(h.ShardSize)
-	raw.Seed = h.Seed
-	raw.Clock = h.Clock
-	raw.CreatedAt = h.CreatedAt
-	src := unsafe.Slice((*byte)(unsafe.Pointer(&raw)), hdrSize)
-	raw.Checksum = xxhash.Sum64(src[:checksumOff])
-	copy(b[:hdrSize], src)
-}
-
-// isBlankHeader reports whether the header bytes are all zero: a zone whose
-// creator died before it wrote the header (I1).
-func isBlankHeader(b []byte) bool {
-	if len(b) < hdrSize {
-		return false
-	}
-	for _, c := range b[:hdrSize] {
-		if c != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// nativeOrder reads header integers in this machine's byte order.
-var nativeOrder = binary.NativeEndian

@@ -2,7 +2,6 @@ package shm
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"runtime"
 	"strconv"
@@ -34,11 +33,11 @@ var (
 	// Self is this process's pid as a lock owner.
 	Self = uint32(os.Getpid())
 	// selfWord is the lock word this process writes: pid and token.
-	selfWord = OwnerWord(Self, startToken(Self))
+	selfWord = ownerWord(Self, startToken(Self))
 )
 
-// OwnerWord returns the lock word of a process with this pid and token.
-func OwnerWord(pid, token uint32) uint64 { return uint64(pid) | uint64(token)<<32 }
+// ownerWord returns the lock word of a process with this pid and token.
+func ownerWord(pid, token uint32) uint64 { return uint64(pid) | uint64(token)<<32 }
 
 // startToken returns the low 32 bits of a process's start time in clock ticks
 // since boot (field 22 of /proc/PID/stat), or 0 when it cannot be read.
@@ -155,26 +154,4 @@ func Alive(pid uint32) bool {
 	}
 	err := unix.Kill(int(pid), 0)
 	return err == nil || err == unix.EPERM
-}
-
-// Steal takes w from a dead owner without waiting, and reports whether it
-// did; for repair tools. It fails when w is free or its owner lives.
-func Steal(w *uint64) bool {
-	owner := atomic.LoadUint64(w)
-	if owner == 0 || !ownerDead(owner) {
-		return false
-	}
-	return atomic.CompareAndSwapUint64(w, owner, selfWord)
-}
-
-// DescribeOwner returns a lock word's owner for people: "free", or the pid
-// with "(dead)" when it is gone.
-func DescribeOwner(word uint64) string {
-	switch {
-	case word == 0:
-		return "free"
-	case ownerDead(word):
-		return fmt.Sprintf("pid %d (dead)", uint32(word))
-	}
-	return fmt.Sprintf("pid %d", uint32(word))
 }

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 )
@@ -18,7 +19,7 @@ func lockWord(t *testing.T) (*uint64, []byte) {
 	t.Helper()
 	mem := make([]uint64, 8)
 	b := unsafe.Slice((*byte)(unsafe.Pointer(&mem[0])), 64)
-	return Word64(b, 0), b
+	return word64(b, 0), b
 }
 
 // deadPid returns the pid of a process that has exited and been reaped.
@@ -162,31 +163,26 @@ func TestAlive(t *testing.T) {
 	}
 }
 
-func TestSteal(t *testing.T) {
+// ownerDead tells a live owner from a dead one, including a pid handed out
+// again to another process or to this one.
+func TestOwnerDead(t *testing.T) {
 	dead := deadPid(t)
 	tests := []struct {
-		name      string
-		owner     uint64
-		want      bool
-		wantOwner uint32
+		name  string
+		owner uint64
+		want  bool
 	}{
-		{"free", 0, false, 0},
-		{"self", selfWord, false, Self},
-		{"self, earlier incarnation", OwnerWord(Self, startToken(Self)+1), true, Self},
-		{"live", 1, false, 1},
-		{"live pid, other start time", OwnerWord(1, startToken(1)+1), true, Self},
-		{"dead", uint64(dead), true, Self},
-		{"impossible pid", math.MaxUint32, true, Self},
+		{"self", selfWord, false},
+		{"self, earlier incarnation", ownerWord(Self, startToken(Self)+1), true},
+		{"live", 1, false},
+		{"live pid, other start time", ownerWord(1, startToken(1)+1), true},
+		{"dead", uint64(dead), true},
+		{"impossible pid", math.MaxUint32, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w, _ := lockWord(t)
-			*w = tt.owner
-			if got := Steal(w); got != tt.want {
-				t.Fatalf("Steal(owned by %d) = %v, want %v", tt.owner, got, tt.want)
-			}
-			if got := Owner(w); got != tt.wantOwner {
-				t.Fatalf("Owner after Steal = %d, want %d", got, tt.wantOwner)
+			if got := ownerDead(tt.owner); got != tt.want {
+				t.Fatalf("ownerDead(%#x) = %v, want %v", tt.owner, got, tt.want)
 			}
 		})
 	}
@@ -210,7 +206,7 @@ func TestStartToken(t *testing.T) {
 func TestLockKilledOwner(t *testing.T) {
 	path := tempZone(t)
 	z := mustOpen(t, path, small)
-	w := Word64(z.Shard(0), 0)
+	w := word64(z.Shard(0), 0)
 
 	cmd := helperCommand(t, "lock", path)
 	out, err := cmd.StdoutPipe()
@@ -245,8 +241,8 @@ func TestLockKilledOwner(t *testing.T) {
 	if TryLock(w) {
 		t.Fatalf("TryLock(held by live child) = true")
 	}
-	if Steal(w) {
-		t.Fatalf("Steal(held by live child) = true")
+	if ownerDead(atomic.LoadUint64(w)) {
+		t.Fatalf("ownerDead(held by live child) = true")
 	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -283,7 +279,7 @@ func TestLockProcesses(t *testing.T) {
 	for _, start := range starts {
 		start()
 	}
-	w, b := Word64(z.Shard(0), 0), z.Shard(0)
+	w, b := word64(z.Shard(0), 0), z.Shard(0)
 	for i := 0; i < n; i++ {
 		if r := Lock(w); r&LockRecovered != 0 {
 			t.Errorf("Lock = %d with live owners", r)

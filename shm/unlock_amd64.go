@@ -3,7 +3,7 @@
 package shm
 
 // storeRelease stores v to *p with release order, without the full barrier of
-// atomic.StoreUint32 (an XCHG on amd64), which costs as much again as the
+// atomic.StoreUint64 (an XCHG on amd64), which costs as much again as the
 // lock's CAS. Under the race detector the atomic store is used instead, so
 // that the detector sees the release.
 //

@@ -324,6 +324,3 @@ func (z *Zone) Shard(i int) []byte {
 	off := z.hdr.ShardOff + int64(i)*z.hdr.ShardSize
 	return z.data[off : off+z.hdr.ShardSize : off+z.hdr.ShardSize]
 }
-
-// Bytes returns the whole mapping, header included; valid until Close.
-func (z *Zone) Bytes() []byte { return z.data }

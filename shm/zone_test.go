@@ -63,8 +63,8 @@ func TestOpenCreateAttach(t *testing.T) {
 			if h.CreatedAt < before || h.CreatedAt > after {
 				t.Fatalf("CreatedAt = %d, want in [%d, %d]", h.CreatedAt, before, after)
 			}
-			if len(z.Bytes()) != smallSize {
-				t.Fatalf("len(Bytes()) = %d, want %d", len(z.Bytes()), smallSize)
+			if len(z.data) != smallSize {
+				t.Fatalf("mapped %d bytes, want %d", len(z.data), smallSize)
 			}
 			if tt.perm&0o200 == 0 {
 				return // the owner may not reopen it read-write; root may, others may not
@@ -173,7 +173,7 @@ func TestOpenReadOnly(t *testing.T) {
 		if z.Header() != rw.Header() {
 			t.Fatalf("read-only Header() = %+v, want %+v", z.Header(), rw.Header())
 		}
-		if !bytes.Equal(z.Bytes(), orig) {
+		if !bytes.Equal(z.data, orig) {
 			t.Fatalf("read-only mapping differs from the file")
 		}
 		if !writeFaults(z.Shard(0)) {
@@ -308,7 +308,7 @@ func TestOpenFormat(t *testing.T) {
 			if h.Shards != 2 || h.ShardSize != MinShardSize {
 				t.Errorf("Format: Header() = %+v, want 2 shards of %d", h, MinShardSize)
 			}
-			if !isBlankHeader(z.Bytes()) {
+			if !isBlankHeader(z.data) {
 				t.Errorf("Format: header already written")
 			}
 			for i := 0; i < h.Shards; i++ {
@@ -367,23 +367,18 @@ func TestClose(t *testing.T) {
 			t.Fatalf("Close #%d = %v, want nil", i+1, err)
 		}
 	}
-	if z.Bytes() != nil {
-		t.Fatalf("Bytes() after Close has %d bytes, want nil", len(z.Bytes()))
+	if z.data != nil {
+		t.Fatalf("mapping after Close has %d bytes, want nil", len(z.data))
 	}
 }
 
 func TestWordAccess(t *testing.T) {
 	z := mustOpen(t, tempZone(t), small)
 	b := z.Shard(1)
-	w := Word32(b, 8)
-	*w = 0x01020304
-	if got := nativeOrder.Uint32(b[8:]); got != 0x01020304 {
-		t.Fatalf("Word32 wrote %#x, want 0x01020304", got)
-	}
-	d := Word64(b, 16)
+	d := word64(b, 16)
 	*d = 1 << 40
 	if got := nativeOrder.Uint64(b[16:]); got != 1<<40 {
-		t.Fatalf("Word64 wrote %#x, want 1<<40", got)
+		t.Fatalf("word64 wrote %#x, want 1<<40", got)
 	}
 	panics := func(f func()) (p bool) {
 		defer func() { p = recover() != nil }()
@@ -394,11 +389,9 @@ func TestWordAccess(t *testing.T) {
 		name string
 		f    func()
 	}{
-		{"Word32 misaligned", func() { Word32(b, 2) }},
-		{"Word32 past end", func() { Word32(b, len(b)-2) }},
-		{"Word32 negative", func() { Word32(b, -4) }},
-		{"Word64 misaligned", func() { Word64(b, 4) }},
-		{"Word64 past end", func() { Word64(b, len(b)-4) }},
+		{"word64 misaligned", func() { word64(b, 4) }},
+		{"word64 past end", func() { word64(b, len(b)-4) }},
+		{"word64 negative", func() { word64(b, -8) }},
 		{"Shard out of range", func() { z.Shard(2) }},
 	} {
 		if !panics(tt.f) {

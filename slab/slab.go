@@ -16,7 +16,10 @@ type Slab struct {
 	pagesOff uint32
 }
 
-// Overhead returns the bytes a region of size bytes spends on metadata.
+// layoutFor returns how many pages of pageSize bytes a region of size bytes
+// holds after its header, class heads and one descriptor per page, and the
+// offset of page 0, aligned to pageAlign; npages is 0 or less when the region
+// is too small for one page.
 func layoutFor(size int, pageSize int) (npages, pagesOff int) {
 	// Each page costs its bytes plus a descriptor; pages start aligned.
 	npages = (size - descStart - pageAlign) / (pageSize + descSize)

@@ -69,7 +69,7 @@ func (h *harness) env(stdout, stderr io.Writer) *env {
 		opened: func(d *dict.Dict) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
-			h.opens = append(h.opens, d.Zone().ReadOnly())
+			h.opens = append(h.opens, d.ReadOnly())
 		},
 	}
 }

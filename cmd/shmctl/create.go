@@ -50,10 +50,10 @@ func runCreate(e *env, name string, o dict.Options) error {
 		return err
 	}
 	defer d.Close()
-	if !d.Zone().Created() {
+	if !d.Created() {
 		return fmt.Errorf("%w: %s", errZoneExists, path)
 	}
-	h := d.Zone().Header()
+	h := d.Header()
 	fmt.Fprintf(e.stdout, "created %s: %s, %d shard(s) of %s\n", path, formatSize(h.Size), h.Shards, formatSize(h.ShardSize))
 	return nil
 }

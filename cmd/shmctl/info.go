@@ -99,7 +99,7 @@ type jsonShard struct {
 }
 
 func newInfo(d *dict.Dict, perShard bool) info {
-	h := d.Zone().Header()
+	h := d.Header()
 	r := info{
 		Zone: d.Path(), Size: h.Size, Shards: h.Shards, ShardSize: h.ShardSize,
 		IndexSlots: h.IndexSize, PageSize: h.PageSize, jsonStats: statsOf(d.Stats()),

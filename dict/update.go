@@ -1,0 +1,147 @@
+package dict
+
+import (
+	"math"
+	"time"
+)
+
+// The writes that read the live value first: Expire, CompareAndSwap and
+// Update.
+
+// Expire sets key's TTL from now; 0 means never. Errors: ErrNotFound for an
+// absent or expired key (an expired key is not brought back).
+func (d *Dict) Expire(key string, ttl time.Duration) error {
+	expiry, err := d.expiryFor(ttl)
+	if err != nil {
+		return err
+	}
+	s, _, off, err := d.lookup(key, true)
+	if err != nil {
+		return err
+	}
+	defer d.unlock(s)
+	if off == 0 {
+		return ErrNotFound
+	}
+	e := s.entryAt(off)
+	if expired(e, d.clock) {
+		return ErrNotFound
+	}
+	e.Expiry = expiry
+	s.hdr().Writes++
+	return nil
+}
+
+// CompareAndSwap replaces key's live value with new, with a TTL (0 = never),
+// when it equals old in kind and bytes, keeping the flags; it reports whether
+// it did. Errors: ErrNotFound for an absent or expired key, ErrIsList for a
+// list, and the errors of Set.
+func (d *Dict) CompareAndSwap(key string, old, new Value, ttl time.Duration) (bool, error) {
+	if err := d.check(key, true); err != nil {
+		return false, err
+	}
+	expiry, err := d.checkValue(key, new, ttl)
+	if err != nil {
+		return false, err
+	}
+	s, h, off, err := d.lookup(key, true)
+	if err != nil {
+		return false, err
+	}
+	defer d.unlock(s)
+	if off == 0 {
+		return false, ErrNotFound
+	}
+	e := s.entryAt(off)
+	if expired(e, d.clock) {
+		return false, ErrNotFound
+	}
+	if !s.okBody(off, e) {
+		return false, d.corruptLocked(s, "entry")
+	}
+	if e.kind() == KindList {
+		return false, ErrIsList
+	}
+	if !s.equalLocked(off, e, old) {
+		return false, nil
+	}
+	if _, err := d.storeLocked(s, key, h, off, new, expiry, 0, modeSet, true, true); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// equalLocked reports whether an entry holds v.
+func (s *shard) equalLocked(off uint32, e *entry, v Value) bool {
+	if e.kind() != v.kind || int(e.VLen) != storedLen(v) {
+		return false
+	}
+	switch v.kind {
+	case KindInt, KindFloat:
+		return *s.num(off, e) == v.num
+	case KindBool:
+		return uint64(s.valueOf(off, e)[0]) == v.num
+	case KindBytes:
+		return string(s.valueOf(off, e)) == string(v.b)
+	}
+	return false
+}
+
+// Update calls fn with key's live value (ok false when absent or expired)
+// under the shard lock and stores what it returns: the next value with its
+// TTL (0 = never), or, when keep is false, deletes the key; the zero Value
+// with keep true leaves the key as it is (value, TTL and flags, or absence).
+// The flags of a live entry stay; a new entry gets 0. A bytes cur aliases the zone and is
+// valid only during fn. fn must be short and must not call the Dict; if it
+// panics, the lock is released and the panic goes on. Errors: ErrIsList for a
+// list, and the errors of Set.
+func (d *Dict) Update(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool)) error {
+	s, h, off, err := d.lookup(key, true)
+	if err != nil {
+		return err
+	}
+	defer d.unlock(s)
+	var cur Value
+	ok := false
+	if off != 0 {
+		e := s.entryAt(off)
+		if !expired(e, d.clock) {
+			if !s.okBody(off, e) {
+				return d.corruptLocked(s, "entry")
+			}
+			switch e.kind() {
+			case KindList:
+				return ErrIsList
+			case KindInt, KindFloat:
+				cur = Value{kind: e.kind(), num: math.Float64bits(0)}
+				if e.VLen == 8 {
+					cur.num = *s.num(off, e)
+				}
+			case KindBool:
+				cur = Bool(e.VLen == 1 && s.valueOf(off, e)[0] != 0)
+			case KindBytes:
+				cur = Value{kind: KindBytes, b: s.valueOf(off, e)}
+			}
+			ok = true
+		}
+	}
+	next, ttl, keep := fn(cur, ok)
+	if keep && next.kind == KindNone {
+		return nil // leave it as it is
+	}
+	if !keep {
+		if off != 0 {
+			if err := s.removeLocked(off); err != nil {
+				return d.corruptLocked(s, "remove")
+			}
+			s.hdr().Writes++
+		}
+		return nil
+	}
+	expiry, err := d.checkValue(key, next, ttl)
+	if err != nil {
+		return err
+	}
+	_, err = d.storeLocked(s, key, h, off, next, expiry, 0, modeSet, true, true)
+	return err
+}

@@ -16,13 +16,13 @@ const hintBits = 6
 // goroutines whose stacks sit next to each other get stripes far apart
 // (the low bits of the top six would not do: two adjacent 2 KiB stacks
 // then share a stripe of 8). Go has no goroutine-local storage and no
-// public per-P index; this costs about a nanosecond. The stripe changes
+// public per-P index; this is a shift and a multiply. The stripe changes
 // when the goroutine's stack is moved or the call depth crosses 2 KiB,
 // which only moves later increments to another cell.
 //
 // The variable is zero-sized so that the compiler stores nothing to take
-// its address: a store before the atomic add that follows costs 3 ns, as
-// the locked add waits for the store buffer to drain. TestStripe checks
+// its address: a store before the atomic add that follows would make the
+// locked add wait for the store buffer to drain. TestStripe checks
 // that the address is still a stack address.
 func stripe(n int) int {
 	var b [0]byte

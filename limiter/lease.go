@@ -27,7 +27,7 @@ import (
 // request, or call Renew more often than once per lease. A decision reads
 // and rewrites up to MaxHolders records (24 bytes each) instead of one int,
 // and records this Conn's keys in a process-local map (one allocation per
-// new key): a few tens of nanoseconds more.
+// new key).
 
 // MaxHolders is the most holders (Conns, usually one per process) that may
 // hold slots of one leased key at the same time.

@@ -6,7 +6,7 @@ import (
 )
 
 // hist is a log-linear latency histogram in nanoseconds: 16 linear
-// sub-buckets per power of two, so a percentile is within about 6% of the
+// sub-buckets per power of two, so a percentile is within 1/16 of the
 // sample. Children fill one each and the parent adds them.
 type hist map[int]int64
 

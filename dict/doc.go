@@ -41,6 +41,16 @@
 //	    rebuilds the shard (repair.go). An increment of a live integer is one
 //	    aligned store and is never lost or half done.
 //
+// User code: Update and Mutate call the caller's fn with the shard's lock
+// held and a view of the zone: Update's cur aliases the entry's value, and
+// Mutate's b is the value itself. Every slice of zone memory the package
+// hands out, there or in a returned Value, is capped (s[i:j:j]), so an
+// append to it copies instead of writing over the next entry. If fn panics
+// or calls runtime.Goexit, the operation is undone before the panic goes on,
+// unrecovered, to the caller: Update has written nothing yet, Mutate puts a
+// found entry's bytes back and removes a new entry; then the lock is
+// released. The zone stays sound and the process may go on using it.
+//
 // Concurrency: a *Dict is safe for use by many goroutines; Close must not race
 // with other calls. Across processes, every operation on a key is atomic under
 // its shard's lock; a read sees the last completed write of any process. The

@@ -207,7 +207,7 @@ func (c *copyBuf) value(r copyRec) Value {
 	switch r.kind {
 	case KindBytes:
 		v := r.start + r.klen
-		return Value{kind: KindBytes, b: c.b[v : v+r.vlen : v+r.vlen]}
+		return Value{kind: KindBytes, b: capped(c.b[v : v+r.vlen])}
 	case KindList:
 		return Value{kind: KindList}
 	}

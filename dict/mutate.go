@@ -14,10 +14,16 @@ var zeros [MaxMutateSize]byte
 // (found true) when that holds exactly size bytes; fn's changes to b are the
 // update, and its result is ignored. When key is absent or expired, fn gets
 // size zero bytes of a new entry with TTL ttl (0 = never) and flags 0
-// (found false), and the entry is kept only if fn returns true. b aliases the
-// zone and is valid only during fn; fn must be short and must not call the
-// Dict. A process that dies inside fn loses the key (the entry being written,
-// doc.go I6). A found entry keeps its TTL and flags and is marked used.
+// (found false), and the entry is kept only if fn returns true. A found
+// entry keeps its TTL and flags and is marked used.
+//
+// b aliases the zone and is valid only during fn. It has no spare capacity:
+// an append to it copies, and changes to the copy are not stored. fn must be
+// short and must not call the Dict. If fn panics (or calls runtime.Goexit),
+// Mutate undoes it before the panic goes on, unrecovered and unchanged, to
+// the caller: a found entry gets its old bytes back, a new entry is removed,
+// and the lock is released. A process that dies inside fn loses the key (the
+// entry being written, doc.go I6).
 //
 // Errors: ErrWrongShape, without calling fn, when the live value is of
 // another kind or size; ErrBadValue for a size outside 1..MaxMutateSize;
@@ -47,9 +53,7 @@ func (d *Dict) Mutate(key string, size int, ttl time.Duration, fn func(b []byte,
 			if !s.okBody(off, e) {
 				return d.corruptLocked(s, "entry")
 			}
-			hd.Drop = off // fn writes words one by one
-			fn(s.valueOf(off, e), true)
-			hd.Drop = dropNone
+			d.mutateLocked(s, off, true, fn)
 			e.use()
 			hd.Writes++
 			return nil
@@ -65,14 +69,43 @@ func (d *Dict) Mutate(key string, size int, ttl time.Duration, fn func(b []byte,
 	if off, _, err = s.findLocked(key, h); err != nil || off == 0 {
 		return d.corruptLocked(s, "index")
 	}
-	e := s.entryAt(off)
-	hd.Drop = off
-	keep := fn(s.valueOf(off, e), false)
-	hd.Drop = dropNone
-	if !keep {
+	if !d.mutateLocked(s, off, false, fn) {
 		if err := s.removeLocked(off); err != nil {
 			return d.corruptLocked(s, "remove")
 		}
 	}
 	return nil
+}
+
+// mutateLocked calls fn with the value bytes of the entry at off, which
+// passed okBody, capped, and with Drop naming the entry while fn writes its
+// words one by one. When fn does not return (a panic, runtime.Goexit) it
+// undoes fn's work as the stack unwinds: a found entry gets the bytes it
+// had, a new one is removed. It does not recover: the panic goes on.
+func (d *Dict) mutateLocked(s *shard, off uint32, found bool, fn func(b []byte, found bool) bool) bool {
+	hd := s.hdr()
+	b := capped(s.valueOf(off, s.entryAt(off)))
+	var old [MaxMutateSize]byte
+	if found {
+		copy(old[:], b)
+	}
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		if !found {
+			if s.removeLocked(off) != nil {
+				d.corruptLocked(s, "remove") // repairs the shard
+			}
+			return
+		}
+		copy(b, old[:len(b)])
+		hd.Drop = dropNone
+	}()
+	hd.Drop = off
+	keep := fn(b, found)
+	hd.Drop = dropNone
+	returned = true
+	return keep
 }

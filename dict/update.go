@@ -91,10 +91,15 @@ func (s *shard) equalLocked(off uint32, e *entry, v Value) bool {
 // under the shard lock and stores what it returns: the next value with its
 // TTL (0 = never), or, when keep is false, deletes the key; the zero Value
 // with keep true leaves the key as it is (value, TTL and flags, or absence).
-// The flags of a live entry stay; a new entry gets 0. A bytes cur aliases the zone and is
-// valid only during fn. fn must be short and must not call the Dict; if it
-// panics, the lock is released and the panic goes on. Errors: ErrIsList for a
-// list, and the errors of Set.
+// The flags of a live entry stay; a new entry gets 0.
+//
+// A bytes cur aliases the zone and is valid only during fn; fn must not
+// write to it (Mutate is the in-place form) and may return it, or an append
+// to it: cur has no spare capacity, so an append copies. fn must be short
+// and must not call the Dict. Update writes nothing before fn returns, so
+// if fn panics (or calls runtime.Goexit) the key stays as it was, the lock
+// is released, and the panic goes on, unrecovered and unchanged, to the
+// caller. Errors: ErrIsList for a list, and the errors of Set.
 func (d *Dict) Update(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool)) error {
 	s, h, off, err := d.lookup(key, true)
 	if err != nil {
@@ -120,7 +125,7 @@ func (d *Dict) Update(key string, fn func(cur Value, ok bool) (next Value, ttl t
 			case KindBool:
 				cur = Bool(e.VLen == 1 && s.valueOf(off, e)[0] != 0)
 			case KindBytes:
-				cur = Value{kind: KindBytes, b: s.valueOf(off, e)}
+				cur = Value{kind: KindBytes, b: capped(s.valueOf(off, e))}
 			}
 			ok = true
 		}

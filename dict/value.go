@@ -62,6 +62,13 @@ func Bool(v bool) Value {
 // value is stored.
 func Bytes(b []byte) Value { return Value{kind: KindBytes, b: b} }
 
+// capped returns b without spare capacity, so that an append to it copies
+// instead of writing past its end. Every slice that leaves the package and
+// views memory it does not own outright (the zone's, in Update and Mutate,
+// or a buffer shared by several values, in Scan and LRange) passes through
+// it (STYLE rule 5).
+func capped(b []byte) []byte { return b[:len(b):len(b)] }
+
 // String returns a bytes value holding s.
 func String(s string) Value { return Value{kind: KindBytes, b: stringBytes(s), str: true} }
 

@@ -107,8 +107,9 @@ func (v Value) Bool() bool {
 }
 
 // Bytes returns the bytes of a bytes value. For a value from Get it is the
-// caller's own copy; for one from String it is a new copy. For other kinds it
-// is nil.
+// caller's own copy; for one from String it is a new copy; for Update's cur
+// it is a read-only view of the zone, valid only during fn. A view has no
+// spare capacity: an append to it copies. For other kinds it is nil.
 func (v Value) Bytes() []byte {
 	if v.kind != KindBytes {
 		return nil

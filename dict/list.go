@@ -1,5 +1,10 @@
 package dict
 
+import (
+	"errors"
+	"time"
+)
+
 // Lists: a list entry's value is a listHdr; its elements are nodes, each a
 // chunk of its own, doubly linked. Pushing never evicts (nginx neither): it
 // reclaims expired entries only, and fails with ErrNoMemory.
@@ -42,6 +47,104 @@ func (d *Dict) LLen(key string) (int, error) {
 		return 0, d.corruptLocked(s, "list")
 	}
 	return int(s.listOf(off, e).Len), nil
+}
+
+// SetList stores elems, head first, as the list under key with a TTL (0 =
+// never) and flags 0, replacing what key holds, a value or a list; with no
+// elems it deletes key. It is all or nothing: under the shard lock it
+// allocates and fills every element first, and replaces the old value only
+// when all of them fit, so on any error the key's old value is left as it
+// was (I3) and no other process sees a partial list. Like LPush it never
+// evicts; it reclaims expired entries only. It holds the lock while it
+// copies the whole list: it is for loading lists (shmctl restore), not for
+// a hot path. Errors: ErrBadValue for an element that is the zero Value or
+// a list, ErrValueTooLarge, ErrBadTTL, ErrNoMemory.
+func (d *Dict) SetList(key string, elems []Value, ttl time.Duration) error {
+	if err := d.check(key, true); err != nil {
+		return err
+	}
+	for _, v := range elems {
+		if v.kind == KindNone || v.kind == KindList {
+			return ErrBadValue
+		}
+		if nodeHdrSize+v.Len() > d.maxEntry {
+			return ErrValueTooLarge
+		}
+	}
+	if entrySize(len(key), listHdrSize) > d.maxEntry {
+		return ErrValueTooLarge
+	}
+	expiry, err := d.expiryFor(ttl)
+	if err != nil {
+		return err
+	}
+	s, h, off, err := d.lookup(key, true)
+	if err != nil {
+		return err
+	}
+	defer d.unlock(s)
+	hd := s.hdr()
+	if len(elems) == 0 {
+		if off != 0 {
+			if err := s.removeLocked(off); err != nil {
+				return d.corruptLocked(s, "remove")
+			}
+			hd.Writes++
+		}
+		return nil
+	}
+	// Build the elements aside, linked to each other and reachable from no
+	// list: while Drop is dropUnreachable a repair frees them, and the
+	// key's entry (off, pinned) is not touched yet.
+	var first, last uint32
+	for _, v := range elems {
+		noff, _, err := s.allocLocked(nodeHdrSize+v.Len(), false, off, d.clock)
+		if err != nil {
+			return d.abandonChainLocked(s, first, err)
+		}
+		n := s.putNodeLocked(noff, v)
+		n.Prev = last
+		if last != 0 {
+			s.nodeAt(last).Next = noff
+		} else {
+			first = noff
+		}
+		last = noff
+	}
+	// Every element fits: replace the old value with an empty list entry
+	// (an old list's nodes are freed), then hang the elements on it.
+	if _, err := d.storeLocked(s, key, h, off, Value{kind: KindList}, expiry, 0, modeSet, false, false); err != nil {
+		hd.Drop = dropUnreachable
+		return d.abandonChainLocked(s, first, err)
+	}
+	if off, _, err = s.findLocked(key, h); err != nil || off == 0 {
+		return d.corruptLocked(s, "index")
+	}
+	e := s.entryAt(off)
+	if e.VLen != uint32(listHdrSize) || !s.okBody(off, e) {
+		return d.corruptLocked(s, "list")
+	}
+	hd.Drop = off // three words: a repair drops the entry and frees the nodes
+	*s.listOf(off, e) = listHdr{Len: uint32(len(elems)), Head: first, Tail: last}
+	hd.Drop = dropNone
+	return nil
+}
+
+// abandonChainLocked frees the nodes from first that SetList built and
+// cannot use, with Drop dropUnreachable, and returns err. A corrupt arena is
+// repaired instead, which frees them too.
+func (d *Dict) abandonChainLocked(s *shard, first uint32, err error) error {
+	switch {
+	case errors.Is(err, ErrCorrupt): // storeLocked repaired the shard
+		return err
+	case err == errCorruptArena:
+		return d.corruptLocked(s, "alloc")
+	}
+	if s.freeChainLocked(first) != nil {
+		return d.corruptLocked(s, "list free")
+	}
+	s.hdr().Drop = dropNone
+	return err
 }
 
 func (d *Dict) push(key string, v Value, head bool) (int, error) {
@@ -101,19 +204,7 @@ func (d *Dict) push(key string, v Value, head bool) (int, error) {
 		}
 		return 0, err
 	}
-	n := s.nodeAt(noff)
-	*n = node{VLen: uint32(v.Len()), Kind: uint8(v.kind)}
-	data, _ := s.nodeData(noff, n)
-	switch v.kind {
-	case KindBytes:
-		copy(data, v.b)
-	case KindBool:
-		data[0] = byte(v.num)
-	default:
-		for i := 0; i < 8; i++ {
-			data[i] = byte(v.num >> (8 * i))
-		}
-	}
+	n := s.putNodeLocked(noff, v)
 	l := s.listOf(off, e)
 	// Link the node; the store that makes it reachable from the head is the
 	// commit point, and Drop (dropUnreachable) until then frees it on repair.
@@ -256,13 +347,40 @@ func (d *Dict) popLocked(s *shard, key string, h uint64, head bool, dst []byte) 
 	return v, -1, nil
 }
 
+// putNodeLocked writes an unlinked node holding v into the chunk at noff,
+// which allocLocked returned for nodeHdrSize+v.Len() bytes.
+func (s *shard) putNodeLocked(noff uint32, v Value) *node {
+	n := s.nodeAt(noff)
+	*n = node{VLen: uint32(v.Len()), Kind: uint8(v.kind)}
+	data, _ := s.nodeData(noff, n)
+	switch v.kind {
+	case KindBytes:
+		copy(data, v.b)
+	case KindBool:
+		data[0] = byte(v.num)
+	default:
+		for i := 0; i < 8; i++ {
+			data[i] = byte(v.num >> (8 * i))
+		}
+	}
+	return n
+}
+
 // freeNodesLocked frees every node of a list entry and empties it.
 func (s *shard) freeNodesLocked(off uint32, e *entry) error {
 	if e.VLen != uint32(listHdrSize) || !s.okBody(off, e) {
 		return errCorruptArena
 	}
 	l := s.listOf(off, e)
-	n := l.Head
+	if err := s.freeChainLocked(l.Head); err != nil {
+		return err
+	}
+	*l = listHdr{}
+	return nil
+}
+
+// freeChainLocked frees the nodes linked by Next from n.
+func (s *shard) freeChainLocked(n uint32) error {
 	for steps := 0; n != 0; steps++ {
 		if !s.okNode(n) || steps > s.maxSteps() {
 			return errCorruptArena
@@ -273,6 +391,5 @@ func (s *shard) freeNodesLocked(off uint32, e *entry) error {
 		}
 		n = next
 	}
-	*l = listHdr{}
 	return nil
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -24,7 +26,11 @@ new zone, and rm the old one to resize a zone.
   shmctl dump app | shmctl restore app2 --size 256M
 
 When ZONE does not exist, --size creates it (with --shards shards). Restore
-never evicts: it stops with exit code 8 at the first key that does not fit.`,
+never evicts: it stops with exit code 8 at the first key that does not fit,
+or the first line that is not a key (a ttl_ms beyond 292 years, a number
+out of its kind's range), and names that line. The keys of the lines before
+it are stored; the key that failed keeps the value it had (a list is built
+whole before it replaces the old one).`,
 	min: 1, max: 2,
 	flags: func(fs *flag.FlagSet) func(*env, []string) error {
 		size := fs.String("size", "", "create ZONE with this size when it does not exist, e.g. 256M")
@@ -64,46 +70,56 @@ func runRestore(e *env, name string, o dict.Options, in io.Reader) error {
 		return err
 	}
 	defer d.Close()
-	dec := json.NewDecoder(in)
+	r := bufio.NewReader(in)
 	n := 0
-	for {
-		var j jsonItem
-		if err := dec.Decode(&j); err == io.EOF {
+	for line := 1; ; line++ {
+		b, rerr := r.ReadBytes('\n')
+		if rerr != nil && rerr != io.EOF {
+			return fmt.Errorf("line %d: %v", line, rerr)
+		}
+		if len(bytes.TrimSpace(b)) > 0 {
+			key, err := restoreLine(d, b)
+			if errors.Is(err, dict.ErrNoMemory) {
+				err = fmt.Errorf("zone full after %d keys: restore into a larger zone", n)
+			}
+			if err != nil && key != "" {
+				return fmt.Errorf("line %d (key %s): %v", line, humanKey(key), err)
+			}
+			if err != nil {
+				return fmt.Errorf("line %d: %v", line, err)
+			}
+			n++
+		}
+		if rerr == io.EOF {
 			break
-		} else if err != nil {
-			return fmt.Errorf("record %d: %v", n+1, err)
 		}
-		it, err := j.item()
-		if err == nil {
-			err = restoreItem(d, it)
-		}
-		if errors.Is(err, dict.ErrNoMemory) {
-			return fmt.Errorf("record %d (key %s): zone full after %d keys: restore into a larger zone", n+1, humanKey(it.key), n)
-		}
-		if err != nil {
-			return fmt.Errorf("record %d: %v", n+1, err)
-		}
-		n++
 	}
 	_, err = fmt.Fprintf(e.stdout, "restored %d keys into %s\n", n, d.Path())
 	return err
 }
 
-// restoreItem stores one key without evicting others.
+// restoreLine decodes one line of a dump and stores its key; it returns the
+// key as far as it was read, for messages.
+func restoreLine(d *dict.Dict, b []byte) (key string, err error) {
+	var j jsonItem
+	if err := json.Unmarshal(b, &j); err != nil {
+		return "", err
+	}
+	it, err := j.item()
+	if err == nil {
+		err = restoreItem(d, it)
+	}
+	return it.key, err
+}
+
+// restoreItem stores one key without evicting others. A failed key keeps
+// the value it had: a list is built whole before it replaces it.
 func restoreItem(d *dict.Dict, it item) error {
 	if !it.isList {
 		return d.SafeSet(it.key, it.value, it.ttl, it.flags)
 	}
-	if err := d.Delete(it.key); err != nil {
-		return err
+	if it.flags != 0 {
+		return fmt.Errorf("flags %d on a list: lists have no flags", it.flags)
 	}
-	for _, v := range it.list {
-		if _, err := d.RPush(it.key, v); err != nil {
-			return err
-		}
-	}
-	if it.ttl > 0 && len(it.list) > 0 {
-		return d.Expire(it.key, it.ttl)
-	}
-	return nil
+	return d.SetList(it.key, it.list, it.ttl)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -124,11 +125,12 @@ func TestRestoreErrors(t *testing.T) {
 	}{
 		{"zone full", dump, []string{"restore", "small"}, exitFail, "zone full after"},
 		{"no zone", dump, []string{"restore", "absent"}, exitNoZone, "no such zone"},
-		{"not json", "{\"key\":\"a\",\n", []string{"restore", "app"}, exitFail, "record 1"},
+		{"not json", "{\"key\":\"a\",\n", []string{"restore", "app"}, exitFail, "line 1: "},
 		{"bad kind", `{"key":"a","kind":"long","value":1}`, []string{"restore", "app"}, exitFail, `bad kind "long"`},
 		{"bad int", `{"key":"a","kind":"int","value":1.5}`, []string{"restore", "app"}, exitFail, "bad int value 1.5"},
 		{"no key", `{"kind":"int","value":1}`, []string{"restore", "app"}, exitFail, "no key"},
-		{"second record", "{\"key\":\"a\",\"kind\":\"int\",\"value\":1}\n{\"key\":\"b\"}", []string{"restore", "app"}, exitFail, "record 2"},
+		{"second line", "{\"key\":\"a\",\"kind\":\"int\",\"value\":1}\n\n{\"key\":\"b\"}", []string{"restore", "app"}, exitFail, "line 3 (key b): "},
+		{"two records on a line", "{\"key\":\"a\",\"kind\":\"int\",\"value\":1} {\"key\":\"b\",\"kind\":\"int\",\"value\":1}", []string{"restore", "app"}, exitFail, "line 1: "},
 		{"shards without size", "", []string{"restore", "x", "--shards", "2"}, exitUsage, "--shards needs --size"},
 	}
 	for _, tt := range tests {
@@ -155,5 +157,156 @@ func TestRestoreFile(t *testing.T) {
 	h.ok("restore", "copy", file, "--size", "512K")
 	if got := h.ok("dump", "copy"); sortedLines(got) != sortedLines(dump) {
 		t.Errorf("restore from a file:\n%s\nwant\n%s", got, dump)
+	}
+}
+
+// restoreInto runs restore of input into zone and fails unless it exits
+// with code and its stderr holds msg.
+func restoreInto(t *testing.T, h *harness, zone, input string, code int, msg string) {
+	t.Helper()
+	h.stdin = strings.NewReader(input)
+	defer func() { h.stdin = nil }()
+	_, errs, got := h.run("restore", zone)
+	if got != code || !strings.Contains(errs, msg) {
+		t.Errorf("shmctl restore %s: exit %d, stderr %q; want %d and %q", zone, got, errs, code, msg)
+	}
+}
+
+// getKey runs shmctl get with args and returns its output; it fails the
+// calling test, a subtest too, unless get exits 0.
+func getKey(t *testing.T, h *harness, args ...string) string {
+	t.Helper()
+	out, errs, code := h.run(append([]string{"get"}, args...)...)
+	if code != 0 {
+		t.Fatalf("shmctl get %q: exit %d, stderr %q", args, code, errs)
+	}
+	return out
+}
+
+// abbrev shortens get's output of long values for messages.
+func abbrev(s string) string {
+	if len(s) > 80 {
+		return fmt.Sprintf("%q…(%d bytes)", s[:60], len(s))
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// checkZone fails unless the zone passes Check.
+func checkZone(t *testing.T, h *harness, zone string) {
+	t.Helper()
+	d := h.dict(zone)
+	defer d.Close()
+	if err := d.Check(); err != nil {
+		t.Fatalf("Check(%s) = %v", zone, err)
+	}
+}
+
+// A list too large for the zone leaves the key it would replace as it was,
+// a list or a value, and the error names the line. The lines before it are
+// restored; the keys after it are not.
+func TestRestoreListThatDoesNotFitKeepsOldValue(t *testing.T) {
+	h := newHarness(t)
+	h.ok("create", "small", "--size", "72K", "--shards", "1")
+	d := h.dict("small")
+	oldList := []dict.Value{dict.String("a"), dict.Int(2), dict.Bytes(bytes.Repeat([]byte{3}, 1500))}
+	for _, v := range oldList {
+		if _, err := d.RPush("q", v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := d.Set("v", dict.String("old value"), time.Hour, 6); err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+	wantQ := h.ok("get", "small", "q")
+	wantV := h.ok("get", "small", "v")
+
+	elems := make([]string, 40) // 160 KB: more than the zone holds
+	for i := range elems {
+		elems[i] = fmt.Sprintf(`{"kind":"bytes","value":%q}`, strings.Repeat(strconv.Itoa(i%10), 4000))
+	}
+	big := "[" + strings.Join(elems, ",") + "]"
+	for _, key := range []string{"q", "v"} {
+		t.Run(key, func(t *testing.T) {
+			input := `{"key":"first","kind":"int","value":1,"flags":0,"ttl_ms":0}` + "\n" +
+				`{"key":"` + key + `","kind":"list","value":` + big + `,"flags":0,"ttl_ms":0}` + "\n" +
+				`{"key":"after","kind":"int","value":1,"flags":0,"ttl_ms":0}` + "\n"
+			restoreInto(t, h, "small", input, exitFail, "line 2 (key "+key+"): zone full after 1 keys")
+			if got := getKey(t, h, "small", "q"); got != wantQ {
+				t.Errorf("get q after the failed restore = %s, want %s as before", abbrev(got), abbrev(wantQ))
+			}
+			if got := getKey(t, h, "small", "v"); got != wantV {
+				t.Errorf("get v after the failed restore = %s, want %s as before", abbrev(got), abbrev(wantV))
+			}
+			if got := getKey(t, h, "small", "first"); got != "int 1 flags=0 ttl=never\n" {
+				t.Errorf("get first = %q, want the key of line 1 restored", got)
+			}
+			if _, _, code := h.run("get", "small", "after"); code != exitNo {
+				t.Errorf("get after: exit %d, want %d: restore stops at the line that fails", code, exitNo)
+			}
+			checkZone(t, h, "small")
+		})
+	}
+	// A list that fits replaces the old one whole, its TTL with it.
+	restoreInto(t, h, "small", `{"key":"q","kind":"list","value":`+"["+strings.Join(elems[:3], ",")+"]"+`,"flags":0,"ttl_ms":5000}`, exitOK, "")
+	d = h.dict("small")
+	defer d.Close()
+	if vs, err := d.LRange("q"); err != nil || len(vs) != 3 || vs[2].String() != strings.Repeat("2", 4000) {
+		t.Fatalf("LRange(q) after restoring 3 elements = %d elements, %v", len(vs), err)
+	}
+	if ttl, err := d.TTL("q"); ttl != 5*time.Second || err != nil {
+		t.Fatalf("TTL(q) = %v, %v; want 5s", ttl, err)
+	}
+	if err := d.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A number out of its field's range is an error naming the line, never a
+// value that wrapped: the key keeps what it had.
+func TestRestoreRejectsOutOfRangeNumbers(t *testing.T) {
+	h := newHarness(t)
+	h.ok("create", "z", "--size", "256K", "--shards", "1")
+	h.ok("set", "z", "k", "old", "--flags", "2")
+	want := h.ok("get", "z", "k", "--json")
+	line := func(kind, value string, flags, ttl string) string {
+		return `{"key":"ok","kind":"int","value":1,"flags":0,"ttl_ms":0}` + "\n" +
+			`{"key":"k","kind":"` + kind + `","value":` + value + `,"flags":` + flags + `,"ttl_ms":` + ttl + "}\n"
+	}
+	tests := []struct {
+		name, input, msg string
+	}{
+		{"ttl_ms that wraps a Duration", line("int", "1", "0", "18446744073710"), "line 2 (key k): ttl_ms 18446744073710 out of range"},
+		{"ttl_ms one past the longest", line("int", "1", "0", strconv.FormatInt(maxTTLMs+1, 10)), "line 2 (key k): ttl_ms 9223372036854 out of range"},
+		{"ttl_ms of MaxInt64", line("int", "1", "0", "9223372036854775807"), "line 2 (key k): ttl_ms 9223372036854775807 out of range"},
+		{"negative ttl_ms", line("int", "1", "0", "-1"), "line 2 (key k): ttl_ms -1 out of range"},
+		{"ttl_ms past int64", line("int", "1", "0", "18446744073709551616"), "line 2: json: cannot unmarshal number 18446744073709551616"},
+		{"fractional ttl_ms", line("int", "1", "0", "1.5"), "line 2: json: cannot unmarshal number 1.5"},
+		{"flags past uint32", line("int", "1", "4294967296", "0"), "line 2: json: cannot unmarshal number 4294967296"},
+		{"negative flags", line("int", "1", "-1", "0"), "line 2: json: cannot unmarshal number -1"},
+		{"int past int64", line("int", "9223372036854775808", "0", "0"), "line 2 (key k): bad int value 9223372036854775808"},
+		{"float past float64", line("float", "1e309", "0", "0"), "line 2 (key k): bad float value 1e309"},
+		{"list element past int64", line("list", `[{"kind":"int","value":-9223372036854775809}]`, "0", "0"), "line 2 (key k): list element 0: bad int value"},
+		{"list with flags", line("list", `[{"kind":"int","value":1}]`, "3", "0"), "line 2 (key k): flags 3 on a list"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			restoreInto(t, h, "z", tt.input, exitFail, tt.msg)
+			if got := getKey(t, h, "z", "k", "--json"); got != want {
+				t.Errorf("get k after the failed restore = %q, want %q as before", got, want)
+			}
+			checkZone(t, h, "z")
+		})
+	}
+
+	// The longest TTL is kept whole, to the millisecond.
+	restoreInto(t, h, "z", line("int", "7", "0", strconv.FormatInt(maxTTLMs, 10)), exitOK, "")
+	d := h.dict("z")
+	defer d.Close()
+	if ttl, err := d.TTL("k"); err != nil || ttl != time.Duration(maxTTLMs)*time.Millisecond {
+		t.Fatalf("TTL(k) after restoring ttl_ms %d = %v, %v; want %v", maxTTLMs, ttl, err, time.Duration(maxTTLMs)*time.Millisecond)
+	}
+	if err := d.Check(); err != nil {
+		t.Fatal(err)
 	}
 }

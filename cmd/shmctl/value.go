@@ -230,16 +230,22 @@ func toJSON(v dict.Value) jsonValue {
 	return j
 }
 
+// maxTTLMs is the longest TTL in JSON, about 292 years: the most whole
+// milliseconds a time.Duration holds with a millisecond to spare, so that
+// neither the conversion nor rounding a TTL up to whole milliseconds wraps.
+const maxTTLMs = int64((math.MaxInt64 - time.Millisecond) / time.Millisecond)
+
 // item decodes what item.json encoded, with its value.
 func (j jsonItem) item() (item, error) {
-	it := item{flags: j.Flags, ttl: time.Duration(j.TTLMs) * time.Millisecond}
+	it := item{flags: j.Flags}
 	var err error
 	if it.key, err = j.key(); err != nil {
 		return it, err
 	}
-	if j.TTLMs < 0 {
-		return it, fmt.Errorf("negative ttl_ms %d", j.TTLMs)
+	if j.TTLMs < 0 || j.TTLMs > maxTTLMs {
+		return it, fmt.Errorf("ttl_ms %d out of range: want 0 (never) to %d", j.TTLMs, maxTTLMs)
 	}
+	it.ttl = time.Duration(j.TTLMs) * time.Millisecond
 	if j.Kind != "list" {
 		v, err := fromJSON(j.jsonValue)
 		it.value = v

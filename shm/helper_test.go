@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"syscall"
 	"testing"
 )
 
@@ -54,6 +55,16 @@ func helperMain(verb, path string, args []string) int {
 		defer z.Close()
 		fmt.Printf("created=%v seed=%d size=%d\n", z.Created(), z.Header().Seed, z.Header().Size)
 		return 0
+	case "die-in-format": // create a zone and die of SIGKILL while formatting it
+		o := small
+		o.Format = func(z *Zone) error {
+			copy(z.Shard(0), "half")
+			fmt.Println("formatting")
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+		_, err := Open(path, o)
+		return fail(fmt.Errorf("Open returned %v", err))
 	case "lock": // take shard 0's first word, say so, wait to be killed
 		z, err := Open(path, Options{})
 		if err != nil {

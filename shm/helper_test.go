@@ -2,6 +2,7 @@ package shm
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -65,6 +66,19 @@ func helperMain(verb, path string, args []string) int {
 		}
 		_, err := Open(path, o)
 		return fail(fmt.Errorf("Open returned %v", err))
+	case "try-open": // Open with the size args[0] (0: attach), print what came of it
+		size, err := strconv.ParseInt(args[0], 10, 64)
+		if err != nil {
+			return fail(err)
+		}
+		z, err := Open(path, Options{Size: size})
+		if err != nil {
+			fmt.Printf("err=%s %v\n", errorName(err), err)
+			return 0
+		}
+		fmt.Printf("ok created=%v\n", z.Created())
+		z.Close()
+		return 0
 	case "lock": // take shard 0's first word, say so, wait to be killed
 		z, err := Open(path, Options{})
 		if err != nil {
@@ -102,4 +116,20 @@ func helperMain(verb, path string, args []string) int {
 // a lock makes it exact.
 func plainIncr(b []byte) {
 	nativeOrder.PutUint64(b, nativeOrder.Uint64(b)+1)
+}
+
+// errorName names the sentinel err wraps, for a helper's report.
+func errorName(err error) string {
+	for _, s := range []struct {
+		name string
+		err  error
+	}{
+		{"ErrNotOwner", ErrNotOwner}, {"ErrNotZone", ErrNotZone}, {"ErrNoSpace", ErrNoSpace},
+		{"ErrFault", ErrFault}, {"ErrCorrupt", ErrCorrupt}, {"ErrPermission", os.ErrPermission},
+	} {
+		if errors.Is(err, s.err) {
+			return s.name
+		}
+	}
+	return "other"
 }

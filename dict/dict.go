@@ -1,6 +1,7 @@
 package dict
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -67,8 +68,10 @@ type shard struct {
 // A writable Open empties a shard whose slab header is corrupt while another
 // shard's is sound (its entries are lost, no other shard's) rather than
 // refuse the whole zone; read-only, or when no shard is sound (a zone of
-// another slab format), it returns ErrCorrupt.
-func Open(path string, o Options) (*Dict, error) {
+// another slab format), it returns ErrCorrupt. A fault while it reads the
+// shards (a sparse zone file its filesystem cannot back, mapped read-only)
+// is shm.ErrFault.
+func Open(path string, o Options) (d *Dict, err error) {
 	z, err := shm.Open(path, shm.Options{
 		Size:     o.Size,
 		Shards:   o.Shards,
@@ -80,8 +83,18 @@ func Open(path string, o Options) (*Dict, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			d = nil
+			z.Close()
+			if errors.Is(err, shm.ErrFault) {
+				err = fmt.Errorf("dict: %s: %w", path, err)
+			}
+		}
+	}()
+	defer shm.CatchFault(&err, shm.GuardFaults())
 	h := z.Header()
-	d := &Dict{
+	d = &Dict{
 		z:        z,
 		shards:   make([]shard, h.Shards),
 		mask:     uint64(h.Shards - 1),

@@ -79,6 +79,27 @@ func helperMain(verb, path string, args []string) int {
 		fmt.Printf("ok created=%v\n", z.Created())
 		z.Close()
 		return 0
+	case "sparse": // attach read-write, then read-only and read every byte
+		_, err := Open(path, Options{})
+		fmt.Printf("rw=%s\n", errorName(err))
+		z, err := Open(path, Options{ReadOnly: true})
+		if err != nil {
+			return fail(err)
+		}
+		defer z.Close()
+		fmt.Printf("ro=%s\n", errorName(readAll(z)))
+		return 0
+	case "truncated": // attach, have the file cut to its header page, then read and write
+		z, err := Open(path, Options{})
+		if err != nil {
+			return fail(err)
+		}
+		defer z.Close()
+		if err := os.Truncate(path, HeaderSize); err != nil {
+			return fail(err)
+		}
+		fmt.Printf("read=%s write=%s\n", errorName(readAll(z)), errorName(writeAll(z)))
+		return 0
 	case "lock": // take shard 0's first word, say so, wait to be killed
 		z, err := Open(path, Options{})
 		if err != nil {
@@ -118,8 +139,39 @@ func plainIncr(b []byte) {
 	nativeOrder.PutUint64(b, nativeOrder.Uint64(b)+1)
 }
 
+// readAll reads every byte of z's shards, as a checker does.
+func readAll(z *Zone) (err error) {
+	defer CatchFault(&err, GuardFaults())
+	var sum byte
+	for i := 0; i < z.Header().Shards; i++ {
+		for _, c := range z.Shard(i) {
+			sum += c
+		}
+	}
+	readSink = sum
+	return nil
+}
+
+// readSink keeps readAll's loads from being optimised away.
+var readSink byte
+
+// writeAll writes a byte in every page of z's shards.
+func writeAll(z *Zone) (err error) {
+	defer CatchFault(&err, GuardFaults())
+	for i := 0; i < z.Header().Shards; i++ {
+		b := z.Shard(i)
+		for off := 0; off < len(b); off += PageSize {
+			b[off]++
+		}
+	}
+	return nil
+}
+
 // errorName names the sentinel err wraps, for a helper's report.
 func errorName(err error) string {
+	if err == nil {
+		return "nil"
+	}
 	for _, s := range []struct {
 		name string
 		err  error

@@ -100,6 +100,19 @@ func helperMain(verb, path string, args []string) int {
 		}
 		fmt.Printf("read=%s write=%s\n", errorName(readAll(z)), errorName(writeAll(z)))
 		return 0
+	case "umask-create": // create a zone with Perm 0640 under umask 0777, print its mode
+		syscall.Umask(0o777)
+		z, err := Open(path, Options{Size: smallSize, Shards: 2, Perm: 0o640})
+		if err != nil {
+			return fail(err)
+		}
+		defer z.Close()
+		fi, err := os.Stat(path)
+		if err != nil {
+			return fail(err)
+		}
+		fmt.Printf("mode=%v\n", fi.Mode())
+		return 0
 	case "lock": // take shard 0's first word, say so, wait to be killed
 		z, err := Open(path, Options{})
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +18,6 @@ import (
 // mappings, options refused, a full disk, Format, Close and word access.
 
 func TestOpenCreateAttach(t *testing.T) {
-	mask := umask(t)
 	tests := []struct {
 		name string
 		perm os.FileMode
@@ -45,7 +45,7 @@ func TestOpenCreateAttach(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, want := fi.Mode(), tt.want&^mask; got != want {
+			if got, want := fi.Mode(), tt.want; got != want { // the umask does not apply
 				t.Fatalf("mode = %v, want %v", got, want)
 			}
 			if fi.Size() != smallSize {
@@ -87,6 +87,18 @@ func TestOpenCreateAttach(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Under umask 0777 a zone still gets the mode asked for, not 0000.
+func TestOpenUmask(t *testing.T) {
+	path := tempZone(t)
+	out := runHelper(t, "umask-create", path)
+	if got := strings.TrimSpace(out); got != "mode=-rw-r-----" {
+		t.Fatalf("helper under umask 0777 said %q, want mode=-rw-r-----", got)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode() != 0o640 {
+		t.Fatalf("zone created under umask 0777: %v, %v; want mode 0640", fi, err)
 	}
 }
 

@@ -20,7 +20,8 @@ type Options struct {
 	// Shards is a new zone's shard count, a power of two; 0 chooses from the
 	// size. Shards: 1 gives one eviction order for the whole zone.
 	Shards int
-	// Perm is a new file's mode; 0 means 0600.
+	// Perm is a new zone's mode, set exactly whatever the umask; 0 means
+	// 0600. See shm.Options.Perm.
 	Perm os.FileMode
 	// ReadOnly maps the zone read-only: reads take no lock and move nothing in
 	// the eviction order, and writes return ErrReadOnly. Reads of a zone that other
@@ -63,8 +64,9 @@ type shard struct {
 // Open opens the dictionary in the zone file at path, creating the zone when
 // the file is absent and o.Size > 0. Every process of a service may call Open
 // with the same arguments at the same time; one creates, the others attach.
-// Errors are those of shm.Open (ErrNotZone, ErrVersion, ErrCorrupt, …,
-// matched with errors.Is), and ErrCorrupt for a shard that fails validation.
+// Errors are those of shm.Open (ErrNotZone, ErrNotOwner, ErrVersion,
+// ErrCorrupt, …, matched with errors.Is), and ErrCorrupt for a shard that
+// fails validation.
 // A writable Open empties a shard whose slab header is corrupt while another
 // shard's is sound (its entries are lost, no other shard's) rather than
 // refuse the whole zone; read-only, or when no shard is sound (a zone of

@@ -1,6 +1,7 @@
 package dict
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -19,7 +20,8 @@ type Options struct {
 	// Shards is a new zone's shard count, a power of two; 0 chooses from the
 	// size. Shards: 1 gives one eviction order for the whole zone.
 	Shards int
-	// Perm is a new file's mode; 0 means 0600.
+	// Perm is a new zone's mode, set exactly whatever the umask; 0 means
+	// 0600. See shm.Options.Perm.
 	Perm os.FileMode
 	// ReadOnly maps the zone read-only: reads take no lock and move nothing in
 	// the eviction order, and writes return ErrReadOnly. Reads of a zone that other
@@ -62,13 +64,16 @@ type shard struct {
 // Open opens the dictionary in the zone file at path, creating the zone when
 // the file is absent and o.Size > 0. Every process of a service may call Open
 // with the same arguments at the same time; one creates, the others attach.
-// Errors are those of shm.Open (ErrNotZone, ErrVersion, ErrCorrupt, …,
-// matched with errors.Is), and ErrCorrupt for a shard that fails validation.
+// Errors are those of shm.Open (ErrNotZone, ErrNotOwner, ErrVersion,
+// ErrCorrupt, …, matched with errors.Is), and ErrCorrupt for a shard that
+// fails validation.
 // A writable Open empties a shard whose slab header is corrupt while another
 // shard's is sound (its entries are lost, no other shard's) rather than
 // refuse the whole zone; read-only, or when no shard is sound (a zone of
-// another slab format), it returns ErrCorrupt.
-func Open(path string, o Options) (*Dict, error) {
+// another slab format), it returns ErrCorrupt. A fault while it reads the
+// shards (a sparse zone file its filesystem cannot back, mapped read-only)
+// is shm.ErrFault.
+func Open(path string, o Options) (d *Dict, err error) {
 	z, err := shm.Open(path, shm.Options{
 		Size:     o.Size,
 		Shards:   o.Shards,
@@ -80,8 +85,18 @@ func Open(path string, o Options) (*Dict, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			d = nil
+			z.Close()
+			if errors.Is(err, shm.ErrFault) {
+				err = fmt.Errorf("dict: %s: %w", path, err)
+			}
+		}
+	}()
+	defer shm.CatchFault(&err, shm.GuardFaults())
 	h := z.Header()
-	d := &Dict{
+	d = &Dict{
 		z:        z,
 		shards:   make([]shard, h.Shards),
 		mask:     uint64(h.Shards - 1),

@@ -3,8 +3,9 @@ package shm
 import "errors"
 
 var (
-	// ErrNotZone is returned when a file is not a zone: too small, empty, or
-	// with a wrong magic number.
+	// ErrNotZone is returned when a file is not a zone: too small, empty, with
+	// a wrong magic number, or a zone whose creation did not finish opened
+	// without a size to finish it. Open never writes such a file.
 	ErrNotZone = errors.New("shm: not a zone file")
 	// ErrVersion is returned when a zone was written by another format version,
 	// another byte order, or another layout of the layer above.
@@ -16,9 +17,17 @@ var (
 	// anything else that is not a regular file.
 	ErrNotRegular = errors.New("shm: not a regular file")
 	// ErrNoSpace is returned when the filesystem cannot back a zone of the
-	// requested size.
+	// requested size, or every block of a sparse zone file being attached.
 	ErrNoSpace = errors.New("shm: no space for zone")
 	// ErrBadOptions is returned for a size, shard count or permission that
 	// cannot make a zone.
 	ErrBadOptions = errors.New("shm: bad options")
+	// ErrNotOwner is returned when Open would create a zone in an existing
+	// file that is not the caller's alone: owned by another user than the
+	// effective uid, or writable by group or others beyond Options.Perm.
+	ErrNotOwner = errors.New("shm: file not owned by this user alone")
+	// ErrFault is returned when reading or writing a zone's mapping faulted:
+	// the file was truncated while mapped, or its filesystem could not back
+	// a page (a sparse file on a full tmpfs). See CatchFault.
+	ErrFault = errors.New("shm: fault in zone mapping")
 )

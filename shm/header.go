@@ -23,9 +23,16 @@ type Header struct {
 	CreatedAt int64 // Unix ms
 }
 
-func encodeHeader(b []byte, h Header) {
+func encodeHeader(b []byte, h Header) { encodeWith(b, h, magic) }
+
+// encodeMarker writes the marker of an unfinished creation: the header of
+// the zone being created, under initMagic instead of magic. No Open attaches
+// it; an Open that may create a zone finishes it (zone.go).
+func encodeMarker(b []byte, h Header) { encodeWith(b, h, initMagic) }
+
+func encodeWith(b []byte, h Header, m string) {
 	var raw hdr
-	copy(raw.Magic[:], magic)
+	copy(raw.Magic[:], m)
 	raw.Version = h.Version
 	raw.Order = orderMark
 	raw.Layout = h.Layout
@@ -43,18 +50,21 @@ func encodeHeader(b []byte, h Header) {
 	copy(b[:hdrSize], src)
 }
 
-// isBlankHeader reports whether the header bytes are all zero: a zone whose
-// creator died before it wrote the header (I1).
-func isBlankHeader(b []byte) bool {
-	if len(b) < hdrSize {
+// isMarker reports whether b, the first bytes of a file of fileSize bytes,
+// is the intact marker of a creation that did not finish: initMagic, this
+// machine's byte order, a checksum that matches, and a file no larger than
+// the size its creator meant (the creator writes the marker in an empty file,
+// then extends it to that size). Any other file is not one this package began
+// to create, and is never written.
+func isMarker(b []byte, fileSize int64) bool {
+	if len(b) < hdrSize || fileSize < int64(hdrSize) || string(b[:len(initMagic)]) != initMagic {
 		return false
 	}
-	for _, c := range b[:hdrSize] {
-		if c != 0 {
-			return false
-		}
+	if nativeOrder.Uint32(b[12:]) != orderMark || nativeOrder.Uint64(b[checksumOff:]) != xxhash.Sum64(b[:checksumOff]) {
+		return false
 	}
-	return true
+	size := nativeOrder.Uint64(b[24:])
+	return size <= HeaderSize+MaxShards*MaxShardSize && uint64(fileSize) <= size
 }
 
 // nativeOrder reads header integers in this machine's byte order.

@@ -2,11 +2,13 @@ package shm
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"strconv"
+	"syscall"
 	"testing"
 )
 
@@ -54,6 +56,63 @@ func helperMain(verb, path string, args []string) int {
 		defer z.Close()
 		fmt.Printf("created=%v seed=%d size=%d\n", z.Created(), z.Header().Seed, z.Header().Size)
 		return 0
+	case "die-in-format": // create a zone and die of SIGKILL while formatting it
+		o := small
+		o.Format = func(z *Zone) error {
+			copy(z.Shard(0), "half")
+			fmt.Println("formatting")
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+		_, err := Open(path, o)
+		return fail(fmt.Errorf("Open returned %v", err))
+	case "try-open": // Open with the size args[0] (0: attach), print what came of it
+		size, err := strconv.ParseInt(args[0], 10, 64)
+		if err != nil {
+			return fail(err)
+		}
+		z, err := Open(path, Options{Size: size})
+		if err != nil {
+			fmt.Printf("err=%s %v\n", errorName(err), err)
+			return 0
+		}
+		fmt.Printf("ok created=%v\n", z.Created())
+		z.Close()
+		return 0
+	case "sparse": // attach read-write, then read-only and read every byte
+		_, err := Open(path, Options{})
+		fmt.Printf("rw=%s\n", errorName(err))
+		z, err := Open(path, Options{ReadOnly: true})
+		if err != nil {
+			return fail(err)
+		}
+		defer z.Close()
+		fmt.Printf("ro=%s\n", errorName(readAll(z)))
+		return 0
+	case "truncated": // attach, have the file cut to its header page, then read and write
+		z, err := Open(path, Options{})
+		if err != nil {
+			return fail(err)
+		}
+		defer z.Close()
+		if err := os.Truncate(path, HeaderSize); err != nil {
+			return fail(err)
+		}
+		fmt.Printf("read=%s write=%s\n", errorName(readAll(z)), errorName(writeAll(z)))
+		return 0
+	case "umask-create": // create a zone with Perm 0640 under umask 0777, print its mode
+		syscall.Umask(0o777)
+		z, err := Open(path, Options{Size: smallSize, Shards: 2, Perm: 0o640})
+		if err != nil {
+			return fail(err)
+		}
+		defer z.Close()
+		fi, err := os.Stat(path)
+		if err != nil {
+			return fail(err)
+		}
+		fmt.Printf("mode=%v\n", fi.Mode())
+		return 0
 	case "lock": // take shard 0's first word, say so, wait to be killed
 		z, err := Open(path, Options{})
 		if err != nil {
@@ -91,4 +150,51 @@ func helperMain(verb, path string, args []string) int {
 // a lock makes it exact.
 func plainIncr(b []byte) {
 	nativeOrder.PutUint64(b, nativeOrder.Uint64(b)+1)
+}
+
+// readAll reads every byte of z's shards, as a checker does.
+func readAll(z *Zone) (err error) {
+	defer CatchFault(&err, GuardFaults())
+	var sum byte
+	for i := 0; i < z.Header().Shards; i++ {
+		for _, c := range z.Shard(i) {
+			sum += c
+		}
+	}
+	readSink = sum
+	return nil
+}
+
+// readSink keeps readAll's loads from being optimised away.
+var readSink byte
+
+// writeAll writes a byte in every page of z's shards.
+func writeAll(z *Zone) (err error) {
+	defer CatchFault(&err, GuardFaults())
+	for i := 0; i < z.Header().Shards; i++ {
+		b := z.Shard(i)
+		for off := 0; off < len(b); off += PageSize {
+			b[off]++
+		}
+	}
+	return nil
+}
+
+// errorName names the sentinel err wraps, for a helper's report.
+func errorName(err error) string {
+	if err == nil {
+		return "nil"
+	}
+	for _, s := range []struct {
+		name string
+		err  error
+	}{
+		{"ErrNotOwner", ErrNotOwner}, {"ErrNotZone", ErrNotZone}, {"ErrNoSpace", ErrNoSpace},
+		{"ErrFault", ErrFault}, {"ErrCorrupt", ErrCorrupt}, {"ErrPermission", os.ErrPermission},
+	} {
+		if errors.Is(err, s.err) {
+			return s.name
+		}
+	}
+	return "other"
 }

@@ -37,6 +37,7 @@ const (
 	Version = 1
 
 	magic     = "SHMZONE\x00"
+	initMagic = "SHMZINIT" // the magic of an unfinished creation's marker (zone.go)
 	orderMark = 0x01020304
 
 	// Smallest and largest shard, and most shards.

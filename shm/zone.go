@@ -32,8 +32,9 @@ func Path(name string) string {
 // Options says how to open or create a zone. The zero value attaches an
 // existing zone read-write.
 type Options struct {
-	// Size creates the zone when the file is absent (or empty) and Size > 0. It
-	// is rounded down to whole pages per shard. An existing zone keeps its size.
+	// Size creates the zone when the file is absent, empty or an unfinished
+	// creation, and Size > 0. It is rounded down to whole pages per shard. An
+	// existing zone keeps its size.
 	Size int64
 	// Shards is the shard count of a new zone, a power of two; 0 chooses one
 	// from the size.
@@ -41,7 +42,9 @@ type Options struct {
 	// BytesPerSlot sizes a new zone's index: one slot per BytesPerSlot bytes of
 	// shard. 0 means 64.
 	BytesPerSlot int64
-	// Perm is a new file's mode; 0 means 0600.
+	// Perm is a new zone's mode, set exactly, whatever the umask; 0 means
+	// 0600. A file to create a zone in that group or others may write is
+	// refused unless Perm lets them write it too.
 	Perm os.FileMode
 	// ReadOnly maps the zone read-only and never creates it.
 	ReadOnly bool
@@ -67,36 +70,53 @@ type Zone struct {
 // o.Size > 0. It is safe to call from many processes at once: exactly one of
 // them creates and formats the zone, and the others wait for it under flock.
 //
+// Open writes only a file that is empty, or that holds the marker of a
+// creation this package began and did not finish (its creator died); it
+// finishes that creation. Every other file that is not a zone, even one whose
+// first bytes are zero, is refused with ErrNotZone and left as it is. A file
+// it would create a zone in must be owned by the effective uid of the caller,
+// root included, and writable by no one else unless o.Perm allows it; other
+// files are refused with ErrNotOwner. Attaching an existing zone read-write
+// allocates every block of the file, so that a sparse copy cannot fault later.
+//
 // Errors: os.ErrNotExist (wrapped) when the file is absent and o.Size is 0;
 // ErrNotRegular for a symlink or a directory; ErrNotZone, ErrVersion and
-// ErrCorrupt for a file that fails validation; ErrNoSpace when the filesystem
-// cannot back the size; ErrBadOptions for options that make no zone; and the
-// os errors of open, such as a permission error.
+// ErrCorrupt for a file that fails validation; ErrNotOwner for a file Open
+// may not create a zone in; ErrNoSpace when the filesystem cannot back the
+// size; ErrBadOptions for options that make no zone; and the os errors of
+// open, such as a permission error. A creation that fails removes the file
+// when this call made it, and leaves any other file as it found it.
 func Open(path string, o Options) (*Zone, error) {
 	if o.Size < 0 {
 		return nil, fmt.Errorf("%w: negative size %d", ErrBadOptions, o.Size)
 	}
-	perm := o.Perm
-	if perm == 0 {
-		perm = 0o600
+	if o.Perm == 0 {
+		o.Perm = 0o600
 	}
-	if perm&^os.ModePerm != 0 {
-		return nil, fmt.Errorf("%w: mode %v has bits other than permissions", ErrBadOptions, perm)
+	if o.Perm&^os.ModePerm != 0 {
+		return nil, fmt.Errorf("%w: mode %v has bits other than permissions", ErrBadOptions, o.Perm)
 	}
+	for try := 0; ; try++ {
+		z, err := open(path, o)
+		if err != errReplaced {
+			return z, err
+		}
+		if try == maxReplaced {
+			return nil, fmt.Errorf("shm: %s was replaced %d times while it was being opened", path, try+1)
+		}
+	}
+}
+
+// errReplaced says the path no longer names the file open locked: another
+// process removed or replaced it meanwhile (a creation that failed removes
+// its file). Open then opens the path again, up to maxReplaced times.
+var errReplaced = errors.New("shm: file replaced")
+
+const maxReplaced = 100
+
+func open(path string, o Options) (*Zone, error) {
 	create := o.Size > 0 && !o.ReadOnly
-	// O_NONBLOCK: a read-only open of a FIFO would otherwise wait for a
-	// writer before Fstat could refuse it. It changes nothing for a
-	// regular file.
-	flags := unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NONBLOCK
-	switch {
-	case o.ReadOnly:
-		flags |= unix.O_RDONLY
-	case create:
-		flags |= unix.O_RDWR | unix.O_CREAT
-	default:
-		flags |= unix.O_RDWR
-	}
-	fd, err := unix.Open(path, flags, uint32(perm))
+	fd, made, err := openFile(path, o.ReadOnly, create, o.Perm)
 	if err != nil {
 		return nil, openError(path, err)
 	}
@@ -120,13 +140,16 @@ func Open(path string, o Options) (*Zone, error) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
+	if !namesFile(path, &st) {
+		return nil, errReplaced
+	}
 
 	z := &Zone{path: path, readOnly: o.ReadOnly}
-	if st.Size == 0 || (create && blankAt(fd, st.Size)) {
+	if st.Size == 0 {
 		if !create {
 			return nil, fmt.Errorf("%w: %s is empty", ErrNotZone, path)
 		}
-		if err := z.create(fd, o); err != nil {
+		if err := z.create(fd, o, &st, made); err != nil {
 			return nil, err
 		}
 		return z, nil
@@ -136,15 +159,61 @@ func Open(path string, o Options) (*Zone, error) {
 	if err != nil {
 		return nil, &os.PathError{Op: "read", Path: path, Err: err}
 	}
+	if isMarker(page[:n], st.Size) {
+		if !create {
+			return nil, fmt.Errorf("%w: %s is a zone whose creation did not finish; open it with a size to finish it", ErrNotZone, path)
+		}
+		if err := z.create(fd, o, &st, false); err != nil {
+			return nil, err
+		}
+		return z, nil
+	}
 	h, err := ParseHeader(page[:n], st.Size, o.Layout)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if !o.ReadOnly {
+		if err := allocate(fd, &st, h.Size); err != nil {
+			return nil, attachError(path, h.Size, err)
+		}
 	}
 	if err := z.mmap(fd, h.Size); err != nil {
 		return nil, err
 	}
 	z.hdr = h
 	return z, nil
+}
+
+// openFile opens path; made reports that this call created the file. A
+// creating open first tries O_EXCL, so that it knows whether the file is its
+// own to remove should the creation fail.
+func openFile(path string, readOnly, create bool, perm os.FileMode) (fd int, made bool, err error) {
+	// O_NONBLOCK: a read-only open of a FIFO would otherwise wait for a
+	// writer before Fstat could refuse it. It changes nothing for a
+	// regular file.
+	flags := unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_RDWR
+	if readOnly {
+		flags = flags&^unix.O_RDWR | unix.O_RDONLY
+	}
+	for {
+		if create {
+			fd, err := unix.Open(path, flags|unix.O_CREAT|unix.O_EXCL, uint32(perm))
+			if err != unix.EEXIST {
+				return fd, err == nil, err
+			}
+		}
+		fd, err := unix.Open(path, flags, 0)
+		if err == unix.ENOENT && create {
+			continue // removed since O_EXCL found it: create it
+		}
+		return fd, false, err
+	}
+}
+
+// namesFile reports whether path still names the file st describes.
+func namesFile(path string, st *unix.Stat_t) bool {
+	var now unix.Stat_t
+	return unix.Lstat(path, &now) == nil && now.Dev == st.Dev && now.Ino == st.Ino
 }
 
 func openError(path string, err error) error {
@@ -159,17 +228,6 @@ func openError(path string, err error) error {
 	return &os.PathError{Op: "open", Path: path, Err: err}
 }
 
-// blankAt reports whether a file of size bytes has an all-zero header: a zone
-// whose creator died before it finished (I1), which may be formatted anew.
-func blankAt(fd int, size int64) bool {
-	if size < int64(hdrSize) {
-		return false
-	}
-	b := make([]byte, hdrSize)
-	n, err := unix.Pread(fd, b, 0)
-	return err == nil && n == hdrSize && isBlankHeader(b)
-}
-
 func flock(fd, how int) error {
 	for {
 		err := unix.Flock(fd, how)
@@ -179,7 +237,36 @@ func flock(fd, how int) error {
 	}
 }
 
-func (z *Zone) create(fd int, o Options) (err error) {
+// create formats a zone in the file fd, which is empty, or holds the marker
+// of a creation that did not finish; made says this call created the file.
+// It first writes its own marker (I1), so that the file is recognisably one
+// this package began to create from its first byte to the header's write.
+// On failure it removes the file when made, and otherwise leaves it as it
+// was found: empty, or a marker that a later Open may finish.
+func (z *Zone) create(fd int, o Options, st *unix.Stat_t, made bool) (err error) {
+	empty, wrote := st.Size == 0, false
+	defer func() {
+		if err == nil {
+			return
+		}
+		z.unmap()
+		switch {
+		case made:
+			if namesFile(z.path, st) {
+				unix.Unlink(z.path) // under flock: a waiter finds the path gone and opens it anew
+			}
+		case !wrote:
+		case empty:
+			unix.Ftruncate(fd, 0)
+			unix.Fchmod(fd, st.Mode&0o7777)
+		default:
+			unix.Ftruncate(fd, int64(hdrSize)) // the marker alone
+			unix.Fchmod(fd, st.Mode&0o7777)
+		}
+	}()
+	if err := mayCreateIn(z.path, st, o.Perm); err != nil {
+		return err
+	}
 	h, err := Geometry(o.Size, o.Shards, o.BytesPerSlot)
 	if err != nil {
 		return err
@@ -192,14 +279,22 @@ func (z *Zone) create(fd int, o Options) (err error) {
 	}
 	h.Seed = binary.LittleEndian.Uint64(seed[:])
 
-	defer func() {
-		if err != nil {
-			z.unmap()
-			unix.Ftruncate(fd, 0) // leave an empty file that the next Open may create anew
+	// Cut an earlier creator's blocks, keeping its marker, then replace the
+	// marker with this creation's: the file is never larger than the size
+	// its marker names.
+	wrote = true
+	if !empty {
+		if err := unix.Ftruncate(fd, int64(hdrSize)); err != nil {
+			return &os.PathError{Op: "truncate", Path: z.path, Err: err}
 		}
-	}()
-	if err := unix.Ftruncate(fd, 0); err != nil {
-		return &os.PathError{Op: "truncate", Path: z.path, Err: err}
+	}
+	mark := make([]byte, hdrSize)
+	encodeMarker(mark, h)
+	if _, err := unix.Pwrite(fd, mark, 0); err != nil {
+		return &os.PathError{Op: "write", Path: z.path, Err: err}
+	}
+	if err := unix.Fchmod(fd, uint32(o.Perm)); err != nil {
+		return &os.PathError{Op: "chmod", Path: z.path, Err: err}
 	}
 	if !roomFor(fd, h.Size) {
 		return fmt.Errorf("%w: %s needs %d bytes, more than its filesystem has free", ErrNoSpace, z.path, h.Size)
@@ -216,12 +311,60 @@ func (z *Zone) create(fd int, o Options) (err error) {
 	z.hdr = h
 	z.created = true
 	if o.Format != nil {
-		if err := o.Format(z); err != nil {
+		if err := z.format(o.Format); err != nil {
 			return err
 		}
 	}
 	encodeHeader(z.data, h) // I1: last
 	return nil
+}
+
+// format runs fn, turning a fault in the mapping into an error.
+func (z *Zone) format(fn func(z *Zone) error) (err error) {
+	defer CatchFault(&err, GuardFaults())
+	return fn(z)
+}
+
+// mayCreateIn refuses to create a zone in a file that is not the caller's
+// alone: one owned by another user than the effective uid (root too: a file
+// another user made is theirs to keep writing, whatever Open then sets its
+// mode to), or one that group or others may write when perm does not let
+// them (they may hold it open already).
+func mayCreateIn(path string, st *unix.Stat_t, perm os.FileMode) error {
+	if uid := os.Geteuid(); int(st.Uid) != uid {
+		return fmt.Errorf("%w: %s belongs to uid %d, not to uid %d", ErrNotOwner, path, st.Uid, uid)
+	}
+	if extra := os.FileMode(st.Mode) & 0o022 &^ perm; extra != 0 {
+		return fmt.Errorf("%w: %s has mode %v, which lets others write it, and %v was asked for", ErrNotOwner, path, os.FileMode(st.Mode)&os.ModePerm, perm)
+	}
+	return nil
+}
+
+// allocate makes sure every block of an existing zone file is allocated, so
+// that no page of the mapping faults for lack of backing store (I3): a
+// sparse copy of a zone has holes. A file whose blocks already cover its
+// size is left alone; fallocate neither changes its size nor its bytes.
+func allocate(fd int, st *unix.Stat_t, size int64) error {
+	if st.Blocks*512 >= size {
+		return nil
+	}
+	for {
+		err := unix.Fallocate(fd, 0, 0, size)
+		switch err {
+		case unix.EINTR:
+			continue
+		case unix.EOPNOTSUPP:
+			return nil // no way to allocate here; a fault becomes ErrFault
+		}
+		return err
+	}
+}
+
+func attachError(path string, size int64, err error) error {
+	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EFBIG) || errors.Is(err, unix.EDQUOT) {
+		return fmt.Errorf("%w: %s is sparse and its filesystem cannot back its %d bytes: %v", ErrNoSpace, path, size, err)
+	}
+	return &os.PathError{Op: "fallocate", Path: path, Err: err}
 }
 
 func fallocate(fd int, size int64) error {

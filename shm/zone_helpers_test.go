@@ -3,13 +3,11 @@ package shm
 import (
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 )
 
 // Test helpers shared by the package's tests: small zones in temporary
-// directories, mustOpen, reading a zone file back, and the process umask.
+// directories, mustOpen, and reading a zone file back.
 
 // smallSize is a zone of two minimal shards.
 const smallSize = HeaderSize + 2*MinShardSize
@@ -52,21 +50,4 @@ func readFile(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// umask reads the process's umask without changing it.
-func umask(t *testing.T) os.FileMode {
-	t.Helper()
-	b := readFile(t, "/proc/self/status")
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "Umask:"); ok {
-			m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return os.FileMode(m)
-		}
-	}
-	t.Fatal("no Umask in /proc/self/status")
-	return 0
 }

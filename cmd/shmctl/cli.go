@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/shm"
 	"golang.org/x/sys/unix"
 )
 
@@ -145,7 +146,7 @@ func run(args []string, e *env) int {
 		err = usagef("want %s, got %d operand(s)", c.args, len(operands))
 	}
 	if err == nil {
-		err = verb(e, operands)
+		err = runVerb(verb, e, operands)
 	}
 	code := exitCode(err)
 	if err != nil && !errors.Is(err, errProblems) {
@@ -155,6 +156,14 @@ func run(args []string, e *env) int {
 		fmt.Fprintf(e.stderr, "Usage: shmctl %s [flags] %s (shmctl %[1]s --help tells more)\n", c.name, c.args)
 	}
 	return code
+}
+
+// runVerb runs a verb, turning a fault in a zone's mapping (a zone file
+// truncated while mapped, or a sparse one its filesystem cannot back) into
+// an error rather than a crash.
+func runVerb(verb func(*env, []string) error, e *env, operands []string) (err error) {
+	defer shm.CatchFault(&err, shm.GuardFaults())
+	return verb(e, operands)
 }
 
 func lookup(name string) *command {

@@ -4,7 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/shm"
@@ -17,12 +19,14 @@ var createCmd = &command{
 	help: `Create creates a zone file of --size bytes, all allocated at once, with
 --shards shards (a power of two; each has its own lock and eviction order).
 It exits 1 when the zone exists: an existing zone keeps its size (use dump
-and restore to move its keys to a zone of another size).`,
+and restore to move its keys to a zone of another size). It writes no file
+but its own: a file there that is not a zone is refused, and so is an empty
+one another user owns or others may write.`,
 	min: 1, max: 1,
 	flags: func(fs *flag.FlagSet) func(*env, []string) error {
 		size := fs.String("size", "", "zone size in bytes, with K, M, G or T (required), e.g. 64M")
 		shards := fs.Int("shards", 0, "shard count, a power of two up to 4096; 0 chooses one per 512 KiB, up to 64")
-		perm := fs.String("perm", "0600", "file mode of the zone, in octal")
+		perm := fs.String("perm", "0600", "file mode of the zone, in octal, set exactly whatever the umask")
 		return func(e *env, args []string) error {
 			if *size == "" {
 				return usagef("--size is required")
@@ -41,8 +45,17 @@ and restore to move its keys to a zone of another size).`,
 }
 
 func runCreate(e *env, name string, o dict.Options) error {
+	if err := checkZoneName(name); err != nil {
+		return err
+	}
 	path := shm.Path(name)
-	if _, err := os.Lstat(path); err == nil {
+	if fi, err := os.Lstat(path); err == nil {
+		switch {
+		case fi.IsDir():
+			return fmt.Errorf("%w: %s is a directory; name a file in it, such as %s", shm.ErrNotRegular, path, filepath.Join(path, "app.zone"))
+		case !fi.Mode().IsRegular():
+			return fmt.Errorf("%w: %s", shm.ErrNotRegular, path)
+		}
 		return fmt.Errorf("%w: %s", errZoneExists, path)
 	}
 	d, err := e.openCreate(name, o)
@@ -55,5 +68,17 @@ func runCreate(e *env, name string, o dict.Options) error {
 	}
 	h := d.Header()
 	fmt.Fprintf(e.stdout, "created %s: %s, %d shard(s) of %s\n", path, formatSize(h.Size), h.Shards, formatSize(h.ShardSize))
+	return nil
+}
+
+// checkZoneName refuses a zone name that can name no file: the empty name,
+// and ".", ".." or any path whose last element is one of them or empty.
+func checkZoneName(name string) error {
+	if name == "" {
+		return usagef("empty zone name: want a name such as app, or a file path such as ./app.zone")
+	}
+	if base := name[strings.LastIndexByte(name, '/')+1:]; base == "" || base == "." || base == ".." {
+		return usagef("zone name %q names a directory, not a file: want a name such as app, or a file path such as ./app.zone", name)
+	}
 	return nil
 }

@@ -35,6 +35,31 @@ func TestCreate(t *testing.T) {
 	}
 }
 
+func TestCreateBadNames(t *testing.T) {
+	h := newHarness(t)
+	for _, tt := range []struct {
+		name string
+		code int
+		says string
+	}{
+		{"", exitUsage, "empty zone name"},
+		{".", exitUsage, `zone name "." names a directory`},
+		{"..", exitUsage, `zone name ".." names a directory`},
+		{"sub/", exitUsage, `zone name "sub/" names a directory`},
+		{h.dir + "/..", exitUsage, "names a directory"},
+		{h.dir, exitNotZone, h.dir + " is a directory; name a file in it"},
+		{"/dev/null", exitNotZone, "not a regular file: /dev/null"},
+	} {
+		_, errs, code := h.run("create", tt.name, "--size", "1M")
+		if code != tt.code || !strings.Contains(errs, tt.says) {
+			t.Errorf("create %q: exit %d, %q; want exit %d saying %q", tt.name, code, errs, tt.code, tt.says)
+		}
+	}
+	if entries, err := os.ReadDir(h.dir); err != nil || len(entries) != 0 {
+		t.Errorf("bad names left %d files in the zone folder (%v)", len(entries), err)
+	}
+}
+
 func TestParseSize(t *testing.T) {
 	tests := []struct {
 		in   string

@@ -4,7 +4,8 @@
 // line by line, holds helpers at a common start line (Gate) or moves them
 // through numbered steps together (Lockstep), names temporary zone files,
 // and starts real redis-server processes and clusters on loopback ports
-// (redis.go).
+// (redis.go). NeedRoot (root.go) is the one rule for tests that need root:
+// they skip with a reason when not root, and fail instead when CI=true.
 //
 // It also holds the one way to replay randomness (seed.go): every
 // randomised test of the module takes its seed from Seed(t), and draws

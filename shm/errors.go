@@ -21,4 +21,7 @@ var (
 	// ErrBadOptions is returned for a size, shard count or permission that
 	// cannot make a zone.
 	ErrBadOptions = errors.New("shm: bad options")
+	// ErrLockTimeout is returned by LockWithin when a live owner held the
+	// lock for the whole timeout; the lock is left as it was.
+	ErrLockTimeout = errors.New("shm: lock wait timed out")
 )

@@ -63,7 +63,10 @@ func startToken(pid uint32) uint32 {
 }
 
 // Tuning of the wait: spins, then yields, then sleeps with backoff; the owner
-// is checked for life once the wait passes deadCheckAfter.
+// is checked for life once the wait passes deadCheckAfter, or the timeout
+// when that is shorter, so a dead owner is taken over whatever the timeout.
+// The clock is read only once spinning and yielding have failed: the
+// uncontended path and a short wait read no clock.
 const (
 	lockSpins      = 64
 	lockYields     = 32
@@ -72,13 +75,27 @@ const (
 	deadCheckAfter = 5 * time.Millisecond
 )
 
-// Lock takes the lock word w for this process. It never fails: a live owner is
-// waited for, a dead one is taken over (LockRecovered).
+// Lock takes the lock word w for this process, waiting without bound: a live
+// owner is waited for, however long it holds w, and a dead one is taken over
+// (LockRecovered). LockWithin bounds the wait.
 func Lock(w *uint64) LockResult {
 	if atomic.CompareAndSwapUint64(w, 0, selfWord) {
 		return 0
 	}
-	return lockSlow(w)
+	r, _ := lockSlow(w, 0)
+	return r
+}
+
+// LockWithin takes w as Lock does, but waits at most about timeout for a live
+// owner: then it returns ErrLockTimeout and w is left as it was, still the
+// other owner's. A dead owner is taken over even when timeout is shorter than
+// the wait before its death is judged. A timeout of 0 or less waits without
+// bound. The wait is measured on the monotonic clock.
+func LockWithin(w *uint64, timeout time.Duration) (LockResult, error) {
+	if atomic.CompareAndSwapUint64(w, 0, selfWord) {
+		return 0, nil
+	}
+	return lockSlow(w, timeout)
 }
 
 // TryLock takes w if it is free and reports whether it did.
@@ -90,33 +107,45 @@ func Unlock(w *uint64) { storeRelease(w, 0) }
 // Owner returns the pid holding w, or 0.
 func Owner(w *uint64) uint32 { return uint32(atomic.LoadUint64(w)) }
 
-func lockSlow(w *uint64) LockResult {
+// lockSlow waits for w; timeout <= 0 waits without bound.
+func lockSlow(w *uint64, timeout time.Duration) (LockResult, error) {
 	for i := 0; i < lockSpins; i++ {
 		if atomic.LoadUint64(w) == 0 && atomic.CompareAndSwapUint64(w, 0, selfWord) {
-			return LockWaited
+			return LockWaited, nil
 		}
 	}
 	for i := 0; i < lockYields; i++ {
 		runtime.Gosched()
 		if atomic.LoadUint64(w) == 0 && atomic.CompareAndSwapUint64(w, 0, selfWord) {
-			return LockWaited
+			return LockWaited, nil
 		}
 	}
-	start := time.Now()
+	start := time.Now() // carries a monotonic reading: time.Since uses it
+	deadAfter := deadCheckAfter
+	if timeout > 0 && timeout < deadAfter {
+		deadAfter = timeout
+	}
 	sleep := sleepMin
 	for {
 		owner := atomic.LoadUint64(w)
 		if owner == 0 {
 			if atomic.CompareAndSwapUint64(w, 0, selfWord) {
-				return LockWaited
+				return LockWaited, nil
 			}
 			continue
 		}
-		if time.Since(start) >= deadCheckAfter && ownerDead(owner) {
+		waited := time.Since(start)
+		if waited >= deadAfter && ownerDead(owner) {
 			if atomic.CompareAndSwapUint64(w, owner, selfWord) {
-				return LockWaited | LockRecovered
+				return LockWaited | LockRecovered, nil
 			}
 			continue
+		}
+		if timeout > 0 && waited >= timeout {
+			return 0, ErrLockTimeout
+		}
+		if timeout > 0 && sleep > timeout-waited {
+			sleep = timeout - waited // wake at the deadline, not past it
 		}
 		time.Sleep(sleep)
 		if sleep < sleepMax {

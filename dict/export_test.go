@@ -7,3 +7,6 @@ package dict
 // which the crash tests hold in a helper process and inspect once it is
 // killed.
 func ShardLock(d *Dict, i int) *uint64 { return &d.shards[i].h.Lock }
+
+// ShardOf returns the shard that holds key.
+func ShardOf(d *Dict, key string) int { return int(hashKey(d.seed, key) & d.mask) }

@@ -25,6 +25,7 @@ func TestHelperProcess(t *testing.T) {
 		"add":          helperAdd,
 		"crash-hammer": helperHammer,
 		"crash-lock":   helperHoldLock,
+		"hold-update":  helperHoldUpdate,
 		"spec-reopen":  dict.HelperSpecReopen,
 		"bench-procs":  dict.HelperBenchProcs,
 	})

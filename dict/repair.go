@@ -350,7 +350,9 @@ func (s *shard) checkListLocked(off uint32, e *entry, nodes bitset) string {
 // well formed and in its bucket, the LRU list holding exactly the indexed
 // entries in consistent order, lists linked and counted, no allocated chunk
 // unreachable, and no write left half done. It returns nil, or ErrCorrupt
-// joined with each problem found. It locks one shard at a time.
+// joined with each problem found. It locks one shard at a time; a shard whose
+// lock stays held past LockTimeout is not checked, and ErrLockTimeout is
+// joined for it.
 func (d *Dict) Check() error {
 	if d.closed.Load() {
 		return ErrClosed
@@ -359,7 +361,10 @@ func (d *Dict) Check() error {
 	sc := newScratch(len(d.shards[0].arena)) // every shard's arena has one size
 	for i := range d.shards {
 		s := &d.shards[i]
-		d.lock(s)
+		if err := d.lock(s); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		probs := s.checkLocked(20, sc)
 		d.unlock(s)
 		for _, p := range probs {
@@ -371,7 +376,8 @@ func (d *Dict) Check() error {
 
 // Repair rebuilds every shard that fails its check, as recovery from a dead
 // lock owner does, and returns how many it rebuilt. A shard whose lock is held
-// by a dead process is taken over and rebuilt by the lock itself.
+// by a dead process is taken over and rebuilt by the lock itself; one held by
+// a live process past LockTimeout stops Repair with ErrLockTimeout.
 func (d *Dict) Repair() (int, error) {
 	if d.closed.Load() {
 		return 0, ErrClosed
@@ -383,7 +389,9 @@ func (d *Dict) Repair() (int, error) {
 	sc := newScratch(len(d.shards[0].arena))
 	for i := range d.shards {
 		s := &d.shards[i]
-		d.lock(s)
+		if err := d.lock(s); err != nil {
+			return n, err
+		}
 		if len(s.checkLocked(1, sc)) > 0 {
 			s.repairLocked()
 			s.hdr().Recoveries++

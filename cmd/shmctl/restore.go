@@ -80,6 +80,9 @@ func runRestore(e *env, name string, o dict.Options, in io.Reader) error {
 		if errors.Is(err, dict.ErrNoMemory) {
 			return fmt.Errorf("record %d (key %s): zone full after %d keys: restore into a larger zone", n+1, humanKey(it.key), n)
 		}
+		if errors.Is(err, dict.ErrLockTimeout) {
+			return fmt.Errorf("record %d (key %s) after %d keys: %w", n+1, humanKey(it.key), n, err)
+		}
 		if err != nil {
 			return fmt.Errorf("record %d: %v", n+1, err)
 		}

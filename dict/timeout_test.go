@@ -89,15 +89,21 @@ func stopHolder(t *testing.T, path, key string) *stoppedHolder {
 // expect waits for the holder's next line and fails unless it is want.
 func (h *stoppedHolder) expect(t *testing.T, want string) {
 	t.Helper()
+	var line string
 	select {
-	case line := <-h.lines:
-		if line != want {
-			t.Fatalf("holder printed %q, want %q", line, want)
-		}
+	case line = <-h.lines:
 	case <-h.p.Done():
-		t.Fatalf("holder exited before printing %q: %v", want, h.p.Wait())
+		// Every line reached the channel before Done: take one left there.
+		select {
+		case line = <-h.lines:
+		default:
+			t.Fatalf("holder exited before printing %q: %v", want, h.p.Wait())
+		}
 	case <-time.After(timeoutHang):
 		t.Fatalf("holder did not print %q in %v", want, timeoutHang)
+	}
+	if line != want {
+		t.Fatalf("holder printed %q, want %q", line, want)
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/shmzone/shmzone/dict"
-	"github.com/shmzone/shmzone/shm"
 )
 
 // The helper-process bodies of the crash tests (crash_test.go), run through
@@ -238,8 +237,8 @@ func (h *hammer) list(key string, push bool) error {
 }
 
 // helperHoldLock is the helper of TestCrashHoldingLock: args are the zone
-// path and shard numbers. It takes those shards' locks, prints readyLine and
-// waits to be killed.
+// path and shard numbers. It takes those shards' locks, prints "owner W" (its
+// lock word) and readyLine, and waits to be killed.
 func helperHoldLock(args []string) error {
 	if len(args) < 2 {
 		return fmt.Errorf("want path and shards, got %q", args)
@@ -248,17 +247,18 @@ func helperHoldLock(args []string) error {
 	if err != nil {
 		return err
 	}
+	self, _ := dict.OwnerWord(d)
 	for _, a := range args[1:] {
 		i, err := strconv.Atoi(a)
 		if err != nil {
 			return err
 		}
-		w := dict.ShardLock(d, i)
-		shm.Lock(w)
-		if o := shm.Owner(w); o != shm.Self {
-			return fmt.Errorf("shard %d lock owner %d after Lock, want %d", i, o, shm.Self)
+		dict.LockShard(d, i)
+		if o := *dict.ShardLock(d, i); o != self {
+			return fmt.Errorf("shard %d lock word %#x after Lock, want %#x", i, o, self)
 		}
 	}
+	fmt.Printf("owner %d\n", self)
 	fmt.Println(readyLine)
 	for {
 		time.Sleep(time.Hour)

@@ -143,7 +143,7 @@ func Open(path string, o Options) (*Dict, error) {
 		}
 		sl, err := slab.Attach(sh.arena)
 		if err != nil && !o.ReadOnly && sound > 0 {
-			sl, err = reformatShard(mem, h, sh, d.lockTimeout)
+			sl, err = reformatShard(z, mem, h, sh, d.lockTimeout)
 		}
 		if err != nil {
 			z.Close()
@@ -164,10 +164,10 @@ func Open(path string, o Options) (*Dict, error) {
 // and its lists rebuilt from the page descriptors, then the shard is repaired
 // from its entries; refusing the zone would lose every other shard too.
 // Another process may have restored it first; then it is attached as it is.
-func reformatShard(mem []byte, h shm.Header, sh *shard, timeout time.Duration) (*slab.Slab, error) {
+func reformatShard(z *shm.Zone, mem []byte, h shm.Header, sh *shard, timeout time.Duration) (*slab.Slab, error) {
 	hd := shardHdrAt(mem)
 	// A dead owner's lock is taken over: the shard is rebuilt anyway.
-	if _, err := shm.LockWithin(&hd.Lock, timeout); err != nil {
+	if _, err := z.LockWithin(&hd.Lock, timeout); err != nil {
 		return nil, err
 	}
 	defer shm.Unlock(&hd.Lock)
@@ -328,23 +328,24 @@ func (d *Dict) expiryFor(ttl time.Duration) (int64, error) {
 // word: its shards lock a word of this process instead (lockw), which orders
 // its own goroutines and nothing else.
 func (d *Dict) lock(s *shard) error {
-	if shm.TryLock(s.lockw) {
+	if d.z.TryLock(s.lockw) {
 		return nil
 	}
-	return d.lockSlow(s)
+	_, err := d.lockSlow(s)
+	return err
 }
 
 func (d *Dict) unlock(s *shard) { shm.Unlock(s.lockw) }
 
 // lockSlow waits for a shard's lock, counts the wait, and repairs a shard
 // taken over from a dead owner.
-func (d *Dict) lockSlow(s *shard) error {
-	r, err := shm.LockWithin(s.lockw, d.lockTimeout)
+func (d *Dict) lockSlow(s *shard) (shm.LockResult, error) {
+	r, err := d.z.LockWithin(s.lockw, d.lockTimeout)
 	if err != nil {
-		return fmt.Errorf("dict: shard %d: %w after %v", s.id, err, d.lockTimeout)
+		return 0, fmt.Errorf("dict: shard %d: %w after %v", s.id, err, d.lockTimeout)
 	}
 	if d.readOnly {
-		return nil
+		return r, nil
 	}
 	h := s.hdr()
 	h.LockWaits++
@@ -352,7 +353,7 @@ func (d *Dict) lockSlow(s *shard) error {
 		h.Recoveries++
 		s.repairLocked()
 	}
-	return nil
+	return r, nil
 }
 
 // corruptLocked reports corruption found in a shard while holding its lock:

@@ -12,11 +12,11 @@ import (
 func TestLockWithinTimesOut(t *testing.T) {
 	for _, timeout := range []time.Duration{time.Millisecond, 30 * time.Millisecond} {
 		t.Run(timeout.String(), func(t *testing.T) {
-			w, _ := lockWord(t)
-			Lock(w) // held by this process: a live owner
+			z, w := lockZone(t)
+			z.Lock(w) // held by this zone: a live owner
 			before := *w
 			start := time.Now()
-			r, err := LockWithin(w, timeout)
+			r, err := z.LockWithin(w, timeout)
 			elapsed := time.Since(start)
 			if !errors.Is(err, ErrLockTimeout) || r != 0 {
 				t.Fatalf("LockWithin(held by a live owner, %v) = %d, %v, want 0, ErrLockTimeout", timeout, r, err)
@@ -35,11 +35,11 @@ func TestLockWithinTimesOut(t *testing.T) {
 // A lock freed during the wait is taken, however short what is left of the
 // timeout.
 func TestLockWithinTakesFreedLock(t *testing.T) {
-	w, _ := lockWord(t)
-	Lock(w)
+	z, w := lockZone(t)
+	z.Lock(w)
 	done := make(chan error, 1)
 	go func() {
-		_, err := LockWithin(w, time.Minute)
+		_, err := z.LockWithin(w, time.Minute)
 		done <- err
 	}()
 	for !inLockSlow() {
@@ -54,8 +54,8 @@ func TestLockWithinTakesFreedLock(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("LockWithin still waiting 30 s after the lock was freed")
 	}
-	if got := Owner(w); got != Self {
-		t.Fatalf("Owner = %d, want %d", got, Self)
+	if got := *w; got != z.OwnerWord() {
+		t.Fatalf("word = %#x, want %#x", got, z.OwnerWord())
 	}
 }
 
@@ -63,24 +63,24 @@ func TestLockWithinTakesFreedLock(t *testing.T) {
 // after which death is judged: otherwise a short timeout would never recover
 // a lock.
 func TestLockWithinRecoversBeforeTimeout(t *testing.T) {
-	w, _ := lockWord(t)
-	*w = ownerWord(deadPid(t), 0)
-	r, err := LockWithin(w, 100*time.Microsecond)
+	z, w := lockZone(t)
+	*w = freeSlotWord(t, z, 3)
+	r, err := z.LockWithin(w, 100*time.Microsecond)
 	if err != nil || r != LockWaited|LockRecovered {
 		t.Fatalf("LockWithin(dead owner, 100µs) = %d, %v, want LockWaited|LockRecovered, nil", r, err)
 	}
-	if got := Owner(w); got != Self {
-		t.Fatalf("Owner = %d, want %d", got, Self)
+	if got := *w; got != z.OwnerWord() {
+		t.Fatalf("word = %#x, want %#x", got, z.OwnerWord())
 	}
 }
 
 // A timeout of 0 or less waits without bound, as Lock does.
 func TestLockWithinNoBound(t *testing.T) {
-	w, _ := lockWord(t)
-	Lock(w)
+	z, w := lockZone(t)
+	z.Lock(w)
 	done := make(chan error, 1)
 	go func() {
-		_, err := LockWithin(w, 0)
+		_, err := z.LockWithin(w, 0)
 		done <- err
 	}()
 	for !inLockSlow() {

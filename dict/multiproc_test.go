@@ -26,6 +26,8 @@ func TestHelperProcess(t *testing.T) {
 		"crash-hammer": helperHammer,
 		"crash-lock":   helperHoldLock,
 		"hold-update":  helperHoldUpdate,
+		"wait-incr":    helperWaitIncr,
+		"open-hold":    helperOpenHold,
 		"spec-reopen":  dict.HelperSpecReopen,
 		"bench-procs":  dict.HelperBenchProcs,
 	})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,8 +31,9 @@ const (
 )
 
 // helperHoldUpdate opens the zone at args[0] and calls Update on key args[1]:
-// its fn prints holdingLine, then waits for a line on stdin before it adds 1
-// to the int it found. It prints heldLine once Update returned.
+// its fn prints "holding pid=P slot=S" (its pid as it sees it, its owner
+// slot), then waits for a line on stdin before it adds 1 to the int it
+// found. It prints heldLine once Update returned.
 func helperHoldUpdate(args []string) error {
 	if len(args) != 2 {
 		return fmt.Errorf("want path and key, got %q", args)
@@ -41,10 +43,11 @@ func helperHoldUpdate(args []string) error {
 		return err
 	}
 	defer d.Close()
+	_, slot := dict.OwnerWord(d)
 	in := bufio.NewReader(os.Stdin)
 	var readErr error
 	err = d.Update(args[1], func(cur dict.Value, ok bool) (dict.Value, time.Duration, bool) {
-		fmt.Println(holdingLine)
+		fmt.Printf("%s pid=%d slot=%d\n", holdingLine, os.Getpid(), slot)
 		if _, readErr = in.ReadString('\n'); readErr != nil {
 			return dict.Value{}, 0, true // leave it as it is
 		}
@@ -57,37 +60,32 @@ func helperHoldUpdate(args []string) error {
 	return nil
 }
 
-// stoppedHolder is a helper process stopped inside Update on key.
-type stoppedHolder struct {
+// helperProc is a helper process whose stdin the test writes and whose
+// stdout lines it reads in order.
+type helperProc struct {
 	p     *testutil.Proc
 	stdin *os.File
 	lines chan string
 }
 
-// stopHolder starts helperHoldUpdate on key, waits until it holds the lock,
-// then stops it with SIGSTOP and waits until the kernel reports it stopped.
-func stopHolder(t *testing.T, path, key string) *stoppedHolder {
+// startHelper starts cmd with a stdin pipe and its lines on a channel.
+func startHelper(t *testing.T, cmd *exec.Cmd) *helperProc {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.Close() })
-	cmd := testutil.Helper(t, "hold-update", path, key)
 	cmd.Stdin = r
-	h := &stoppedHolder{stdin: w, lines: make(chan string, 4)}
+	h := &helperProc{stdin: w, lines: make(chan string, 16)}
 	h.p = testutil.Start(t, cmd, func(line string) { h.lines <- line })
 	r.Close()
-	h.expect(t, holdingLine)
-	if err := syscall.Kill(h.p.Pid(), syscall.SIGSTOP); err != nil {
-		t.Fatalf("SIGSTOP %d: %v", h.p.Pid(), err)
-	}
-	waitState(t, h.p.Pid(), 'T')
 	return h
 }
 
-// expect waits for the holder's next line and fails unless it is want.
-func (h *stoppedHolder) expect(t *testing.T, want string) {
+// next waits for the helper's next line and fails unless it starts with
+// prefix; it returns the line.
+func (h *helperProc) next(t *testing.T, prefix string) string {
 	t.Helper()
 	var line string
 	select {
@@ -97,18 +95,48 @@ func (h *stoppedHolder) expect(t *testing.T, want string) {
 		select {
 		case line = <-h.lines:
 		default:
-			t.Fatalf("holder exited before printing %q: %v", want, h.p.Wait())
+			t.Fatalf("helper exited before printing %q: %v", prefix, h.p.Wait())
 		}
 	case <-time.After(timeoutHang):
-		t.Fatalf("holder did not print %q in %v", want, timeoutHang)
+		t.Fatalf("helper did not print %q in %v", prefix, timeoutHang)
 	}
-	if line != want {
-		t.Fatalf("holder printed %q, want %q", line, want)
+	if !strings.HasPrefix(line, prefix) {
+		t.Fatalf("helper printed %q, want %q…", line, prefix)
 	}
+	return line
+}
+
+// startHolder starts helperHoldUpdate on key with cmd's namespace settings
+// (modify, when not nil, changes the command first), waits until it holds
+// the lock and returns it with the pid and slot it reported.
+func startHolder(t *testing.T, path, key string, modify func(*exec.Cmd)) (h *helperProc, pid, slot int) {
+	t.Helper()
+	cmd := testutil.Helper(t, "hold-update", path, key)
+	if modify != nil {
+		modify(cmd)
+	}
+	h = startHelper(t, cmd)
+	line := h.next(t, holdingLine)
+	if _, err := fmt.Sscanf(line, holdingLine+" pid=%d slot=%d", &pid, &slot); err != nil {
+		t.Fatalf("holder printed %q: %v", line, err)
+	}
+	return h, pid, slot
+}
+
+// stopHolder starts helperHoldUpdate on key, waits until it holds the lock,
+// then stops it with SIGSTOP and waits until the kernel reports it stopped.
+func stopHolder(t *testing.T, path, key string) *helperProc {
+	t.Helper()
+	h, _, _ := startHolder(t, path, key, nil)
+	if err := syscall.Kill(h.p.Pid(), syscall.SIGSTOP); err != nil {
+		t.Fatalf("SIGSTOP %d: %v", h.p.Pid(), err)
+	}
+	waitState(t, h.p.Pid(), 'T')
+	return h
 }
 
 // release continues the holder, lets its fn return and waits for it to exit.
-func (h *stoppedHolder) release(t *testing.T) {
+func (h *helperProc) release(t *testing.T) {
 	t.Helper()
 	if err := syscall.Kill(h.p.Pid(), syscall.SIGCONT); err != nil {
 		t.Fatalf("SIGCONT %d: %v", h.p.Pid(), err)
@@ -116,7 +144,7 @@ func (h *stoppedHolder) release(t *testing.T) {
 	if _, err := h.stdin.WriteString("go\n"); err != nil {
 		t.Fatalf("write to holder: %v", err)
 	}
-	h.expect(t, heldLine)
+	h.next(t, heldLine)
 	if err := h.p.Wait(); err != nil {
 		t.Fatalf("holder: %v", err)
 	}

@@ -125,8 +125,8 @@ func TestCrashKill(t *testing.T) {
 	// over and rebuilt here.
 	st := d.Stats()
 	for i := 0; i < st.Shards; i++ {
-		if o := shm.Owner(dict.ShardLock(d, i)); o != 0 {
-			t.Errorf("shard %d lock held by %d after Stats, want free", i, o)
+		if o := *dict.ShardLock(d, i); o != 0 {
+			t.Errorf("shard %d lock held by %#x after Stats, want free", i, o)
 		}
 	}
 	if err := d.Check(); err != nil {
@@ -284,10 +284,13 @@ func TestCrashHoldingLock(t *testing.T) {
 				args = append(args, strconv.Itoa(i))
 			}
 			ready := make(chan struct{})
+			var owner uint64
 			p := testutil.Start(t, testutil.Helper(t, "crash-lock", args...), func(line string) {
 				if line == readyLine {
 					close(ready)
+					return
 				}
+				fmt.Sscanf(line, "owner %d", &owner)
 			})
 			select {
 			case <-ready:
@@ -297,12 +300,20 @@ func TestCrashHoldingLock(t *testing.T) {
 				t.Fatal("helper not ready after a minute")
 			}
 			for _, i := range tt.shards {
-				if o := shm.Owner(dict.ShardLock(d, i)); o != uint32(p.Pid()) {
-					t.Fatalf("shard %d lock owner %d, want the helper %d", i, o, p.Pid())
+				if o := *dict.ShardLock(d, i); o != owner || o == 0 {
+					t.Fatalf("shard %d lock word %#x, want the helper's %#x", i, o, owner)
+				}
+				if st := dict.LockState(d, i); st != shm.LockLive {
+					t.Fatalf("shard %d lock state %d with the helper alive, want LockLive", i, st)
 				}
 			}
 			if err := p.Kill(); err != nil {
 				t.Fatalf("Kill() = %v", err)
+			}
+			for _, i := range tt.shards {
+				if st := dict.LockState(d, i); st != shm.LockDead {
+					t.Fatalf("shard %d lock state %d with the helper killed, want LockDead", i, st)
+				}
 			}
 
 			done := make(chan error, 1)
@@ -333,8 +344,8 @@ func TestCrashHoldingLock(t *testing.T) {
 				}
 			}
 			for i := 0; i < after.Shards; i++ {
-				if o := shm.Owner(dict.ShardLock(d, i)); o != 0 {
-					t.Errorf("shard %d lock held by %d, want free", i, o)
+				if o := *dict.ShardLock(d, i); o != 0 {
+					t.Errorf("shard %d lock held by %#x, want free", i, o)
 				}
 			}
 			if after.Entries != keys {

@@ -31,7 +31,25 @@ type Options struct {
 	// Clock returns the time in Unix milliseconds; nil uses a coarse system
 	// clock that ticks every millisecond. Tests inject time here.
 	Clock func() int64
+	// LockTimeout bounds every wait for a shard's lock: an operation that
+	// waited this long for a live holder returns ErrLockTimeout and changes
+	// nothing. 0 means DefaultLockTimeout; a negative value waits without
+	// bound. A dead holder is taken over after a few milliseconds whatever
+	// the timeout.
+	LockTimeout time.Duration
 }
+
+// DefaultLockTimeout is the LockTimeout of Options that set none. A healthy
+// holder keeps a shard's lock for microseconds, and one descheduled on a
+// loaded machine gets it back within a scheduler period, tens of
+// milliseconds; a holder still there after 100 ms is stopped (a debugger, a
+// frozen cgroup, SIGSTOP) or stuck in the function it gave Update. 100 ms is
+// also the order of a whole request's latency budget: a rate limiter that
+// waited longer would hold every request behind one stuck process, where
+// failing the decision lets the caller's failure policy (fail open or
+// closed) answer at once. A dead holder is recovered after about 5 ms, well
+// within it.
+const DefaultLockTimeout = 100 * time.Millisecond
 
 // Dict is a dictionary in a zone file shared by every process that opens it.
 type Dict struct {
@@ -44,6 +62,8 @@ type Dict struct {
 	closed   atomic.Bool
 	maxEntry int  // the largest entry a shard can hold
 	ownClock bool // d.clock is the coarse clock, released by Close
+	// lockTimeout bounds lock waits (Options.LockTimeout); <= 0 is no bound.
+	lockTimeout time.Duration
 }
 
 // shard is this process's view of one shard; all state is in mem.
@@ -97,12 +117,16 @@ func Open(path string, o Options) (d *Dict, err error) {
 	defer shm.CatchFault(&err, shm.GuardFaults())
 	h := z.Header()
 	d = &Dict{
-		z:        z,
-		shards:   make([]shard, h.Shards),
-		mask:     uint64(h.Shards - 1),
-		seed:     h.Seed,
-		clock:    o.Clock,
-		readOnly: o.ReadOnly,
+		z:           z,
+		shards:      make([]shard, h.Shards),
+		mask:        uint64(h.Shards - 1),
+		seed:        h.Seed,
+		clock:       o.Clock,
+		readOnly:    o.ReadOnly,
+		lockTimeout: o.LockTimeout,
+	}
+	if o.LockTimeout == 0 {
+		d.lockTimeout = DefaultLockTimeout
 	}
 	shift := uint(0)
 	for 1<<shift < h.Shards {
@@ -134,7 +158,7 @@ func Open(path string, o Options) (d *Dict, err error) {
 		}
 		sl, err := slab.Attach(sh.arena)
 		if err != nil && !o.ReadOnly && sound > 0 {
-			sl, err = reformatShard(mem, h, sh)
+			sl, err = reformatShard(z, mem, h, sh, d.lockTimeout)
 		}
 		if err != nil {
 			z.Close()
@@ -155,9 +179,12 @@ func Open(path string, o Options) (d *Dict, err error) {
 // and its lists rebuilt from the page descriptors, then the shard is repaired
 // from its entries; refusing the zone would lose every other shard too.
 // Another process may have restored it first; then it is attached as it is.
-func reformatShard(mem []byte, h shm.Header, sh *shard) (*slab.Slab, error) {
+func reformatShard(z *shm.Zone, mem []byte, h shm.Header, sh *shard, timeout time.Duration) (*slab.Slab, error) {
 	hd := shardHdrAt(mem)
-	shm.Lock(&hd.Lock) // a dead owner's lock is taken over: the shard is rebuilt anyway
+	// A dead owner's lock is taken over: the shard is rebuilt anyway.
+	if _, err := z.LockWithin(&hd.Lock, timeout); err != nil {
+		return nil, err
+	}
 	defer shm.Unlock(&hd.Lock)
 	arena := mem[arenaOffset(h.IndexSize):]
 	if sl, err := slab.Attach(arena); err == nil {
@@ -217,7 +244,8 @@ func (d *Dict) ReadOnly() bool { return d.readOnly }
 func (d *Dict) Capacity() int64 { return d.z.Header().Size }
 
 // FreeSpace returns the bytes that can still be allocated without evicting,
-// summed over the shards: free pages and free chunks of partly used pages.
+// summed over the shards: free pages and free chunks of partly used pages. A
+// shard whose lock stays held past LockTimeout is left out.
 func (d *Dict) FreeSpace() int64 {
 	if d.closed.Load() {
 		return 0
@@ -225,7 +253,9 @@ func (d *Dict) FreeSpace() int64 {
 	var n int64
 	for i := range d.shards {
 		s := &d.shards[i]
-		d.lock(s)
+		if d.lock(s) != nil {
+			continue
+		}
 		n += s.slab.FreeBytes()
 		d.unlock(s)
 	}
@@ -283,7 +313,9 @@ func (d *Dict) lookup(key string, write bool) (s *shard, h uint64, off uint32, e
 	}
 	h = hashKey(d.seed, key)
 	s = d.shardFor(h)
-	d.lock(s)
+	if err := d.lock(s); err != nil {
+		return nil, 0, 0, err
+	}
 	if off, _, err = s.findLocked(key, h); err != nil {
 		err = d.corruptLocked(s, "index")
 		d.unlock(s)
@@ -305,23 +337,30 @@ func (d *Dict) expiryFor(ttl time.Duration) (int64, error) {
 	return d.now() + ms, nil
 }
 
-// lock takes a shard's lock. A read-only view cannot write the zone's lock
+// lock takes a shard's lock, or returns ErrLockTimeout (wrapped) when a live
+// holder kept it past the Dict's lock timeout; then nothing was changed and
+// the caller must not unlock. A read-only view cannot write the zone's lock
 // word: its shards lock a word of this process instead (lockw), which orders
 // its own goroutines and nothing else.
-func (d *Dict) lock(s *shard) {
-	if !shm.TryLock(s.lockw) {
-		d.lockSlow(s)
+func (d *Dict) lock(s *shard) error {
+	if d.z.TryLock(s.lockw) {
+		return nil
 	}
+	_, err := d.lockSlow(s)
+	return err
 }
 
 func (d *Dict) unlock(s *shard) { shm.Unlock(s.lockw) }
 
 // lockSlow waits for a shard's lock, counts the wait, and repairs a shard
 // taken over from a dead owner.
-func (d *Dict) lockSlow(s *shard) {
-	r := shm.Lock(s.lockw)
+func (d *Dict) lockSlow(s *shard) (shm.LockResult, error) {
+	r, err := d.z.LockWithin(s.lockw, d.lockTimeout)
+	if err != nil {
+		return 0, fmt.Errorf("dict: shard %d: %w after %v", s.id, err, d.lockTimeout)
+	}
 	if d.readOnly {
-		return
+		return r, nil
 	}
 	h := s.hdr()
 	h.LockWaits++
@@ -329,6 +368,7 @@ func (d *Dict) lockSlow(s *shard) {
 		h.Recoveries++
 		s.repairLocked()
 	}
+	return r, nil
 }
 
 // corruptLocked reports corruption found in a shard while holding its lock:

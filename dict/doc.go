@@ -53,8 +53,14 @@
 //
 // Concurrency: a *Dict is safe for use by many goroutines; Close must not race
 // with other calls. Across processes, every operation on a key is atomic under
-// its shard's lock; a read sees the last completed write of any process. The
-// clock is read only for entries that have or get a TTL, from a coarse
-// per-process clock (clock.go) unless Options.Clock injects one. Read-only
-// views take no locks (see Options.ReadOnly).
+// its shard's lock; a read sees the last completed write of any process. A
+// lock holder that is alive, in any PID namespace, is never taken over:
+// liveness is the kernel's (an OFD lock per open zone, package shm), never a
+// pid's. No operation waits forever: one that waited Options.LockTimeout
+// (DefaultLockTimeout, 100 ms) for a lock a live process holds returns
+// ErrLockTimeout and changes nothing, and a lock whose holder died is taken
+// over after a few milliseconds whatever the timeout. The clock is read only
+// for entries that have or get a TTL, from a coarse per-process clock
+// (clock.go) unless Options.Clock injects one. Read-only views take no locks
+// (see Options.ReadOnly) and hold no owner slot.
 package dict

@@ -38,6 +38,11 @@ var (
 	// ErrCorrupt is returned when the zone's contents are inconsistent. It is
 	// shm.ErrCorrupt, so one errors.Is check covers the header and the data.
 	ErrCorrupt = shm.ErrCorrupt
+	// ErrLockTimeout is returned when an operation waited Options.LockTimeout
+	// for a shard's lock that a live process kept: one stopped, or stuck in
+	// the function it gave Update. The operation changed nothing and may be
+	// retried. It is shm.ErrLockTimeout.
+	ErrLockTimeout = shm.ErrLockTimeout
 )
 
 // ErrBadValue is returned when the zero Value, which has no kind, is stored.

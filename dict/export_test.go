@@ -1,5 +1,7 @@
 package dict
 
+import "github.com/shmzone/shmzone/shm"
+
 // What the external tests (package dict_test) reach inside a Dict; it exists
 // only in test builds.
 
@@ -7,3 +9,16 @@ package dict
 // which the crash tests hold in a helper process and inspect once it is
 // killed.
 func ShardLock(d *Dict, i int) *uint64 { return &d.shards[i].h.Lock }
+
+// LockShard takes shard i's lock as d's zone, waiting without bound.
+func LockShard(d *Dict, i int) { d.z.Lock(&d.shards[i].h.Lock) }
+
+// LockState reports what shard i's lock word says of its holder, as d's
+// zone judges it.
+func LockState(d *Dict, i int) shm.LockState { return d.z.LockState(&d.shards[i].h.Lock) }
+
+// OwnerWord returns the lock word d's zone writes, and its owner slot.
+func OwnerWord(d *Dict) (uint64, int) { return d.z.OwnerWord(), d.z.Slot() }
+
+// ShardOf returns the shard that holds key.
+func ShardOf(d *Dict, key string) int { return int(hashKey(d.seed, key) & d.mask) }

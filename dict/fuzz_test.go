@@ -125,10 +125,12 @@ func describePatches(in []byte) string {
 	return b.String()
 }
 
-// normalizeLocks frees the lock words that name a live process (this one
-// included): such a lock is waited for as long as its owner lives, by design,
-// so a file that names one would only make the run wait. A lock of a dead
-// owner stays, to be taken over and repaired.
+// normalizeLocks frees the lock words that name owner slot 0, the slot this
+// process's Open claims (the file is new to it): one of them would name this
+// process's zone, whose lock is waited for as long as it is open, by design,
+// so such a file would only make the run wait. A lock of any other slot
+// names an owner that is gone, or none, and stays, to be taken over and
+// repaired.
 func normalizeLocks(zone []byte) {
 	h, err := shm.ParseHeader(zone, int64(len(zone)), Layout)
 	if err != nil {
@@ -136,7 +138,7 @@ func normalizeLocks(zone []byte) {
 	}
 	for i := 0; i < h.Shards; i++ {
 		w := zone[int(h.ShardOff)+i*int(h.ShardSize)+hLock:]
-		if pid := uint32(binary.NativeEndian.Uint64(w)); pid != 0 && shm.Alive(pid) {
+		if word := binary.NativeEndian.Uint64(w); word != 0 && uint32(word) == 0 {
 			binary.NativeEndian.PutUint64(w, 0)
 		}
 	}

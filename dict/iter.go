@@ -40,7 +40,9 @@ func (d *Dict) Scan(fn func(it Item) bool) error {
 		for {
 			now := d.now()
 			c.reset()
-			d.lock(s)
+			if err := d.lock(s); err != nil {
+				return err
+			}
 			err := d.scanLocked(s, now, &c)
 			d.unlock(s)
 			if err != nil {

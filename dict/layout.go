@@ -38,7 +38,7 @@ const Layout = 0x44494333 // "DIC3": shardHdr.Writes moved next to Hits
 // the first line, so that an operation moves one header line between the
 // cores of processes that share the shard, not two.
 type shardHdr struct {
-	Lock        uint64   // CAS only: 0 or the owner's pid and start token (shm.Lock)
+	Lock        uint64   // CAS only: 0 or the owner's slot and generation (shm.Zone.Lock)
 	Drop        uint32   // under lock: what repair must drop (dropNone, dropUnreachable, or an entry)
 	LRUHead     uint32   // under lock: head of the eviction queue: newest entry
 	LRUTail     uint32   // under lock: tail of the eviction queue: where the CLOCK hand starts

@@ -246,7 +246,9 @@ func (d *Dict) pop(key string, head bool) (Value, error) {
 	s := d.shardFor(h)
 	var dst []byte
 	for {
-		d.lock(s)
+		if err := d.lock(s); err != nil {
+			return Value{}, err
+		}
 		v, need, err := d.popLocked(s, key, h, head, dst)
 		d.unlock(s)
 		if need < 0 {

@@ -25,6 +25,9 @@ func TestHelperProcess(t *testing.T) {
 		"add":          helperAdd,
 		"crash-hammer": helperHammer,
 		"crash-lock":   helperHoldLock,
+		"hold-update":  helperHoldUpdate,
+		"wait-incr":    helperWaitIncr,
+		"open-hold":    helperOpenHold,
 		"spec-reopen":  dict.HelperSpecReopen,
 		"bench-procs":  dict.HelperBenchProcs,
 	})

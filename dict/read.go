@@ -35,7 +35,9 @@ func (d *Dict) get(key string, dst []byte, allowStale bool, r *readResult) error
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
 	for {
-		d.lock(s)
+		if err := d.lock(s); err != nil {
+			return err
+		}
 		need, err := d.getLocked(s, key, h, dst, allowStale, r)
 		d.unlock(s)
 		if need < 0 {

@@ -3,7 +3,10 @@ package dict
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"unsafe"
+
+	"github.com/shmzone/shmzone/shm"
 )
 
 // bitset marks arena offsets (8-byte granules) during repair and check.
@@ -349,8 +352,11 @@ func (s *shard) checkListLocked(off uint32, e *entry, nodes bitset) string {
 // Check verifies every shard's invariants: the slab's own, every index entry
 // well formed and in its bucket, the LRU list holding exactly the indexed
 // entries in consistent order, lists linked and counted, no allocated chunk
-// unreachable, and no write left half done. It returns nil, or ErrCorrupt
-// joined with each problem found. It locks one shard at a time.
+// unreachable, no write left half done, and, read-only, no lock held by an
+// owner that is gone. It returns nil, or ErrCorrupt joined with each problem
+// found. It locks one shard at a time; a shard whose
+// lock stays held past LockTimeout is not checked, and ErrLockTimeout is
+// joined for it.
 func (d *Dict) Check() error {
 	if d.closed.Load() {
 		return ErrClosed
@@ -359,9 +365,19 @@ func (d *Dict) Check() error {
 	sc := newScratch(len(d.shards[0].arena)) // every shard's arena has one size
 	for i := range d.shards {
 		s := &d.shards[i]
-		d.lock(s)
+		if err := d.lock(s); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		probs := s.checkLocked(20, sc)
 		d.unlock(s)
+		if d.readOnly {
+			// A writable Dict took such a lock over above; a read-only
+			// one only looks.
+			if w := atomic.LoadUint64(&s.h.Lock); w != 0 && d.z.LockState(&s.h.Lock) == shm.LockDead {
+				probs = append(probs, fmt.Sprintf("shard %d: lock held by an owner that is gone (word %#x); the next writer takes it over and rebuilds the shard", i, w))
+			}
+		}
 		for _, p := range probs {
 			errs = append(errs, fmt.Errorf("%w: %s", ErrCorrupt, p))
 		}
@@ -370,8 +386,10 @@ func (d *Dict) Check() error {
 }
 
 // Repair rebuilds every shard that fails its check, as recovery from a dead
-// lock owner does, and returns how many it rebuilt. A shard whose lock is held
-// by a dead process is taken over and rebuilt by the lock itself.
+// lock owner does, and returns how many it rebuilt, those whose lock it took
+// over from a dead owner included. A shard whose lock is held
+// by a dead process is taken over and rebuilt by the lock itself; one held by
+// a live process past LockTimeout stops Repair with ErrLockTimeout.
 func (d *Dict) Repair() (int, error) {
 	if d.closed.Load() {
 		return 0, ErrClosed
@@ -383,8 +401,18 @@ func (d *Dict) Repair() (int, error) {
 	sc := newScratch(len(d.shards[0].arena))
 	for i := range d.shards {
 		s := &d.shards[i]
-		d.lock(s)
-		if len(s.checkLocked(1, sc)) > 0 {
+		// A lock of a dead owner is taken over, and the shard rebuilt, by
+		// lockSlow itself: count it too.
+		var r shm.LockResult
+		if !d.z.TryLock(s.lockw) {
+			var err error
+			if r, err = d.lockSlow(s); err != nil {
+				return n, err
+			}
+		}
+		if r&shm.LockRecovered != 0 {
+			n++
+		} else if len(s.checkLocked(1, sc)) > 0 {
 			s.repairLocked()
 			s.hdr().Recoveries++
 			n++

@@ -14,7 +14,9 @@ func (d *Dict) FlushAll() error {
 	}
 	for i := range d.shards {
 		s := &d.shards[i]
-		d.lock(s)
+		if err := d.lock(s); err != nil {
+			return err
+		}
 		err := s.flushLocked()
 		d.unlock(s)
 		if err != nil {
@@ -54,7 +56,9 @@ func (d *Dict) FlushExpired(max int) (int, error) {
 	total := 0
 	for i := range d.shards {
 		s := &d.shards[i]
-		d.lock(s)
+		if err := d.lock(s); err != nil {
+			return total, err
+		}
 		n, err := d.flushExpiredLocked(s, max-total, max == 0)
 		d.unlock(s)
 		total += n
@@ -110,7 +114,9 @@ func (d *Dict) Keys(max int) ([]string, error) {
 			want = max - len(keys)
 		}
 		for {
-			d.lock(s)
+			if err := d.lock(s); err != nil {
+				return keys, err
+			}
 			nbytes, nkeys, fit, err := d.keysLocked(s, buf[:0], lens[:0], want)
 			d.unlock(s)
 			if err != nil {

@@ -21,10 +21,14 @@ type Stats struct {
 	Expirations uint64 // expired entries reclaimed
 	LockWaits   uint64 // lock acquisitions that had to wait
 	Recoveries  uint64 // shards rebuilt after a dead lock owner or corruption
+	// Busy counts the shards left out of the other figures because a live
+	// process held their lock past LockTimeout.
+	Busy int
 }
 
 // Stats returns the dictionary's figures. It locks one shard at a time, so
-// the sums are not one instant's.
+// the sums are not one instant's; a shard whose lock stays held past
+// LockTimeout is left out and counted in Busy.
 func (d *Dict) Stats() Stats {
 	st := Stats{Capacity: d.Capacity(), Shards: len(d.shards)}
 	if d.closed.Load() {
@@ -32,7 +36,10 @@ func (d *Dict) Stats() Stats {
 	}
 	for i := range d.shards {
 		s := &d.shards[i]
-		d.lock(s)
+		if d.lock(s) != nil {
+			st.Busy++
+			continue
+		}
 		h := s.hdr()
 		st.FreeSpace += s.slab.FreeBytes()
 		st.Entries += int64(h.Count)
@@ -48,17 +55,21 @@ func (d *Dict) Stats() Stats {
 	return st
 }
 
-// ShardStats returns shard i's figures, with Shards 1.
+// ShardStats returns shard i's figures, with Shards 1; only Capacity and
+// Busy 1 when its lock stays held past LockTimeout.
 func (d *Dict) ShardStats(i int) Stats {
 	st := Stats{Shards: 1}
 	if d.closed.Load() || i < 0 || i >= len(d.shards) {
 		return st
 	}
 	s := &d.shards[i]
-	d.lock(s)
+	st.Capacity = int64(len(s.mem))
+	if d.lock(s) != nil {
+		st.Busy = 1
+		return st
+	}
 	defer d.unlock(s)
 	h := s.hdr()
-	st.Capacity = int64(len(s.mem))
 	st.FreeSpace = s.slab.FreeBytes()
 	st.Entries = int64(h.Count)
 	st.Hits, st.Misses, st.Writes = h.Hits, h.Misses, h.Writes
@@ -68,7 +79,8 @@ func (d *Dict) ShardStats(i int) Stats {
 }
 
 // SlabStats returns the use of each slab size class, summed over the shards;
-// the last row, with Size 0, counts page runs (large entries).
+// the last row, with Size 0, counts page runs (large entries). A shard whose
+// lock stays held past LockTimeout is left out.
 func (d *Dict) SlabStats() []slab.ClassStats {
 	if d.closed.Load() {
 		return nil
@@ -77,7 +89,9 @@ func (d *Dict) SlabStats() []slab.ClassStats {
 	var order []int
 	for i := range d.shards {
 		s := &d.shards[i]
-		d.lock(s)
+		if d.lock(s) != nil {
+			continue // busy: left out, as Stats does
+		}
 		rows := s.slab.Stats()
 		d.unlock(s)
 		for _, r := range rows {

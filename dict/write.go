@@ -58,7 +58,9 @@ func (d *Dict) store(key string, v Value, ttl time.Duration, flags uint32, m mod
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
-	d.lock(s)
+	if err := d.lock(s); err != nil {
+		return false, err
+	}
 	forcible, err := d.findStoreLocked(s, key, h, v, expiry, flags, m, evict, false)
 	d.unlock(s)
 	return forcible, err
@@ -214,7 +216,9 @@ func (d *Dict) Incr(key string, delta int64) (int64, error) {
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
-	d.lock(s)
+	if err := d.lock(s); err != nil {
+		return 0, err
+	}
 	n, _, found, err := d.incrLocked(s, key, h, delta, float64(delta), false)
 	d.unlock(s)
 	if err == nil && !found {
@@ -231,7 +235,9 @@ func (d *Dict) IncrFloat(key string, delta float64) (float64, error) {
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
-	d.lock(s)
+	if err := d.lock(s); err != nil {
+		return 0, err
+	}
 	_, f, found, err := d.incrLocked(s, key, h, 0, delta, true)
 	d.unlock(s)
 	if err == nil && !found {
@@ -253,7 +259,9 @@ func (d *Dict) IncrInit(key string, delta, init int64, initTTL time.Duration) (n
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
-	d.lock(s)
+	if err := d.lock(s); err != nil {
+		return 0, false, err
+	}
 	n, _, found, err := d.incrLocked(s, key, h, delta, float64(delta), false)
 	if err == nil && !found {
 		var expiry int64

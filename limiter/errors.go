@@ -40,4 +40,10 @@ var (
 	// that holds no state. It is dict.ErrNotFound, so one errors.Is check
 	// covers both packages.
 	ErrNotFound = dict.ErrNotFound
+	// ErrLockTimeout is returned (wrapped with the key) when a decision
+	// waited the dictionary's lock timeout (dict.Options.LockTimeout) for a
+	// key's shard that a live process held: the decision was not made and
+	// nothing was counted. It is dict.ErrLockTimeout; httplimit passes it,
+	// like every limiter error, to Options.Error.
+	ErrLockTimeout = dict.ErrLockTimeout
 )

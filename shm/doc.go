@@ -46,12 +46,64 @@
 //	    would be a large share of an operation's cost.
 //	I4. The header is immutable after create; the file stores offsets, never
 //	    pointers.
-//	I5. A lock word holds 0 or its owner: a pid and that process's start-time
-//	    token (lock.go). A waiter that finds the owner dead takes the lock over
-//	    and is told so, and must repair what the lock protects before using it.
+//	I5. A lock word holds 0 or its owner: an owner slot and that slot's
+//	    generation (lock.go). A waiter takes it over only when the kernel
+//	    says the slot's owner is gone, or the word names no owner; it is told
+//	    so, and must repair what the lock protects before using it. A live
+//	    owner is never taken over, whatever its PID namespace.
+//	I6. No lock wait is unbounded unless asked: LockWithin gives up after its
+//	    timeout with ErrLockTimeout, having changed nothing.
+//
+// # Lock owners
+//
+// Locks are words in the zone that processes take with a CAS, so that an
+// uncontended lock costs no system call. What a word must then say is who
+// holds it, in a form that a waiter in any process can check for life.
+// A pid cannot: containers that share a zone file (a pod's memory-backed
+// emptyDir, docker --ipc=shareable, sidecars) put its processes in different
+// PID namespaces, where the same number names different processes or none,
+// and a pid is handed out again after its process dies. So liveness is asked
+// of the kernel, which owns it in every namespace alike:
+//
+//   - Slot table. The header page holds Slots generation words after the
+//     header (layout.go). Slot i is held by whoever holds an OFD write lock
+//     (fcntl F_OFD_SETLK) on byte slotByte(i) of the file.
+//   - Claim. A read-write Open dups its descriptor (close-on-exec, kept until
+//     Close) and tries F_OFD_SETLK on each slot's byte in turn; the first it
+//     gets is its slot. It then adds 1 to that slot's generation (0 is
+//     skipped) and from then on writes the word generation<<32 | slot into
+//     every lock it takes. A read-only Open claims no slot and writes no lock
+//     word in the zone.
+//   - Takeover. A waiter that has waited deadCheckAfter (or its whole
+//     timeout, if shorter) judges the word it sees: dead when the slot is out
+//     of range or the generation is 0, when the slot's generation in the
+//     table is not the word's (the slot was claimed again since its owner
+//     died), or when F_OFD_GETLK says nobody holds the slot's byte; live
+//     otherwise, and this zone's own word is live. A dead word is replaced
+//     by the waiter's own with a CAS on the exact word it judged, so that
+//     two waiters cannot both take it over.
+//   - Generation. A new owner of a slot holds the slot's byte before it bumps
+//     the generation, and an owner writes lock words only after its bump, so
+//     a word of a live owner always carries the table's generation. A word
+//     left by a dead owner whose slot was claimed again carries an older
+//     one: it is judged dead though the byte is held. A waiter that reads the
+//     generation between the new claim and its bump judges such a word live
+//     for that moment and judges it again on its next turn.
+//   - Why OFD locks. The kernel releases an OFD lock when the last
+//     descriptor of its open file description closes, which a process's
+//     death does, in whatever PID namespace, and a GETLK from any process
+//     sees it. POSIX record locks would be dropped when the process closes
+//     any descriptor of the file (a second Open and Close of the same zone,
+//     say) and report pids from the lock holder's namespace; flock has no
+//     byte ranges. Because each Open has its own open file description, two
+//     zones of one process on one file hold two slots and are two owners.
+//
+// A zone format of another version (version 1 named owners by pid) is
+// refused with ErrVersion. At most Slots zones can be open read-write on one
+// file at once; the next Open returns ErrNoSlot.
 //
 // Concurrency: a *Zone may be used by many goroutines at once; Close must not
 // race with other use. Across processes, any number may attach the same file;
 // creation is serialised by flock, and mutation of shared words is governed by
-// the lock words the layer above places in its shards (Lock, Unlock).
+// the lock words the layer above places in its shards (Zone.Lock, Unlock).
 package shm

@@ -30,4 +30,10 @@ var (
 	// the file was truncated while mapped, or its filesystem could not back
 	// a page (a sparse file on a full tmpfs). See CatchFault.
 	ErrFault = errors.New("shm: fault in zone mapping")
+	// ErrLockTimeout is returned by LockWithin when a live owner held the
+	// lock for the whole timeout; the lock is left as it was.
+	ErrLockTimeout = errors.New("shm: lock wait timed out")
+	// ErrNoSlot is returned by a read-write Open when every owner slot of
+	// the zone is held: Slots zones are open read-write on the file already.
+	ErrNoSlot = errors.New("shm: no free owner slot")
 )

@@ -118,8 +118,8 @@ func helperMain(verb, path string, args []string) int {
 		if err != nil {
 			return fail(err)
 		}
-		r := Lock(word64(z.Shard(0), 0))
-		fmt.Printf("locked %d %d\n", Self, r)
+		r := z.Lock(word64(z.Shard(0), 0))
+		fmt.Printf("locked %d %d\n", z.OwnerWord(), r)
 		io.Copy(io.Discard, in)
 		return 0
 	case "incr": // add 1 to shard 0's counter n times under its lock
@@ -137,7 +137,7 @@ func helperMain(verb, path string, args []string) int {
 		}
 		w, b := word64(z.Shard(0), 0), z.Shard(0)
 		for i := 0; i < n; i++ {
-			Lock(w)
+			z.Lock(w)
 			plainIncr(b[64:])
 			Unlock(w)
 		}

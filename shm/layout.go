@@ -27,14 +27,25 @@ import "unsafe"
 // Every field is immutable after create and covered by the checksum, an
 // xxhash64 of the bytes before it. Integers are in the creating machine's byte
 // order; the order word tells another byte order apart.
+//
+// The rest of the header page, from slotTableOff, is the owner slot table
+// (lock.go, owner.go): Slots generation words of 4 bytes, mutable, outside
+// the checksum. Slot i is owned by whoever holds an OFD write lock on the
+// file's byte slotByte(i), the first byte of its generation word.
+//
+//	88           slotTableOff    +4         +8             HeaderSize
+//	+-- zero ----+---------------+----------+-- ... --+-------------+
+//	|            | gen 0         | gen 1    |         | gen Slots-1 |
+//	+------------+---------------+----------+-- ... --+-------------+
 
 const (
 	// HeaderSize is the size of the header page; shards start after it.
 	HeaderSize = 4096
 	// PageSize is the page size zones are created with.
 	PageSize = 4096
-	// Version is the format version of the header and shard geometry.
-	Version = 1
+	// Version is the format version of the header, the owner slot table and
+	// the shard geometry. Version 1 zones named lock owners by pid.
+	Version = 2
 
 	magic     = "SHMZONE\x00"
 	initMagic = "SHMZINIT" // the magic of an unfinished creation's marker (zone.go)
@@ -83,3 +94,31 @@ var (
 
 // ClockUnixMs is the only clock kind: expiry times are Unix milliseconds.
 const ClockUnixMs = 1
+
+// The owner slot table, in the header page after the header.
+const (
+	slotTableOff = 1024 // leaves the header room to grow
+	slotSize     = 4    // a uint32 generation per slot
+	// Slots is how many zones may be open read-write at once on one file,
+	// across every process: each holds one slot.
+	Slots = (HeaderSize - slotTableOff) / slotSize
+)
+
+// Guards: the table starts past the header and ends with the header page.
+var (
+	_ [slotTableOff - hdrSize]struct{}
+	_ [HeaderSize - slotTableOff - Slots*slotSize]struct{}
+	_ [Slots*slotSize - (HeaderSize - slotTableOff)]struct{}
+)
+
+// slotByte returns the file offset whose OFD lock owns slot i.
+func slotByte(i int) int64 { return int64(slotTableOff + i*slotSize) }
+
+// slotGen returns slot i's generation word in a mapping of the zone. Access
+// rule: written only by the holder of the slot's OFD lock, with an atomic
+// add when it claims the slot; read by anyone with an atomic load.
+func slotGen(data []byte, i int) *uint32 {
+	off := slotTableOff + i*slotSize
+	_ = data[off+slotSize-1]
+	return (*uint32)(unsafe.Pointer(&data[off]))
+}

@@ -2,78 +2,104 @@ package shm
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
-	"math"
 	"os/exec"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"unsafe"
 )
 
-// lockWord returns a fresh lock word in a byte slice, as it would be in a
-// zone, and the slice.
-func lockWord(t *testing.T) (*uint64, []byte) {
+// lockZone opens a small zone read-write for lock tests and returns it with
+// a fresh lock word in its first shard.
+func lockZone(t *testing.T) (*Zone, *uint64) {
 	t.Helper()
-	mem := make([]uint64, 8)
-	b := unsafe.Slice((*byte)(unsafe.Pointer(&mem[0])), 64)
-	return word64(b, 0), b
-}
-
-// deadPid returns the pid of a process that has exited and been reaped.
-func deadPid(t *testing.T) uint32 {
-	t.Helper()
-	cmd := exec.Command("true")
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("run true: %v", err)
-	}
-	return uint32(cmd.Process.Pid)
+	z := mustOpen(t, tempZone(t), small)
+	return z, word64(z.Shard(0), 0)
 }
 
 // inLockSlow reports whether some goroutine is waiting in lockSlow.
 func inLockSlow() bool {
 	buf := make([]byte, 1<<20)
-	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "shm.lockSlow")
+	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "shm.(*Zone).lockSlow")
+}
+
+// freeSlotWord returns a lock word naming slot i with its current
+// generation, a slot nobody holds: the word of an owner that has gone.
+func freeSlotWord(t *testing.T, z *Zone, i int) uint64 {
+	t.Helper()
+	if z.slotHeld(i) {
+		t.Fatalf("slot %d is held", i)
+	}
+	atomic.AddUint32(slotGen(z.data, i), 1) // as a claim by the gone owner did
+	return ownerWord(i, atomic.LoadUint32(slotGen(z.data, i)))
 }
 
 func TestLockUnlock(t *testing.T) {
-	w, _ := lockWord(t)
-	if r := Lock(w); r != 0 {
+	z, w := lockZone(t)
+	self := z.OwnerWord()
+	if r := z.Lock(w); r != 0 {
 		t.Fatalf("Lock(free) = %d, want 0", r)
 	}
-	if got := Owner(w); got != Self {
-		t.Fatalf("Owner after Lock = %d, want %d", got, Self)
+	if got := atomic.LoadUint64(w); got != self {
+		t.Fatalf("word after Lock = %#x, want %#x", got, self)
 	}
-	if TryLock(w) {
+	if z.TryLock(w) {
 		t.Fatalf("TryLock(held) = true, want false")
 	}
-	if got := Owner(w); got != Self {
-		t.Fatalf("Owner after failed TryLock = %d, want %d", got, Self)
+	if got := z.LockState(w); got != LockLive {
+		t.Fatalf("LockState(held by this zone) = %d, want LockLive", got)
 	}
 	Unlock(w)
-	if got := Owner(w); got != 0 {
-		t.Fatalf("Owner after Unlock = %d, want 0", got)
+	if got := z.LockState(w); got != LockFree || *w != 0 {
+		t.Fatalf("after Unlock: LockState %d, word %#x; want LockFree, 0", got, *w)
 	}
-	if !TryLock(w) {
+	if !z.TryLock(w) {
 		t.Fatalf("TryLock(free) = false, want true")
 	}
-	if got := Owner(w); got != Self {
-		t.Fatalf("Owner after TryLock = %d, want %d", got, Self)
-	}
 	Unlock(w)
-	if got := Owner(w); got != 0 {
-		t.Fatalf("Owner after Unlock = %d, want 0", got)
+}
+
+// A read-write zone holds a slot, whose generation is in its word; a
+// read-only one holds none.
+func TestZoneSlots(t *testing.T) {
+	path := tempZone(t)
+	a := mustOpen(t, path, small)
+	b := mustOpen(t, path, Options{})
+	ro := mustOpen(t, path, Options{ReadOnly: true})
+	if a.Slot() != 0 || b.Slot() != 1 || ro.Slot() != -1 {
+		t.Fatalf("slots %d, %d, read-only %d; want 0, 1, -1", a.Slot(), b.Slot(), ro.Slot())
+	}
+	for _, z := range []*Zone{a, b} {
+		gen := atomic.LoadUint32(slotGen(a.data, z.Slot()))
+		if want := ownerWord(z.Slot(), gen); z.OwnerWord() != want || gen == 0 {
+			t.Errorf("slot %d: owner word %#x, want %#x (generation %d)", z.Slot(), z.OwnerWord(), want, gen)
+		}
+		if !ro.slotHeld(z.Slot()) {
+			t.Errorf("slot %d of an open zone is not held, asked from a read-only zone", z.Slot())
+		}
+	}
+	gen := atomic.LoadUint32(slotGen(a.data, 1))
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if a.slotHeld(1) {
+		t.Fatal("slot 1 still held after its zone closed")
+	}
+	c := mustOpen(t, path, Options{})
+	if c.Slot() != 1 || c.OwnerWord() != ownerWord(1, gen+1) {
+		t.Fatalf("reopened zone: slot %d word %#x, want slot 1 with generation %d", c.Slot(), c.OwnerWord(), gen+1)
 	}
 }
 
 // A Lock that finds the word held by a live owner waits for it, and says so.
 func TestLockWaits(t *testing.T) {
-	w, _ := lockWord(t)
-	Lock(w)
+	z, w := lockZone(t)
+	z.Lock(w)
 	done := make(chan LockResult)
-	go func() { done <- Lock(w) }()
+	go func() { done <- z.Lock(w) }()
 	for !inLockSlow() {
 		runtime.Gosched()
 	}
@@ -86,118 +112,100 @@ func TestLockWaits(t *testing.T) {
 	if r := <-done; r != LockWaited {
 		t.Fatalf("Lock(held by a live owner) = %d, want LockWaited (%d)", r, LockWaited)
 	}
-	if got := Owner(w); got != Self {
-		t.Fatalf("Owner = %d, want %d", got, Self)
+	if got := *w; got != z.OwnerWord() {
+		t.Fatalf("word = %#x, want %#x", got, z.OwnerWord())
 	}
 }
 
 func TestLockCounter(t *testing.T) {
 	const goroutines, n = 4, 10000
-	w, b := lockWord(t)
+	z, w := lockZone(t)
+	b := z.Shard(0)
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var recovered int
+	var recovered atomic.Int64
 	for g := 0; g < goroutines; g++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			bad := 0
 			for i := 0; i < n; i++ {
-				if Lock(w)&LockRecovered != 0 {
-					bad++
+				if z.Lock(w)&LockRecovered != 0 {
+					recovered.Add(1)
 				}
 				plainIncr(b[8:])
 				Unlock(w)
 			}
-			mu.Lock()
-			recovered += bad
-			mu.Unlock()
 		}()
 	}
 	wg.Wait()
 	if got := nativeOrder.Uint64(b[8:]); got != goroutines*n {
 		t.Fatalf("counter = %d, want %d", got, goroutines*n)
 	}
-	if recovered != 0 {
-		t.Fatalf("%d Locks reported LockRecovered with a live owner", recovered)
+	if n := recovered.Load(); n != 0 {
+		t.Fatalf("%d Locks reported LockRecovered with a live owner", n)
 	}
-	if got := Owner(w); got != 0 {
-		t.Fatalf("Owner after all Unlocks = %d, want 0", got)
+	if got := *w; got != 0 {
+		t.Fatalf("word after all Unlocks = %#x, want 0", got)
 	}
 }
 
+// A word whose owner is gone, or that no owner wrote, is taken over.
 func TestLockDeadOwner(t *testing.T) {
-	w, _ := lockWord(t)
-	dead := deadPid(t)
-	*w = uint64(dead)
-	if r := Lock(w); r != LockRecovered|LockWaited {
-		t.Fatalf("Lock(owned by dead pid %d) = %d, want LockRecovered|LockWaited (%d)", dead, r, LockRecovered|LockWaited)
-	}
-	if got := Owner(w); got != Self {
-		t.Fatalf("Owner after recovery = %d, want %d", got, Self)
-	}
-	Unlock(w)
-}
-
-func TestAlive(t *testing.T) {
-	dead := deadPid(t)
+	z, w := lockZone(t)
+	other := mustOpen(t, z.path, Options{}) // holds slot 1: live
 	tests := []struct {
 		name string
-		pid  uint32
+		word uint64
+	}{
+		{"free slot", freeSlotWord(t, z, 5)},
+		{"slot claimed again since", ownerWord(other.Slot(), atomic.LoadUint32(slotGen(z.data, other.Slot()))-1)},
+		{"hostile 0x1", 0x1},
+		{"slot out of range", ownerWord(Slots, 1)},
+		{"generation 0", ownerWord(other.Slot(), 0)},
+		{"all ones", ^uint64(0) - 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			*w = tt.word
+			if got := z.LockState(w); got != LockDead {
+				t.Fatalf("LockState(%#x) = %d, want LockDead", tt.word, got)
+			}
+			if r := z.Lock(w); r != LockRecovered|LockWaited {
+				t.Fatalf("Lock(%#x) = %d, want LockRecovered|LockWaited (%d)", tt.word, r, LockRecovered|LockWaited)
+			}
+			if *w != z.OwnerWord() {
+				t.Fatalf("word after recovery = %#x, want %#x", *w, z.OwnerWord())
+			}
+			Unlock(w)
+		})
+	}
+}
+
+// ownerDead tells live owners, this zone's goroutines and another zone of
+// this process on the same file included, from gone ones.
+func TestOwnerDead(t *testing.T) {
+	z, _ := lockZone(t)
+	other := mustOpen(t, z.path, Options{})
+	ro := mustOpen(t, z.path, Options{ReadOnly: true})
+	tests := []struct {
+		name string
+		z    *Zone
+		word uint64
 		want bool
 	}{
-		{"self", Self, true},
-		{"init", 1, true},
-		{"zero", 0, false},
-		{"dead", dead, false},
-		{"beyond pid_max", 1<<22 + 1, false},
-		{"max uint32", math.MaxUint32, false},
-		{"negative as int32", 1 << 31, false},
+		{"self", z, z.OwnerWord(), false},
+		{"another zone of this process", z, other.OwnerWord(), false},
+		{"asked read-only", ro, other.OwnerWord(), false},
+		{"its own slot, earlier generation", z, ownerWord(z.Slot(), atomic.LoadUint32(slotGen(z.data, z.Slot()))-1), true},
+		{"free slot", z, freeSlotWord(t, z, 9), true},
+		{"free slot, asked read-only", ro, freeSlotWord(t, z, 10), true},
+		{"read-only zone's word, asked by another", z, ro.OwnerWord(), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Alive(tt.pid); got != tt.want {
-				t.Fatalf("Alive(%d) = %v, want %v", tt.pid, got, tt.want)
+			if got := tt.z.ownerDead(tt.word); got != tt.want {
+				t.Fatalf("ownerDead(%#x) = %v, want %v", tt.word, got, tt.want)
 			}
 		})
-	}
-}
-
-// ownerDead tells a live owner from a dead one, including a pid handed out
-// again to another process or to this one.
-func TestOwnerDead(t *testing.T) {
-	dead := deadPid(t)
-	tests := []struct {
-		name  string
-		owner uint64
-		want  bool
-	}{
-		{"self", selfWord, false},
-		{"self, earlier incarnation", ownerWord(Self, startToken(Self)+1), true},
-		{"live", 1, false},
-		{"live pid, other start time", ownerWord(1, startToken(1)+1), true},
-		{"dead", uint64(dead), true},
-		{"impossible pid", math.MaxUint32, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := ownerDead(tt.owner); got != tt.want {
-				t.Fatalf("ownerDead(%#x) = %v, want %v", tt.owner, got, tt.want)
-			}
-		})
-	}
-}
-
-// The start-time token is readable here, so that a reused pid is told apart.
-func TestStartToken(t *testing.T) {
-	if tok := startToken(Self); tok == 0 {
-		t.Fatalf("startToken(self) = 0: /proc/self/stat not parsed")
-	}
-	if tok := startToken(deadPid(t)); tok != 0 {
-		t.Fatalf("startToken(dead pid) = %d, want 0", tok)
-	}
-	if got := uint32(selfWord); got != Self {
-		t.Fatalf("selfWord pid = %d, want %d", got, Self)
 	}
 }
 
@@ -227,32 +235,32 @@ func TestLockKilledOwner(t *testing.T) {
 		cmd.Wait()
 		t.Fatalf("child: %v", err)
 	}
-	var pid uint32
+	var word uint64
 	var r LockResult
-	if _, err := fmt.Sscanf(line, "locked %d %d", &pid, &r); err != nil {
+	if _, err := fmt.Sscanf(line, "locked %d %d", &word, &r); err != nil {
 		t.Fatalf("child said %q: %v", line, err)
 	}
-	if pid != uint32(cmd.Process.Pid) || r != 0 {
-		t.Fatalf("child locked as pid %d with %d, want pid %d with 0", pid, r, cmd.Process.Pid)
+	if word != ownerWord(1, 1) || r != 0 {
+		t.Fatalf("child locked as %#x with %d, want slot 1 generation 1 with 0", word, r)
 	}
-	if got := Owner(w); got != pid {
-		t.Fatalf("Owner in the parent's mapping = %d, want child %d", got, pid)
+	if got := atomic.LoadUint64(w); got != word {
+		t.Fatalf("word in the parent's mapping = %#x, want the child's %#x", got, word)
 	}
-	if TryLock(w) {
+	if z.TryLock(w) {
 		t.Fatalf("TryLock(held by live child) = true")
 	}
-	if ownerDead(atomic.LoadUint64(w)) {
-		t.Fatalf("ownerDead(held by live child) = true")
+	if got := z.LockState(w); got != LockLive {
+		t.Fatalf("LockState(held by live child) = %d, want LockLive", got)
 	}
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	cmd.Wait() // reap it: a zombie still answers kill(pid, 0)
-	if got := Lock(w); got != LockRecovered|LockWaited {
+	cmd.Wait()
+	if got := z.Lock(w); got != LockRecovered|LockWaited {
 		t.Fatalf("Lock(held by killed child) = %d, want LockRecovered|LockWaited (%d)", got, LockRecovered|LockWaited)
 	}
-	if got := Owner(w); got != Self {
-		t.Fatalf("Owner after recovery = %d, want %d", got, Self)
+	if got := *w; got != z.OwnerWord() {
+		t.Fatalf("word after recovery = %#x, want %#x", got, z.OwnerWord())
 	}
 	Unlock(w)
 }
@@ -281,7 +289,7 @@ func TestLockProcesses(t *testing.T) {
 	}
 	w, b := word64(z.Shard(0), 0), z.Shard(0)
 	for i := 0; i < n; i++ {
-		if r := Lock(w); r&LockRecovered != 0 {
+		if r := z.Lock(w); r&LockRecovered != 0 {
 			t.Errorf("Lock = %d with live owners", r)
 		}
 		plainIncr(b[64:])
@@ -295,7 +303,27 @@ func TestLockProcesses(t *testing.T) {
 	if got := nativeOrder.Uint64(b[64:]); got != (procs+1)*n {
 		t.Fatalf("counter = %d, want %d", got, (procs+1)*n)
 	}
-	if got := Owner(w); got != 0 {
-		t.Fatalf("Owner at the end = %d, want 0", got)
+	if got := *w; got != 0 {
+		t.Fatalf("word at the end = %#x, want 0", got)
+	}
+}
+
+// Slots zones may be open read-write on one file; the next Open is refused
+// with ErrNoSlot, read-only Opens still work, and a Close frees a slot.
+func TestZoneSlotsExhausted(t *testing.T) {
+	path := tempZone(t)
+	zones := []*Zone{mustOpen(t, path, small)}
+	for len(zones) < Slots {
+		zones = append(zones, mustOpen(t, path, Options{}))
+	}
+	if _, err := Open(path, Options{}); !errors.Is(err, ErrNoSlot) {
+		t.Fatalf("Open with all %d slots held = %v, want ErrNoSlot", Slots, err)
+	}
+	mustOpen(t, path, Options{ReadOnly: true})
+	if err := zones[7].Close(); err != nil {
+		t.Fatal(err)
+	}
+	if z := mustOpen(t, path, Options{}); z.Slot() != 7 {
+		t.Fatalf("Open after slot 7's zone closed holds slot %d, want 7", z.Slot())
 	}
 }

@@ -64,6 +64,7 @@ type Zone struct {
 	hdr      Header
 	readOnly bool
 	created  bool
+	own      owner // the zone as a lock owner (owner.go)
 }
 
 // Open attaches the zone file at path, creating it when it is absent and
@@ -428,6 +429,10 @@ func (z *Zone) mmap(fd int, size int64) error {
 		return &os.PathError{Op: "mmap", Path: z.path, Err: err}
 	}
 	z.data = b
+	if err := z.attachOwner(fd); err != nil {
+		z.unmap()
+		return err
+	}
 	return nil
 }
 
@@ -435,6 +440,7 @@ func (z *Zone) unmap() error {
 	if z.data == nil {
 		return nil
 	}
+	z.detachOwner()
 	err := unix.Munmap(z.data)
 	z.data = nil
 	return err

@@ -176,8 +176,9 @@ func TestOpenReadOnly(t *testing.T) {
 	})
 	t.Run("existing", func(t *testing.T) {
 		path := tempZone(t)
-		orig := makeZone(t, path)
+		makeZone(t, path)
 		rw := mustOpen(t, path, Options{})
+		orig := readFile(t, path) // once rw holds its owner slot
 		z := mustOpen(t, path, Options{ReadOnly: true, Size: 8 * smallSize})
 		if !z.ReadOnly() || z.Created() {
 			t.Fatalf("ReadOnly(), Created() = %v, %v, want true, false", z.ReadOnly(), z.Created())

@@ -15,7 +15,8 @@ var checkCmd = &command{
 	args:    "ZONE",
 	summary: "verify a zone's invariants; --repair rebuilds broken shards",
 	help: `Check verifies every shard of a zone: its slab, its index, its eviction
-queue, its lists, and that no write was left half done. It exits 0 when the
+queue, its lists, that no write was left half done, and that no shard's lock
+is held by a process that is gone. It exits 0 when the
 zone is sound, and 1 with the problems listed otherwise. It opens the zone
 read-only, so a zone that other processes write at the same time may show a
 write in progress as a problem: check again.

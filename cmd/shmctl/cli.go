@@ -70,6 +70,7 @@ const (
 	exitCorrupt = 6 // the zone is corrupt; check --repair may fix its entries
 	exitPerm    = 7 // permission denied
 	exitFail    = 8 // anything else: zone full, value not a number or a list, I/O
+	exitBusy    = 9 // a live process held a shard's lock past the lock timeout
 )
 
 const exitCodesHelp = `Exit codes:
@@ -82,6 +83,8 @@ const exitCodesHelp = `Exit codes:
   6  zone corrupt (try: shmctl check --repair ZONE)
   7  permission denied
   8  other failure (zone full, wrong kind of value, I/O)
+  9  zone busy: a live process held a shard's lock past the lock timeout
+     (stopped or stuck); the write that timed out changed nothing
 `
 
 // usageError is a bad command line; it exits 2 with the verb's usage.
@@ -106,6 +109,8 @@ func exitCode(err error) int {
 	case errors.Is(err, errProblems), errors.Is(err, dict.ErrNotFound), errors.Is(err, dict.ErrExists),
 		errors.Is(err, errZoneExists):
 		return exitNo
+	case errors.Is(err, dict.ErrLockTimeout):
+		return exitBusy
 	}
 	if code := zoneExitCode(err); code != 0 {
 		return code
@@ -152,8 +157,11 @@ func run(args []string, e *env) int {
 	if err != nil && !errors.Is(err, errProblems) {
 		fmt.Fprintf(e.stderr, "shmctl %s: %v\n", c.name, err)
 	}
-	if code == exitUsage {
+	switch code {
+	case exitUsage:
 		fmt.Fprintf(e.stderr, "Usage: shmctl %s [flags] %s (shmctl %[1]s --help tells more)\n", c.name, c.args)
+	case exitBusy:
+		fmt.Fprintf(e.stderr, "shmctl %s: zone busy: a live process has held the shard's lock for %v (stopped, or stuck in a write); the write that timed out changed nothing\n", c.name, dict.DefaultLockTimeout)
 	}
 	return code
 }

@@ -83,10 +83,10 @@ func runRestore(e *env, name string, o dict.Options, in io.Reader) error {
 				err = fmt.Errorf("zone full after %d keys: restore into a larger zone", n)
 			}
 			if err != nil && key != "" {
-				return fmt.Errorf("line %d (key %s): %v", line, humanKey(key), err)
+				return fmt.Errorf("line %d (key %s): %w", line, humanKey(key), err)
 			}
 			if err != nil {
-				return fmt.Errorf("line %d: %v", line, err)
+				return fmt.Errorf("line %d: %w", line, err)
 			}
 			n++
 		}

@@ -70,6 +70,10 @@ func RunHelper(helpers map[string]func(args []string) error) {
 		fmt.Fprintf(os.Stderr, "testutil: no helper %q\n", name)
 		os.Exit(2)
 	}
+	if err := mountOwnProc(); err != nil {
+		fmt.Fprintf(os.Stderr, "testutil: helper %s: %v\n", name, err)
+		os.Exit(2)
+	}
 	if err := fn(args); err != nil {
 		fmt.Fprintf(os.Stderr, "helper %s: %v\n", name, err)
 		os.Exit(1)

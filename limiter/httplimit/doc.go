@@ -14,7 +14,11 @@
 // RateLimit-Policy and RateLimit headers of
 // draft-ietf-httpapi-ratelimit-headers (the -08 and later syntax,
 // `"default";q=100;w=60` and `"default";r=42;t=17`) and X-RateLimit-Limit,
-// -Remaining and -Reset (delta seconds).
+// -Remaining and -Reset (delta seconds). A request whose key or decision
+// fails goes to Options.Error, 500 by default: that includes a decision that
+// timed out on a shard held by a stopped or stuck process
+// (limiter.ErrLockTimeout), so the failure policy (fail closed, or fail open
+// by calling the next handler from Options.Error) answers it in bounded time.
 //
 // Invariants:
 //

@@ -41,9 +41,10 @@ type Options struct {
 	// Retry-After are set. Nil writes 429 Too Many Requests with a short
 	// text body.
 	Rejected func(w http.ResponseWriter, r *http.Request, d limiter.Decision)
-	// Error answers a request whose key or decision failed. Nil writes 500
-	// Internal Server Error; to let such requests through (fail open), call
-	// the next handler from here.
+	// Error answers a request whose key or decision failed, a decision that
+	// timed out on a stuck shard lock (limiter.ErrLockTimeout) included. Nil
+	// writes 500 Internal Server Error; to let such requests through (fail
+	// open), call the next handler from here.
 	Error func(w http.ResponseWriter, r *http.Request, err error)
 }
 

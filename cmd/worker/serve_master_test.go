@@ -243,3 +243,50 @@ func TestServeUnreadyChildIsReplaced(t *testing.T) {
 		}
 	}
 }
+
+// The master's listening sockets stay non-blocking while it starts
+// children: their open file descriptions are the children's, and a child
+// whose accept blocks in the kernel cannot drain. Starting a child passes
+// the socket to os/exec, which reads its Fd; a child of an -unready-roll
+// never opens a listener of its own, which would make the socket
+// non-blocking again.
+func TestServeSocketsStayNonblocking(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, 2, "-rate", "1000r/s", "-burst", "100", "-ready-timeout", "1h", "-unready-roll", "1")
+	master := s.cmd.Process.Pid
+	s.cmd.Process.Signal(syscall.SIGHUP)
+	children := func() int {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", master, master))
+		return len(strings.Fields(string(b)))
+	}
+	if !serveWaitFor(10*time.Second, func() bool { return children() == 3 }) {
+		t.Fatalf("the roll started no child; stderr:\n%s", s.stderr)
+	}
+	dir := fmt.Sprintf("/proc/%d/fd", master)
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sockets := 0
+	for _, fd := range fds {
+		if link, err := os.Readlink(dir + "/" + fd.Name()); err != nil || !strings.HasPrefix(link, "socket:") {
+			continue
+		}
+		info, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", master, fd.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`(?m)^flags:\s+([0-7]+)$`).FindSubmatch(info)
+		if m == nil {
+			t.Fatalf("no flags in fdinfo %s:\n%s", fd.Name(), info)
+		}
+		flags, _ := strconv.ParseUint(string(m[1]), 8, 64)
+		if flags&syscall.O_NONBLOCK == 0 {
+			t.Errorf("the master's socket fd %s is blocking (flags %s)", fd.Name(), m[1])
+		}
+		sockets++
+	}
+	if sockets < 2 {
+		t.Fatalf("%d sockets in the master, want its 2 listeners", sockets)
+	}
+}

@@ -2,6 +2,7 @@ package redistier
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -41,6 +42,100 @@ func newClient(t testing.TB) (*testutil.Redis, redis.UniversalClient) {
 	c := redis.NewClient(&redis.Options{Addr: r.Addr, ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })
 	return r, c
+}
+
+// faultHang bounds a wait for something the fault tests expect to happen
+// (a limiter back to normal, a policy taking over, a call returning): a
+// guard against a hang, generous enough for a loaded machine and the race
+// detector, never a measure of how long it took.
+const faultHang = 10 * time.Second
+
+// decisionKey marks the context of a decision, so that callHook sees which
+// commands a decision sent.
+type decisionKey struct{}
+
+// decisionCtx returns a context that marks a decision's commands.
+func decisionCtx() context.Context {
+	return context.WithValue(context.Background(), decisionKey{}, true)
+}
+
+// callHook counts a client's script runs (the limiters' commands; a test's
+// own reads are not counted): those whose context has no deadline within
+// limit (the limiter's Options.Timeout), and those a decision sent
+// (decisionCtx).
+type callHook struct {
+	limit                          time.Duration
+	calls, undeadlined, byDecision atomic.Int64
+}
+
+func (h *callHook) check(ctx context.Context, cmd redis.Cmder) {
+	if !strings.HasPrefix(cmd.Name(), "eval") {
+		return
+	}
+	h.calls.Add(1)
+	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > h.limit {
+		h.undeadlined.Add(1)
+	}
+	if ctx.Value(decisionKey{}) != nil {
+		h.byDecision.Add(1)
+	}
+}
+
+func (h *callHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *callHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.check(ctx, cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *callHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			h.check(ctx, cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// newFaultClient returns a client of a fresh standalone redis-server whose
+// own timeouts are an hour, and its callHook for the limit timeout: a call
+// to a server that answers nothing ends by its context's deadline, so that
+// a call returning well within the hour shows that the limiter's timeout
+// bounded it. (A negative timeout would make go-redis ignore the context's
+// deadline too.)
+func newFaultClient(t testing.TB, timeout time.Duration) (*testutil.Redis, redis.UniversalClient, *callHook) {
+	t.Helper()
+	r := testutil.StartRedis(t)
+	c := redis.NewClient(&redis.Options{Addr: r.Addr, ContextTimeoutEnabled: true, MaxRetries: -1,
+		DialTimeout: time.Hour, ReadTimeout: time.Hour, WriteTimeout: time.Hour})
+	h := &callHook{limit: timeout}
+	c.AddHook(h)
+	t.Cleanup(func() { c.Close() })
+	return r, c, h
+}
+
+// checkDeadlines fails the test when a script run went out without a
+// deadline within the timeout, or none went out.
+func (h *callHook) checkDeadlines(t *testing.T) {
+	t.Helper()
+	if h.calls.Load() == 0 || h.undeadlined.Load() != 0 {
+		t.Errorf("%d of %d script runs without a deadline within %v", h.undeadlined.Load(), h.calls.Load(), h.limit)
+	}
+}
+
+// guard returns a stop function for a call that may hang on a server that
+// answers nothing: if it has not been called within faultHang, the test
+// fails and release (when not nil) runs, to end the call.
+func guard(t *testing.T, what string, release func()) (stop func()) {
+	tm := time.AfterFunc(faultHang, func() {
+		t.Errorf("%s did not return in %v: no timeout ended it", what, faultHang)
+		if release != nil {
+			release()
+		}
+	})
+	return func() { tm.Stop() }
 }
 
 // newClusterClient returns a client of a fresh 3-node cluster.

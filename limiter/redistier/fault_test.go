@@ -24,6 +24,11 @@ import (
 // call, and each script run is checked to carry a deadline within it.
 const faultTimeout = 50 * time.Millisecond
 
+// tieredTimeout is the timeout of the Tiered fault tests that need each of
+// their flushes to a healthy server to succeed: they make few, so it can
+// be generous.
+const tieredTimeout = time.Second
+
 // policyCase is one failure policy and what a decision looks like under it
 // while Redis is gone.
 type policyCase struct {
@@ -190,14 +195,14 @@ func TestFaults(t *testing.T) {
 // that timed out against a hung server but ran when it woke does not count
 // twice, and a server restarted empty gets the host's whole count back.
 func TestTieredFaults(t *testing.T) {
-	r, c, h := newFaultClient(t, faultTimeout)
+	r, c, h := newFaultClient(t, tieredTimeout)
 	clk := newFakeClock()
 	d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: 1 << 20, Clock: func() int64 { return clk.Now().UnixMilli() }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	l, err := NewTiered(d, c, "tf", 100, 10*time.Second, 100*time.Millisecond, Options{Timeout: faultTimeout, Now: clk.Now})
+	l, err := NewTiered(d, c, "tf", 100, 10*time.Second, 100*time.Millisecond, Options{Timeout: tieredTimeout, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +284,7 @@ func TestCombineWithLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	global, err := NewGCRA(c, "combine", 1, 10, Options{})
+	global, err := NewGCRA(c, "combine", 1, 10, Options{Timeout: callTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

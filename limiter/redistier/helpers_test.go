@@ -44,6 +44,12 @@ func newClient(t testing.TB) (*testutil.Redis, redis.UniversalClient) {
 	return r, c
 }
 
+// callTimeout is the Options.Timeout of the limiters whose calls to a
+// healthy server must succeed: generous, so that a loaded machine does not
+// fail them; the fault tests, which need calls that time out, set their
+// own.
+const callTimeout = 10 * time.Second
+
 // faultHang bounds a wait for something the fault tests expect to happen
 // (a limiter back to normal, a policy taking over, a call returning): a
 // guard against a hang, generous enough for a loaded machine and the race
@@ -148,7 +154,7 @@ func newClusterClient(t testing.TB) (*testutil.RedisCluster, redis.UniversalClie
 }
 
 // fake returns Options with the caller clock c.
-func fake(c *fakeClock) Options { return Options{Clock: CallerClock, Now: c.Now} }
+func fake(c *fakeClock) Options { return Options{Clock: CallerClock, Now: c.Now, Timeout: callTimeout} }
 
 // incoming calls l.Incoming and fails the test on an error.
 func incoming(t *testing.T, l limiter.Limiter, key string, commit bool) limiter.Decision {

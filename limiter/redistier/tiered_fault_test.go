@@ -169,12 +169,13 @@ func TestTieredStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := Options{Timeout: faultTimeout, Now: clk.Now, OnFailure: FailLocal, Local: local}
+	o := Options{Timeout: tieredTimeout, Now: clk.Now, OnFailure: FailLocal, Local: local}
 	l, err := NewTiered(d, c, "stale", 100, 10*time.Second, 100*time.Millisecond, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	stale := 5*100*time.Millisecond + tieredTimeout // 5 intervals + timeout
 	for _, tc := range []struct {
 		at      time.Duration
 		flush   bool
@@ -184,11 +185,11 @@ func TestTieredStale(t *testing.T) {
 	}{
 		{0, false, true, false, false}, // never flushed: not failed
 		{0, true, true, false, false},
-		{550 * time.Millisecond, false, true, false, false}, // 5 intervals + timeout: still fresh
-		{551 * time.Millisecond, false, true, true, true},   // stale: the local share (1) allows, and takes it back
-		{552 * time.Millisecond, false, true, true, false},  // so it allows once more
-		{553 * time.Millisecond, false, false, true, false}, // then rejects
-		{600 * time.Millisecond, true, true, false, false},  // a good flush: back in the zone
+		{stale, false, true, false, false},                      // still fresh
+		{stale + time.Millisecond, false, true, true, true},     // stale: the local share (1) allows, and takes it back
+		{stale + 2*time.Millisecond, false, true, true, false},  // so it allows once more
+		{stale + 3*time.Millisecond, false, false, true, false}, // then rejects
+		{stale + 50*time.Millisecond, true, true, false, false}, // a good flush: back in the zone
 	} {
 		name := fmt.Sprintf("+%v", tc.at)
 		clk.Set(tc.at)
@@ -208,8 +209,8 @@ func TestTieredStale(t *testing.T) {
 			}
 		}
 	}
-	clk.Set(2 * time.Second) // stale again
-	l2, err := NewTiered(d, c, "stale", 100, 10*time.Second, 100*time.Millisecond, Options{Timeout: faultTimeout, Now: clk.Now})
+	clk.Set(2*stale + time.Second) // stale again
+	l2, err := NewTiered(d, c, "stale", 100, 10*time.Second, 100*time.Millisecond, Options{Timeout: tieredTimeout, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,10 +18,9 @@ import (
 	"github.com/shmzone/shmzone/limiter"
 )
 
-// faultTimeout is the per-call timeout of the fault tests. Their clients'
-// own timeouts are an hour (newFaultClient): a decision against a stopped
-// server returns within the hang guard only because this timeout ends its
-// call, and each script run is checked to carry a deadline within it.
+// faultTimeout is the per-call timeout of the fault tests: each script run
+// is checked to carry a deadline within it (newFaultClient), and a call
+// that does not return is caught by a hang guard, not timed.
 const faultTimeout = 50 * time.Millisecond
 
 // tieredTimeout is the timeout of the Tiered fault tests that need each of

@@ -105,17 +105,16 @@ func (h *callHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	}
 }
 
-// newFaultClient returns a client of a fresh standalone redis-server whose
-// own timeouts are an hour, and its callHook for the limit timeout: a call
-// to a server that answers nothing ends by its context's deadline, so that
-// a call returning well within the hour shows that the limiter's timeout
-// bounded it. (A negative timeout would make go-redis ignore the context's
-// deadline too.)
+// newFaultClient returns a client of a fresh standalone redis-server with
+// its callHook for the limit timeout. The client honours its commands'
+// context deadlines (ContextTimeoutEnabled, which the limiters require),
+// and the hook sees that each script run has one within the timeout: what
+// ends a call to a server that answers nothing is that deadline, the
+// client's own timeouts being seconds.
 func newFaultClient(t testing.TB, timeout time.Duration) (*testutil.Redis, redis.UniversalClient, *callHook) {
 	t.Helper()
 	r := testutil.StartRedis(t)
-	c := redis.NewClient(&redis.Options{Addr: r.Addr, ContextTimeoutEnabled: true, MaxRetries: -1,
-		DialTimeout: time.Hour, ReadTimeout: time.Hour, WriteTimeout: time.Hour})
+	c := redis.NewClient(&redis.Options{Addr: r.Addr, ContextTimeoutEnabled: true, MaxRetries: -1})
 	h := &callHook{limit: timeout}
 	c.AddHook(h)
 	t.Cleanup(func() { c.Close() })

@@ -91,6 +91,13 @@ func TestTieredPolicies(t *testing.T) {
 						slowest = max(slowest, time.Since(start))
 						return dec, err
 					}
+					// A flush reaches Redis only for the keys counted in the
+					// window (10 s of the real clock), which may have turned
+					// since the last phase: count one, on a key of its own,
+					// so that the next flush finds Redis gone.
+					if _, err := l.Incoming(decisionCtx(), key+"-listed", true); err != nil && !errors.Is(err, ErrUnavailable) {
+						t.Errorf("%s %s: %v", phase, pc.name, err)
+					}
 					// Until the host turns to its policy it decides in its
 					// zone; a dry run probes without counting. It turns once
 					// a flush fails, which its timeout bounds: the guard is

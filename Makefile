@@ -14,19 +14,11 @@ deps:
 	@command -v redis-server >/dev/null && command -v redis-cli >/dev/null || \
 		($(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server redis-tools)
 
-## The Redis tier's fault tests bound each decision's wall-clock time
-## (timeout + 20 ms); they run after the others, alone, so that the other
-## packages' process-heavy tests do not starve them of CPU on a small machine.
-ALONE := github.com/shmzone/shmzone/limiter/redistier
-REST = $$($(GO) list $(PKGS) | grep -vx '$(ALONE)')
-
 unit: deps
-	$(GO) test -count=1 $(REST)
-	$(GO) test -count=1 $(ALONE)
+	$(GO) test -count=1 $(PKGS)
 
 race: deps
-	$(GO) test -race -count=1 $(REST)
-	$(GO) test -race -count=1 $(ALONE)
+	$(GO) test -race -count=1 $(PKGS)
 
 ## lint: gofmt and go vet must be clean.
 lint: vet fmt

@@ -99,7 +99,9 @@ func (l *Req) step(now int64, key string, commit bool) (excess float64, ok bool,
 		}
 		excess, ok = l.leak(s, found, now)
 		if ok {
-			putReq(b, reqState{excess: truncExcess(excess), last: now})
+			// The time never goes back either, or the next decision
+			// would leak the lag again.
+			putReq(b, reqState{excess: truncExcess(excess), last: max(now, s.last)})
 		}
 		return ok
 	})
@@ -111,15 +113,18 @@ func (l *Req) step(now int64, key string, commit bool) (excess float64, ok bool,
 
 // leak returns the excess in milli-requests that a request at now makes,
 // given the stored state (found false: none), and whether it is within the
-// burst: resty.limit.req's arithmetic, with its rate·|elapsed|/1000 as one
-// product.
+// burst: resty.limit.req's arithmetic, with its rate·elapsed/1000 as one
+// product. A now before the stored time leaks nothing, as in nginx's
+// limit_req: processes read their clocks before taking the shard lock, and
+// their coarse clocks lag by different amounts, so a decision often comes
+// after a later one; the Lua module's |elapsed| would leak that lag.
 func (l *Req) leak(s reqState, found bool, now int64) (excess float64, ok bool) {
 	if !found {
 		return 0, true
 	}
 	elapsed := float64(now) - float64(s.last)
 	if elapsed < 0 {
-		elapsed = -elapsed // a clock that went back, as the Lua module's abs
+		elapsed = 0 // an earlier clock than the last decision's
 	}
 	excess = float64(s.excess) - l.perMs*elapsed + 1000
 	if !(excess > 0) {

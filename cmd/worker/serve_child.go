@@ -188,6 +188,8 @@ func serveHandler(c serveConfig, d *dict.Dict, l limiter.Limiter) (http.Handler,
 	}
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		m.allowed.Add(1)
+		m.inFlight.Add(1)
+		defer m.inFlight.Add(-1)
 		if c.SlowPath != "" && r.URL.Path == c.SlowPath {
 			time.Sleep(c.Slow)
 		}
@@ -214,4 +216,5 @@ type serveMetrics struct {
 	dict                      *dict.Dict
 	global                    *serveGlobal // nil without -global-rate
 	allowed, rejected, errors atomic.Uint64
+	inFlight                  atomic.Int64 // allowed requests not yet answered
 }

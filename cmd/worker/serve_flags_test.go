@@ -143,6 +143,7 @@ func TestServeMetrics(t *testing.T) {
 	for _, want := range []string{
 		`worker_serve_requests_total{result="allowed"} 1`,
 		`worker_serve_requests_total{result="rejected"} 2`,
+		"# TYPE worker_serve_requests_in_flight gauge\nworker_serve_requests_in_flight 0\n",
 		"# TYPE shmzone_entries gauge\nshmzone_entries 1\n",
 		"shmzone_capacity_bytes 1048576\n",
 	} {

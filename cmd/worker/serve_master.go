@@ -18,6 +18,8 @@ import (
 	"runtime"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // serveUnreadyEnv, set to "1", makes a child wait for SIGTERM without
@@ -237,9 +239,36 @@ func (m *serveMaster) listen() error {
 		if err != nil {
 			return err
 		}
+		if f, err = serveNonblockingFile(f); err != nil {
+			return err
+		}
 		m.sockets = append(m.sockets, f)
 	}
 	return nil
+}
+
+// serveNonblockingFile returns a File of f's socket that leaves it
+// non-blocking, and closes f. The socket's open file description is shared
+// with every child of its slot, whose accept loop needs it non-blocking: in
+// blocking mode an accept with nothing queued sleeps in the kernel, where
+// closing the listener does not wake it, so the child cannot drain. A File
+// from net (TCPListener.File) turns the description blocking whenever its
+// Fd is read, as os/exec does at each child's start; one from os.NewFile
+// leaves the mode as it is.
+func serveNonblockingFile(f *os.File) (*os.File, error) {
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	nfd, derr := -1, error(nil)
+	if err := rc.Control(func(fd uintptr) { nfd, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return nil, err
+	}
+	if derr != nil {
+		return nil, fmt.Errorf("dup listener: %w", derr)
+	}
+	return os.NewFile(uintptr(nfd), f.Name()), nil
 }
 
 // spawn starts a child that serves slot s at once.

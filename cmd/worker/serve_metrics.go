@@ -27,6 +27,7 @@ func (m *serveMetrics) write(b *bytes.Buffer) {
 	fmt.Fprintf(b, "worker_serve_requests_total{result=\"allowed\"} %d\n", m.allowed.Load())
 	fmt.Fprintf(b, "worker_serve_requests_total{result=\"rejected\"} %d\n", m.rejected.Load())
 	fmt.Fprintf(b, "worker_serve_requests_total{result=\"error\"} %d\n", m.errors.Load())
+	metric("worker_serve_requests_in_flight", "gauge", "Allowed requests in this child's handler, not yet answered.", m.inFlight.Load())
 	metric("worker_serve_pid", "gauge", "This child's process id.", os.Getpid())
 	if g := m.global; g != nil {
 		fmt.Fprintf(b, "# HELP worker_serve_global_requests_total Requests this child put to the global limit, by its decision (-redis-policy's included).\n# TYPE worker_serve_global_requests_total counter\n")

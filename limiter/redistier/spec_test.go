@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -134,7 +135,7 @@ func testGCRAVectors(t *testing.T, c redis.UniversalClient) {
 // testCount checks the fixed window: limit per window, rejected commits
 // counted, dry runs not, Uncommit, and the window's end.
 func testCount(t *testing.T, c redis.UniversalClient) {
-	l, err := NewCount(c, "count", 3, 200*time.Millisecond, Options{})
+	l, err := NewCount(c, "count", 3, 200*time.Millisecond, Options{Timeout: callTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,16 @@ func testCount(t *testing.T, c redis.UniversalClient) {
 	if d := incoming(t, l, "k", true); !d.Allowed {
 		t.Fatalf("after two Uncommits: Incoming = %+v, want allowed", d)
 	}
-	time.Sleep(250 * time.Millisecond)
+	// The window ends when Redis expires the key, on its own clock: wait
+	// until a dry run sees a fresh window.
+	for deadline := time.Now().Add(faultHang); ; time.Sleep(10 * time.Millisecond) {
+		if d := incoming(t, l, "k", false); d.Allowed && d.Remaining == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the 200 ms window still open after %v", faultHang)
+		}
+	}
 	if d := incoming(t, l, "k", true); !d.Allowed || d.Remaining != 2 {
 		t.Fatalf("next window: Incoming = %+v, want allowed remaining 2", d)
 	}
@@ -212,34 +222,51 @@ func TestSpecStandalone(t *testing.T) {
 	suite(t, c)
 }
 
-// testServerClock checks, loosely, the limiters on Redis's TIME: GCRA-1's
-// first results, and Req's delays, whatever the caller's clock says.
+// testServerClock checks the limiters on Redis's TIME: GCRA-1's first
+// results, and Req's delays, whatever the caller's clock says. The rates
+// are slow, and the server's time between the calls is at most the span
+// the test measures around them (plus a millisecond: Req reads TIME in
+// whole ones), so every result is known up to that span however loaded
+// the machine.
 func testServerClock(t *testing.T, c redis.UniversalClient) {
-	wrong := func() time.Time { return time.Unix(0, 0) } // ignored under ServerClock
-	g, err := NewGCRA(c, "srv-gcra", 10, 10, Options{Now: wrong})
+	// Ignored under ServerClock; a caller clock that jumps an hour a call
+	// would refill the buckets between calls.
+	var hours atomic.Int64
+	wrong := func() time.Time { return time.Unix(0, 0).Add(time.Duration(hours.Add(1)) * time.Hour) }
+	ctx := context.Background()
+	const T = 1000 * time.Second // GCRA's emission interval: 0.001 r/s
+	g, err := NewGCRA(c, "srv-gcra", 0.001, 10, Options{Clock: ServerClock, Now: wrong, Timeout: callTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := g.AllowN(context.Background(), "k", 1)
-	if err != nil || !d.Allowed || d.Remaining != 9 || d.ResetAfter != 100*time.Millisecond {
-		t.Fatalf("GCRA on TIME: AllowN(1) = %+v, %v; want allowed, remaining 9, reset 100ms", d, err)
+	start := time.Now()
+	d, err := g.AllowN(ctx, "k", 1)
+	if err != nil || !d.Allowed || d.Remaining != 9 || d.ResetAfter != T {
+		t.Fatalf("GCRA on TIME: AllowN(1) = %+v, %v; want allowed, remaining 9, reset %v", d, err, T)
 	}
-	d, _ = g.AllowN(context.Background(), "k", 9)
-	if !d.Allowed || d.Remaining != 0 || d.ResetAfter < 900*time.Millisecond || d.ResetAfter > time.Second {
-		t.Fatalf("GCRA on TIME: AllowN(9) = %+v; want allowed, remaining 0, reset in [0.9s,1s]", d)
+	d, err = g.AllowN(ctx, "k", 9)
+	span := time.Since(start) + time.Millisecond
+	if err != nil || !d.Allowed || d.Remaining != 0 || d.ResetAfter < 10*T-span || d.ResetAfter > 10*T {
+		t.Fatalf("GCRA on TIME: AllowN(9) %v after the first = %+v, %v; want allowed, remaining 0, reset in [%v, %v]", span, d, err, 10*T-span, 10*T)
 	}
-	if d, _ = g.AllowN(context.Background(), "k", 1); d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > 100*time.Millisecond {
-		t.Fatalf("GCRA on TIME: 11th = %+v; want rejected, retry in (0,100ms]", d)
+	d, err = g.AllowN(ctx, "k", 1)
+	span = time.Since(start) + time.Millisecond
+	if err != nil || d.Allowed || d.RetryAfter < T-span || d.RetryAfter > T {
+		t.Fatalf("GCRA on TIME: 11th %v after the first = %+v, %v; want rejected, retry in [%v, %v]", span, d, err, T-span, T)
 	}
-	r, err := NewReq(c, "srv-req", "2r/s", 10, 0, Options{Clock: ServerClock, Now: wrong})
+	r, err := NewReq(c, "srv-req", "6r/m", 10, 0, Options{Clock: ServerClock, Now: wrong, Timeout: callTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
+	start = time.Now()
 	incoming(t, r, "k", true)
-	if d := incoming(t, r, "k", true); !d.Allowed || d.Delay < 400*time.Millisecond || d.Delay > 500*time.Millisecond {
-		t.Fatalf("Req on TIME: second call = %+v, want delay about 0.5s", d)
+	d = incoming(t, r, "k", true)
+	span = time.Since(start) + time.Millisecond
+	// The excess is kept in whole milli-requests: 10 ms of delay at 0.1 r/s.
+	if least := 10*time.Second - span - 10*time.Millisecond; !d.Allowed || d.Delay < least || d.Delay > 10*time.Second {
+		t.Fatalf("Req on TIME: second call %v after the first = %+v, want delay in [%v, 10s]", span, d, least)
 	}
-	s, err := NewSlidingWindow(c, "srv-sw", 2, time.Minute, Options{})
+	s, err := NewSlidingWindow(c, "srv-sw", 2, time.Minute, Options{Timeout: callTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,16 +40,18 @@ type Options struct {
 }
 
 // DefaultLockTimeout is the LockTimeout of Options that set none. A healthy
-// holder keeps a shard's lock for microseconds, and one descheduled on a
-// loaded machine gets it back within a scheduler period, tens of
-// milliseconds; a holder still there after 100 ms is stopped (a debugger, a
-// frozen cgroup, SIGSTOP) or stuck in the function it gave Update. 100 ms is
-// also the order of a whole request's latency budget: a rate limiter that
-// waited longer would hold every request behind one stuck process, where
-// failing the decision lets the caller's failure policy (fail open or
-// closed) answer at once. A dead holder is recovered after about 5 ms, well
-// within it.
-const DefaultLockTimeout = 100 * time.Millisecond
+// holder keeps a shard's lock for microseconds; one that the scheduler
+// preempts inside its critical section on an overloaded host (more runnable
+// threads than cores, a race-enabled build) may not run again for tens to
+// hundreds of milliseconds, and giving up on it then would fail decisions
+// that a moment's patience completes: a load spike would turn into errors.
+// A holder still there after a second is stopped (a debugger, a frozen
+// cgroup, SIGSTOP) or stuck in the function it gave Update, and a second
+// bounds what that costs each request on its shard before the caller's
+// failure policy (fail open or closed) answers. A service with a tighter
+// latency budget sets LockTimeout lower and accepts timeouts under
+// overload. A dead holder is recovered after about 5 ms, well within it.
+const DefaultLockTimeout = time.Second
 
 // Dict is a dictionary in a zone file shared by every process that opens it.
 type Dict struct {

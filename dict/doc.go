@@ -57,7 +57,7 @@
 // lock holder that is alive, in any PID namespace, is never taken over:
 // liveness is the kernel's (an OFD lock per open zone, package shm), never a
 // pid's. No operation waits forever: one that waited Options.LockTimeout
-// (DefaultLockTimeout, 100 ms) for a lock a live process holds returns
+// (DefaultLockTimeout, 1 s) for a lock a live process holds returns
 // ErrLockTimeout and changes nothing, and a lock whose holder died is taken
 // over after a few milliseconds whatever the timeout. The clock is read only
 // for entries that have or get a TTL, from a coarse per-process clock

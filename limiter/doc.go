@@ -53,7 +53,7 @@
 // exactly: N processes together admit what one would. Limiters with other
 // parameters may share a key (as Lua workers may), each deciding by its own.
 // A decision waits for a key's shard at most the dictionary's lock timeout
-// (dict.Options.LockTimeout, 100 ms by default); past it, a process that
+// (dict.Options.LockTimeout, 1 s by default); past it, a process that
 // holds the shard stopped or stuck, the decision returns ErrLockTimeout and
 // counts nothing, so the caller's failure policy answers in bounded time.
 package limiter

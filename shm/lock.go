@@ -94,16 +94,8 @@ func (z *Zone) LockState(w *uint64) LockState {
 // lockSlow waits for w; timeout <= 0 waits without bound.
 func (z *Zone) lockSlow(w *uint64, timeout time.Duration) (LockResult, error) {
 	self := z.own.word
-	for i := 0; i < lockSpins; i++ {
-		if atomic.LoadUint64(w) == 0 && atomic.CompareAndSwapUint64(w, 0, self) {
-			return LockWaited, nil
-		}
-	}
-	for i := 0; i < lockYields; i++ {
-		runtime.Gosched()
-		if atomic.LoadUint64(w) == 0 && atomic.CompareAndSwapUint64(w, 0, self) {
-			return LockWaited, nil
-		}
+	if tryHard(w, self) {
+		return LockWaited, nil
 	}
 	start := time.Now() // carries a monotonic reading: time.Since uses it
 	deadAfter := deadCheckAfter
@@ -127,6 +119,13 @@ func (z *Zone) lockSlow(w *uint64, timeout time.Duration) (LockResult, error) {
 			continue
 		}
 		if timeout > 0 && waited >= timeout {
+			// The deadline is judged on a fresh try, not on the one look
+			// after a sleep: a waiter that was itself descheduled past the
+			// deadline would otherwise give up on a lock that other
+			// processes take and release all the time.
+			if tryHard(w, self) {
+				return LockWaited, nil
+			}
 			return 0, ErrLockTimeout
 		}
 		if timeout > 0 && sleep > timeout-waited {
@@ -137,4 +136,21 @@ func (z *Zone) lockSlow(w *uint64, timeout time.Duration) (LockResult, error) {
 			sleep *= 2
 		}
 	}
+}
+
+// tryHard tries to take w for self by spinning, then yielding, and reports
+// whether it did: the wait before any clock is read.
+func tryHard(w *uint64, self uint64) bool {
+	for i := 0; i < lockSpins; i++ {
+		if atomic.LoadUint64(w) == 0 && atomic.CompareAndSwapUint64(w, 0, self) {
+			return true
+		}
+	}
+	for i := 0; i < lockYields; i++ {
+		runtime.Gosched()
+		if atomic.LoadUint64(w) == 0 && atomic.CompareAndSwapUint64(w, 0, self) {
+			return true
+		}
+	}
+	return false
 }

@@ -17,7 +17,14 @@
 // by limiter ("login:" + ip). Semantics follow the Lua modules (vectors in
 // spec/limiters.md), except that every read-modify-write is atomic across
 // processes: the Lua req does get-then-set and may overshoot by a request
-// per worker. Package httplimit is net/http middleware over any Limiter.
+// per worker. Req differs in one more place: a decision stamped earlier than
+// the stored one leaks nothing and keeps the later time, as nginx's
+// limit_req does, where resty.limit.req leaks |elapsed|. Processes read
+// their clocks before they take the shard's lock, so decisions reach the
+// zone slightly out of order, and |elapsed| would leak that jitter as if
+// time had passed: four processes at 50 r/s admitted 173 requests in 3 s
+// where the bucket allows 155. Package httplimit is net/http middleware
+// over any Limiter.
 //
 // Decision is the DESIGN contract's with one field added: Committed, the
 // Lua conn's is_committed, which Combine and the middleware need to know

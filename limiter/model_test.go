@@ -36,8 +36,18 @@ func TestModel(t *testing.T) {
 		op := []string{"req", "count", "conn", "conn-leave", "gcra", "sliding"}[r.IntN(6)]
 		switch op {
 		case "req":
+			// Now and then a decision stamped earlier than the last, as
+			// from a process whose clock lags (by far more here than the
+			// millisecond or two of a coarse clock, so that it often
+			// falls before the key's last decision).
+			lag := int64(0)
+			if r.IntN(4) == 0 {
+				lag = int64(r.IntN(600))
+				clk.at(now - lag)
+			}
 			got, err = req.Incoming(ctx, "req:"+key, commit)
-			want = m.req(req, key, ms, commit)
+			want = m.req(req, key, ms-lag, commit)
+			clk.at(now)
 		case "count":
 			got, err = count.Incoming(ctx, "count:"+key, commit)
 			want = m.count(key, ms, commit)
@@ -85,15 +95,12 @@ func (m *model) req(l *Req, key string, now int64, commit bool) Decision {
 	s, found := m.reqs[key]
 	excess := 0.0
 	if found {
-		elapsed := now - s.last
-		if elapsed < 0 {
-			elapsed = -elapsed
-		}
+		elapsed := max(now-s.last, 0) // an earlier stamp leaks nothing
 		excess = max(float64(s.excess)-l.rateM*float64(elapsed)/1000+1000, 0)
 	}
 	ok := excess <= l.burstM
 	if ok && commit {
-		m.reqs[key] = reqState{excess: uint64(excess), last: now}
+		m.reqs[key] = reqState{excess: uint64(excess), last: max(now, s.last)}
 	}
 	return l.decide(excess, ok, commit) // the Decision's form, from the excess
 }

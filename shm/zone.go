@@ -349,16 +349,10 @@ func allocate(fd int, st *unix.Stat_t, size int64) error {
 	if st.Blocks*512 >= size {
 		return nil
 	}
-	for {
-		err := unix.Fallocate(fd, 0, 0, size)
-		switch err {
-		case unix.EINTR:
-			continue
-		case unix.EOPNOTSUPP:
-			return nil // no way to allocate here; a fault becomes ErrFault
-		}
+	if err := fallocateAll(fd, size); err != unix.EOPNOTSUPP {
 		return err
 	}
+	return nil // no way to allocate here; a fault becomes ErrFault
 }
 
 func attachError(path string, size int64, err error) error {
@@ -369,17 +363,21 @@ func attachError(path string, size int64, err error) error {
 }
 
 func fallocate(fd int, size int64) error {
-	for {
-		err := unix.Fallocate(fd, 0, 0, size)
-		switch err {
-		case unix.EINTR:
-			continue
-		case unix.EOPNOTSUPP:
-			// No fallocate here: extend and write every page so that the
-			// filesystem allocates them now rather than at a fault.
-			return fillZeros(fd, size)
-		}
+	if err := fallocateAll(fd, size); err != unix.EOPNOTSUPP {
 		return err
+	}
+	// No fallocate here: extend and write every page so that the
+	// filesystem allocates them now rather than at a fault.
+	return fillZeros(fd, size)
+}
+
+// fallocateAll allocates the blocks of fd's first size bytes, retrying
+// when a signal interrupts it.
+func fallocateAll(fd int, size int64) error {
+	for {
+		if err := unix.Fallocate(fd, 0, 0, size); err != unix.EINTR {
+			return err
+		}
 	}
 }
 

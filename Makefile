@@ -35,7 +35,7 @@ fmt:
 ## mutex), the scaling chart (opened in headless Chromium when installed) and
 ## nginx's lua_shared_dict (bench/peers/nginx.sh, when nginx and its lua
 ## module are installed); then it rewrites bench/RESULTS.md, bench/results.json
-## and bench/scaling.svg. About 16 minutes on 2 CPUs.
+## and bench/scaling.svg, which says how long the run took.
 bench:
 	$(GO) run ./bench/report
 

@@ -293,7 +293,8 @@ func TestServeGlobalLimit(t *testing.T) {
 // host has flushed twice more. The first of those flushes ran its script
 // once Redis held every count, so it read back the total; the second began
 // after the first had stored what it read in the zone (a host's flushes run
-// one after another). Redis's hash of the window keeps, per host, its count
+// one after another, in the child that holds Tiered's lease; the lease
+// passes on only after 3 intervals without a flush). Redis's hash of the window keeps, per host, its count
 // and under "host:s" the sequence number of its last flush. The children's
 // worker_serve_global_flushes_total would not do: each child counts its own,
 // and /metrics reaches any child of a host.

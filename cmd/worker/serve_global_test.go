@@ -3,16 +3,18 @@ package main
 import (
 	"context"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/testutil"
@@ -157,21 +159,42 @@ func TestServeGlobalRedisFails(t *testing.T) {
 }
 
 // Two hosts (two masters, each with its own zone and 2 children) share a
-// global limit of 20 r/s through one Redis, under a generous per-client
-// limit: together they admit 20 a second plus at most the overshoot Tiered
-// documents, where each alone would admit all 200 r/s.
+// global limit of 20 requests a minute through one Redis. The load goes in
+// rounds, not at a rate: each round sends a batch to every host at once, and
+// the next round starts only once every host has flushed its count and read
+// back the total (seen in Redis, see serveGlobalSettle). So what the hosts
+// admit depends on Tiered's rules alone, not on how late a loaded machine
+// runs the flushes.
+//
+// Bounds. Let T be the total admitted before a round. When the round starts,
+// every host h knows it: its count n_h plus the other hosts' count g_h it
+// last read is T. During the round g_h only grows (the other hosts' counts
+// in Redis only grow), and h admits a request only when g_h plus its count,
+// this request included, stays within limit; so h admits at most
+// max(0, limit-T) of the round, and the hosts together at most
+//
+//	hosts · min(batch, max(0, limit-T)).
+//
+// From T below limit a round so ends at most (hosts-1)·min(batch, limit-T)
+// over it: the whole window admits at most limit + (hosts-1)·batch, and a
+// round that starts at or past limit admits nothing. And a host never
+// rejects below the global limit it knows of, which is at most the true
+// total: a round either admits its whole batch on every host or ends with
+// the total at limit or more.
 func TestServeGlobalLimit(t *testing.T) {
 	t.Parallel()
 	const (
 		limit    = 20
-		interval = 20 * time.Millisecond
 		hosts    = 2
-		hostRate = 100 // requests a second sent to each host
-		load     = 2 * time.Second
+		batch    = 4 // requests sent to each host in a round
+		interval = 100 * time.Millisecond
+		prefix   = "global-test"
+		headroom = 15 * time.Second // of the minute's window, for the whole test
 	)
 	r := testutil.StartRedis(t)
 	args := []string{"-rate", "1000r/s", "-burst", "100", "-nodelay",
-		"-redis", r.Addr, "-global-rate", strconv.Itoa(limit) + "r/s", "-global-interval", interval.String()}
+		"-redis", r.Addr, "-redis-prefix", prefix,
+		"-global-rate", strconv.Itoa(limit) + "r/m", "-global-interval", interval.String()}
 	var ss []*serveTestServer
 	for range hosts {
 		ss = append(ss, launchServe(t, 2, args...))
@@ -179,56 +202,153 @@ func TestServeGlobalLimit(t *testing.T) {
 	for _, s := range ss {
 		s.waitReady(t)
 	}
-	res := make([]*serveLoadResult, hosts)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for i, s := range ss {
-		wg.Add(1)
-		go func() { defer wg.Done(); res[i] = serveLoad("http://"+s.addr+"/", hostRate, load) }()
-	}
-	wg.Wait()
-	end := time.Now()
+	rc := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rc.Close()
 
-	var ok, failed int
-	var answers []serveAnswer
-	for i, rs := range res {
-		t.Logf("host %d, 2 children, global limit %dr/s, %d r/s for %v: %v", i, limit, hostRate, load, rs)
-		ok += rs.ok
-		failed += rs.failed
-		answers = append(answers, rs.answers...)
+	// The window is the clock's minute: start in one with headroom left, so
+	// that the rounds end in it.
+	const minute = int64(time.Minute / time.Millisecond)
+	var win int64
+	if !serveWaitFor(time.Minute, func() bool {
+		now := time.Now().UnixMilli()
+		win = now / minute
+		return (win+1)*minute-now >= headroom.Milliseconds()
+	}) {
+		t.Fatal("no minute began")
 	}
-	// The windows are whole seconds of the clock: the load touches first to
-	// last.
-	first, last := start.Unix(), end.Unix()
-	touched := last - first + 1
-	// Tiered: in a window the hosts admit at most limit + 2·hosts·rate·interval,
-	// rate being the most one host admits a second.
-	over := 2 * hosts * hostRate * interval.Seconds()
-	most := float64(touched) * (limit + over)
-	// And a host never rejects below the global limit it knows of, which is
-	// at most the true one: of the requests decided in a window, at least
-	// limit are admitted, or all of them. A request sent and answered within
-	// one second was decided in it.
-	within := map[int64]int{}
-	for _, a := range answers {
-		if w := a.sent.Unix(); a.ended.Unix() == w {
-			within[w]++
+	settle := serveGlobalSettle(t, rc, prefix, win)
+
+	client := &http.Client{Timeout: serveHang, Transport: &http.Transport{DisableKeepAlives: true}}
+	admitted := make([]int, hosts) // per host, in the window
+	total := 0
+	for round := 1; ; round++ {
+		before := total
+		// A batch to every host at once, each request over a new connection,
+		// so that both children of a host decide.
+		codes := make([][]int, hosts)
+		errs := make([][]error, hosts)
+		var wg sync.WaitGroup
+		for h, s := range ss {
+			codes[h], errs[h] = make([]int, batch), make([]error, batch)
+			for i := range batch {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					resp, err := client.Get("http://" + s.addr + "/")
+					if err != nil {
+						errs[h][i] = err
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					codes[h][i] = resp.StatusCode
+				}()
+			}
 		}
+		wg.Wait()
+		got := make([]int, hosts)
+		for h := range hosts {
+			for i, code := range codes[h] {
+				switch {
+				case errs[h][i] != nil:
+					t.Fatalf("round %d, host %d: %v", round, h, errs[h][i])
+				case code == http.StatusOK:
+					got[h]++
+				case code != http.StatusTooManyRequests:
+					t.Fatalf("round %d, host %d: answer %d, want 200 or 429", round, h, code)
+				}
+			}
+			admitted[h] += got[h]
+			total += got[h]
+		}
+		n := total - before
+		most := hosts * min(batch, max(0, limit-before))
+		t.Logf("round %d: %d admitted before, %d of %d now (per host %v), %d in all",
+			round, before, n, hosts*batch, got, total)
+		if n > most {
+			t.Errorf("round %d admitted %d from %d admitted before, want at most %d", round, n, before, most)
+		}
+		if n < hosts*batch && total < limit {
+			t.Errorf("round %d admitted %d of %d, ending at %d, below the limit %d", round, n, hosts*batch, total, limit)
+		}
+		if before >= limit || round > limit/(hosts*batch)+2 {
+			break // the round past the limit is checked: it admits nothing
+		}
+		settle(admitted)
 	}
-	least := 0
-	for _, n := range within {
-		least += min(n, limit)
-	}
-	t.Logf("accepted %d over %d windows: want %d to %v", ok, touched, least, math.Floor(most))
-	if failed != 0 {
-		t.Errorf("%d requests failed", failed)
-	}
-	if float64(ok) > most || ok < least {
-		t.Errorf("accepted %d, want %d to %v", ok, least, math.Floor(most))
+	if over := (hosts - 1) * batch; total < limit || total > limit+over {
+		t.Errorf("the window admitted %d, want %d to %d", total, limit, limit+over)
 	}
 	m := serveMetricsText(t, ss[0].addr)
-	if !strings.Contains(m, `worker_serve_global_requests_total{result="rejected"}`) {
-		t.Errorf("metrics lack the global decisions:\n%s", m)
+	for _, want := range []string{`worker_serve_global_requests_total{result="rejected"}`, "worker_serve_global_flushes_total"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %q:\n%s", want, m)
+		}
+	}
+}
+
+// serveGlobalSettle returns a wait, after a round of TestServeGlobalLimit,
+// until every host knows the global total of window win: first until Redis
+// holds each host's count of the round (admitted, per host), then until every
+// host has flushed twice more. The first of those flushes ran its script
+// once Redis held every count, so it read back the total; the second began
+// after the first had stored what it read in the zone (a host's flushes run
+// one after another, in the child that holds Tiered's lease; the lease
+// passes on only after 3 intervals without a flush). Redis's hash of the window keeps, per host, its count
+// and under "host:s" the sequence number of its last flush. The children's
+// worker_serve_global_flushes_total would not do: each child counts its own,
+// and /metrics reaches any child of a host.
+func serveGlobalSettle(t *testing.T, rc *redis.Client, prefix string, win int64) func(admitted []int) {
+	key := prefix + ":" + serveGlobalKey + ":" + strconv.FormatInt(win, 10)
+	read := func() (counts []int, seqs map[string]int64) {
+		if w := time.Now().UnixMilli() / int64(time.Minute/time.Millisecond); w != win {
+			t.Fatalf("the test ran from window %d into %d", win, w)
+		}
+		all, err := rc.HGetAll(context.Background(), key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = map[string]int64{}
+		for f, v := range all {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatalf("%s %s = %q", key, f, v)
+			}
+			if host, ok := strings.CutSuffix(f, ":s"); ok {
+				seqs[host] = n
+			} else {
+				counts = append(counts, int(n))
+			}
+		}
+		slices.Sort(counts)
+		return counts, seqs
+	}
+	return func(admitted []int) {
+		t.Helper()
+		var want []int
+		for _, n := range admitted {
+			if n > 0 { // a host that admitted nothing has not flushed
+				want = append(want, n)
+			}
+		}
+		slices.Sort(want)
+		var counts []int
+		var seqs map[string]int64
+		if !serveWaitFor(serveHang, func() bool { counts, seqs = read(); return slices.Equal(counts, want) }) {
+			t.Fatalf("Redis holds the hosts' counts %v, want %v", counts, want)
+		}
+		var now map[string]int64
+		if !serveWaitFor(serveHang, func() bool {
+			_, now = read()
+			for h, s := range seqs {
+				if now[h] < s+2 {
+					return false
+				}
+			}
+			return true
+		}) {
+			t.Fatalf("the hosts did not flush twice: sequence numbers %v, then %v", seqs, now)
+		}
 	}
 }
 

@@ -187,7 +187,10 @@ func TestServeGlobalLimit(t *testing.T) {
 		limit    = 20
 		hosts    = 2
 		batch    = 4 // requests sent to each host in a round
-		interval = 100 * time.Millisecond
+		// Long enough that a flushing child delayed by a loaded machine
+		// neither loses its lease (3 intervals) nor makes its host judge
+		// Redis down (5 intervals and the timeout) in mid-test.
+		interval = 300 * time.Millisecond
 		prefix   = "global-test"
 		headroom = 15 * time.Second // of the minute's window, for the whole test
 	)

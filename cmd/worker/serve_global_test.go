@@ -184,9 +184,9 @@ func TestServeGlobalRedisFails(t *testing.T) {
 func TestServeGlobalLimit(t *testing.T) {
 	t.Parallel()
 	const (
-		limit    = 20
-		hosts    = 2
-		batch    = 4 // requests sent to each host in a round
+		limit = 20
+		hosts = 2
+		batch = 4 // requests sent to each host in a round
 		// Long enough that a flushing child delayed by a loaded machine
 		// neither loses its lease (3 intervals) nor makes its host judge
 		// Redis down (5 intervals and the timeout) in mid-test.

@@ -17,7 +17,8 @@ import (
 // work on one zone at once, and the test checks the sums they leave behind.
 
 // TestHelperProcess runs the helper processes of this package's
-// multi-process tests (multiproc_test.go, crash_test.go, spec_test.go) and
+// multi-process tests (multiproc_test.go, crash_test.go, spec_test.go,
+// timeout_test.go, liveness_test.go, liveness_hammer_test.go) and
 // benchmarks (procs_bench_test.go); in an ordinary test run it does nothing.
 func TestHelperProcess(t *testing.T) {
 	testutil.RunHelper(map[string]func(args []string) error{
@@ -28,6 +29,7 @@ func TestHelperProcess(t *testing.T) {
 		"hold-update":  helperHoldUpdate,
 		"wait-incr":    helperWaitIncr,
 		"open-hold":    helperOpenHold,
+		"ns-hammer":    helperNSHammer,
 		"spec-reopen":  dict.HelperSpecReopen,
 		"bench-procs":  dict.HelperBenchProcs,
 	})

@@ -34,6 +34,7 @@ type serveConfig struct {
 	Burst      float64       `json:"burst"`
 	NoDelay    bool          `json:"nodelay"`
 	PerProcess bool          `json:"per_process"`
+	Precise    bool          `json:"precise_clock,omitempty"`
 	Drain      time.Duration `json:"drain"`
 	SlowPath   string        `json:"slow_path,omitempty"`
 	Slow       time.Duration `json:"slow,omitempty"`
@@ -91,6 +92,7 @@ func serveFlags(args []string, stderr io.Writer) (procs int, zoneSize int64, c s
 	fs.Float64Var(&c.Burst, "burst", 20, "requests over the rate a client may queue (delayed, or let through with -nodelay)")
 	fs.BoolVar(&c.NoDelay, "nodelay", false, "let requests within the burst through at once instead of delaying them")
 	fs.BoolVar(&c.PerProcess, "per-process", false, "give each child a private zone instead of the shared one (the baseline: N children admit N times the limit)")
+	fs.BoolVar(&c.Precise, "precise-clock", false, "stamp each decision with a read of the system clock instead of the zone's coarse clock, which ticks every millisecond and lags when the machine is busy (a request may then be decided as if a little earlier)")
 	fs.DurationVar(&c.Drain, "drain", 10*time.Second, "how long a child waits for in-flight requests on SIGTERM")
 	fs.StringVar(&c.Redis, "redis", "", "Redis server of -global-rate: host:port, or a redis:// URL")
 	globalRate := fs.String("global-rate", "", "limit on all requests together, over every host that uses the same -redis and -redis-prefix: a fixed window of N requests per second or minute (1000r/s, 30r/m), on top of -rate; needs -redis")

@@ -155,12 +155,17 @@ func (f *serveFreshConns) wait(ctx context.Context, max time.Duration) {
 // serveOpenZone attaches the shared zone, or creates a private one that no
 // other process can open: its file is removed once mapped.
 func serveOpenZone(c serveConfig) (*dict.Dict, error) {
+	var o dict.Options
+	if c.Precise {
+		o.Clock = func() int64 { return time.Now().UnixMilli() }
+	}
 	if !c.PerProcess {
-		return dict.Open(c.Zone, dict.Options{})
+		return dict.Open(c.Zone, o)
 	}
 	path := filepath.Join(os.TempDir(), fmt.Sprintf("worker-serve-private-%d.zone", os.Getpid()))
 	os.Remove(path)
-	d, err := dict.Open(path, dict.Options{Size: servePrivateZoneSize})
+	o.Size = servePrivateZoneSize
+	d, err := dict.Open(path, o)
 	os.Remove(path)
 	return d, err
 }

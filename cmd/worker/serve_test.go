@@ -187,9 +187,13 @@ func (r *serveLoadResult) elapsed() time.Duration {
 
 // mostAdmitted is what a limit of rate per second with burst (nodelay) lets
 // through over the run: the bucket admits burst+1 requests at once, then
-// rate a second, and every decision falls within elapsed. The limiter
-// reads whole milliseconds of a clock that ticks every millisecond, so
-// the run may span 2 ms more on its clock.
+// rate a second of the time between its first decision's stamp and its
+// last's. With -precise-clock every stamp is read after its request was
+// sent and before it was answered, so that time lies within elapsed, but
+// for the millisecond that a stamp's rounding down may add. (The zone's
+// coarse clock would lag on a loaded machine, by as much as the scheduler
+// delays its ticks, and a first stamp that lags lets the bucket admit
+// rate × lag more, which no bound the test can see accounts for.)
 func (r *serveLoadResult) mostAdmitted(rate, burst float64) int {
 	return int(rate*(r.elapsed()+2*time.Millisecond).Seconds() + burst + 1)
 }
@@ -250,7 +254,7 @@ func serveDropped(err error) bool {
 func TestServeSharedLimit(t *testing.T) {
 	t.Parallel()
 	const rate, burst = 50, 5
-	s := startServe(t, 4, "-rate", strconv.Itoa(rate)+"r/s", "-burst", strconv.Itoa(burst), "-nodelay")
+	s := startServe(t, 4, "-rate", strconv.Itoa(rate)+"r/s", "-burst", strconv.Itoa(burst), "-nodelay", "-precise-clock")
 	res := serveLoad("http://"+s.addr+"/", 200, 3*time.Second)
 	t.Logf("shared zone, 4 children, %dr/s burst %d, 200 r/s for 3s: %v", rate, burst, res)
 	if most := res.mostAdmitted(rate, burst); res.ok > most || res.failed != 0 {
@@ -295,7 +299,7 @@ func TestServePerProcessLimits(t *testing.T) {
 func TestServeReplacesKilledChild(t *testing.T) {
 	t.Parallel()
 	const rate, burst = 50, 5
-	s := startServe(t, 4, "-rate", strconv.Itoa(rate)+"r/s", "-burst", strconv.Itoa(burst), "-nodelay")
+	s := startServe(t, 4, "-rate", strconv.Itoa(rate)+"r/s", "-burst", strconv.Itoa(burst), "-nodelay", "-precise-clock")
 	done := make(chan *serveLoadResult)
 	go func() { done <- serveLoad("http://"+s.addr+"/", 200, 3*time.Second) }()
 	serveAwaitLoad(t, s, 50)

@@ -110,3 +110,33 @@ func BenchmarkOps(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGuardFaults measures what Options.GuardFaults adds to an
+// operation: the same Incr and Get over 1,000 keys without and with it.
+func BenchmarkGuardFaults(b *testing.B) {
+	for _, guard := range []bool{false, true} {
+		for _, bo := range benchOps[:2] {
+			b.Run(fmt.Sprintf("op=%s/guard=%t", bo.name, guard), func(b *testing.B) {
+				d, err := Open(filepath.Join(b.TempDir(), "bench.zone"), Options{Size: benchZoneSize, GuardFaults: guard})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer d.Close()
+				ks := make([]string, 1000)
+				for i := range ks {
+					ks[i] = fmt.Sprintf("key:%011d", i)
+					if _, err := d.Set(ks[i], Int(int64(i)), 0, 0); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if err := bo.op(d, ks[i%len(ks)], i); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -3,6 +3,8 @@ package dict
 import (
 	"encoding/binary"
 	"time"
+
+	"github.com/shmzone/shmzone/shm"
 )
 
 // Reads that copy whole entries out: Scan for every key with its flags and
@@ -29,9 +31,12 @@ type Item struct {
 // Scan is no use of the keys: it moves nothing in the eviction order and
 // counts no hits, and works on a read-only view. Errors: ErrClosed, and
 // ErrCorrupt for a shard whose entries cannot be walked.
-func (d *Dict) Scan(fn func(it Item) bool) error {
-	if d.closed.Load() {
-		return ErrClosed
+func (d *Dict) Scan(fn func(it Item) bool) (err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
+	if err := d.usable(); err != nil {
+		return err
 	}
 	var c copyBuf
 	var list []Value
@@ -101,7 +106,10 @@ func (d *Dict) scanLocked(s *shard, now int64, c *copyBuf) error {
 // removing them; nil when the key is absent or expired. Bytes elements are
 // the caller's own. Like LLen it is no use of the key: it moves nothing in
 // the eviction order and counts no hit. Errors: ErrNotList for a value.
-func (d *Dict) LRange(key string) ([]Value, error) {
+func (d *Dict) LRange(key string) (_ []Value, err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
 	c := copyBuf{b: make([]byte, 0, 256), recs: make([]copyRec, 0, 16)}
 	for {
 		s, _, off, err := d.lookup(key, false)

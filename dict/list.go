@@ -3,6 +3,8 @@ package dict
 import (
 	"errors"
 	"time"
+
+	"github.com/shmzone/shmzone/shm"
 )
 
 // Lists: a list entry's value is a listHdr; its elements are nodes, each a
@@ -27,7 +29,10 @@ func (d *Dict) RPop(key string) (Value, error) { return d.pop(key, false) }
 
 // LLen returns the length of the list under key, 0 when it is absent or
 // expired. Errors: ErrNotList for a value.
-func (d *Dict) LLen(key string) (int, error) {
+func (d *Dict) LLen(key string) (_ int, err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
 	s, _, off, err := d.lookup(key, false)
 	if err != nil {
 		return 0, err
@@ -59,7 +64,10 @@ func (d *Dict) LLen(key string) (int, error) {
 // copies the whole list: it is for loading lists (shmctl restore), not for
 // a hot path. Errors: ErrBadValue for an element that is the zero Value or
 // a list, ErrValueTooLarge, ErrBadTTL, ErrNoMemory.
-func (d *Dict) SetList(key string, elems []Value, ttl time.Duration) error {
+func (d *Dict) SetList(key string, elems []Value, ttl time.Duration) (err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
 	if err := d.check(key, true); err != nil {
 		return err
 	}
@@ -147,7 +155,10 @@ func (d *Dict) abandonChainLocked(s *shard, first uint32, err error) error {
 	return err
 }
 
-func (d *Dict) push(key string, v Value, head bool) (int, error) {
+func (d *Dict) push(key string, v Value, head bool) (_ int, err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
 	if err := d.check(key, true); err != nil {
 		return 0, err
 	}
@@ -238,7 +249,10 @@ func (d *Dict) push(key string, v Value, head bool) (int, error) {
 	return int(l.Len), nil
 }
 
-func (d *Dict) pop(key string, head bool) (Value, error) {
+func (d *Dict) pop(key string, head bool) (_ Value, err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
 	if err := d.check(key, true); err != nil {
 		return Value{}, err
 	}

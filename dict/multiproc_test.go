@@ -32,6 +32,7 @@ func TestHelperProcess(t *testing.T) {
 		"ns-hammer":    helperNSHammer,
 		"spec-reopen":  dict.HelperSpecReopen,
 		"bench-procs":  dict.HelperBenchProcs,
+		"fault-incr":   helperFaultIncr,
 	})
 }
 

@@ -1,6 +1,10 @@
 package dict
 
-import "time"
+import (
+	"time"
+
+	"github.com/shmzone/shmzone/shm"
+)
 
 // MaxMutateSize is the largest value Mutate works on.
 const MaxMutateSize = 256
@@ -28,7 +32,10 @@ var zeros [MaxMutateSize]byte
 // Errors: ErrWrongShape, without calling fn, when the live value is of
 // another kind or size; ErrBadValue for a size outside 1..MaxMutateSize;
 // ErrBadTTL; and those of Set for a new entry.
-func (d *Dict) Mutate(key string, size int, ttl time.Duration, fn func(b []byte, found bool) bool) error {
+func (d *Dict) Mutate(key string, size int, ttl time.Duration, fn func(b []byte, found bool) bool) (err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
 	if err := d.check(key, true); err != nil {
 		return err
 	}

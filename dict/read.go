@@ -1,6 +1,10 @@
 package dict
 
-import "time"
+import (
+	"time"
+
+	"github.com/shmzone/shmzone/shm"
+)
 
 // Get returns the value and flags under key, and marks the entry used, so
 // that eviction passes it over once. A bytes value is the caller's own copy. Errors: ErrNotFound
@@ -28,7 +32,10 @@ func (d *Dict) GetStale(key string) (v Value, flags uint32, stale bool, err erro
 	return r.v, r.flags, r.stale, err
 }
 
-func (d *Dict) get(key string, dst []byte, allowStale bool, r *readResult) error {
+func (d *Dict) get(key string, dst []byte, allowStale bool, r *readResult) (err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
 	if err := d.check(key, false); err != nil {
 		return err
 	}
@@ -120,7 +127,10 @@ func (d *Dict) count(c *uint64) {
 
 // TTL returns the time key has left; 0 means it never expires. Errors:
 // ErrNotFound for an absent or expired key.
-func (d *Dict) TTL(key string) (time.Duration, error) {
+func (d *Dict) TTL(key string) (_ time.Duration, err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
 	s, _, off, err := d.lookup(key, false)
 	if err != nil {
 		return 0, err

@@ -357,9 +357,12 @@ func (s *shard) checkListLocked(off uint32, e *entry, nodes bitset) string {
 // found. It locks one shard at a time; a shard whose
 // lock stays held past LockTimeout is not checked, and ErrLockTimeout is
 // joined for it.
-func (d *Dict) Check() error {
-	if d.closed.Load() {
-		return ErrClosed
+func (d *Dict) Check() (err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
+	if err := d.usable(); err != nil {
+		return err
 	}
 	var errs []error
 	sc := newScratch(len(d.shards[0].arena)) // every shard's arena has one size
@@ -390,9 +393,12 @@ func (d *Dict) Check() error {
 // over from a dead owner included. A shard whose lock is held
 // by a dead process is taken over and rebuilt by the lock itself; one held by
 // a live process past LockTimeout stops Repair with ErrLockTimeout.
-func (d *Dict) Repair() (int, error) {
-	if d.closed.Load() {
-		return 0, ErrClosed
+func (d *Dict) Repair() (_ int, err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
+	if err := d.usable(); err != nil {
+		return 0, err
 	}
 	if d.readOnly {
 		return 0, ErrReadOnly

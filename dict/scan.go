@@ -1,13 +1,19 @@
 package dict
 
-import "github.com/shmzone/shmzone/slab"
+import (
+	"github.com/shmzone/shmzone/shm"
+	"github.com/shmzone/shmzone/slab"
+)
 
 // FlushAll removes every entry and frees its memory (nginx only marks entries
 // expired): afterwards FreeSpace is the empty zone's. It locks one shard at a
 // time, so entries written meanwhile to shards already flushed stay.
-func (d *Dict) FlushAll() error {
-	if d.closed.Load() {
-		return ErrClosed
+func (d *Dict) FlushAll() (err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
+	if err := d.usable(); err != nil {
+		return err
 	}
 	if d.readOnly {
 		return ErrReadOnly
@@ -43,9 +49,12 @@ func (s *shard) flushLocked() error {
 
 // FlushExpired removes up to max expired entries (0 = all) and frees their
 // memory; it returns how many it removed.
-func (d *Dict) FlushExpired(max int) (int, error) {
-	if d.closed.Load() {
-		return 0, ErrClosed
+func (d *Dict) FlushExpired(max int) (_ int, err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
+	if err := d.usable(); err != nil {
+		return 0, err
 	}
 	if d.readOnly {
 		return 0, ErrReadOnly
@@ -97,9 +106,12 @@ func (d *Dict) flushExpiredLocked(s *shard, left int, all bool) (int, error) {
 // Keys returns up to max live keys (0 = all), shard by shard, each shard's
 // from the tail of its eviction queue: the oldest entries first. It holds one shard's lock at a time, never for the whole
 // scan, and copies keys out before it allocates their strings.
-func (d *Dict) Keys(max int) ([]string, error) {
-	if d.closed.Load() {
-		return nil, ErrClosed
+func (d *Dict) Keys(max int) (_ []string, err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
+	if err := d.usable(); err != nil {
+		return nil, err
 	}
 	if max < 0 {
 		max = 0

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/shmzone/shmzone/shm"
 	"github.com/shmzone/shmzone/slab"
 )
 
@@ -30,8 +31,12 @@ type Stats struct {
 // the sums are not one instant's; a shard whose lock stays held past
 // LockTimeout is left out and counted in Busy.
 func (d *Dict) Stats() Stats {
+	if d.guard {
+		var err error
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
 	st := Stats{Capacity: d.Capacity(), Shards: len(d.shards)}
-	if d.closed.Load() {
+	if d.usable() != nil {
 		return st
 	}
 	for i := range d.shards {
@@ -58,8 +63,12 @@ func (d *Dict) Stats() Stats {
 // ShardStats returns shard i's figures, with Shards 1; only Capacity and
 // Busy 1 when its lock stays held past LockTimeout.
 func (d *Dict) ShardStats(i int) Stats {
+	if d.guard {
+		var err error
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
 	st := Stats{Shards: 1}
-	if d.closed.Load() || i < 0 || i >= len(d.shards) {
+	if d.usable() != nil || i < 0 || i >= len(d.shards) {
 		return st
 	}
 	s := &d.shards[i]
@@ -82,7 +91,11 @@ func (d *Dict) ShardStats(i int) Stats {
 // the last row, with Size 0, counts page runs (large entries). A shard whose
 // lock stays held past LockTimeout is left out.
 func (d *Dict) SlabStats() []slab.ClassStats {
-	if d.closed.Load() {
+	if d.guard {
+		var err error
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
+	if d.usable() != nil {
 		return nil
 	}
 	sum := map[int]*slab.ClassStats{}

@@ -3,6 +3,8 @@ package dict
 import (
 	"math"
 	"time"
+
+	"github.com/shmzone/shmzone/shm"
 )
 
 // The writes that read the live value first: Expire, CompareAndSwap and
@@ -10,7 +12,10 @@ import (
 
 // Expire sets key's TTL from now; 0 means never. Errors: ErrNotFound for an
 // absent or expired key (an expired key is not brought back).
-func (d *Dict) Expire(key string, ttl time.Duration) error {
+func (d *Dict) Expire(key string, ttl time.Duration) (err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
 	expiry, err := d.expiryFor(ttl)
 	if err != nil {
 		return err
@@ -36,7 +41,10 @@ func (d *Dict) Expire(key string, ttl time.Duration) error {
 // when it equals old in kind and bytes, keeping the flags; it reports whether
 // it did. Errors: ErrNotFound for an absent or expired key, ErrIsList for a
 // list, and the errors of Set.
-func (d *Dict) CompareAndSwap(key string, old, new Value, ttl time.Duration) (bool, error) {
+func (d *Dict) CompareAndSwap(key string, old, new Value, ttl time.Duration) (_ bool, err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
 	if err := d.check(key, true); err != nil {
 		return false, err
 	}
@@ -100,7 +108,10 @@ func (s *shard) equalLocked(off uint32, e *entry, v Value) bool {
 // if fn panics (or calls runtime.Goexit) the key stays as it was, the lock
 // is released, and the panic goes on, unrecovered and unchanged, to the
 // caller. Errors: ErrIsList for a list, and the errors of Set.
-func (d *Dict) Update(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool)) error {
+func (d *Dict) Update(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool)) (err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
 	s, h, off, err := d.lookup(key, true)
 	if err != nil {
 		return err

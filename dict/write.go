@@ -3,6 +3,8 @@ package dict
 import (
 	"math"
 	"time"
+
+	"github.com/shmzone/shmzone/shm"
 )
 
 // How storeLocked treats an existing key.
@@ -48,7 +50,10 @@ func (d *Dict) Replace(key string, v Value, ttl time.Duration, flags uint32) (fo
 	return d.store(key, v, ttl, flags, modeReplace, true)
 }
 
-func (d *Dict) store(key string, v Value, ttl time.Duration, flags uint32, m mode, evict bool) (bool, error) {
+func (d *Dict) store(key string, v Value, ttl time.Duration, flags uint32, m mode, evict bool) (_ bool, err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
 	if err := d.check(key, true); err != nil {
 		return false, err
 	}
@@ -190,7 +195,10 @@ func (s *shard) putValueLocked(off uint32, e *entry, v Value) {
 }
 
 // Delete removes key. Deleting an absent key is not an error.
-func (d *Dict) Delete(key string) error {
+func (d *Dict) Delete(key string) (err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
 	s, _, off, err := d.lookup(key, true)
 	if err != nil {
 		return err
@@ -210,7 +218,10 @@ func (d *Dict) Delete(key string) error {
 // the flags stay. An int wraps around on overflow; a float adds delta as a
 // float and returns the sum truncated. Errors: ErrNotFound for an absent or
 // expired key, ErrNotNumber for bytes, a bool or a list.
-func (d *Dict) Incr(key string, delta int64) (int64, error) {
+func (d *Dict) Incr(key string, delta int64) (_ int64, err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
 	if err := d.check(key, true); err != nil {
 		return 0, err
 	}
@@ -229,7 +240,10 @@ func (d *Dict) Incr(key string, delta int64) (int64, error) {
 
 // IncrFloat adds delta to the number under key and returns the sum as a
 // float64; an int becomes a float. Errors as Incr.
-func (d *Dict) IncrFloat(key string, delta float64) (float64, error) {
+func (d *Dict) IncrFloat(key string, delta float64) (_ float64, err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
 	if err := d.check(key, true); err != nil {
 		return 0, err
 	}
@@ -251,6 +265,9 @@ func (d *Dict) IncrFloat(key string, delta float64) (float64, error) {
 // expired; init and initTTL are ignored for a live key. forcible reports
 // evictions made to create it.
 func (d *Dict) IncrInit(key string, delta, init int64, initTTL time.Duration) (n int64, forcible bool, err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
 	if err := d.check(key, true); err != nil {
 		return 0, false, err
 	}

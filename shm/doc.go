@@ -42,8 +42,10 @@
 //	    mapping of a sparse file, a file truncated while mapped) becomes
 //	    ErrFault in code guarded by GuardFaults and CatchFault: Format,
 //	    dict.Open and every shmctl verb. The operations of the layer above
-//	    are not guarded: a defer, a recover and two SetPanicOnFault calls
-//	    would be a large share of an operation's cost.
+//	    are guarded when its user asks (dict.Options.GuardFaults): a defer,
+//	    a recover and two SetPanicOnFault calls are a large share of an
+//	    operation's cost, so by default such a fault ends the process with
+//	    the runtime's SIGBUS report, having written nothing out of place.
 //	I4. The header is immutable after create; the file stores offsets, never
 //	    pointers.
 //	I5. A lock word holds 0 or its owner: an owner slot and that slot's

@@ -30,9 +30,20 @@ func CatchFault(err *error, old bool) {
 	if r == nil {
 		return
 	}
-	if f, ok := r.(interface{ Addr() uintptr }); ok && f.Addr() != 0 {
-		*err = fmt.Errorf("%w at %#x: the zone file was truncated while mapped, or its filesystem cannot back it", ErrFault, f.Addr())
+	if ferr := FaultOf(r); ferr != nil {
+		*err = ferr
 		return
 	}
 	panic(r)
+}
+
+// FaultOf returns the error, wrapping ErrFault, for r, a value recover
+// returned, when r is the panic of a memory fault at a non-nil address (under
+// GuardFaults); otherwise nil. It is for callers that must recover in a
+// deferred function of their own, as CatchFault does.
+func FaultOf(r any) error {
+	if f, ok := r.(interface{ Addr() uintptr }); ok && f.Addr() != 0 {
+		return fmt.Errorf("%w at %#x: the zone file was truncated while mapped, or its filesystem cannot back it", ErrFault, f.Addr())
+	}
+	return nil
 }

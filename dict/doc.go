@@ -24,7 +24,7 @@
 // Invariants:
 //
 //	I1. Every entry of a shard is in exactly one bucket chain (the one its hash
-//	    names) and in the eviction queue (the LRU list of layout.go), once;
+//	    names) and in the eviction queue (the eviction queue of layout.go), once;
 //	    Count is their number.
 //	I2. An entry occupies one slab chunk of exactly ChunkSize(entrySize(key,
 //	    value)) bytes; a list's nodes are chunks reachable only from its header.

@@ -50,8 +50,8 @@ func (s seed) u64(off int, v uint64) seed {
 // Offsets of the fields of an entry and a shard header (layout.go).
 const (
 	eNext   = int(unsafe.Offsetof(entry{}.Next))
-	ePrev   = int(unsafe.Offsetof(entry{}.Prev))
-	eLNext  = int(unsafe.Offsetof(entry{}.LNext))
+	eQPrev   = int(unsafe.Offsetof(entry{}.QPrev))
+	eQNext  = int(unsafe.Offsetof(entry{}.QNext))
 	eExpiry = int(unsafe.Offsetof(entry{}.Expiry))
 	eVLen   = int(unsafe.Offsetof(entry{}.VLen))
 	eKLen   = int(unsafe.Offsetof(entry{}.KLen))
@@ -60,8 +60,8 @@ const (
 
 	hLock    = int(unsafe.Offsetof(shardHdr{}.Lock))
 	hDrop    = int(unsafe.Offsetof(shardHdr{}.Drop))
-	hLRUHead = int(unsafe.Offsetof(shardHdr{}.LRUHead))
-	hLRUTail = int(unsafe.Offsetof(shardHdr{}.LRUTail))
+	hQueueHead = int(unsafe.Offsetof(shardHdr{}.QueueHead))
+	hQueueTail = int(unsafe.Offsetof(shardHdr{}.QueueTail))
 	hCount   = int(unsafe.Offsetof(shardHdr{}.Count))
 )
 
@@ -113,9 +113,9 @@ func fuzzSeeds(tb testing.TB, b *baseZone) [][]byte {
 			newSeed(0).u64(shardAt(i)+hLock, 1<<22+1),
 			newSeed(0).u32(shardAt(i)+hDrop, dropUnreachable),
 			newSeed(0).u32(shardAt(i)+hDrop, 0x1238),
-			newSeed(0).u32(shardAt(i)+hLRUHead, 0xfffffff8),
-			newSeed(0).u32(shardAt(i)+hLRUTail, 0xfffffff8),
-			newSeed(0).u32(shardAt(i)+hLRUTail, 13),
+			newSeed(0).u32(shardAt(i)+hQueueHead, 0xfffffff8),
+			newSeed(0).u32(shardAt(i)+hQueueTail, 0xfffffff8),
+			newSeed(0).u32(shardAt(i)+hQueueTail, 13),
 			newSeed(0).u32(shardAt(i)+hCount, 0xffffffff),
 			newSeed(0).put(shardAt(i), make([]byte, 128)...),
 		)
@@ -174,23 +174,23 @@ func fuzzSeeds(tb testing.TB, b *baseZone) [][]byte {
 	// LRU: self links, cycles, out of bounds, the tail's prev at itself.
 	for _, key := range []string{n0, s0, l1} {
 		add(
-			newSeed(0).u32(ent(key)+eLNext, off(key)),
-			newSeed(0).u32(ent(key)+ePrev, off(key)),
-			newSeed(0).u32(ent(key)+ePrev, off(key)).u32(ent(key)+eLNext, off(key)),
-			newSeed(0).u32(ent(key)+ePrev, 0xfffffff8),
-			newSeed(0).u32(ent(key)+eLNext, 0x7),
-			newSeed(0).u32(sh(key)+hLRUTail, off(key)).u32(ent(key)+ePrev, off(key)),
-			newSeed(0).u32(sh(key)+hLRUHead, off(key)).u32(ent(key)+eLNext, off(key)),
+			newSeed(0).u32(ent(key)+eQNext, off(key)),
+			newSeed(0).u32(ent(key)+eQPrev, off(key)),
+			newSeed(0).u32(ent(key)+eQPrev, off(key)).u32(ent(key)+eQNext, off(key)),
+			newSeed(0).u32(ent(key)+eQPrev, 0xfffffff8),
+			newSeed(0).u32(ent(key)+eQNext, 0x7),
+			newSeed(0).u32(sh(key)+hQueueTail, off(key)).u32(ent(key)+eQPrev, off(key)),
+			newSeed(0).u32(sh(key)+hQueueHead, off(key)).u32(ent(key)+eQNext, off(key)),
 		)
 	}
 	// The entry being replaced (pinned) in a cycle at the tail, a count that
 	// lies, and no free pages: the eviction walk must stay bounded.
 	for _, key := range []string{"n1", s0} {
 		a := b.arena[b.shard[key]]
-		add(newSeed(0).u32(sh(key)+hCount, 0xffffffff).u32(sh(key)+hLRUTail, off(key)).
-			u32(ent(key)+ePrev, off(key)).u32(a+slabFreeRunsOff, 0))
+		add(newSeed(0).u32(sh(key)+hCount, 0xffffffff).u32(sh(key)+hQueueTail, off(key)).
+			u32(ent(key)+eQPrev, off(key)).u32(a+slabFreeRunsOff, 0))
 	}
-	add(newSeed(0).u32(ent("n3")+ePrev, off("n4")).u32(ent("n4")+ePrev, off("n3")).u32(sh("n3")+hLRUTail, off("n3")))
+	add(newSeed(0).u32(ent("n3")+eQPrev, off("n4")).u32(ent("n4")+eQPrev, off("n3")).u32(sh("n3")+hQueueTail, off("n3")))
 
 	// Entry headers: huge or wrong lengths, bad kinds, zero key, expiry.
 	for _, key := range []string{n0, s0, "b1", l0, big, "t0", "f0"} {

@@ -86,10 +86,10 @@ func (d *Dict) Scan(fn func(it Item) bool) (err error) {
 
 // scanLocked copies the live entries of a shard into c, oldest first.
 func (d *Dict) scanLocked(s *shard, now int64, c *copyBuf) error {
-	off := s.hdr().LRUTail
+	off := s.hdr().QueueTail
 	for steps := 0; off != 0; steps++ {
 		if !s.okEntry(off) || steps > s.maxSteps() {
-			return d.corruptLocked(s, "lru")
+			return d.corruptLocked(s, "queue")
 		}
 		e := s.entryAt(off)
 		if e.Expiry == 0 || now < e.Expiry {
@@ -97,7 +97,7 @@ func (d *Dict) scanLocked(s *shard, now int64, c *copyBuf) error {
 				return d.corruptLocked(s, "entry")
 			}
 		}
-		off = e.Prev
+		off = e.QPrev
 	}
 	return nil
 }

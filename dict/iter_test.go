@@ -216,7 +216,7 @@ func fileSum(t *testing.T, path string) [32]byte {
 func TestScanCorrupt(t *testing.T) {
 	d, _, _ := iterOpen(t, 1<<20, 1)
 	d.Set("a", Int(1), 0, 0)
-	d.shards[0].hdr().LRUTail = 3 // misaligned: no entry starts there
+	d.shards[0].hdr().QueueTail = 3 // misaligned: no entry starts there
 	if err := d.Scan(func(Item) bool { return true }); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("Scan of a broken queue = %v, want ErrCorrupt", err)
 	}

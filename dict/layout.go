@@ -18,7 +18,7 @@ import "unsafe"
 //	+------+------+------+------+-------------+------+----+---+---+-----+---+-------+
 //	                                                                    ^ valOff: 8-aligned
 //
-// next chains the index bucket; prev/lnext link the eviction queue, called the LRU list (prev toward the
+// next chains the index bucket; prev/lnext link the eviction queue, called the eviction queue (prev toward the
 // queue's head, where new entries go). A list's value is a listHdr, its elements are
 // nodes, each a chunk of its own:
 //
@@ -40,8 +40,8 @@ const Layout = 0x44494333 // "DIC3": shardHdr.Writes moved next to Hits
 type shardHdr struct {
 	Lock        uint64   // CAS only: 0 or the owner's slot and generation (shm.Zone.Lock)
 	Drop        uint32   // under lock: what repair must drop (dropNone, dropUnreachable, or an entry)
-	LRUHead     uint32   // under lock: head of the eviction queue: newest entry
-	LRUTail     uint32   // under lock: tail of the eviction queue: where the CLOCK hand starts
+	QueueHead     uint32   // under lock: head of the eviction queue: newest entry
+	QueueTail     uint32   // under lock: tail of the eviction queue: where the CLOCK hand starts
 	Count       uint32   // under lock: entries in the index, expired ones included
 	Hits        uint64   // under lock
 	Misses      uint64   // under lock
@@ -62,8 +62,8 @@ const (
 // entry is the overlay of an entry's fixed header.
 type entry struct {
 	Next   uint32 // under lock: next entry in the index bucket
-	Prev   uint32 // under lock: LRU neighbour toward the head
-	LNext  uint32 // under lock: LRU neighbour toward the tail
+	QPrev  uint32 // under lock: queue neighbour toward the head
+	QNext  uint32 // under lock: queue neighbour toward the tail
 	Flags  uint32 // under lock: user flags
 	Expiry int64  // under lock: Unix ms; 0 = never
 	VLen   uint32 // under lock: value bytes

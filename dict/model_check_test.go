@@ -106,7 +106,7 @@ func mdlQueue(d *Dict, sh int) (keys []string, refs []bool) {
 	s := &d.shards[sh]
 	d.lock(s)
 	defer d.unlock(s)
-	for off := s.hdr().LRUTail; off != 0; off = s.entryAt(off).Prev {
+	for off := s.hdr().QueueTail; off != 0; off = s.entryAt(off).QPrev {
 		e := s.entryAt(off)
 		keys = append(keys, string(s.keyOf(off, e)))
 		refs = append(refs, e.Bits&refBit != 0)

@@ -77,7 +77,7 @@ func (s *shard) validNodeLocked(off uint32) bool {
 }
 
 // repairLocked rebuilds a shard from its entries after its lock was taken
-// from a dead owner or corruption was found: the index, the LRU list (in its
+// from a dead owner or corruption was found: the index, the eviction queue (in its
 // old order as far as it holds), the lists' links and lengths, and the slab's
 // free lists. It drops the entry named by Drop (the one being written), any
 // entry the index did not reach when an allocation was in progress, and
@@ -117,7 +117,7 @@ func (s *shard) repairLocked() {
 		hd.Drop = dropNone
 		drop, reach = dropNone, nil
 	}
-	oldHead := hd.LRUHead
+	oldHead := hd.QueueHead
 	clear(s.index)
 	hd.Count = 0
 	entries := newBitset(len(s.arena))
@@ -191,14 +191,14 @@ func (s *shard) repairLocked() {
 	})
 	s.slab.Rebuild()
 
-	// LRU: the old order first, as far as its links hold, then the rest.
+	// The queue: the old order first, as far as its links hold, then the rest.
 	linked := newBitset(len(s.arena))
 	var head, tail uint32
-	appendLRU := func(off uint32) {
+	appendQueue := func(off uint32) {
 		e := s.entryAt(off)
-		e.Prev, e.LNext = tail, 0
+		e.QPrev, e.QNext = tail, 0
 		if tail != 0 {
-			s.entryAt(tail).LNext = off
+			s.entryAt(tail).QNext = off
 		} else {
 			head = off
 		}
@@ -206,20 +206,20 @@ func (s *shard) repairLocked() {
 		linked.set(off)
 	}
 	for cur, steps := oldHead, 0; cur != 0 && s.okEntry(cur) && !linked.has(cur) && steps <= s.maxSteps(); steps++ {
-		next := s.entryAt(cur).LNext
+		next := s.entryAt(cur).QNext
 		if entries.has(cur) {
-			appendLRU(cur)
+			appendQueue(cur)
 		}
 		cur = next
 	}
 	for b := range s.index {
 		for off := s.index[b]; off != 0; off = s.entryAt(off).Next {
 			if !linked.has(off) {
-				appendLRU(off)
+				appendQueue(off)
 			}
 		}
 	}
-	hd.LRUHead, hd.LRUTail = head, tail
+	hd.QueueHead, hd.QueueTail = head, tail
 	hd.Drop = dropNone
 }
 
@@ -294,28 +294,28 @@ func (s *shard) checkLocked(max int, sc *scratch) []string {
 	}
 	var prev uint32
 	n := 0
-	for off := hd.LRUHead; off != 0; {
+	for off := hd.QueueHead; off != 0; {
 		if !s.okEntry(off) || !entries.has(off) || linked.has(off) {
-			add("lru: %#x after %#x is not an indexed entry, or a cycle", off, prev)
+			add("queue: %#x after %#x is not an indexed entry, or a cycle", off, prev)
 			return probs
 		}
 		e := s.entryAt(off)
-		if e.Prev != prev {
-			if !add("lru: %#x prev %#x, want %#x", off, e.Prev, prev) {
+		if e.QPrev != prev {
+			if !add("queue: %#x prev %#x, want %#x", off, e.QPrev, prev) {
 				return probs
 			}
 		}
 		linked.set(off)
 		n++
-		prev, off = off, e.LNext
+		prev, off = off, e.QNext
 	}
-	if prev != hd.LRUTail {
-		if !add("lru: tail %#x, list ends at %#x", hd.LRUTail, prev) {
+	if prev != hd.QueueTail {
+		if !add("queue: tail %#x, list ends at %#x", hd.QueueTail, prev) {
 			return probs
 		}
 	}
 	if n != count {
-		if !add("lru holds %d entries, index %d", n, count) {
+		if !add("queue holds %d entries, index %d", n, count) {
 			return probs
 		}
 	}
@@ -350,7 +350,7 @@ func (s *shard) checkListLocked(off uint32, e *entry, nodes bitset) string {
 }
 
 // Check verifies every shard's invariants: the slab's own, every index entry
-// well formed and in its bucket, the LRU list holding exactly the indexed
+// well formed and in its bucket, the eviction queue holding exactly the indexed
 // entries in consistent order, lists linked and counted, no allocated chunk
 // unreachable, no write left half done, and, read-only, no lock held by an
 // owner that is gone. It returns nil, or ErrCorrupt joined with each problem

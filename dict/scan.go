@@ -36,7 +36,7 @@ func (s *shard) flushLocked() error {
 	hd := s.hdr()
 	hd.Drop = dropUnreachable
 	clear(s.index)
-	hd.LRUHead, hd.LRUTail, hd.Count = 0, 0, 0
+	hd.QueueHead, hd.QueueTail, hd.Count = 0, 0, 0
 	sl, err := slab.Format(s.arena, s.slab.PageSize())
 	if err != nil {
 		return err
@@ -84,13 +84,13 @@ func (d *Dict) FlushExpired(max int) (_ int, err error) {
 func (d *Dict) flushExpiredLocked(s *shard, left int, all bool) (int, error) {
 	hd := s.hdr()
 	n := 0
-	off := hd.LRUTail
+	off := hd.QueueTail
 	for steps := 0; off != 0 && (all || n < left); steps++ {
 		if !s.okEntry(off) || steps > s.maxSteps() {
-			return n, d.corruptLocked(s, "lru")
+			return n, d.corruptLocked(s, "queue")
 		}
 		e := s.entryAt(off)
-		prev := e.Prev
+		prev := e.QPrev
 		if expired(e, d.clock) {
 			if err := s.removeLocked(off); err != nil {
 				return n, d.corruptLocked(s, "remove")
@@ -159,10 +159,10 @@ func (d *Dict) Keys(max int) (_ []string, err error) {
 // nbytes, nkeys say what is needed.
 func (d *Dict) keysLocked(s *shard, buf []byte, lens []int, max int) (nbytes, nkeys int, fit bool, err error) {
 	fit = true
-	off := s.hdr().LRUTail
+	off := s.hdr().QueueTail
 	for steps := 0; off != 0 && (max == 0 || nkeys < max); steps++ {
 		if !s.okEntry(off) || steps > s.maxSteps() {
-			return 0, 0, false, d.corruptLocked(s, "lru")
+			return 0, 0, false, d.corruptLocked(s, "queue")
 		}
 		e := s.entryAt(off)
 		if !s.okBody(off, e) {
@@ -179,7 +179,7 @@ func (d *Dict) keysLocked(s *shard, buf []byte, lens []int, max int) (nbytes, nk
 			nbytes += len(k)
 			nkeys++
 		}
-		off = e.Prev
+		off = e.QPrev
 	}
 	// buf and lens were filled in place: the caller reslices them.
 	return nbytes, nkeys, fit, nil

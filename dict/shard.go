@@ -50,42 +50,42 @@ func expired(e *entry, now func() int64) bool {
 	return e.Expiry != 0 && now() >= e.Expiry
 }
 
-// lruUnlinkLocked removes an entry from the LRU list.
-func (s *shard) lruUnlinkLocked(off uint32, e *entry) bool {
+// queueUnlinkLocked removes an entry from the eviction queue.
+func (s *shard) queueUnlinkLocked(off uint32, e *entry) bool {
 	h := s.hdr()
-	if e.Prev != 0 {
-		if !s.okEntry(e.Prev) {
+	if e.QPrev != 0 {
+		if !s.okEntry(e.QPrev) {
 			return false
 		}
-		s.entryAt(e.Prev).LNext = e.LNext
-	} else if h.LRUHead == off {
-		h.LRUHead = e.LNext
+		s.entryAt(e.QPrev).QNext = e.QNext
+	} else if h.QueueHead == off {
+		h.QueueHead = e.QNext
 	}
-	if e.LNext != 0 {
-		if !s.okEntry(e.LNext) {
+	if e.QNext != 0 {
+		if !s.okEntry(e.QNext) {
 			return false
 		}
-		s.entryAt(e.LNext).Prev = e.Prev
-	} else if h.LRUTail == off {
-		h.LRUTail = e.Prev
+		s.entryAt(e.QNext).QPrev = e.QPrev
+	} else if h.QueueTail == off {
+		h.QueueTail = e.QPrev
 	}
-	e.Prev, e.LNext = 0, 0
+	e.QPrev, e.QNext = 0, 0
 	return true
 }
 
-// lruPushLocked puts an unlinked entry at the head of the eviction queue.
-func (s *shard) lruPushLocked(off uint32, e *entry) bool {
+// queuePushLocked puts an unlinked entry at the head of the eviction queue.
+func (s *shard) queuePushLocked(off uint32, e *entry) bool {
 	h := s.hdr()
-	e.Prev, e.LNext = 0, h.LRUHead
-	if h.LRUHead != 0 {
-		if !s.okEntry(h.LRUHead) {
+	e.QPrev, e.QNext = 0, h.QueueHead
+	if h.QueueHead != 0 {
+		if !s.okEntry(h.QueueHead) {
 			return false
 		}
-		s.entryAt(h.LRUHead).Prev = off
+		s.entryAt(h.QueueHead).QPrev = off
 	} else {
-		h.LRUTail = off
+		h.QueueTail = off
 	}
-	h.LRUHead = off
+	h.QueueHead = off
 	return true
 }
 
@@ -111,13 +111,13 @@ func (s *shard) chainUnlinkLocked(off uint32, e *entry) bool {
 	return false
 }
 
-// removeLocked unlinks an entry from its chain and the LRU list and frees it
+// removeLocked unlinks an entry from its chain and the eviction queue and frees it
 // with its list nodes. Drop marks it for repair while it is half removed.
 func (s *shard) removeLocked(off uint32) error {
 	h := s.hdr()
 	e := s.entryAt(off)
 	h.Drop = off
-	if !s.chainUnlinkLocked(off, e) || !s.lruUnlinkLocked(off, e) {
+	if !s.chainUnlinkLocked(off, e) || !s.queueUnlinkLocked(off, e) {
 		return errCorruptArena
 	}
 	if err := s.freeEntryLocked(off, e); err != nil {
@@ -143,7 +143,7 @@ func (s *shard) freeEntryLocked(off uint32, e *entry) error {
 }
 
 // allocLocked allocates size bytes. When the slab is full it reclaims expired
-// entries from the LRU end and, if evict, evicts live ones too, in up to 30
+// entries from the queue's tail and, if evict, evicts live ones too, in up to 30
 // rounds of up to 3 entries as nginx does; forcible reports a live eviction.
 // pin is an entry that must survive (the one the caller is replacing). While
 // it runs, Drop says that entries the index does not reach are to be dropped
@@ -176,14 +176,14 @@ func (s *shard) allocLocked(size int, evict bool, pin uint32, now func() int64) 
 	}
 }
 
-// reclaimLocked frees up to 3 entries from the LRU end: expired ones, and
+// reclaimLocked frees up to 3 entries from the queue's tail: expired ones, and
 // when evict, the first live one it meets that was not used since the hand
 // last passed it. A used entry gets a second chance (CLOCK): its bit is
 // cleared and it moves to the head. Without evict it stops at the first live
 // entry.
 func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed int, live bool, err error) {
 	h := s.hdr()
-	off := h.LRUTail
+	off := h.QueueTail
 	for n := 0; off != 0 && freed < 3; n++ {
 		// A pass moves each used entry to the head once, so two passes
 		// over the most entries an arena holds bound the walk; Count, read
@@ -192,7 +192,7 @@ func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed i
 			return freed, live, errCorruptArena
 		}
 		e := s.entryAt(off)
-		prev := e.Prev
+		prev := e.QPrev
 		if off == pin {
 			off = prev
 			continue
@@ -204,14 +204,14 @@ func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed i
 			}
 			if e.Bits&refBit != 0 {
 				e.Bits &^= refBit
-				if !s.lruUnlinkLocked(off, e) || !s.lruPushLocked(off, e) {
+				if !s.queueUnlinkLocked(off, e) || !s.queuePushLocked(off, e) {
 					return freed, live, errCorruptArena
 				}
 				off = prev
 				if off == 0 {
 					// It was the head: the hand goes round to the tail
 					// rather than end the round with nothing freed.
-					off = h.LRUTail
+					off = h.QueueTail
 				}
 				continue
 			}
@@ -235,7 +235,7 @@ func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed i
 // dropLocked unlinks and frees an entry without touching Drop: for eviction,
 // inside allocLocked, where Drop is already dropUnreachable.
 func (s *shard) dropLocked(off uint32, e *entry) error {
-	if !s.chainUnlinkLocked(off, e) || !s.lruUnlinkLocked(off, e) {
+	if !s.chainUnlinkLocked(off, e) || !s.queueUnlinkLocked(off, e) {
 		return errCorruptArena
 	}
 	return s.freeEntryLocked(off, e)

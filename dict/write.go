@@ -165,16 +165,16 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, v Value, 
 		ne.Next = e.Next
 		*p = noff // the commit point: from here repair keeps the new entry
 		hd.Drop = off
-		if !s.lruUnlinkLocked(off, e) {
-			return forcible, d.corruptLocked(s, "lru")
+		if !s.queueUnlinkLocked(off, e) {
+			return forcible, d.corruptLocked(s, "queue")
 		}
 		if err := s.freeEntryLocked(off, e); err != nil {
 			return forcible, d.corruptLocked(s, "free")
 		}
 		hd.Drop = dropNone
 	}
-	if !s.lruPushLocked(noff, ne) {
-		return forcible, d.corruptLocked(s, "lru")
+	if !s.queuePushLocked(noff, ne) {
+		return forcible, d.corruptLocked(s, "queue")
 	}
 	hd.Writes++
 	return forcible, nil

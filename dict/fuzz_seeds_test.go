@@ -50,7 +50,7 @@ func (s seed) u64(off int, v uint64) seed {
 // Offsets of the fields of an entry and a shard header (layout.go).
 const (
 	eNext   = int(unsafe.Offsetof(entry{}.Next))
-	eQPrev   = int(unsafe.Offsetof(entry{}.QPrev))
+	eQPrev  = int(unsafe.Offsetof(entry{}.QPrev))
 	eQNext  = int(unsafe.Offsetof(entry{}.QNext))
 	eExpiry = int(unsafe.Offsetof(entry{}.Expiry))
 	eVLen   = int(unsafe.Offsetof(entry{}.VLen))
@@ -58,11 +58,11 @@ const (
 	eTag    = int(unsafe.Offsetof(entry{}.Tag))
 	eKind   = int(unsafe.Offsetof(entry{}.Bits)) // the Kind and refBit
 
-	hLock    = int(unsafe.Offsetof(shardHdr{}.Lock))
-	hDrop    = int(unsafe.Offsetof(shardHdr{}.Drop))
+	hLock      = int(unsafe.Offsetof(shardHdr{}.Lock))
+	hDrop      = int(unsafe.Offsetof(shardHdr{}.Drop))
 	hQueueHead = int(unsafe.Offsetof(shardHdr{}.QueueHead))
 	hQueueTail = int(unsafe.Offsetof(shardHdr{}.QueueTail))
-	hCount   = int(unsafe.Offsetof(shardHdr{}.Count))
+	hCount     = int(unsafe.Offsetof(shardHdr{}.Count))
 )
 
 // fuzzSeeds returns the seed corpus: every kind of damage the fuzz target

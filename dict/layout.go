@@ -40,8 +40,8 @@ const Layout = 0x44494333 // "DIC3": shardHdr.Writes moved next to Hits
 type shardHdr struct {
 	Lock        uint64   // CAS only: 0 or the owner's slot and generation (shm.Zone.Lock)
 	Drop        uint32   // under lock: what repair must drop (dropNone, dropUnreachable, or an entry)
-	QueueHead     uint32   // under lock: head of the eviction queue: newest entry
-	QueueTail     uint32   // under lock: tail of the eviction queue: where the CLOCK hand starts
+	QueueHead   uint32   // under lock: head of the eviction queue: newest entry
+	QueueTail   uint32   // under lock: tail of the eviction queue: where the CLOCK hand starts
 	Count       uint32   // under lock: entries in the index, expired ones included
 	Hits        uint64   // under lock
 	Misses      uint64   // under lock

@@ -8,7 +8,9 @@ var (
 	// without a size to finish it. Open never writes such a file.
 	ErrNotZone = errors.New("shm: not a zone file")
 	// ErrVersion is returned when a zone was written by another format version,
-	// another byte order, or another layout of the layer above.
+	// another byte order, or another layout of the layer above. The message
+	// ends with what to do with such a zone: recreate it, or carry its data
+	// over with shmctl dump and restore.
 	ErrVersion = errors.New("shm: incompatible zone version")
 	// ErrCorrupt is returned when a zone's header fails its checksum or its
 	// geometry does not match the file.

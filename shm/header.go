@@ -60,15 +60,35 @@ func isMarker(b []byte, fileSize int64) bool {
 	if len(b) < hdrSize || fileSize < int64(hdrSize) || string(b[:len(initMagic)]) != initMagic {
 		return false
 	}
-	if nativeOrder.Uint32(b[12:]) != orderMark || nativeOrder.Uint64(b[checksumOff:]) != xxhash.Sum64(b[:checksumOff]) {
+	raw := overlay(b)
+	if raw.Order != orderMark || raw.Checksum != xxhash.Sum64(b[:checksumOff]) {
 		return false
 	}
-	size := nativeOrder.Uint64(b[24:])
-	return size <= HeaderSize+MaxShards*MaxShardSize && uint64(fileSize) <= size
+	return raw.Size <= HeaderSize+MaxShards*MaxShardSize && uint64(fileSize) <= raw.Size
 }
 
-// nativeOrder reads header integers in this machine's byte order.
+// overlay returns a copy of the header in b, which holds at least hdrSize
+// bytes, read through the hdr overlay: every field is read at the offset hdr
+// gives it, in this machine's byte order. The copy leaves b's alignment and
+// later changes to b out of the caller's concern.
+func overlay(b []byte) hdr {
+	var raw hdr
+	copy(raw.bytes(), b[:hdrSize])
+	return raw
+}
+
+// nativeOrder reads and writes integers in this machine's byte order, the
+// order the hdr overlay reads them in.
 var nativeOrder = binary.NativeEndian
+
+// Advice closing an ErrVersion message: what to do with a zone this build
+// cannot read. dump and restore carry the keys, values and expiry times of a
+// zone from one format to another, since their JSON lines do not depend on
+// the zone's layout.
+const (
+	adviceVersion = "recreate the zone with shmctl create, or dump it with the shmctl of its version and restore the dump with this one"
+	adviceOrder   = "the zone was written on a machine of the other byte order: dump it there with shmctl and restore the dump here"
+)
 
 // ParseHeader validates the first bytes of a zone file of fileSize bytes and
 // returns its header. It checks, in order, the size, the magic number, the byte
@@ -82,32 +102,31 @@ func ParseHeader(b []byte, fileSize int64, layout uint32) (Header, error) {
 	if string(b[:len(magic)]) != magic {
 		return Header{}, fmt.Errorf("%w: bad magic %q", ErrNotZone, b[:len(magic)])
 	}
-	u32 := func(off int) uint32 { return nativeOrder.Uint32(b[off:]) }
-	u64 := func(off int) uint64 { return nativeOrder.Uint64(b[off:]) }
-	if o := u32(12); o != orderMark {
-		return Header{}, fmt.Errorf("%w: byte order mark %#x, want %#x", ErrVersion, o, orderMark)
+	raw := overlay(b)
+	if raw.Order != orderMark {
+		return Header{}, fmt.Errorf("%w: byte order mark %#x, want %#x; %s", ErrVersion, raw.Order, orderMark, adviceOrder)
 	}
-	if v := u32(8); v != Version {
-		return Header{}, fmt.Errorf("%w: format version %d, this build reads %d", ErrVersion, v, Version)
+	if raw.Version != Version {
+		return Header{}, fmt.Errorf("%w: format version %d, this build reads %d; %s", ErrVersion, raw.Version, Version, adviceVersion)
 	}
-	if sum, want := u64(checksumOff), xxhash.Sum64(b[:checksumOff]); sum != want {
+	if sum, want := raw.Checksum, xxhash.Sum64(b[:checksumOff]); sum != want {
 		return Header{}, fmt.Errorf("%w: header checksum %#x, computed %#x", ErrCorrupt, sum, want)
 	}
 	h := Header{
-		Version:   u32(8),
-		Layout:    u32(16),
-		PageSize:  int(u32(20)),
-		Size:      int64(u64(24)),
-		Shards:    int(u32(32)),
-		IndexSize: int(u32(36)),
-		ShardOff:  int64(u64(40)),
-		ShardSize: int64(u64(48)),
-		Seed:      u64(56),
-		Clock:     u32(64),
-		CreatedAt: int64(u64(72)),
+		Version:   raw.Version,
+		Layout:    raw.Layout,
+		PageSize:  int(raw.PageSize),
+		Size:      int64(raw.Size),
+		Shards:    int(raw.Shards),
+		IndexSize: int(raw.IndexSize),
+		ShardOff:  int64(raw.ShardOff),
+		ShardSize: int64(raw.ShardSize),
+		Seed:      raw.Seed,
+		Clock:     raw.Clock,
+		CreatedAt: raw.CreatedAt,
 	}
 	if layout != 0 && h.Layout != layout {
-		return Header{}, fmt.Errorf("%w: shard layout %#x, this build reads %#x", ErrVersion, h.Layout, layout)
+		return Header{}, fmt.Errorf("%w: shard layout %#x, this build reads %#x; %s", ErrVersion, h.Layout, layout, adviceVersion)
 	}
 	if err := h.validate(fileSize); err != nil {
 		return Header{}, err

@@ -15,7 +15,7 @@ import "unsafe"
 //	+--------+--------+--------+--------+--------+----------------+
 //	| magic  |version | order  | layout |pagesize| size           |
 //	+--------+--------+--------+--------+--------+----------------+
-//	32       36       40                48                56
+//	32       36       40               48               56               64
 //	+--------+--------+----------------+----------------+----------------+
 //	| shards | index  | shardOff       | shardSize      | seed           |
 //	+--------+--------+----------------+----------------+----------------+
@@ -33,10 +33,11 @@ import "unsafe"
 // the checksum. Slot i is owned by whoever holds an OFD write lock on the
 // file's byte slotByte(i), the first byte of its generation word.
 //
-//	88           slotTableOff    +4         +8             HeaderSize
-//	+-- zero ----+---------------+----------+-- ... --+-------------+
-//	|            | gen 0         | gen 1    |         | gen Slots-1 |
-//	+------------+---------------+----------+-- ... --+-------------+
+//	88           1024         1028         1032              4092          4096
+//	+------------+------------+------------+------ ... ------+-------------+
+//	| zero       | gen 0      | gen 1      |                 | gen Slots-1 |
+//	+------------+------------+------------+------ ... ------+-------------+
+//	             slotTableOff                                              HeaderSize
 
 const (
 	// HeaderSize is the size of the header page; shards start after it.
@@ -57,8 +58,11 @@ const (
 	MaxShards    = 4096
 )
 
-// hdr is the overlay of the header's first bytes. It is pointer-free and
-// fixed-width; its size and offsets are pinned by tests.
+// hdr is the overlay of the header's first bytes, and the one source of
+// their offsets: encodeWith writes the header through it, and ParseHeader
+// and isMarker read the header through it. It is pointer-free and
+// fixed-width; its fields' offsets and sizes are pinned, with the drawing
+// above, by layout_test.go.
 type hdr struct {
 	Magic     [8]byte // immutable after create
 	Version   uint32  // immutable after create

@@ -4,14 +4,27 @@ import "unsafe"
 
 // A slab region, offsets relative to its first byte:
 //
-//	0            hdrSize                 descOff            pagesOff
-//	+------------+-----------------------+------------------+----------+----------+--
-//	| header     | class heads           | descriptors      | page 0   | page 1   |
-//	|            | [numClasses]uint32    | [npages]desc     |          |          |
-//	+------------+-----------------------+------------------+----------+----------+--
+//	0        hdrSize                  descStart                 pagesOff
+//	+--------+--------------------+---+------------------+------+----------+----------+--
+//	| header | class heads        |pad| descriptors      | pad  | page 0   | page 1   |
+//	|        | [numClasses]uint32 |   | [npages]desc     |      |          |          |
+//	+--------+--------------------+---+------------------+------+----------+----------+--
 //
-// Offset 0 is the header, so no chunk is ever at offset 0 and callers may use
-// 0 as nil. A descriptor (descSize bytes) per page:
+// The first pad (0 to 7 bytes) aligns descStart to 8 for the bitmap words;
+// the second aligns pagesOff, the header's PagesOff, to pageAlign. Offset 0
+// is the header, so no chunk is ever at offset 0 and callers may use 0 as
+// nil. The header (hdrSize bytes):
+//
+//	0          4          8          12         16         20         24
+//	+----------+----------+----------+----------+----------+----------+
+//	| magic    | pageSize | nPages   | pagesOff | freeRuns |freePages |
+//	+----------+----------+----------+----------+----------+----------+
+//	24               32               40               48               56
+//	+----------------+----------------+----------------+----------------+
+//	| freeBytes      | allocs         | frees          | fails          |
+//	+----------------+----------------+----------------+----------------+
+//
+// A descriptor (descSize bytes) per page:
 //
 //	0      4      8      12   13    14     16                          48
 //	+------+------+------+----+-----+------+---------------------------+

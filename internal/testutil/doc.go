@@ -7,6 +7,10 @@
 // (redis.go). NeedRoot (root.go) is the one rule for tests that need root:
 // they skip with a reason when not root, and fail instead when CI=true.
 //
+// For layout tests (layout.go), CheckFields pins an overlay struct's fields,
+// and Drawing and CheckDrawing read the ASCII drawing of it in a package's
+// layout.go, so that a test holds the drawing to the struct.
+//
 // It also holds the one way to replay randomness (seed.go): every
 // randomised test of the module takes its seed from Seed(t), and draws
 // every stream from it (rand.NewPCG(seed, i) for the i-th), so that one

@@ -79,6 +79,7 @@ type Dict struct {
 	ownClock bool                  // d.clock is the coarse clock, released by Close
 	// lockTimeout bounds lock waits (Options.LockTimeout); <= 0 is no bound.
 	lockTimeout time.Duration
+	tallies     []tallies // this process's operation counts per shard (tally.go)
 }
 
 // shard is this process's view of one shard; all state is in mem.
@@ -94,6 +95,8 @@ type shard struct {
 	id      int
 	shift   uint
 	steps   int // bound of every walk: no arena holds more entries
+	z       *shm.Zone
+	timeout time.Duration // the Dict's lockTimeout, for page locks
 }
 
 // Open opens the dictionary in the zone file at path, creating the zone when
@@ -134,6 +137,7 @@ func Open(path string, o Options) (d *Dict, err error) {
 	d = &Dict{
 		z:           z,
 		shards:      make([]shard, h.Shards),
+		tallies:     make([]tallies, h.Shards),
 		mask:        uint64(h.Shards - 1),
 		seed:        h.Seed,
 		clock:       o.Clock,
@@ -168,6 +172,8 @@ func Open(path string, o Options) (d *Dict, err error) {
 			id:      i,
 			shift:   shift,
 			steps:   len(mem[arenaOffset(h.IndexSize):])/(entryHdrSize+8) + 1,
+			z:       z,
+			timeout: d.lockTimeout,
 		}
 		if o.ReadOnly {
 			sh.lockw = new(uint64)
@@ -201,7 +207,13 @@ func reformatShard(z *shm.Zone, mem []byte, h shm.Header, sh *shard, timeout tim
 	if _, err := z.LockWithin(&hd.Lock, timeout); err != nil {
 		return nil, err
 	}
-	defer shm.Unlock(&hd.Lock)
+	if atomic.LoadUint64(&hd.Seq)&1 == 0 {
+		atomic.AddUint64(&hd.Seq, 1)
+	}
+	defer func() {
+		shm.StoreRelease(&hd.Seq, atomic.LoadUint64(&hd.Seq)+1)
+		shm.Unlock(&hd.Lock)
+	}()
 	arena := mem[arenaOffset(h.IndexSize):]
 	if sl, err := slab.Attach(arena); err == nil {
 		return sl, nil
@@ -211,8 +223,10 @@ func reformatShard(z *shm.Zone, mem []byte, h shm.Header, sh *shard, timeout tim
 		return nil, err
 	}
 	sh.slab = sl
-	sh.repairLocked()
-	hd.Recoveries++
+	if err := sh.repairLocked(); err != nil {
+		return nil, err
+	}
+	atomic.AddUint64(&hd.Recoveries, 1)
 	return sl, nil
 }
 
@@ -238,6 +252,15 @@ func (d *Dict) Close() error {
 	}
 	if d.ownClock {
 		releaseClock()
+	}
+	if d.guard {
+		var err error
+		func() {
+			defer d.catchFault(&err, shm.GuardFaults())
+			d.flushTallies()
+		}()
+	} else {
+		d.flushTallies()
 	}
 	return d.z.Close()
 }
@@ -354,7 +377,10 @@ func (d *Dict) expiryFor(ttl time.Duration) (int64, error) {
 		return 0, nil
 	}
 	ms := int64((ttl + time.Millisecond - 1) / time.Millisecond)
-	return d.now() + ms, nil
+	if x := d.now() + ms; x > 0 && x < maxExpiry {
+		return x, nil
+	}
+	return maxExpiry, nil // far beyond any TTL the system clock gives
 }
 
 // lock takes a shard's lock, or returns ErrLockTimeout (wrapped) when a live
@@ -363,14 +389,32 @@ func (d *Dict) expiryFor(ttl time.Duration) (int64, error) {
 // word: its shards lock a word of this process instead (lockw), which orders
 // its own goroutines and nothing else.
 func (d *Dict) lock(s *shard) error {
-	if d.z.TryLock(s.lockw) {
-		return nil
+	if !d.z.TryLock(s.lockw) {
+		if _, err := d.lockSlow(s); err != nil {
+			return err
+		}
+		return nil // lockSlow made Seq odd
 	}
-	_, err := d.lockSlow(s)
-	return err
+	d.beginChange(s)
+	return nil
 }
 
-func (d *Dict) unlock(s *shard) { shm.Unlock(s.lockw) }
+// beginChange makes Seq odd for the holder of a shard's lock, with a full
+// barrier: readers that take no lock see it before any change the holder
+// makes. A dead holder may have left it odd already.
+func (d *Dict) beginChange(s *shard) {
+	if !d.readOnly && s.seq()&1 == 0 {
+		atomic.AddUint64(&s.h.Seq, 1)
+	}
+}
+
+// unlock makes Seq even again and releases the shard's lock.
+func (d *Dict) unlock(s *shard) {
+	if !d.readOnly {
+		shm.StoreRelease(&s.h.Seq, s.seq()+1)
+	}
+	shm.Unlock(s.lockw)
+}
 
 // lockSlow waits for a shard's lock, counts the wait, and repairs a shard
 // taken over from a dead owner.
@@ -382,11 +426,15 @@ func (d *Dict) lockSlow(s *shard) (shm.LockResult, error) {
 	if d.readOnly {
 		return r, nil
 	}
+	d.beginChange(s)
 	h := s.hdr()
 	h.LockWaits++
 	if r&shm.LockRecovered != 0 {
-		h.Recoveries++
-		s.repairLocked()
+		atomic.AddUint64(&h.Recoveries, 1)
+		if err := s.repairLocked(); err != nil {
+			d.unlock(s)
+			return 0, err
+		}
 	}
 	return r, nil
 }
@@ -395,8 +443,20 @@ func (d *Dict) lockSlow(s *shard) (shm.LockResult, error) {
 // a writable shard is repaired at once so that the next call finds it sound.
 func (d *Dict) corruptLocked(s *shard, what string) error {
 	if !d.readOnly {
-		s.hdr().Recoveries++
-		s.repairLocked()
+		atomic.AddUint64(&s.hdr().Recoveries, 1)
+		if err := s.repairLocked(); err != nil {
+			return fmt.Errorf("dict: shard %d: %w: %s; not repaired: %w", s.id, ErrCorrupt, what, err)
+		}
 	}
 	return fmt.Errorf("dict: shard %d: %w: %s", s.id, ErrCorrupt, what)
+}
+
+// failLocked reports an error met while holding a shard's lock: a page
+// lock's timeout as it is (nothing was changed), anything else as
+// corruption (corruptLocked).
+func (d *Dict) failLocked(s *shard, err error, what string) error {
+	if errors.Is(err, ErrLockTimeout) {
+		return err
+	}
+	return d.corruptLocked(s, what)
 }

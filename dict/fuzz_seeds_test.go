@@ -49,14 +49,14 @@ func (s seed) u64(off int, v uint64) seed {
 
 // Offsets of the fields of an entry and a shard header (layout.go).
 const (
-	eNext   = int(unsafe.Offsetof(entry{}.Next))
-	eQPrev  = int(unsafe.Offsetof(entry{}.QPrev))
-	eQNext  = int(unsafe.Offsetof(entry{}.QNext))
-	eExpiry = int(unsafe.Offsetof(entry{}.Expiry))
-	eVLen   = int(unsafe.Offsetof(entry{}.VLen))
-	eKLen   = int(unsafe.Offsetof(entry{}.KLen))
-	eTag    = int(unsafe.Offsetof(entry{}.Tag))
-	eKind   = int(unsafe.Offsetof(entry{}.Bits)) // the Kind and refBit
+	eNext  = int(unsafe.Offsetof(entry{}.Next))
+	eQPrev = int(unsafe.Offsetof(entry{}.QPrev))
+	eQNext = int(unsafe.Offsetof(entry{}.QNext))
+	eVer   = int(unsafe.Offsetof(entry{}.Ver))
+	eVLen  = int(unsafe.Offsetof(entry{}.VLen))
+	eKLen  = int(unsafe.Offsetof(entry{}.KLen))
+	eTag   = int(unsafe.Offsetof(entry{}.Tag))
+	eKind  = int(unsafe.Offsetof(entry{}.Bits)) // the Kind and refBit
 
 	hLock      = int(unsafe.Offsetof(shardHdr{}.Lock))
 	hDrop      = int(unsafe.Offsetof(shardHdr{}.Drop))
@@ -212,8 +212,9 @@ func fuzzSeeds(tb testing.TB, b *baseZone) [][]byte {
 			newSeed(0).u8(ent(key)+eKind, 0xff),
 			newSeed(0).u8(ent(key)+eKind, 0x40|uint8(KindBytes)),
 			newSeed(0).u8(ent(key)+eTag, 0),
-			newSeed(0).u64(ent(key)+eExpiry, 1),
-			newSeed(0).u64(ent(key)+eExpiry, 1<<63),
+			newSeed(0).u64(ent(key)+eVer, 1),
+			newSeed(0).u64(ent(key)+eVer, 1<<63),
+			newSeed(0).u64(ent(key)+eVer, verOne),
 			newSeed(0).put(ent(key), make([]byte, 48)...),
 		)
 	}

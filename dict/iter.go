@@ -92,7 +92,7 @@ func (d *Dict) scanLocked(s *shard, now int64, c *copyBuf) error {
 			return d.corruptLocked(s, "queue")
 		}
 		e := s.entryAt(off)
-		if e.Expiry == 0 || now < e.Expiry {
+		if e.expiry() == 0 || now < e.expiry() {
 			if !s.copyEntryLocked(off, e, now, c) {
 				return d.corruptLocked(s, "entry")
 			}
@@ -141,9 +141,9 @@ func (d *Dict) lrangeLocked(s *shard, off uint32, c *copyBuf) error {
 	}
 	e := s.entryAt(off)
 	now := int64(0)
-	if e.Expiry != 0 {
+	if e.expiry() != 0 {
 		now = d.now()
-		if now >= e.Expiry {
+		if now >= e.expiry() {
 			return nil
 		}
 	}
@@ -231,7 +231,7 @@ func (s *shard) copyEntryLocked(off uint32, e *entry, now int64, c *copyBuf) boo
 	if !s.okBody(off, e) {
 		return false
 	}
-	r := copyRec{kind: e.kind(), flags: e.Flags, expiry: e.Expiry, now: now}
+	r := copyRec{kind: e.kind(), flags: e.Flags, expiry: e.expiry(), now: now}
 	var val []byte
 	switch e.kind() {
 	case KindBytes:

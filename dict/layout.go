@@ -1,6 +1,12 @@
 package dict
 
-import "unsafe"
+import (
+	"math/bits"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/shmzone/shmzone/shm"
+)
 
 // A shard (shm.Zone.Shard(i)), offsets relative to its first byte:
 //
@@ -31,26 +37,29 @@ import "unsafe"
 // 4 bytes of index slot.
 
 // Layout identifies this layout in the zone header.
-const Layout = 0x44494333 // "DIC3": shardHdr.Writes moved next to Hits
+const Layout = 0x44494334 // "DIC4": Seq, the entry's Ver word, page locks
 
 // shardHdr is the overlay of a shard's header, a cache line pair of its own.
-// What every Get, Set or Incr writes (Lock, Hits or Misses, Writes) sits in
-// the first line, so that an operation moves one header line between the
-// cores of processes that share the shard, not two.
+// The first line is written only by changes to the shard's structure, under
+// Lock: operations on existing entries and reads leave it clean, so that it
+// stays in every core's cache. The second holds the counts that processes
+// add to it now and then (stats.go).
 type shardHdr struct {
 	Lock        uint64   // CAS only: 0 or the owner's slot and generation (shm.Zone.Lock)
+	Seq         uint64   // under lock, read atomically: odd while Lock is held (doc.go)
 	Drop        uint32   // under lock: what repair must drop (dropNone, dropUnreachable, or an entry)
 	QueueHead   uint32   // under lock: head of the eviction queue: newest entry
 	QueueTail   uint32   // under lock: tail of the eviction queue: where the CLOCK hand starts
 	Count       uint32   // under lock: entries in the index, expired ones included
-	Hits        uint64   // under lock
-	Misses      uint64   // under lock
-	Writes      uint64   // under lock: successful writes
 	Evictions   uint64   // under lock: live entries evicted
 	Expirations uint64   // under lock: expired entries reclaimed
 	LockWaits   uint64   // under lock: acquisitions that had to wait
 	Recoveries  uint64   // under lock: takeovers from a dead owner, each followed by repair
-	_           [48]byte // padding to 128 bytes
+	Hits        uint64   // atomic: reads and increments that found a live key, as processes flush them
+	Misses      uint64   // atomic: those that did not
+	Writes      uint64   // atomic: successful writes
+	Incrs       uint64   // atomic: increments of a live key, each a hit and a write
+	_           [32]byte // padding to 128 bytes
 }
 
 // Drop values; any other value is the offset of the one entry to drop.
@@ -59,18 +68,89 @@ const (
 	dropUnreachable = ^uint32(0) // an allocation is in progress: drop entries the index does not reach
 )
 
-// entry is the overlay of an entry's fixed header.
+// entry is the overlay of an entry's fixed header. "Shard lock" is the
+// shard's Lock, "page lock" the lock word of the slab page that holds the
+// entry (slab.PageLock); doc.go says who writes what and how readers that
+// take no lock read it.
 type entry struct {
-	Next   uint32 // under lock: next entry in the index bucket
-	QPrev  uint32 // under lock: queue neighbour toward the head
-	QNext  uint32 // under lock: queue neighbour toward the tail
-	Flags  uint32 // under lock: user flags
-	Expiry int64  // under lock: Unix ms; 0 = never
-	VLen   uint32 // under lock: value bytes
-	KLen   uint16 // under lock: key bytes, 1..MaxKeyLen
-	Tag    uint8  // under lock: hash bits, compared before the key
-	Bits   uint8  // under lock: the Kind in kindMask (0 = not an entry, set on free), and refBit
+	Next  uint32 // shard lock: next entry in the index bucket
+	QPrev uint32 // shard lock: queue neighbour toward the head
+	QNext uint32 // shard lock: queue neighbour toward the tail
+	Flags uint32 // page lock, atomic: user flags
+	Ver   uint64 // page lock, atomic: version<<expiryBits | expiry in Unix ms (0 = never)
+	VLen  uint32 // shard and page lock, atomic: value bytes
+	KLen  uint16 // fixed while linked: key bytes, 1..MaxKeyLen
+	Tag   uint8  // fixed while linked: hash bits, compared before the key
+	Bits  uint8  // page lock, atomic (bitsWord): the Kind in kindMask (0 = not an entry, set on free), and refBit
 }
+
+// The Ver word of an entry: a version in its high bits, odd while a write of
+// the entry is in progress (a seqlock that readers validate against), and
+// the expiry in the low expiryBits.
+const (
+	expiryBits = 44                      // Unix ms up to the year 2527
+	expiryMask = 1<<expiryBits - 1       // the expiry's bits
+	verOne     = uint64(1) << expiryBits // one step of the version
+	// maxExpiry is the latest expiry an entry can hold; a later one is
+	// stored as this.
+	maxExpiry = expiryMask
+)
+
+// ver loads the entry's Ver word.
+func (e *entry) ver() uint64 { return atomic.LoadUint64(&e.Ver) }
+
+// expiryOf and writing decode a Ver word.
+func expiryOf(w uint64) int64 { return int64(w & expiryMask) }
+func writing(w uint64) bool   { return w&verOne != 0 }
+
+// expiry returns the entry's expiry.
+func (e *entry) expiry() int64 { return expiryOf(e.ver()) }
+
+// setExpiry replaces the entry's expiry, keeping its version: for the
+// holder of the shard's lock, whose Seq tells readers.
+func (e *entry) setExpiry(expiry int64) {
+	shm.StoreRelease(&e.Ver, e.ver()&^expiryMask|uint64(expiry))
+}
+
+// bitsWord returns the 32-bit word that holds KLen, Tag and Bits, through
+// which Bits changes atomically (KLen and Tag do not change while the entry
+// is linked).
+func (e *entry) bitsWord() *uint32 { return (*uint32)(unsafe.Pointer(&e.KLen)) }
+
+// bitsShift is where Bits sits in bitsWord, in this machine's byte order.
+var bitsShift = func() uint {
+	var e entry
+	e.Bits = 1
+	return uint(bits.TrailingZeros32(*e.bitsWord()))
+}()
+
+// bits loads the entry's Bits.
+func (e *entry) bits() uint8 { return uint8(atomic.LoadUint32(e.bitsWord()) >> bitsShift) }
+
+// setBits replaces the entry's Bits; the caller holds its page lock, or the
+// entry is not linked yet.
+func (e *entry) setBits(b uint8) {
+	w := e.bitsWord()
+	for {
+		old := atomic.LoadUint32(w)
+		if atomic.CompareAndSwapUint32(w, old, old&^(0xff<<bitsShift)|uint32(b)<<bitsShift) {
+			return
+		}
+	}
+}
+
+// klen and tag read KLen and Tag through bitsWord, as a reader that holds no
+// lock must.
+func (e *entry) klenTag() (int, uint8) {
+	var c entry
+	*c.bitsWord() = atomic.LoadUint32(e.bitsWord())
+	return int(c.KLen), c.Tag
+}
+
+// vlen loads VLen; flags loads Flags.
+func (e *entry) vlen() int     { return int(atomic.LoadUint32(&e.VLen)) }
+func (e *entry) flags() uint32 { return atomic.LoadUint32(&e.Flags) }
+func (e *entry) next() uint32  { return atomic.LoadUint32(&e.Next) }
 
 // Bits of entry.Bits.
 const (
@@ -79,15 +159,18 @@ const (
 )
 
 // kind returns the entry's value kind.
-func (e *entry) kind() Kind { return Kind(e.Bits & kindMask) }
+func (e *entry) kind() Kind { return Kind(e.bits() & kindMask) }
 
 // use marks the entry used, for the CLOCK eviction; it writes only when the
 // bit is clear, so a hot entry's cache line stays clean.
 func (e *entry) use() {
-	if e.Bits&refBit == 0 {
-		e.Bits |= refBit
+	if e.bits()&refBit == 0 {
+		atomic.OrUint32(e.bitsWord(), refBit<<bitsShift)
 	}
 }
+
+// unuse clears the entry's refBit: the CLOCK hand passed it.
+func (e *entry) unuse() { atomic.AndUint32(e.bitsWord(), ^uint32(refBit<<bitsShift)) }
 
 // listHdr is the value of a list entry.
 type listHdr struct {

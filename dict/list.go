@@ -95,9 +95,9 @@ func (d *Dict) SetList(key string, elems []Value, ttl time.Duration) (err error)
 	if len(elems) == 0 {
 		if off != 0 {
 			if err := s.removeLocked(off); err != nil {
-				return d.corruptLocked(s, "remove")
+				return d.failLocked(s, err, "remove")
 			}
-			hd.Writes++
+			d.tally(s, tWrites)
 		}
 		return nil
 	}
@@ -178,7 +178,7 @@ func (d *Dict) push(key string, v Value, head bool) (_ int, err error) {
 		e := s.entryAt(off)
 		if expired(e, d.clock) {
 			if err := s.removeLocked(off); err != nil {
-				return 0, d.corruptLocked(s, "remove")
+				return 0, d.failLocked(s, err, "remove")
 			}
 			s.hdr().Expirations++
 			off = 0
@@ -245,7 +245,7 @@ func (d *Dict) push(key string, v Value, head bool) (_ int, err error) {
 	l.Len++
 	hd.Drop = dropNone
 	e.use()
-	hd.Writes++
+	d.tally(s, tWrites)
 	return int(l.Len), nil
 }
 
@@ -332,9 +332,9 @@ func (d *Dict) popLocked(s *shard, key string, h uint64, head bool, dst []byte) 
 	hd := s.hdr()
 	if l.Len <= 1 {
 		if err := s.removeLocked(off); err != nil {
-			return Value{}, -1, d.corruptLocked(s, "remove")
+			return Value{}, -1, d.failLocked(s, err, "remove")
 		}
-		hd.Writes++
+		d.tally(s, tWrites)
 		return v, -1, nil
 	}
 	// Unlink the node; the store that makes it unreachable from the head is
@@ -359,7 +359,7 @@ func (d *Dict) popLocked(s *shard, key string, h uint64, head bool, dst []byte) 
 	}
 	hd.Drop = dropNone
 	e.use()
-	hd.Writes++
+	d.tally(s, tWrites)
 	return v, -1, nil
 }
 

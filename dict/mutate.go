@@ -45,24 +45,53 @@ func (d *Dict) Mutate(key string, size int, ttl time.Duration, fn func(b []byte,
 	if ttl < 0 {
 		return ErrBadTTL
 	}
-	s, h, off, err := d.lookup(key, true)
+	h := hashKey(d.seed, key)
+	s := d.shardFor(h)
+	off, pw, found, ok, err := s.pin(key, h)
+	if err != nil {
+		return err
+	}
+	if ok && found {
+		e := s.entryAt(off)
+		w := e.ver()
+		if x := expiryOf(w); !writing(w) && (x == 0 || d.now() < x) {
+			if e.kind() != KindBytes || e.vlen() != size {
+				shm.Unlock(pw)
+				return ErrWrongShape
+			}
+			if s.okBody(off, e) {
+				d.mutatePinned(s, off, pw, fn)
+				d.tally(s, tWrites)
+				return nil
+			}
+		}
+		// Expired, or left half written or malformed: under the shard's
+		// lock, which creates or repairs.
+		shm.Unlock(pw)
+	}
+	s, h, off, err = d.lookup(key, true)
 	if err != nil {
 		return err
 	}
 	defer d.unlock(s)
-	hd := s.hdr()
 	if off != 0 {
 		e := s.entryAt(off)
 		if !expired(e, d.clock) {
-			if e.kind() != KindBytes || int(e.VLen) != size {
+			if e.kind() != KindBytes || e.vlen() != size {
 				return ErrWrongShape
 			}
 			if !s.okBody(off, e) {
 				return d.corruptLocked(s, "entry")
 			}
+			if err := s.drainPage(off); err != nil {
+				return d.failLocked(s, err, "page")
+			}
+			if writing(e.ver()) {
+				return d.corruptLocked(s, "entry written by a process that died")
+			}
 			d.mutateLocked(s, off, true, fn)
 			e.use()
-			hd.Writes++
+			d.tally(s, tWrites)
 			return nil
 		}
 	}
@@ -78,10 +107,35 @@ func (d *Dict) Mutate(key string, size int, ttl time.Duration, fn func(b []byte,
 	}
 	if !d.mutateLocked(s, off, false, fn) {
 		if err := s.removeLocked(off); err != nil {
-			return d.corruptLocked(s, "remove")
+			return d.failLocked(s, err, "remove")
 		}
 	}
 	return nil
+}
+
+// mutatePinned calls fn with the value bytes of the live entry at off, which
+// passed okBody, capped, holding the entry's page lock pw, which it
+// releases. Readers see the entry's Ver odd while fn runs. When fn does not
+// return (a panic, runtime.Goexit) the entry gets the bytes it had back
+// before the panic goes on. A process that dies inside fn leaves Ver odd:
+// the entry is dropped by the repair that finds it.
+func (d *Dict) mutatePinned(s *shard, off uint32, pw *uint64, fn func(b []byte, found bool) bool) {
+	e := s.entryAt(off)
+	b := capped(s.valueOf(off, e))
+	var old [MaxMutateSize]byte
+	copy(old[:], b)
+	w := e.beginWrite()
+	returned := false
+	defer func() {
+		if !returned {
+			copy(b, old[:len(b)])
+		}
+		e.endWrite(w, expiryOf(w))
+		e.use()
+		shm.Unlock(pw)
+	}()
+	fn(b, true)
+	returned = true
 }
 
 // mutateLocked calls fn with the value bytes of the entry at off, which

@@ -1,6 +1,8 @@
 package dict
 
 import (
+	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/shmzone/shmzone/shm"
@@ -41,6 +43,18 @@ func (d *Dict) get(key string, dst []byte, allowStale bool, r *readResult) (err 
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
+	for try := 0; optimistic && try < tries; {
+		need, ok, err := d.getOptimistic(s, key, h, dst, allowStale, r)
+		switch {
+		case !ok:
+			try++
+			runtime.Gosched()
+		case need >= 0:
+			dst = make([]byte, 0, need)
+		default:
+			return err
+		}
+	}
 	for {
 		if err := d.lock(s); err != nil {
 			return err
@@ -65,20 +79,27 @@ type readResult struct {
 // getLocked reads key's entry into r; need >= 0 asks the caller for a dst of
 // that capacity and a second call.
 func (d *Dict) getLocked(s *shard, key string, h uint64, dst []byte, allowStale bool, r *readResult) (need int, err error) {
-	hd := s.hdr()
 	off, _, err := s.findLocked(key, h)
 	if err != nil {
 		return -1, d.corruptLocked(s, "index")
 	}
 	if off == 0 {
-		d.count(&hd.Misses)
+		d.tally(s, tMisses)
 		return -1, ErrNotFound
 	}
+	if !d.readOnly {
+		if err := s.drainPage(off); err != nil {
+			return -1, d.failLocked(s, err, "page")
+		}
+	}
 	e := s.entryAt(off)
+	if writing(e.ver()) && !d.readOnly {
+		return -1, d.corruptLocked(s, "entry written by a process that died")
+	}
 	stale := false
 	if expired(e, d.clock) {
 		if !allowStale {
-			d.count(&hd.Misses)
+			d.tally(s, tMisses)
 			return -1, ErrNotFound
 		}
 		stale = true
@@ -110,20 +131,88 @@ func (d *Dict) getLocked(s *shard, key string, h uint64, dst []byte, allowStale 
 	default:
 		return -1, d.corruptLocked(s, "kind")
 	}
-	r.flags, r.stale = e.Flags, stale
+	r.flags, r.stale = e.flags(), stale
 	if !d.readOnly {
 		e.use()
-		hd.Hits++
 	}
+	d.tally(s, tHits)
 	return -1, nil
 }
 
-// count adds one to a shard counter, unless the view is read-only.
-func (d *Dict) count(c *uint64) {
-	if !d.readOnly {
-		*c++
+// getOptimistic is getLocked without a lock: it finds the entry with
+// findOptimistic and copies what it needs, reading every word atomically,
+// then validates the entry's Ver and the shard's Seq; ok false means
+// something changed under it (or it read what a change in progress
+// leaves) and nothing it read counts. need >= 0 asks for a dst of that
+// capacity.
+func (d *Dict) getOptimistic(s *shard, key string, h uint64, dst []byte, allowStale bool, r *readResult) (need int, ok bool, err error) {
+	off, seq, ok := s.findOptimistic(key, h)
+	if !ok {
+		return -1, false, nil
 	}
+	if off == 0 {
+		d.tally(s, tMisses)
+		return -1, true, ErrNotFound
+	}
+	e := s.entryAt(off)
+	w := e.ver()
+	if writing(w) {
+		return -1, false, nil
+	}
+	stale := false
+	if x := expiryOf(w); x != 0 && d.now() >= x {
+		if !allowStale {
+			if e.ver() != w || s.seq() != seq {
+				return -1, false, nil
+			}
+			d.tally(s, tMisses)
+			return -1, true, ErrNotFound
+		}
+		stale = true
+	}
+	bits, vlen, flags := e.bits(), e.vlen(), e.flags()
+	vo := int(off) + valOff(len(key))
+	if vo+vlen > len(s.arena) {
+		return -1, false, nil
+	}
+	var v Value
+	switch k := Kind(bits & kindMask); k {
+	case KindInt, KindFloat:
+		if vlen != 8 {
+			return -1, false, nil
+		}
+		v = Value{kind: k, num: atomic.LoadUint64(s.num(off, e))}
+	case KindBool:
+		if vlen != 1 {
+			return -1, false, nil
+		}
+		v = Value{kind: KindBool, num: uint64(s.arena[vo] & 1)}
+	case KindBytes:
+		if vlen > cap(dst) || dst == nil {
+			return vlen, true, nil
+		}
+		dst = dst[:vlen]
+		copy(dst, s.arena[vo:vo+vlen])
+		v = Value{kind: KindBytes, b: dst}
+	case KindList:
+		err = ErrIsList
+	default:
+		return -1, false, nil
+	}
+	if e.ver() != w || s.seq() != seq {
+		return -1, false, nil
+	}
+	if err != nil {
+		return -1, true, err
+	}
+	if bits&refBit == 0 && !d.readOnly {
+		s.markUsed(off, seq)
+	}
+	r.v, r.flags, r.stale = v, flags, stale
+	d.tally(s, tHits)
+	return -1, true, nil
 }
+
 
 // TTL returns the time key has left; 0 means it never expires. Errors:
 // ErrNotFound for an absent or expired key.
@@ -140,10 +229,10 @@ func (d *Dict) TTL(key string) (_ time.Duration, err error) {
 		return 0, ErrNotFound
 	}
 	e := s.entryAt(off)
-	if e.Expiry == 0 {
+	if e.expiry() == 0 {
 		return 0, nil
 	}
-	left := e.Expiry - d.now()
+	left := e.expiry() - d.now()
 	if left <= 0 {
 		return 0, ErrNotFound
 	}

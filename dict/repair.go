@@ -23,7 +23,7 @@ func (s *shard) validEntryLocked(off uint32, size int, shards int) bool {
 		return false
 	}
 	e := s.entryAt(off)
-	if e.KLen == 0 || e.kind() == KindNone || e.kind() > KindList || e.Bits&^(kindMask|refBit) != 0 {
+	if e.KLen == 0 || e.kind() == KindNone || e.kind() > KindList || e.bits()&^(kindMask|refBit) != 0 || writing(e.ver()) {
 		return false
 	}
 	switch e.kind() {
@@ -82,8 +82,15 @@ func (s *shard) validNodeLocked(off uint32) bool {
 // free lists. It drops the entry named by Drop (the one being written), any
 // entry the index did not reach when an allocation was in progress, and
 // anything that is not a well-formed entry or list node. It allocates: repair
-// is rare, and the alternative is a shard that stays broken.
-func (s *shard) repairLocked() {
+// is rare, and the alternative is a shard that stays broken. It first
+// drains every page (no entry writer is inside one after it), so that an
+// entry whose Ver is odd is one whose writer died; it is dropped. When a
+// page's lock stays held by a live process past the timeout it repairs
+// nothing and returns ErrLockTimeout.
+func (s *shard) repairLocked() error {
+	if err := s.drainPages(); err != nil {
+		return err
+	}
 	hd := s.hdr()
 	shards := 1 << s.shift
 	drop := hd.Drop
@@ -221,6 +228,7 @@ func (s *shard) repairLocked() {
 	}
 	hd.QueueHead, hd.QueueTail = head, tail
 	hd.Drop = dropNone
+	return nil
 }
 
 // scratch holds checkLocked's marks, allocated before the lock is taken.
@@ -372,7 +380,17 @@ func (d *Dict) Check() (err error) {
 			errs = append(errs, err)
 			continue
 		}
-		probs := s.checkLocked(20, sc)
+		var probs []string
+		if !d.readOnly {
+			// Entry writers inside a page finish first: an odd Ver is
+			// then a writer's that died.
+			if err := s.drainPages(); err != nil {
+				d.unlock(s)
+				errs = append(errs, err)
+				continue
+			}
+		}
+		probs = s.checkLocked(20, sc)
 		d.unlock(s)
 		if d.readOnly {
 			// A writable Dict took such a lock over above; a read-only
@@ -415,12 +433,20 @@ func (d *Dict) Repair() (_ int, err error) {
 			if r, err = d.lockSlow(s); err != nil {
 				return n, err
 			}
+		} else {
+			d.beginChange(s)
 		}
 		if r&shm.LockRecovered != 0 {
 			n++
+		} else if err := s.drainPages(); err != nil {
+			d.unlock(s)
+			return n, err
 		} else if len(s.checkLocked(1, sc)) > 0 {
-			s.repairLocked()
-			s.hdr().Recoveries++
+			if err := s.repairLocked(); err != nil {
+				d.unlock(s)
+				return n, err
+			}
+			atomic.AddUint64(&s.hdr().Recoveries, 1)
 			n++
 		}
 		d.unlock(s)

@@ -28,11 +28,15 @@ func (d *Dict) FlushAll() (err error) {
 		if err != nil {
 			return err
 		}
+		d.tally(s, tWrites)
 	}
 	return nil
 }
 
 func (s *shard) flushLocked() error {
+	if err := s.drainPages(); err != nil {
+		return err
+	}
 	hd := s.hdr()
 	hd.Drop = dropUnreachable
 	clear(s.index)
@@ -43,7 +47,6 @@ func (s *shard) flushLocked() error {
 	}
 	s.slab = sl
 	hd.Drop = dropNone
-	hd.Writes++
 	return nil
 }
 
@@ -93,7 +96,7 @@ func (d *Dict) flushExpiredLocked(s *shard, left int, all bool) (int, error) {
 		prev := e.QPrev
 		if expired(e, d.clock) {
 			if err := s.removeLocked(off); err != nil {
-				return n, d.corruptLocked(s, "remove")
+				return n, d.failLocked(s, err, "remove")
 			}
 			hd.Expirations++
 			n++

@@ -47,7 +47,8 @@ func (s *shard) findLocked(key string, h uint64) (off, prev uint32, err error) {
 // expired reports whether an entry has expired at the time now returns; the
 // clock is read only for an entry that has a TTL.
 func expired(e *entry, now func() int64) bool {
-	return e.Expiry != 0 && now() >= e.Expiry
+	x := e.expiry()
+	return x != 0 && now() >= x
 }
 
 // queueUnlinkLocked removes an entry from the eviction queue.
@@ -114,6 +115,9 @@ func (s *shard) chainUnlinkLocked(off uint32, e *entry) bool {
 // removeLocked unlinks an entry from its chain and the eviction queue and frees it
 // with its list nodes. Drop marks it for repair while it is half removed.
 func (s *shard) removeLocked(off uint32) error {
+	if err := s.drainPage(off); err != nil {
+		return err
+	}
 	h := s.hdr()
 	e := s.entryAt(off)
 	h.Drop = off
@@ -135,7 +139,7 @@ func (s *shard) freeEntryLocked(off uint32, e *entry) error {
 			return err
 		}
 	}
-	e.Bits = 0 // a freed chunk never looks like an entry to repair
+	e.setBits(0) // a freed chunk never looks like an entry to repair
 	if err := s.slab.Free(off); err != nil {
 		return errCorruptArena
 	}
@@ -202,8 +206,8 @@ func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed i
 			if !evict || live {
 				break
 			}
-			if e.Bits&refBit != 0 {
-				e.Bits &^= refBit
+			if e.bits()&refBit != 0 {
+				e.unuse()
 				if !s.queueUnlinkLocked(off, e) || !s.queuePushLocked(off, e) {
 					return freed, live, errCorruptArena
 				}
@@ -235,6 +239,9 @@ func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed i
 // dropLocked unlinks and frees an entry without touching Drop: for eviction,
 // inside allocLocked, where Drop is already dropUnreachable.
 func (s *shard) dropLocked(off uint32, e *entry) error {
+	if err := s.drainPage(off); err != nil {
+		return err
+	}
 	if !s.chainUnlinkLocked(off, e) || !s.queueUnlinkLocked(off, e) {
 		return errCorruptArena
 	}

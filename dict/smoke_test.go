@@ -47,7 +47,9 @@ func TestSmoke(t *testing.T) {
 	t.Logf("%d keys, stats %+v", len(keys), d.Stats())
 	for i := range d.shards {
 		d.shards[i].hdr().Drop = dropUnreachable
-		d.shards[i].repairLocked()
+		if err := d.shards[i].repairLocked(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := d.Check(); err != nil {
 		t.Fatal(err)

@@ -48,9 +48,10 @@ func (d *Dict) Stats() Stats {
 		h := s.hdr()
 		st.FreeSpace += s.slab.FreeBytes()
 		st.Entries += int64(h.Count)
-		st.Hits += h.Hits
-		st.Misses += h.Misses
-		st.Writes += h.Writes
+		incrs := d.counts(s, tIncrs)
+		st.Hits += d.counts(s, tHits) + incrs
+		st.Misses += d.counts(s, tMisses)
+		st.Writes += d.counts(s, tWrites) + incrs
 		st.Evictions += h.Evictions
 		st.Expirations += h.Expirations
 		st.LockWaits += h.LockWaits
@@ -81,7 +82,8 @@ func (d *Dict) ShardStats(i int) Stats {
 	h := s.hdr()
 	st.FreeSpace = s.slab.FreeBytes()
 	st.Entries = int64(h.Count)
-	st.Hits, st.Misses, st.Writes = h.Hits, h.Misses, h.Writes
+	incrs := d.counts(s, tIncrs)
+	st.Hits, st.Misses, st.Writes = d.counts(s, tHits)+incrs, d.counts(s, tMisses), d.counts(s, tWrites)+incrs
 	st.Evictions, st.Expirations = h.Evictions, h.Expirations
 	st.LockWaits, st.Recoveries = h.LockWaits, h.Recoveries
 	return st

@@ -32,8 +32,11 @@ func (d *Dict) Expire(key string, ttl time.Duration) (err error) {
 	if expired(e, d.clock) {
 		return ErrNotFound
 	}
-	e.Expiry = expiry
-	s.hdr().Writes++
+	if err := s.drainPage(off); err != nil {
+		return d.failLocked(s, err, "page")
+	}
+	e.setExpiry(expiry)
+	d.tally(s, tWrites)
 	return nil
 }
 
@@ -148,9 +151,9 @@ func (d *Dict) Update(key string, fn func(cur Value, ok bool) (next Value, ttl t
 	if !keep {
 		if off != 0 {
 			if err := s.removeLocked(off); err != nil {
-				return d.corruptLocked(s, "remove")
+				return d.failLocked(s, err, "remove")
 			}
-			s.hdr().Writes++
+			d.tally(s, tWrites)
 		}
 		return nil
 	}

@@ -2,6 +2,7 @@ package dict
 
 import (
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/shmzone/shmzone/shm"
@@ -102,6 +103,12 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, v Value, 
 	if keepFlags && !live {
 		flags = 0
 	}
+	if off != 0 {
+		// Writers already in the entry's page finish before it changes.
+		if err := s.drainPage(off); err != nil {
+			return false, d.failLocked(s, err, "page")
+		}
+	}
 	vlen := storedLen(v)
 	need := entrySize(len(key), vlen)
 	hd := s.hdr()
@@ -114,18 +121,20 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, v Value, 
 				return false, d.corruptLocked(s, "list")
 			}
 		}
-		e.Flags, e.Expiry, e.VLen, e.Bits = flags, expiry, uint32(vlen), uint8(v.kind)|refBit
+		e.Flags, e.VLen = flags, uint32(vlen)
+		e.setExpiry(expiry)
+		e.setBits(uint8(v.kind) | refBit)
 		s.putValueLocked(off, e, v)
 		hd.Drop = dropNone
 		e.use()
-		hd.Writes++
+		d.tally(s, tWrites)
 		return false, nil
 	}
 	if !live && !evict && off != 0 {
 		// An expired entry of another size: free it first so SafeSet can use
 		// its memory.
 		if err := s.removeLocked(off); err != nil {
-			return false, d.corruptLocked(s, "remove")
+			return false, d.failLocked(s, err, "remove")
 		}
 		off = 0
 	}
@@ -143,7 +152,7 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, v Value, 
 	if live {
 		bits |= refBit // a rewritten one was just used
 	}
-	*ne = entry{Flags: flags, Expiry: expiry, VLen: uint32(vlen), KLen: uint16(len(key)), Tag: tagOf(h), Bits: bits}
+	*ne = entry{Flags: flags, Ver: uint64(expiry), VLen: uint32(vlen), KLen: uint16(len(key)), Tag: tagOf(h), Bits: bits}
 	copy(s.keyOf(noff, ne), key)
 	s.putValueLocked(noff, ne, v)
 	if off == 0 {
@@ -176,7 +185,7 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, v Value, 
 	if !s.queuePushLocked(noff, ne) {
 		return forcible, d.corruptLocked(s, "queue")
 	}
-	hd.Writes++
+	d.tally(s, tWrites)
 	return forcible, nil
 }
 
@@ -208,9 +217,9 @@ func (d *Dict) Delete(key string) (err error) {
 		return nil
 	}
 	if err := s.removeLocked(off); err != nil {
-		return d.corruptLocked(s, "remove")
+		return d.failLocked(s, err, "remove")
 	}
-	s.hdr().Writes++
+	d.tally(s, tWrites)
 	return nil
 }
 
@@ -222,16 +231,7 @@ func (d *Dict) Incr(key string, delta int64) (_ int64, err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
 	}
-	if err := d.check(key, true); err != nil {
-		return 0, err
-	}
-	h := hashKey(d.seed, key)
-	s := d.shardFor(h)
-	if err := d.lock(s); err != nil {
-		return 0, err
-	}
-	n, _, found, err := d.incrLocked(s, key, h, delta, float64(delta), false)
-	d.unlock(s)
+	n, _, found, err := d.incr(key, delta, float64(delta), false)
 	if err == nil && !found {
 		err = ErrNotFound
 	}
@@ -244,16 +244,7 @@ func (d *Dict) IncrFloat(key string, delta float64) (_ float64, err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
 	}
-	if err := d.check(key, true); err != nil {
-		return 0, err
-	}
-	h := hashKey(d.seed, key)
-	s := d.shardFor(h)
-	if err := d.lock(s); err != nil {
-		return 0, err
-	}
-	_, f, found, err := d.incrLocked(s, key, h, 0, delta, true)
-	d.unlock(s)
+	_, f, found, err := d.incr(key, 0, delta, true)
 	if err == nil && !found {
 		err = ErrNotFound
 	}
@@ -268,79 +259,150 @@ func (d *Dict) IncrInit(key string, delta, init int64, initTTL time.Duration) (n
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
 	}
-	if err := d.check(key, true); err != nil {
-		return 0, false, err
-	}
 	if initTTL < 0 {
 		return 0, false, ErrBadTTL
+	}
+	n, _, found, err := d.incr(key, delta, float64(delta), false)
+	if err != nil || found {
+		return n, false, err
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
 	if err := d.lock(s); err != nil {
 		return 0, false, err
 	}
-	n, _, found, err := d.incrLocked(s, key, h, delta, float64(delta), false)
-	if err == nil && !found {
-		var expiry int64
-		if expiry, err = d.expiryFor(initTTL); err == nil {
-			forcible, err = d.findStoreLocked(s, key, h, Int(init+delta), expiry, 0, modeSet, true, false)
-			if err == nil {
-				n = init + delta
-			}
-		}
-		d.unlock(s)
-		return n, forcible, err
+	defer d.unlock(s)
+	// Another process may have created it since: add to it then.
+	n, _, found, err = d.incrLocked(s, key, h, delta, float64(delta), false)
+	if err != nil || found {
+		return n, false, err
 	}
-	d.unlock(s)
-	return n, false, err
+	expiry, err := d.expiryFor(initTTL)
+	if err != nil {
+		return 0, false, err
+	}
+	forcible, err = d.findStoreLocked(s, key, h, Int(init+delta), expiry, 0, modeSet, true, false)
+	if err != nil {
+		return 0, forcible, err
+	}
+	return init + delta, forcible, nil
 }
 
-// incrLocked adds to a live number and returns the sum as an int and as a
-// float; found is false for an absent or expired key. An int adds idelta, or
-// becomes a float plus fdelta when asFloat; a float adds fdelta.
+// incr adds to key's live number (incrEntry): under the entry's page lock
+// alone when it can pin it, otherwise under the shard's lock. found is false
+// for an absent or expired key.
+func (d *Dict) incr(key string, idelta int64, fdelta float64, asFloat bool) (int64, float64, bool, error) {
+	if err := d.check(key, true); err != nil {
+		return 0, 0, false, err
+	}
+	h := hashKey(d.seed, key)
+	s := d.shardFor(h)
+	off, pw, found, ok, err := s.pin(key, h)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	if ok && !found {
+		d.tally(s, tMisses)
+		return 0, 0, false, nil
+	}
+	if ok {
+		n, f, res := d.incrEntry(s, off, idelta, fdelta, asFloat)
+		shm.Unlock(pw)
+		switch res {
+		case incrDone:
+			return n, f, true, nil
+		case incrMiss:
+			d.tally(s, tMisses)
+			return 0, 0, false, nil
+		case incrNotNumber:
+			return 0, 0, true, ErrNotNumber
+		}
+		// incrBroken: the shard's lock repairs it.
+	}
+	if err := d.lock(s); err != nil {
+		return 0, 0, false, err
+	}
+	defer d.unlock(s)
+	return d.incrLocked(s, key, h, idelta, fdelta, asFloat)
+}
+
+// incrLocked is incr under the shard's lock.
 func (d *Dict) incrLocked(s *shard, key string, h uint64, idelta int64, fdelta float64, asFloat bool) (int64, float64, bool, error) {
 	off, _, err := s.findLocked(key, h)
 	if err != nil {
 		return 0, 0, false, d.corruptLocked(s, "index")
 	}
-	hd := s.hdr()
 	if off == 0 {
-		hd.Misses++
+		d.tally(s, tMisses)
 		return 0, 0, false, nil
 	}
-	e := s.entryAt(off)
-	if expired(e, d.clock) {
-		hd.Misses++
-		return 0, 0, false, nil
+	if err := s.drainPage(off); err != nil {
+		return 0, 0, false, d.failLocked(s, err, "page")
 	}
-	if e.kind() != KindInt && e.kind() != KindFloat {
+	n, f, res := d.incrEntry(s, off, idelta, fdelta, asFloat)
+	switch res {
+	case incrMiss:
+		d.tally(s, tMisses)
+		return 0, 0, false, nil
+	case incrNotNumber:
 		return 0, 0, true, ErrNotNumber
+	case incrBroken:
+		return 0, 0, false, d.corruptLocked(s, "number")
 	}
-	if e.VLen != 8 || !s.okBody(off, e) {
-		return 0, 0, false, d.corruptLocked(s, "number length")
+	return n, f, true, nil
+}
+
+// What incrEntry did.
+type incrResult uint8
+
+const (
+	incrDone      incrResult = iota
+	incrMiss                 // the entry has expired
+	incrNotNumber            // the entry holds bytes, a bool or a list
+	incrBroken               // a half-written or malformed entry, for the shard's lock to repair
+)
+
+// incrEntry adds to the number of the entry at off, which is key's: the
+// caller holds the entry's page lock, or the shard's lock and has drained the
+// page. An int adds idelta, or becomes a float plus fdelta when asFloat; a
+// float adds fdelta. It returns the sum as an int and as a float.
+func (d *Dict) incrEntry(s *shard, off uint32, idelta int64, fdelta float64, asFloat bool) (int64, float64, incrResult) {
+	e := s.entryAt(off)
+	w := e.ver()
+	if writing(w) {
+		return 0, 0, incrBroken // its writer died mid-write
+	}
+	if x := expiryOf(w); x != 0 && d.now() >= x {
+		return 0, 0, incrMiss
+	}
+	kind := e.kind()
+	if kind != KindInt && kind != KindFloat {
+		return 0, 0, incrNotNumber
+	}
+	if e.vlen() != 8 || !s.okBody(off, e) {
+		return 0, 0, incrBroken
 	}
 	p := s.num(off, e)
 	var n int64
 	var f float64
 	switch {
-	case e.kind() == KindInt && !asFloat:
-		n = int64(*p) + idelta
+	case kind == KindInt && !asFloat:
+		n = int64(atomic.LoadUint64(p)) + idelta
 		f = float64(n)
-		*p = uint64(n) // one aligned store: whole even if the process dies here
-	case e.kind() == KindInt:
-		f = float64(int64(*p)) + fdelta
+		shm.StoreRelease(p, uint64(n)) // one aligned store: whole even if the process dies here
+	case kind == KindInt:
+		f = float64(int64(atomic.LoadUint64(p))) + fdelta
 		n = int64(f)
-		hd.Drop = off // two words change
-		*p = math.Float64bits(f)
-		e.Bits = uint8(KindFloat) | refBit
-		hd.Drop = dropNone
+		bw := e.beginWrite() // two words change: a death between them leaves Ver odd
+		shm.StoreRelease(p, math.Float64bits(f))
+		e.setBits(uint8(KindFloat) | refBit)
+		e.endWrite(bw, expiryOf(w))
 	default:
-		f = math.Float64frombits(*p) + fdelta
+		f = math.Float64frombits(atomic.LoadUint64(p)) + fdelta
 		n = int64(f)
-		*p = math.Float64bits(f)
+		shm.StoreRelease(p, math.Float64bits(f))
 	}
 	e.use()
-	hd.Hits++
-	hd.Writes++
-	return n, f, true, nil
+	d.tally(s, tIncrs)
+	return n, f, incrDone
 }

@@ -154,3 +154,16 @@ func tryHard(w *uint64, self uint64) bool {
 	}
 	return false
 }
+
+// StoreRelease stores v to *p with release order: a reader that loads v
+// with sync/atomic sees every write made before it. On amd64 it is a plain
+// store, where atomic.StoreUint64 is a full barrier that costs as much as
+// a lock's CAS; under the race detector it is atomic.StoreUint64, which
+// the detector sees. For the words that a seqlock's writer publishes.
+func StoreRelease(p *uint64, v uint64) { storeRelease(p, v) }
+
+// Unswap undoes a TryLock on w that succeeded: it stores 0 in w if w still
+// holds this zone's lock word, and leaves it alone otherwise. It is for a
+// caller that took w on a guess of where a lock word is, found the guess
+// stale, and must not write a word that is no longer its own.
+func (z *Zone) Unswap(w *uint64) { atomic.CompareAndSwapUint64(w, z.own.word, 0) }

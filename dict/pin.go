@@ -1,0 +1,193 @@
+package dict
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+
+	"github.com/shmzone/shmzone/shm"
+)
+
+// The two ways to an entry (doc.go has the whole protocol):
+//
+// A structural change (an insert, a delete, an eviction, a value that moves
+// to another chunk, a repair) holds the shard's lock; the lock makes the
+// shard's Seq odd while it is held. It drains the page lock of each existing
+// entry it changes before it changes it (drainPage): writers already inside
+// that page finish, and none can start, as they validate Seq.
+//
+// An entry write (Incr, Mutate on a live value of its size) and a read take
+// no shard lock: they find the entry optimistically (findOptimistic), and a
+// writer then takes the entry's page lock and checks that Seq has not moved
+// since the find (pin). From then until it unlocks the page, the entry is
+// its own: structure cannot change it. A reader takes no lock at all: it
+// validates Seq and the entry's Ver around what it read.
+
+// tries bounds the optimistic attempts of one operation; after them it takes
+// the shard's lock, which waits its turn instead of spinning.
+const tries = 8
+
+// seq loads the shard's Seq.
+func (s *shard) seq() uint64 { return atomic.LoadUint64(&s.h.Seq) }
+
+// lockPage takes the lock of the slab page that holds the entry at off.
+func (s *shard) lockPage(off uint32) (*uint64, error) {
+	w := s.slab.PageLock(off)
+	if w == nil {
+		return nil, errCorruptArena
+	}
+	if s.z.TryLock(w) {
+		return w, nil
+	}
+	r, err := s.z.LockWithin(w, s.timeout)
+	if err != nil {
+		return nil, fmt.Errorf("dict: shard %d: page of entry %#x: %w after %v", s.id, off, err, s.timeout)
+	}
+	if r&shm.LockRecovered != 0 {
+		// Its dead holder may have left an entry half written, with an
+		// odd Ver: whoever meets it under the shard lock repairs.
+		atomic.AddUint64(&s.h.Recoveries, 1)
+	}
+	return w, nil
+}
+
+// drainPage waits for the entry writers inside the page of the entry at off
+// to finish. The caller holds the shard's lock, so no other can start.
+func (s *shard) drainPage(off uint32) error {
+	w, err := s.lockPage(off)
+	if err != nil {
+		return err
+	}
+	shm.Unlock(w)
+	return nil
+}
+
+// drainPages drains every page of the shard, for a change to all of it.
+func (s *shard) drainPages() error {
+	for p := 0; p < s.slab.Pages(); p++ {
+		w := s.slab.PageLockAt(p)
+		if w == nil {
+			continue // free, or inside a run: no entry starts there
+		}
+		if s.z.TryLock(w) {
+			shm.Unlock(w)
+			continue
+		}
+		if _, err := s.z.LockWithin(w, s.timeout); err != nil {
+			return fmt.Errorf("dict: shard %d: page %d: %w after %v", s.id, p, err, s.timeout)
+		}
+		shm.Unlock(w)
+	}
+	return nil
+}
+
+// findOptimistic looks key up without the shard's lock: every word it reads
+// is read atomically or copied, every offset is bounds-checked, and a walk
+// longer than the shard can hold ends it. It returns the entry's offset (0
+// when absent), the Seq it read first, and ok false when the shard was
+// changing (Seq odd) or the walk met what a change in progress can leave: the
+// caller tries again. A found entry must still be validated against seq; an
+// absence is validated here.
+func (s *shard) findOptimistic(key string, h uint64) (off uint32, seq uint64, ok bool) {
+	seq = s.seq()
+	if seq&1 != 0 {
+		return 0, seq, false
+	}
+	tag := tagOf(h)
+	off = atomic.LoadUint32(&s.index[s.bucket(h)])
+	for n := 0; off != 0; n++ {
+		if !s.okEntry(off) || n > s.maxSteps() {
+			return 0, seq, false
+		}
+		e := s.entryAt(off)
+		if klen, etag := e.klenTag(); etag == tag && klen == len(key) {
+			k := int(off) + entryHdrSize
+			if k+klen > len(s.arena) {
+				return 0, seq, false
+			}
+			if string(s.arena[k:k+klen]) == key {
+				return off, seq, true
+			}
+		}
+		off = e.next()
+	}
+	return 0, seq, s.seq() == seq
+}
+
+// pin finds key's entry and takes its page lock without the shard's lock,
+// for an entry write: found reports an entry that is key's, locked in pw,
+// until unpin. found false with ok true is a validated absence, and no lock
+// is held. ok false: the shard kept changing (or the build takes no
+// optimistic path); the caller takes the shard's lock instead.
+func (s *shard) pin(key string, h uint64) (off uint32, pw *uint64, found, ok bool, err error) {
+	if !optimistic {
+		return 0, nil, false, false, nil
+	}
+	for try := 0; try < tries; try++ {
+		off, seq, ok := s.findOptimistic(key, h)
+		if ok && off == 0 {
+			return 0, nil, false, true, nil
+		}
+		if ok {
+			if pw := s.tryPin(off, seq); pw != nil {
+				return off, pw, true, true, nil
+			}
+		}
+		runtime.Gosched()
+	}
+	return 0, nil, false, false, nil
+}
+
+// tryPin takes the page lock of the entry at off, found with Seq seq, if it
+// is free, and returns it when Seq still is seq: the entry is then key's
+// and stays so until the page is unlocked. It never waits and never takes a
+// lock over: without the shard's lock, the page it guesses from off may have
+// changed under it (the caller then takes the shard's lock, under which
+// waiting is safe). It checks Seq before the compare-and-swap, so that the
+// word it swaps is a page's lock word, and after it, so that it holds the
+// lock of the page the entry is still in.
+func (s *shard) tryPin(off uint32, seq uint64) *uint64 {
+	pw := s.slab.PageLock(off)
+	if pw == nil || s.seq() != seq || !s.z.TryLock(pw) {
+		return nil
+	}
+	if s.seq() == seq {
+		return pw
+	}
+	// The shard changed between the two checks: the page may no longer be
+	// what it was. Release the word only if it still holds what the swap
+	// wrote.
+	s.z.Unswap(pw)
+	return nil
+}
+
+// beginWrite marks a write of an entry in progress, for readers, and
+// returns the word to give endWrite. The caller holds the entry's page lock,
+// and not the shard's (under it, Seq tells readers already).
+func (e *entry) beginWrite() uint64 {
+	if runtime.GOARCH == "amd64" {
+		// Stores are not reordered with stores: the value's stores
+		// cannot pass this one.
+		w := e.ver() + verOne
+		shm.StoreRelease(&e.Ver, w)
+		return w
+	}
+	return atomic.AddUint64(&e.Ver, verOne) // a full barrier
+}
+
+// endWrite ends the write beginWrite began, with the entry's new expiry.
+func (e *entry) endWrite(w uint64, expiry int64) {
+	shm.StoreRelease(&e.Ver, (w+verOne)&^expiryMask|uint64(expiry))
+}
+
+// markUsed sets the refBit of the entry at off, which a reader found with
+// Seq seq, for the CLOCK hand: once per pass of the hand, so it may cost a
+// page lock. The bit is written only while the page is locked and Seq
+// still seq, so that it lands in that entry and nowhere else; when the shard
+// has changed since, the mark is skipped (it is advice).
+func (s *shard) markUsed(off uint32, seq uint64) {
+	if pw := s.tryPin(off, seq); pw != nil {
+		s.entryAt(off).use()
+		shm.Unlock(pw)
+	}
+}

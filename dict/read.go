@@ -213,7 +213,6 @@ func (d *Dict) getOptimistic(s *shard, key string, h uint64, dst []byte, allowSt
 	return -1, true, nil
 }
 
-
 // TTL returns the time key has left; 0 means it never expires. Errors:
 // ErrNotFound for an absent or expired key.
 func (d *Dict) TTL(key string) (_ time.Duration, err error) {

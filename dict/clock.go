@@ -6,56 +6,189 @@ import (
 	"time"
 )
 
-// The coarse clock: one goroutine per process stores the Unix time in
-// milliseconds every millisecond while at least one Dict without an injected
-// clock is open, so that an operation reads the time with one atomic load
-// instead of a time.Now call that costs more than the operation (as nginx
-// caches its time once per event-loop turn). It is read only when an entry
-// has or gets a TTL.
-var coarse struct {
-	now  atomic.Int64
+// The coarse clock: while something reads it, one goroutine per process
+// stores the Unix time in milliseconds every millisecond, so that an
+// operation reads the time with one atomic load instead of a time.Now call
+// that costs more than the operation (as nginx caches its time once per
+// event-loop turn). It is read only when an entry has or gets a TTL.
+//
+// It costs nothing when idle. Every checkTicks ticks the ticker raises a
+// "still read?" flag in the word that readers load; the first read that sees
+// the flag clears it, so that readers write the word at most once a check
+// period, never on every read. A ticker that finds its flag still raised at
+// the next check, some 100 to 200 ms after the last read, marks the word
+// stopped and ends. The next read takes the slow path: it returns time.Now and
+// restarts the ticker, once, under the mutex; a read never returns the time
+// a stopped ticker last stored. Opening the first Dict without an injected
+// clock (acquireClock) starts nothing, so a process that writes no TTL never
+// ticks; closing the last (releaseClock) stops the ticker for good, and
+// reads after that return time.Now.
+//
+// The word holds the time shifted left by stateBits, and the state in its
+// low bits: open (a Dict uses the clock), live (a ticker stores the time)
+// and check (the ticker's flag). A read in the steady state, open|live, is
+// one load, a mask and a compare.
+
+const (
+	stateBits = 3
+	stateMask = 1<<stateBits - 1
+
+	clockOpen  = 1 << 0 // some Dict uses the clock: a read may restart it
+	clockLive  = 1 << 1 // a ticker stores the time: the word's time is fresh
+	clockCheck = 1 << 2 // the ticker asks whether anybody read since it set this
+
+	clockRunning = clockOpen | clockLive // the steady state under reads
+
+	// checkTicks is the ticks between two checks for readers: an unread
+	// clock stops after between one and two check periods.
+	checkTicks = 100
+)
+
+// clock is a coarse clock; coarse is the process's, and tests make others
+// with an injected time and ticker.
+type clock struct {
+	// word is the time and state: written by the ticker each tick (CAS),
+	// by a reader that clears clockCheck (CAS), and under mu otherwise.
+	word atomic.Int64
+	_    [56]byte // the rest of the word's cache line: Open and Close write mu
+
 	mu   sync.Mutex
-	refs int
-	stop chan struct{}
-	done chan struct{}
+	refs int            // Dicts using the clock, under mu
+	stop chan struct{}  // made by the first acquire, closed by the last release; under mu
+	wg   sync.WaitGroup // the ticker goroutines, of which at most one is live
+
+	wall   func() int64                      // the time in Unix ms
+	ticker func() (<-chan time.Time, func()) // a tick source and its stop
 }
 
-func coarseNow() int64 { return coarse.now.Load() }
+// coarse is the process's clock, its word on a cache line of its own.
+var coarse = struct {
+	_ [64]byte // the line before the word's: whatever precedes coarse
+	clock
+}{clock: clock{wall: systemMillis, ticker: millisecondTicker}}
 
-// acquireClock starts the coarse clock, or counts one more user of it.
-func acquireClock() {
-	coarse.mu.Lock()
-	defer coarse.mu.Unlock()
-	coarse.refs++
-	if coarse.refs > 1 {
-		return
-	}
-	coarse.now.Store(time.Now().UnixMilli())
-	stop, done := make(chan struct{}), make(chan struct{})
-	coarse.stop, coarse.done = stop, done
-	go func() {
-		defer close(done)
-		t := time.NewTicker(time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				coarse.now.Store(time.Now().UnixMilli())
-			case <-stop:
-				return
-			}
-		}
-	}()
+// systemMillis returns the system's time in Unix ms.
+func systemMillis() int64 { return time.Now().UnixMilli() }
+
+// millisecondTicker ticks every millisecond.
+func millisecondTicker() (<-chan time.Time, func()) {
+	t := time.NewTicker(time.Millisecond)
+	return t.C, t.Stop
 }
+
+// coarseNow returns the coarse clock's time in Unix ms; it is a Dict's
+// clock unless Options.Clock injects one.
+func coarseNow() int64 { return coarse.now() }
+
+// acquireClock counts one more user of the coarse clock.
+func acquireClock() { coarse.acquire() }
 
 // releaseClock stops the coarse clock when its last user goes.
-func releaseClock() {
-	coarse.mu.Lock()
-	defer coarse.mu.Unlock()
-	coarse.refs--
-	if coarse.refs > 0 {
+func releaseClock() { coarse.release() }
+
+// now returns the time in Unix ms: one atomic load while the ticker runs.
+func (c *clock) now() int64 {
+	if w := c.word.Load(); w&stateMask == clockRunning {
+		return w >> stateBits
+	}
+	return c.nowSlow()
+}
+
+// nowSlow is now outside the steady state: it answers the ticker's check,
+// restarts a stopped ticker, or reads the system time once all users are
+// gone.
+func (c *clock) nowSlow() int64 {
+	for {
+		w := c.word.Load()
+		switch w & stateMask {
+		case clockRunning:
+			return w >> stateBits
+		case clockRunning | clockCheck:
+			if c.word.CompareAndSwap(w, w&^clockCheck) {
+				return w >> stateBits
+			}
+		case clockOpen:
+			return c.restart()
+		default: // no user: the clock is closed
+			return c.wall()
+		}
+	}
+}
+
+// restart starts a stopped ticker, unless another read did first or the
+// last user went, and returns the time.
+func (c *clock) restart() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.wall()
+	if c.word.Load()&stateMask == clockOpen {
+		c.word.Store(now<<stateBits | clockRunning)
+		c.startLocked()
+	}
+	return now
+}
+
+// startLocked starts a ticker goroutine; c.mu is held and the word is live.
+func (c *clock) startLocked() {
+	c.wg.Add(1)
+	go c.tick(c.stop)
+}
+
+// tick stores the time every tick until stop closes or a check finds that
+// nobody read since the check before.
+func (c *clock) tick(stop <-chan struct{}) {
+	defer c.wg.Done()
+	ticks, stopTicks := c.ticker()
+	defer stopTicks()
+	for n := 1; ; n++ {
+		select {
+		case <-ticks:
+		case <-stop:
+			return
+		}
+		now := c.wall() << stateBits
+		for {
+			w := c.word.Load()
+			var next int64
+			switch {
+			case n%checkTicks != 0:
+				next = now | w&stateMask
+			case w&clockCheck != 0:
+				next = now | clockOpen // unread for a whole period: stop
+			default:
+				next = now | clockRunning | clockCheck
+			}
+			if c.word.CompareAndSwap(w, next) {
+				if next&clockLive == 0 {
+					return
+				}
+				break
+			}
+		}
+	}
+}
+
+// acquire counts one more user; the ticker starts at the first read.
+func (c *clock) acquire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refs++
+	if c.refs > 1 {
 		return
 	}
-	close(coarse.stop)
-	<-coarse.done
+	c.stop = make(chan struct{})
+	c.word.Store(clockOpen)
+}
+
+// release counts one user less, and stops the ticker when the last goes.
+func (c *clock) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.refs--
+	if c.refs > 0 {
+		return
+	}
+	close(c.stop)
+	c.wg.Wait()
+	c.word.Store(0)
 }

@@ -29,7 +29,8 @@ type Options struct {
 	// for inspection.
 	ReadOnly bool
 	// Clock returns the time in Unix milliseconds; nil uses a coarse system
-	// clock that ticks every millisecond. Tests inject time here.
+	// clock that ticks every millisecond while it is read and stops when it
+	// is not. Tests inject time here.
 	Clock func() int64
 	// LockTimeout bounds every wait for a shard's lock: an operation that
 	// waited this long for a live holder returns ErrLockTimeout and changes

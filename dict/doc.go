@@ -61,6 +61,9 @@
 // ErrLockTimeout and changes nothing, and a lock whose holder died is taken
 // over after a few milliseconds whatever the timeout. The clock is read only
 // for entries that have or get a TTL, from a coarse per-process clock
-// (clock.go) unless Options.Clock injects one. Read-only views take no locks
-// (see Options.ReadOnly) and hold no owner slot.
+// (clock.go) unless Options.Clock injects one: a goroutine stores the time
+// every millisecond while the clock is read, and stops once it has gone
+// unread for 100 to 200 ms, so that an idle process does not wake; the first
+// read after that takes the system's time and restarts it. Read-only views
+// take no locks (see Options.ReadOnly) and hold no owner slot.
 package dict

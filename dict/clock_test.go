@@ -1,0 +1,528 @@
+package dict
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shmzone/shmzone/internal/testutil"
+)
+
+// The coarse clock's tests: its states driven by an injected time and
+// ticker, its readers under the race detector, the process's clock stopped
+// by the last Close, and a real process whose idle clock makes no wakeups.
+
+// testClock is a clock whose time and ticks the test drives: each tick
+// advances the time by a millisecond first, and the ticker's starts and stops
+// are counted.
+type testClock struct {
+	c       clock
+	wall    atomic.Int64
+	ticks   chan time.Time
+	starts  atomic.Int64
+	stops   atomic.Int64
+	stopped chan struct{} // one send per stopped ticker
+}
+
+func newTestClock(start int64) *testClock {
+	tc := &testClock{ticks: make(chan time.Time), stopped: make(chan struct{}, 1<<16)}
+	tc.wall.Store(start)
+	tc.c.wall = tc.wall.Load
+	tc.c.ticker = func() (<-chan time.Time, func()) {
+		tc.starts.Add(1)
+		return tc.ticks, func() {
+			tc.stops.Add(1)
+			tc.stopped <- struct{}{}
+		}
+	}
+	return tc
+}
+
+// tick advances the time by 1 ms and hands a live ticker its tick. When the
+// send returns, the ticker has finished with every tick before this one.
+func (tc *testClock) tick(t *testing.T) {
+	t.Helper()
+	tc.wall.Add(1)
+	select {
+	case tc.ticks <- time.Time{}:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("tick at %d: no ticker took it in 10 s", tc.wall.Load())
+	}
+}
+
+// state returns the clock's state bits.
+func (tc *testClock) state() int64 { return tc.c.word.Load() & stateMask }
+
+// stateName names a clock state for failure messages.
+func stateName(s int64) string {
+	if s == 0 {
+		return "closed"
+	}
+	var names []string
+	for _, f := range []struct {
+		bit  int64
+		name string
+	}{{clockOpen, "open"}, {clockLive, "live"}, {clockCheck, "check"}} {
+		if s&f.bit != 0 {
+			names = append(names, f.name)
+		}
+	}
+	return strings.Join(names, "|")
+}
+
+func (tc *testClock) wantState(t *testing.T, when string, want int64) {
+	t.Helper()
+	if got := tc.state(); got != want {
+		t.Fatalf("%s: state %s, want %s", when, stateName(got), stateName(want))
+	}
+}
+
+// wantStopped waits for the ticker to stop on its own.
+func (tc *testClock) wantStopped(t *testing.T, when string) {
+	t.Helper()
+	select {
+	case <-tc.stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: the ticker did not stop in 10 s; state %s", when, stateName(tc.state()))
+	}
+	tc.wantState(t, when, clockOpen)
+}
+
+// TestClockStopsAndRestarts: the ticker starts at the first read, not at
+// acquire; it stops after the second check period without a read; a read
+// after that returns the time of that moment, not the time the ticker last
+// stored, and restarts it; Close of the last user stops it for good.
+func TestClockStopsAndRestarts(t *testing.T) {
+	tc := newTestClock(1_000_000)
+	c := &tc.c
+	if got, want := c.now(), int64(1_000_000); got != want {
+		t.Fatalf("now() before acquire = %d, want the system time %d", got, want)
+	}
+	c.acquire()
+	tc.wantState(t, "after acquire", clockOpen)
+	if n := tc.starts.Load(); n != 0 {
+		t.Fatalf("after acquire: %d tickers started, want 0", n)
+	}
+
+	tc.wall.Store(2_000_000)
+	if got, want := c.now(), int64(2_000_000); got != want {
+		t.Fatalf("first now() = %d, want %d", got, want)
+	}
+	tc.wantState(t, "after the first read", clockRunning)
+	for i := 1; i <= checkTicks; i++ {
+		tc.tick(t)
+	}
+	tc.tick(t) // the check tick is done: the ticker asks for a read
+	tc.wantState(t, "after a check tick", clockRunning|clockCheck)
+	if got, want := c.now(), tc.wall.Load(); got != want && got != want-1 {
+		t.Fatalf("now() after %d ticks = %d, want %d or %d", checkTicks+1, got, want-1, want)
+	}
+	tc.wantState(t, "after a read answered the check", clockRunning)
+	for i := 0; i < 20; i++ { // later reads find nothing to answer
+		c.now()
+		tc.wantState(t, "after more reads", clockRunning)
+	}
+
+	// Read once in each of ten periods: the ticker keeps running.
+	for p := 0; p < 10; p++ {
+		for i := 0; i < checkTicks; i++ {
+			tc.tick(t)
+		}
+		c.now()
+	}
+	if n := tc.stops.Load(); n != 0 {
+		t.Fatalf("read once a period: the ticker stopped %d times", n)
+	}
+
+	// No read from here: the ticker raises its flag at the next check tick
+	// and stops at the one after.
+	sent := 1 + checkTicks + 10*checkTicks
+	stopAt := (sent/checkTicks + 2) * checkTicks
+	for n := sent + 1; n < stopAt; n++ {
+		tc.tick(t)
+		if st := tc.stops.Load(); st != 0 {
+			t.Fatalf("unread: the ticker stopped by tick %d, want at tick %d", n-1, stopAt)
+		}
+	}
+	tc.tick(t)
+	tc.wantStopped(t, "unread for two check periods")
+	stale := c.word.Load() >> stateBits
+
+	tc.wall.Add(60_000) // a minute passes, no ticks
+	if got, want := c.now(), tc.wall.Load(); got != want {
+		t.Fatalf("now() after idling = %d, want %d (the ticker's last time was %d)", got, want, stale)
+	}
+	tc.wantState(t, "after the read that restarts", clockRunning)
+	tc.tick(t)
+	tc.tick(t)
+	if got, want := c.now(), tc.wall.Load(); got != want && got != want-1 {
+		t.Fatalf("now() after a restart and two ticks = %d, want %d or %d", got, want-1, want)
+	}
+
+	c.release()
+	if s, st := tc.starts.Load(), tc.stops.Load(); s != 2 || st != 2 {
+		t.Fatalf("after release: %d tickers started, %d stopped, want 2 and 2", s, st)
+	}
+	tc.wantState(t, "after release", 0)
+	tc.wall.Add(5)
+	if got, want := c.now(), tc.wall.Load(); got != want {
+		t.Fatalf("now() after release = %d, want the system time %d", got, want)
+	}
+	tc.wantState(t, "a read after release", 0)
+	if s := tc.starts.Load(); s != 2 {
+		t.Fatalf("a read after release started a ticker: %d started", s)
+	}
+
+	// A later acquire works as the first did.
+	c.acquire()
+	tc.wantState(t, "after acquire again", clockOpen)
+	tc.wall.Add(5)
+	if got, want := c.now(), tc.wall.Load(); got != want {
+		t.Fatalf("now() after acquire again = %d, want %d", got, want)
+	}
+	tc.tick(t)
+	c.release()
+	if s, st := tc.starts.Load(), tc.stops.Load(); s != 3 || st != 3 {
+		t.Fatalf("after the second release: %d tickers started, %d stopped, want 3 and 3", s, st)
+	}
+}
+
+// TestClockRestartOnce: many goroutines that read a stopped clock at once
+// all get the time of that moment, and start one ticker between them.
+func TestClockRestartOnce(t *testing.T) {
+	tc := newTestClock(1_000_000)
+	c := &tc.c
+	c.acquire()
+	c.now()
+	for i := 0; i < 2*checkTicks; i++ {
+		tc.tick(t)
+	}
+	tc.wantStopped(t, "unread")
+	tc.wall.Add(1000)
+	want := tc.wall.Load()
+
+	const readers = 16
+	gate := make(chan struct{})
+	got := make([]int64, readers)
+	var wg sync.WaitGroup
+	for g := range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-gate
+			got[g] = c.now()
+		}()
+	}
+	close(gate)
+	wg.Wait()
+	for g, v := range got {
+		if v != want {
+			t.Errorf("reader %d: now() = %d, want %d", g, v, want)
+		}
+	}
+	tc.wantState(t, "after the reads", clockRunning)
+	c.release() // waits for every ticker started
+	if s := tc.starts.Load(); s != 2 {
+		t.Fatalf("%d readers of a stopped clock started %d tickers, want 1", readers, s-1)
+	}
+}
+
+// TestClockConcurrentReaders: readers on several goroutines, in rounds
+// between which the ticker stops, never get a time more than two ticks
+// behind the time when they started to read (one tick taken but not yet
+// stored, one being handed over), nor one after the time when the read
+// returned. Run it with -race.
+func TestClockConcurrentReaders(t *testing.T) {
+	const (
+		readers = 8
+		rounds  = 5
+		reads   = 20_000
+	)
+	tc := newTestClock(1_000_000)
+	c := &tc.c
+	c.acquire()
+	for r := 0; r < rounds; r++ {
+		var wg sync.WaitGroup
+		errs := make(chan string, readers)
+		for g := range readers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < reads; i++ {
+					lo := tc.wall.Load()
+					v := c.now()
+					hi := tc.wall.Load()
+					if v < lo-2 || v > hi {
+						errs <- fmt.Sprintf("round %d reader %d read %d: now() = %d, time was %d..%d", r, g, i, v, lo, hi)
+						return
+					}
+				}
+			}()
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+	reading:
+		for {
+			tc.wall.Add(1)
+			select {
+			case tc.ticks <- time.Time{}:
+			case <-done:
+				break reading
+			}
+		}
+		close(errs)
+		for e := range errs {
+			t.Error(e)
+		}
+		// Nobody reads: tick until the ticker stops.
+		for len(tc.stopped) > 0 {
+			<-tc.stopped
+		}
+		if tc.state()&clockLive == 0 {
+			continue
+		}
+	idle:
+		for {
+			tc.wall.Add(1)
+			select {
+			case tc.ticks <- time.Time{}:
+			case <-tc.stopped:
+				break idle
+			}
+		}
+	}
+	c.release()
+	t.Logf("%d rounds: %d tickers started", rounds, tc.starts.Load())
+	if s, st := tc.starts.Load(), tc.stops.Load(); s != st || s < rounds {
+		t.Fatalf("%d tickers started, %d stopped: want as many stopped, and at least one a round (%d)", s, st, rounds)
+	}
+}
+
+// TestClockLastCloseStops: the process's coarse clock runs while a Dict
+// without an injected clock reads it, keeps running when one of two such
+// Dicts closes, and its goroutine ends when the last closes.
+func TestClockLastCloseStops(t *testing.T) {
+	coarse.mu.Lock()
+	refs := coarse.refs
+	coarse.mu.Unlock()
+	if refs != 0 {
+		t.Fatalf("%d Dicts without an injected clock are open before the test: a test left them open", refs)
+	}
+	before := runtime.NumGoroutine()
+	dir := t.TempDir()
+	d1, err := Open(filepath.Join(dir, "a.zone"), Options{Size: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d2, err := Open(filepath.Join(dir, "b.zone"), Options{Size: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo := time.Now().UnixMilli()
+	if _, err := d1.Set("k", Int(1), time.Minute, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := d2.Now(); got < lo {
+		t.Fatalf("d2.Now() = %d, before the test's time.Now %d", got, lo)
+	}
+	if s := coarse.word.Load() & stateMask; s&clockLive == 0 {
+		t.Fatalf("after a TTL write: clock state %s, want live", stateName(s))
+	}
+	if err := d1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s := coarse.word.Load() & stateMask; s&clockOpen == 0 {
+		t.Fatalf("after closing one of two Dicts: clock state %s, want open", stateName(s))
+	}
+	if err := d2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s := coarse.word.Load() & stateMask; s != 0 {
+		t.Fatalf("after closing the last Dict: clock state %s, want closed", stateName(s))
+	}
+	testutil.WaitGoroutines(t, before, 10*time.Second)
+	// Reads after the last Close are the system's time, and start nothing.
+	lo = time.Now().UnixMilli()
+	if got, hi := coarseNow(), time.Now().UnixMilli(); got < lo || got > hi {
+		t.Fatalf("coarseNow() after the last Close = %d, want %d..%d", got, lo, hi)
+	}
+	if s := coarse.word.Load() & stateMask; s != 0 {
+		t.Fatalf("after a read of a closed clock: state %s, want closed", stateName(s))
+	}
+}
+
+// HelperClockIdle is the idle process of TestClockIdleWakeups (registered in
+// multiproc_test.go's TestHelperProcess): it opens the zone with the coarse
+// clock, writes a key with a TTL, which reads the clock and starts its ticker,
+// waits for the ticker to stop for want of reads, says "ready", and idles
+// until stdin closes.
+func HelperClockIdle(args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("want path, got %q", args)
+	}
+	d, err := Open(args[0], Options{})
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if _, err := d.Set("k", Int(1), time.Hour, 0); err != nil {
+		return err
+	}
+	if s := coarse.word.Load() & stateMask; s&clockLive == 0 {
+		return fmt.Errorf("after a TTL write: clock state %s, want live", stateName(s))
+	}
+	coarse.wg.Wait() // the ticker stops two check periods on
+	if s := coarse.word.Load() & stateMask; s != clockOpen {
+		return fmt.Errorf("idle: clock state %s, want open", stateName(s))
+	}
+	fmt.Println("ready")
+	_, err = io.Copy(io.Discard, os.Stdin)
+	return err
+}
+
+// TestClockIdleWakeups: a process with an open Dict whose clock nobody reads
+// sleeps: over a second it switches off the CPU voluntarily (each wakeup of
+// a timer is one such switch) fewer than idleWakeups times, where a ticker
+// of a millisecond makes a thousand or more.
+func TestClockIdleWakeups(t *testing.T) {
+	const (
+		window      = time.Second
+		idleWakeups = 50
+	)
+	path := testutil.TempZone(t)
+	d, err := Open(path, Options{Size: 1 << 20, Clock: func() int64 { return 1_700_000_000_000 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Close()
+
+	g := testutil.NewGate(t)
+	cmd := testutil.Helper(t, "clock-idle", path)
+	g.Attach(cmd)
+	ready := make(chan struct{})
+	p := testutil.Start(t, cmd, func(line string) {
+		if line == "ready" {
+			close(ready)
+			return
+		}
+		t.Errorf("clock-idle helper printed %q", line)
+	})
+	select {
+	case <-ready:
+	case <-p.Done():
+		t.Fatalf("clock-idle helper exited before ready: %v", p.Wait())
+	case <-time.After(time.Minute):
+		t.Fatal("clock-idle helper not ready after a minute")
+	}
+	sw0, cpu0, err := procSwitches(p.Pid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	time.Sleep(window)
+	sw1, cpu1, err := procSwitches(p.Pid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	g.Open()
+	if err := p.Wait(); err != nil {
+		t.Fatalf("clock-idle helper: %v", err)
+	}
+	t.Logf("idle process over %v: %d voluntary context switches, %d CPU clock ticks", elapsed.Round(time.Millisecond), sw1-sw0, cpu1-cpu0)
+	if n := sw1 - sw0; n >= idleWakeups {
+		t.Errorf("idle process over %v: %d voluntary context switches, want < %d", elapsed.Round(time.Millisecond), n, idleWakeups)
+	}
+}
+
+// procSwitches returns the voluntary context switches of every thread of
+// process pid, and its user and system CPU time in clock ticks.
+func procSwitches(pid int) (switches, cpu int64, err error) {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	if err != nil || len(tasks) == 0 {
+		return 0, 0, fmt.Errorf("threads of %d: %v (%d found)", pid, err, len(tasks))
+	}
+	for _, path := range tasks {
+		f, err := os.Open(path)
+		if err != nil {
+			continue // the thread exited
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "voluntary_ctxt_switches:"); ok {
+				n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				if err != nil {
+					f.Close()
+					return 0, 0, fmt.Errorf("%s: %v", path, err)
+				}
+				switches += n
+			}
+		}
+		f.Close()
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	// Fields after the command, which is in parentheses and may hold
+	// spaces: state is field 3, utime 14 and stime 15.
+	i := strings.LastIndexByte(string(stat), ')')
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 13 {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: %d fields after the command", pid, len(f))
+	}
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("/proc/%d/stat: %v", pid, err)
+		}
+		cpu += n
+	}
+	return switches, cpu, nil
+}
+
+// BenchmarkCoarseNow is the cost of reading a Dict's default clock, on every
+// core at once, against time.Now.
+func BenchmarkCoarseNow(b *testing.B) {
+	b.Run("clock=coarse", func(b *testing.B) {
+		d, err := Open(filepath.Join(b.TempDir(), "now.zone"), Options{Size: 1 << 20})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer d.Close()
+		b.ReportAllocs()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			var sum, n int64
+			for pb.Next() {
+				sum += d.Now()
+				n++
+			}
+			if n > 0 && sum == 0 {
+				b.Error("Now() read 0")
+			}
+		})
+	})
+	b.Run("clock=system", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			var sum, n int64
+			for pb.Next() {
+				sum += time.Now().UnixMilli()
+				n++
+			}
+			if n > 0 && sum == 0 {
+				b.Error("time.Now read 0")
+			}
+		})
+	})
+}

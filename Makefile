@@ -30,12 +30,14 @@ fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt wants to rewrite:"; echo "$$out"; exit 1; fi
 
-## bench: the whole benchmark suite (bench/report): the Go benchmarks, the
-## `worker bench` matrix (zone, Redis when redis-server is installed, flock,
-## mutex), the scaling chart (opened in headless Chromium when installed) and
-## nginx's lua_shared_dict (bench/peers/nginx.sh, when nginx and its lua
-## module are installed); then it rewrites bench/RESULTS.md, bench/results.json
-## and bench/scaling.svg, which says how long the run took.
+## bench: the whole benchmark suite (bench/report): the Go benchmarks (with
+## one and two processes on random client keys), the `worker bench` matrix
+## (zone, Redis when redis-server is installed, flock, mutex; the zone again
+## with -keyset own, each process on its own keys), the scaling chart
+## (opened in headless Chromium when installed) and nginx's lua_shared_dict
+## (bench/peers/nginx.sh, when nginx and its lua module are installed); then
+## it rewrites bench/RESULTS.md, bench/results.json and bench/scaling.svg,
+## which says how long the run took.
 bench:
 	$(GO) run ./bench/report
 

@@ -7,90 +7,89 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/testutil"
 )
 
+// procsKeys is the number of client keys of each limiterProcs process.
+const procsKeys = 1000
+
 // limiterProcs runs req and count decisions in procs real OS processes at
 // once on one zone, as dict's BenchmarkProcs does: each process makes b.N
 // decisions, so ns/op is one process's decision and ops/s the throughput of
-// all of them. Every process has its own 1,000 keys: with keys=distinct
-// they hash to shards no other process uses (process i takes keys whose
-// shard is i mod procs), with keys=shared-shards they spread over every
-// shard, so the processes share shard locks and cache lines.
+// all of them. Each process decides for its own 1,000 clients (keys=own):
+// keys that look like client addresses, drawn at random with no regard to
+// shards (testutil.ClientAddrs, stream i for process i, so SHMZONE_SEED
+// replays them), which the process makes its first decision on before the
+// start and then visits in a pseudo-random order.
 func limiterProcs(b *testing.B) {
+	seed := testutil.Seed(b)
 	for _, op := range []string{"req", "count"} {
-		for _, keys := range []string{"distinct", "shared-shards"} {
-			for _, procs := range []int{1, 2} {
-				name := fmt.Sprintf("op=%s/keys=%s/procs=%d", op, keys, procs)
-				b.Run(name, func(b *testing.B) { benchProcs(b, op, keys, procs) })
-			}
+		for _, procs := range []int{1, 2} {
+			name := fmt.Sprintf("op=%s/keys=own/procs=%d", op, procs)
+			b.Run(name, func(b *testing.B) { benchProcs(b, op, procs, seed) })
 		}
 	}
 }
 
-func benchProcs(b *testing.B, op, keys string, procs int) {
+func benchProcs(b *testing.B, op string, procs int, seed uint64) {
 	path := filepath.Join(b.TempDir(), "procs.zone")
 	d, err := dict.Open(path, dict.Options{Size: benchZoneSize})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer d.Close()
+	seedArg := strconv.FormatUint(seed, 10)
 	testutil.BenchProcs(b, procs, "bench-procs", func(i int) []string {
-		return []string{path, op, keys, strconv.Itoa(i), strconv.Itoa(b.N), strconv.Itoa(procs)}
+		return []string{path, op, strconv.Itoa(i), strconv.Itoa(b.N), seedArg}
 	}, b.N)
 	if err := d.Check(); err != nil {
 		b.Fatal(err)
 	}
-}
-
-// shardOf returns the shard of key in d's zone: the low bits of the key's
-// XXH64 with the zone's seed (dict's package doc).
-func shardOf(d *dict.Dict, key string) int {
-	h := d.Header()
-	x := xxhash.NewWithSeed(h.Seed)
-	x.WriteString(key)
-	return int(x.Sum64() & uint64(h.Shards-1))
-}
-
-// helperBenchProcs is a limiterProcs process: path op keys id n procs. It
-// opens the zone, makes its keys, says "ready", waits for stdin to close,
-// makes n decisions and prints how long they took in nanoseconds.
-func helperBenchProcs(args []string) error {
-	if len(args) != 6 {
-		return fmt.Errorf("want path op keys id n procs, got %q", args)
+	if got, want := d.Stats().Entries, int64(procs*procsKeys); got != want {
+		b.Fatalf("zone holds %d entries, want %d processes × %d clients", got, procs, procsKeys)
 	}
-	path, op, keys := args[0], args[1], args[2]
-	id, _ := strconv.Atoi(args[3])
-	n, _ := strconv.Atoi(args[4])
-	procs, _ := strconv.Atoi(args[5])
+}
+
+// helperBenchProcs is a limiterProcs process: path op id n seed. It opens
+// the zone, makes one decision for each of its clients, says "ready", waits
+// for stdin to close, makes n decisions for clients picked at random and
+// prints how long they took in nanoseconds.
+func helperBenchProcs(args []string) error {
+	if len(args) != 5 {
+		return fmt.Errorf("want path op id n seed, got %q", args)
+	}
+	path, op := args[0], args[1]
+	id, err1 := strconv.ParseUint(args[2], 10, 32)
+	n, err2 := strconv.Atoi(args[3])
+	seed, err3 := strconv.ParseUint(args[4], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return fmt.Errorf("bad arguments %q", args)
+	}
+	mk, ok := benchOps[op]
+	if !ok {
+		return fmt.Errorf("unknown op %q", op)
+	}
 	d, err := dict.Open(path, dict.Options{})
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	fn, err := benchOps[op](d)
+	fn, err := mk(d)
 	if err != nil {
 		return err
 	}
-	var ks []string
-	for i := 0; len(ks) < 1000; i++ {
-		k := fmt.Sprintf("p%dkey:%011d", id, i)
-		if keys == "distinct" && shardOf(d, k)%procs != id {
-			continue
-		}
-		ks = append(ks, k)
-	}
+	ks := testutil.ClientAddrs(seed, id, procsKeys)
 	ctx := context.Background()
 	for _, k := range ks {
 		if err := fn(ctx, k); err != nil {
 			return err
 		}
 	}
+	pick := testutil.NewPicker(seed ^ (id+1)*0x9e3779b97f4a7c15)
 	return testutil.BenchChild(func() error {
 		for i := 0; i < n; i++ {
-			if err := fn(ctx, ks[i%len(ks)]); err != nil {
+			if err := fn(ctx, ks[pick.Next(len(ks))]); err != nil {
 				return err
 			}
 		}

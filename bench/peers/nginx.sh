@@ -15,11 +15,11 @@
 # the loop's function, none aborted) and that both workers (two pids) ran.
 # Then it stops nginx and runs, REPS counts each (median):
 #   go test -bench 'BenchmarkOps/op=(incr|get|set)/keys=(1000|100000)$' ./dict
-#   go test -bench 'BenchmarkProcs/op=(incr|get)/keys=shared-shards/procs=2$' ./dict
-# BenchmarkProcs' shared-shards case is the two-worker match: each process
-# has its own 1,000 keys spread over every shard, so the processes share
-# locks; nginx has one lock per lua_shared_dict, which every worker shares
-# whatever the keys.
+#   go test -bench 'BenchmarkProcs/op=(incr|get)/keys=(own|shared)/procs=2$' ./dict
+# BenchmarkProcs' incr keys=own case is the two-worker incr match: each
+# process has its own 1,000 keys, drawn at random with no regard to shards.
+# Its get case reads 1,000 keys that both processes share; nginx has one
+# lock per lua_shared_dict, which every worker shares whatever the keys.
 #
 # Output (FORMAT=markdown, the default): a comment line, the one-process
 # table (nginx ns/op, zone ns/op, ratio), the loop overhead and JIT check,
@@ -180,7 +180,7 @@ done
 stop_nginx
 
 gocmd1="$GO test -run '^\$' -bench 'BenchmarkOps/op=(incr|get|set)/keys=(1000|100000)\$' -count $REPS ./dict"
-gocmd2="$GO test -run '^\$' -bench 'BenchmarkProcs/op=(incr|get)/keys=shared-shards/procs=2\$' -count $REPS ./dict"
+gocmd2="$GO test -run '^\$' -bench 'BenchmarkProcs/op=(incr|get)/keys=(own|shared)/procs=2\$' -count $REPS ./dict"
 echo "nginx.sh: $gocmd1" >&2
 out=$(cd "$root" && "$GO" test -run '^$' -bench 'BenchmarkOps/op=(incr|get|set)/keys=(1000|100000)$' -count "$REPS" ./dict)
 for keys in 1000 100000; do
@@ -190,9 +190,10 @@ for keys in 1000 100000; do
 	done
 done
 echo "nginx.sh: $gocmd2" >&2
-out=$(cd "$root" && "$GO" test -run '^$' -bench 'BenchmarkProcs/op=(incr|get)/keys=shared-shards/procs=2$' -count "$REPS" ./dict)
+out=$(cd "$root" && "$GO" test -run '^$' -bench 'BenchmarkProcs/op=(incr|get)/keys=(own|shared)/procs=2$' -count "$REPS" ./dict)
+declare -A zkeys=([incr]=own [get]=shared)
 for op in incr get; do
-	o=$(awk -v name="BenchmarkProcs/op=$op/keys=shared-shards/procs=2" \
+	o=$(awk -v name="BenchmarkProcs/op=$op/keys=${zkeys[$op]}/procs=2" \
 		'{ n = $1; sub(/-[0-9]+$/, "", n) } n == name { for (i = 2; i <= NF; i++) if ($i == "ops/s") print $(i - 1) }' \
 		<<<"$out" | median)
 	[ -n "$o" ] || { echo "nginx.sh: no BenchmarkProcs result for $op" >&2; exit 1; }

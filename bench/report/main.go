@@ -4,12 +4,15 @@
 // It runs, in order, each reporting progress on stderr:
 //
 //   - the Go benchmarks of dict, counter, limiter and limiter/redistier
-//     (`go test -bench`, -count runs each, medians) and dict's density test;
+//     (`go test -bench`, -count runs each, medians), among them dict's and
+//     limiter's one- and two-process benchmarks on random client keys, and
+//     dict's density test;
 //   - the `worker bench` matrix: incr, get, set, req and count on the zone,
 //     Redis (a redis-server it starts on loopback, when one is installed),
 //     flock and mutex backends at -procs 1,2 and 1,000 keys, incr/get/set
-//     again at 100,000 keys, the counter and tiered rows, each row -reps
-//     times (medians);
+//     again at 100,000 keys, the counter and tiered rows, and the zone's
+//     incr, req and count with each process on its own random keys
+//     (-keyset own), each row -reps times (medians);
 //   - the scaling chart (bench/scaling.svg), opened in headless Chromium when
 //     one is installed to show that a browser draws it;
 //   - nginx's lua_shared_dict against the dict (bench/peers/nginx.sh), when

@@ -16,11 +16,15 @@ import (
 )
 
 // matrixRun is one row group of the matrix: a backend and op at a key
-// count, with one row per procs value, each the median of the repetitions.
+// count and keyset, with one row per procs value, each the median of the
+// repetitions.
 type matrixRun struct {
-	Backend string      `json:"backend"`
-	Op      string      `json:"op"`
-	Keys    int         `json:"keys"`
+	Backend string `json:"backend"`
+	Op      string `json:"op"`
+	Keys    int    `json:"keys"`
+	// Keyset is worker bench's -keyset: "" for its default, shared (every
+	// process the same keys), "own" for each process its own keys.
+	Keyset  string      `json:"keyset,omitempty"`
 	Command string      `json:"command"`
 	Rows    []matrixRow `json:"rows"`
 }
@@ -55,11 +59,17 @@ type workerRow struct {
 type planned struct {
 	backend, op string
 	keys        int
+	keyset      string // "" for worker bench's default
 }
 
+// ownOps are the zone ops the matrix runs again with -keyset own, each
+// process on its own 1,000 keys: the writes that need not touch another
+// process's keys. get reads the keys all processes share in its plain row.
+var ownOps = []string{"incr", "req", "count"}
+
 // matrixPlan lists the worker bench runs: every op at 1,000 keys on each
-// backend that runs it, then the plain ops at 100,000 keys. Redis and tiered
-// runs need a redis-server.
+// backend that runs it, then the plain ops at 100,000 keys, then the zone's
+// ownOps with -keyset own. Redis and tiered runs need a redis-server.
 func matrixPlan(withRedis bool) []planned {
 	var p []planned
 	add := func(keys int, ops []string, backends ...string) {
@@ -68,7 +78,7 @@ func matrixPlan(withRedis bool) []planned {
 				if (b == "redis" || b == "tiered") && !withRedis {
 					continue
 				}
-				p = append(p, planned{b, op, keys})
+				p = append(p, planned{backend: b, op: op, keys: keys})
 			}
 		}
 	}
@@ -78,6 +88,9 @@ func matrixPlan(withRedis bool) []planned {
 	add(1000, []string{"counter"}, "zone")
 	add(1000, []string{"count"}, "tiered")
 	add(100000, plain, "zone", "redis", "flock", "mutex")
+	for _, op := range ownOps {
+		p = append(p, planned{backend: "zone", op: op, keys: 1000, keyset: "own"})
+	}
 	return p
 }
 
@@ -112,12 +125,15 @@ func (m *measurer) matrix(ctx context.Context, res *results, withRedis bool) err
 	for _, p := range matrixPlan(withRedis) {
 		args := []string{"bench", "-backend", p.backend, "-op", p.op, "-procs", m.c.procs,
 			"-keys", strconv.Itoa(p.keys), "-duration", m.c.duration.String(), "-json"}
+		if p.keyset != "" {
+			args = append(args, "-keyset", p.keyset)
+		}
 		shown := args
 		if p.backend == "redis" || p.backend == "tiered" {
 			shown = append(args[:len(args):len(args)], "-redis", "ADDR")
 			args = append(args, "-redis", addr)
 		}
-		run := matrixRun{Backend: p.backend, Op: p.op, Keys: p.keys, Command: "worker " + shellJoin(shown)}
+		run := matrixRun{Backend: p.backend, Op: p.op, Keys: p.keys, Keyset: p.keyset, Command: "worker " + shellJoin(shown)}
 		var reps []workerReport
 		for i := 0; i < m.c.reps; i++ {
 			m.prog.step(fmt.Sprintf("%s (run %d of %d)", run.Command, i+1, m.c.reps))
@@ -251,10 +267,17 @@ func redisVersion(ctx context.Context, run runner) string {
 	return ""
 }
 
-// run returns the matrix run of a backend, op and key count, or nil.
+// run returns the matrix run of a backend, op and key count at worker
+// bench's default keyset, or nil.
 func (r *results) run(backend, op string, keys int) *matrixRun {
+	return r.runKeyset(backend, op, keys, "")
+}
+
+// runKeyset returns the matrix run of a backend, op, key count and keyset
+// ("" for the default), or nil.
+func (r *results) runKeyset(backend, op string, keys int, keyset string) *matrixRun {
 	i := slices.IndexFunc(r.Matrix, func(m matrixRun) bool {
-		return m.Backend == backend && m.Op == op && m.Keys == keys
+		return m.Backend == backend && m.Op == op && m.Keys == keys && m.Keyset == keyset
 	})
 	if i < 0 {
 		return nil

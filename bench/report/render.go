@@ -28,9 +28,11 @@ type view struct {
 	Counter, Limiter, LimiterProcs   table
 	Redistier                        table
 	MatrixRatios, Matrix, Matrix100k table
-	Extra                            table
-	ChartRows                        table
-	Nginx, NginxPair                 table
+	// MatrixOwn is the zone's worker bench runs at -keyset own.
+	MatrixOwn        table
+	Extra            table
+	ChartRows        table
+	Nginx, NginxPair table
 	// NginxMeta is nginx.sh's metadata, "name: value" a line; NginxJIT
 	// is its check that LuaJIT compiled every timed loop ("ok").
 	NginxMeta []string
@@ -46,6 +48,11 @@ type view struct {
 
 // Run is results.run for the template.
 func (v *view) Run(backend, op string, keys int) *matrixRun { return v.run(backend, op, keys) }
+
+// RunKeyset is results.runKeyset for the template.
+func (v *view) RunKeyset(backend, op string, keys int, keyset string) *matrixRun {
+	return v.runKeyset(backend, op, keys, keyset)
+}
 
 // NginxRun is the nginx step, or nil when it was not measured.
 func (v *view) NginxRun() *nginxStep { return v.results.Nginx }
@@ -111,8 +118,12 @@ func (v *view) targets() {
 	atMost("dict incr, 1,000 keys", "dict-ops", "BenchmarkOps/op=incr/keys=1000", 30)
 	atMost("dict get, 1,000 keys", "dict-ops", "BenchmarkOps/op=get/keys=1000", 30)
 	atMost("dict set, 1,000 keys", "dict-ops", "BenchmarkOps/op=set/keys=1000", 60)
-	sc, ok := v.scaling("dict-procs", "BenchmarkProcs/op=incr/keys=distinct")
-	v.target("dict incr, 2 processes on distinct shards, over 1", "≥ 1.7×", fmt.Sprintf("%.2f×", sc), sc >= 1.7, ok)
+	scales := func(what, step, name string, want float64) {
+		sc, ok := v.scaling(step, name)
+		v.target(what, fmt.Sprintf("≥ %g×", want), ratio(sc, 1, ok), sc >= want, ok)
+	}
+	scales("dict incr, 2 processes each on its own 1,000 random keys, over 1", "dict-procs", "BenchmarkProcs/op=incr/keys=own", 1.8)
+	scales("dict get, 2 processes over the same 1,000 random keys, over 1", "dict-procs", "BenchmarkProcs/op=get/keys=shared", 1.8)
 	lo := 0
 	if len(v.Density.Counters) > 0 {
 		lo = slices.Min(v.Density.Counters)
@@ -125,6 +136,8 @@ func (v *view) targets() {
 	v.target("counter, 2 goroutines over 1", "≥ 1.7×", ratio(g2, g1, ok1 && ok2), g2 >= 1.7*g1, ok1 && ok2)
 	atMost("limiter req (leaky bucket)", "limiter", "BenchmarkLimiter/op=req/keys=1000", 60)
 	atMost("limiter count (fixed window)", "limiter", "BenchmarkLimiter/op=count/keys=1000", 40)
+	scales("limiter req, 2 processes each on its own 1,000 random clients, over 1", "limiter", "BenchmarkLimiter/op=req/keys=own", 1.7)
+	scales("limiter count, 2 processes each on its own 1,000 random clients, over 1", "limiter", "BenchmarkLimiter/op=count/keys=own", 1.7)
 
 	// zone over Redis: the least ratio over every op and procs of the
 	// 1,000-key matrix.
@@ -194,14 +207,9 @@ func (v *view) dict() {
 	h, ok := v.goVal("dict-ops", "BenchmarkHashKey", "ns/op")
 	v.DictOps.add("hashKey (15-byte key)", ns(h, ok), missing, missing, v.allocs("dict-ops", "BenchmarkHashKey"))
 
-	v.DictProcs = table{head: []string{"op", "keys", "procs=1 ops/s", "procs=2 ops/s", "2 vs 1"}}
-	for _, op := range []string{"incr", "get"} {
-		for _, keys := range []string{"distinct", "shared-shards", "hot"} {
-			name := "BenchmarkProcs/op=" + op + "/keys=" + keys
-			a, ok1 := v.goVal("dict-procs", name+"/procs=1", "ops/s")
-			b, ok2 := v.goVal("dict-procs", name+"/procs=2", "ops/s")
-			v.DictProcs.add(op, keys, rate(a, ok1), rate(b, ok2), ratio(b, a, ok1 && ok2))
-		}
+	v.DictProcs = procsTable()
+	for _, c := range []struct{ op, keys string }{{"incr", "own"}, {"get", "shared"}, {"incr", "hot"}, {"get", "hot"}} {
+		v.procsRow(&v.DictProcs, c.op, c.keys, "dict-procs", "BenchmarkProcs/op="+c.op+"/keys="+c.keys)
 	}
 	if c := v.Density.Counters; len(c) > 0 {
 		lo, hi := slices.Min(c), slices.Max(c)
@@ -256,15 +264,24 @@ func (v *view) limiterTables() {
 		n, ok := v.goVal("limiter", name, "ns/op")
 		v.Limiter.add(l, ns(n, ok), v.spread("limiter", name, "ns/op"), v.allocs("limiter", name))
 	}
-	v.LimiterProcs = table{head: []string{"limiter", "keys", "procs=1 ops/s", "procs=2 ops/s", "2 vs 1"}}
+	v.LimiterProcs = procsTable()
 	for _, l := range []string{"req", "count"} {
-		for _, keys := range []string{"distinct", "shared-shards"} {
-			name := "BenchmarkLimiter/op=" + l + "/keys=" + keys
-			a, ok1 := v.goVal("limiter", name+"/procs=1", "ops/s")
-			b, ok2 := v.goVal("limiter", name+"/procs=2", "ops/s")
-			v.LimiterProcs.add(l, keys, rate(a, ok1), rate(b, ok2), ratio(b, a, ok1 && ok2))
-		}
+		v.procsRow(&v.LimiterProcs, l, "own", "limiter", "BenchmarkLimiter/op="+l+"/keys=own")
 	}
+}
+
+// procsTable is a table of multi-process Go benchmarks: ops/s of all
+// processes together at 1 and 2 processes, and the second over the first.
+func procsTable() table {
+	return table{head: []string{"op", "keys", "1 process ops/s", "2 processes ops/s", "2 over 1"}}
+}
+
+// procsRow adds the row of a benchmark whose procs=1 and procs=2 cases
+// report ops/s, name being all but their "/procs=N".
+func (v *view) procsRow(t *table, op, keys, step, name string) {
+	a, ok1 := v.goVal(step, name+"/procs=1", "ops/s")
+	b, ok2 := v.goVal(step, name+"/procs=2", "ops/s")
+	t.add(op, keys, rate(a, ok1), rate(b, ok2), ratio(b, a, ok1 && ok2))
 }
 
 func (v *view) redistierTable() {
@@ -323,9 +340,11 @@ func (v *view) matrixTables() {
 			v.MatrixRatios.add(row...)
 		}
 	}
-	v.Matrix = v.detail(1000, func(m matrixRun) bool { return m.Backend != "tiered" && m.Op != "counter" })
-	v.Matrix100k = v.detail(100000, func(matrixRun) bool { return true })
-	v.Extra = v.detail(1000, func(m matrixRun) bool { return m.Backend == "tiered" || m.Op == "counter" })
+	shared := func(m matrixRun) bool { return m.Keyset == "" }
+	v.Matrix = v.detail(1000, func(m matrixRun) bool { return shared(m) && m.Backend != "tiered" && m.Op != "counter" })
+	v.Matrix100k = v.detail(100000, shared)
+	v.Extra = v.detail(1000, func(m matrixRun) bool { return shared(m) && (m.Backend == "tiered" || m.Op == "counter") })
+	v.MatrixOwn = v.detail(1000, func(m matrixRun) bool { return m.Keyset == "own" })
 	v.ChartRows = detailTable()
 	for _, r := range v.Chart.Rows {
 		v.ChartRows.add("zone incr", itoa(r.Procs), rate(r.OpsPerSec, true), ns(r.NsPerOp, true),
@@ -359,7 +378,11 @@ func (v *view) detail(keys int, keep func(matrixRun) bool) table {
 			for i, x := range r.Runs {
 				runs[i] = rate(x, true)
 			}
-			t.add(m.Op+", "+m.Backend, itoa(r.Procs), rate(r.OpsPerSec, true), ns(r.NsPerOp, true),
+			what := m.Op + ", " + m.Backend
+			if m.Keyset != "" {
+				what += ", " + m.Keyset + " keys"
+			}
+			t.add(what, itoa(r.Procs), rate(r.OpsPerSec, true), ns(r.NsPerOp, true),
 				latency(r.P50, true), latency(r.P99, true), latency(r.P999, true), scalingOf(m.Rows, r), strings.Join(runs, ", "))
 		}
 	}

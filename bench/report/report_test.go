@@ -214,6 +214,20 @@ func TestTargets(t *testing.T) {
 	if got := verdict(res, "dict incr, 1,000 keys"); got != "31.0 ns **missed**" {
 		t.Errorf("dict incr target at 31 = %q, want missed", got)
 	}
+	// The two-process targets: procs=2 ops/s over procs=1's.
+	if got := verdict(res, "dict incr, 2 processes each on its own"); got != "0.81× **missed**" {
+		t.Errorf("dict incr own target = %q, want 0.81× **missed**", got)
+	}
+	own := res.Go["dict-procs"].Samples
+	own["BenchmarkProcs/op=incr/keys=own/procs=1"]["ops/s"] = []float64{10e6}
+	own["BenchmarkProcs/op=incr/keys=own/procs=2"]["ops/s"] = []float64{18e6}
+	if got := verdict(res, "dict incr, 2 processes each on its own"); got != "1.80× holds" {
+		t.Errorf("dict incr own target at exactly 1.8× = %q, want holds", got)
+	}
+	delete(res.Go["limiter"].Samples, "BenchmarkLimiter/op=count/keys=own/procs=2")
+	if got := verdict(res, "limiter count, 2 processes"); got != "— not measured" {
+		t.Errorf("limiter count target without its procs=2 run = %q, want not measured", got)
+	}
 	// The least zone/redis ratio names its row.
 	z, r := res.run("zone", "get", 1000), res.run("redis", "get", 1000)
 	z.Rows[1].OpsPerSec, r.Rows[1].OpsPerSec = 5e6, 1e5
@@ -341,6 +355,15 @@ func TestMeasureSteps(t *testing.T) {
 	}
 	if len(res.Matrix) != len(matrixPlan(false)) || res.Matrix[0].Rows[1].OpsPerSec != 1.5e6 {
 		t.Errorf("Matrix = %+v", res.Matrix)
+	}
+	if n := strings.Count(strings.Join(f.calls, "\n"), "-keyset own"); n != len(ownOps)*2 {
+		t.Errorf("%d worker bench runs with -keyset own, want %d", n, len(ownOps)*2)
+	}
+	if r := res.runKeyset("zone", "incr", 1000, "own"); r == nil || !strings.HasSuffix(r.Command, "-keyset own") {
+		t.Errorf("zone incr -keyset own run = %+v", r)
+	}
+	if r := res.run("zone", "incr", 1000); r == nil || r.Keyset != "" || strings.Contains(r.Command, "-keyset") {
+		t.Errorf("zone incr run at the default keyset = %+v", r)
 	}
 	if len(res.Missing) != 4 {
 		t.Errorf("Missing = %q, want redistier, redis rows, browser and nginx", res.Missing)

@@ -38,7 +38,8 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchFlags, error) {
 	fs.SetOutput(stderr)
 	procs := fs.String("procs", "1,2", "comma-separated process counts to run, one row each, such as 1,2,4")
 	fs.StringVar(&f.cfg.Op, "op", "incr", "operation: "+strings.Join(benchOps, ", "))
-	fs.IntVar(&f.cfg.Keys, "keys", 1000, "number of distinct keys the op picks from at random")
+	fs.IntVar(&f.cfg.Keys, "keys", 1000, "number of distinct keys the op picks from at random, in each process with -keyset own")
+	fs.StringVar(&f.cfg.Keyset, "keyset", "shared", "whose keys: shared (every process the same -keys keys, \"bench:0\"…) or own (each process its own -keys client addresses, drawn at random)")
 	fs.DurationVar(&f.cfg.Duration, "duration", 2*time.Second, "how long each row runs")
 	fs.StringVar(&f.cfg.Backend, "backend", "zone", "what to measure: "+strings.Join(benchBackends, ", "))
 	fs.StringVar(&f.cfg.Zone, "zone", "", "zone file for the zone backend (created if absent; its path+\".flock\" for flock); default a file in a temp dir, removed after")
@@ -60,6 +61,16 @@ client per process), tiered (redistier.Tiered: counts in the zone, one
 process flushing to -redis every 100 ms). Ops: incr, get, set on zone, mutex,
 flock and redis; req (limiter.Req), count (limiter.Count) on zone and redis;
 count on tiered; counter (counter.Counter) on zone.
+
+Keys (-keyset): with shared, every process picks from the same -keys keys,
+"bench:0" to "bench:N-1". With own, each process has its own -keys keys,
+client addresses such as "203.0.113.7:51234" that it draws at random, as a
+server sees its clients: no other process uses them, and they fall on any of
+the zone's shards. Each process creates its keys before the start (shared
+keys: when absent): the zone's entries (for req and count by one decision
+per key), Redis's keys for incr, get and set, the flock file's slots (with
+own, process i's slots follow process i-1's). Then each op picks one of
+them at random.
 
 Flags:`)
 		fs.PrintDefaults()
@@ -83,6 +94,8 @@ Flags:`)
 		return f, fmt.Errorf("unknown -backend %q: want one of %s", f.cfg.Backend, strings.Join(benchBackends, ", "))
 	case !slices.Contains(benchOps, f.cfg.Op):
 		return f, fmt.Errorf("unknown -op %q: want one of %s", f.cfg.Op, strings.Join(benchOps, ", "))
+	case !slices.Contains(benchKeysets, f.cfg.Keyset):
+		return f, fmt.Errorf("unknown -keyset %q: want one of %s", f.cfg.Keyset, strings.Join(benchKeysets, ", "))
 	case !slices.Contains(ops, f.cfg.Op):
 		return f, fmt.Errorf("-backend %s does not run -op %s: it runs %s", f.cfg.Backend, f.cfg.Op, strings.Join(ops, ", "))
 	case f.cfg.Keys < 1 || f.cfg.Keys > 10_000_000:
@@ -125,7 +138,7 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 // runBench runs one row per procs value and returns the report.
 func runBench(f benchFlags, stderr io.Writer) (report, error) {
 	cfg := f.cfg
-	rep := report{Backend: cfg.Backend, Op: cfg.Op, Keys: cfg.Keys, Duration: cfg.Duration.String()}
+	rep := report{Backend: cfg.Backend, Op: cfg.Op, Keys: cfg.Keys, Keyset: cfg.Keyset, Duration: cfg.Duration.String()}
 	if cfg.Zone == "" {
 		dir, err := os.MkdirTemp("", "worker-bench-")
 		if err != nil {
@@ -185,7 +198,7 @@ func runRow(exe, conf string, cfg benchConfig, n int, p *progress) (row, error) 
 	}()
 	for i := range cs {
 		c := &child{cmd: exec.Command(exe)}
-		c.cmd.Env = append(os.Environ(), childEnv+"=bench", benchConfigEnv+"="+conf)
+		c.cmd.Env = append(os.Environ(), childEnv+"=bench", benchConfigEnv+"="+conf, benchIDEnv+"="+strconv.Itoa(i))
 		c.cmd.Stderr = &c.stderr
 		var err error
 		if c.stdin, err = c.cmd.StdinPipe(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"sync"
@@ -19,11 +20,12 @@ import (
 	"github.com/shmzone/shmzone/limiter/redistier"
 )
 
-// benchOps and benchBackends list what -op and -backend accept, and
-// backendOps which ops each backend runs.
+// benchOps, benchBackends and benchKeysets list what -op, -backend and
+// -keyset accept, and backendOps which ops each backend runs.
 var (
 	benchOps      = []string{"incr", "get", "set", "req", "count", "counter"}
 	benchBackends = []string{"zone", "mutex", "flock", "redis", "tiered"}
+	benchKeysets  = []string{"shared", "own"}
 	backendOps    = map[string][]string{
 		"zone":   benchOps,
 		"mutex":  {"incr", "get", "set"},
@@ -41,6 +43,7 @@ type benchConfig struct {
 	Backend  string        `json:"backend"`
 	Op       string        `json:"op"`
 	Keys     int           `json:"keys"`
+	Keyset   string        `json:"keyset"`
 	Duration time.Duration `json:"duration"`
 	Zone     string        `json:"zone"`
 	Redis    string        `json:"redis"`
@@ -52,24 +55,45 @@ type target struct {
 	close func() error
 }
 
-func keyNames(n int) []string {
-	ks := make([]string, n)
-	for i := range ks {
-		ks[i] = "bench:" + strconv.Itoa(i)
+// keyNames returns the keys one process uses. With keyset shared they are
+// "bench:0" to "bench:N-1" in every process; with own they are N client
+// addresses ("203.0.113.7:51234") that this process draws at random, as a
+// server sees them: no two processes share one (two processes' sets of N
+// meet with odds of about N²/2⁴⁸), and they fall on the zone's shards with
+// no regard to which process uses them.
+func keyNames(n int, keyset string) []string {
+	ks := make([]string, 0, n)
+	if keyset != "own" {
+		for i := range n {
+			ks = append(ks, "bench:"+strconv.Itoa(i))
+		}
+		return ks
+	}
+	seen := make(map[string]bool, n)
+	for len(ks) < n {
+		ip := rand.Uint32()
+		port := 1024 + rand.IntN(65536-1024)
+		k := fmt.Sprintf("%d.%d.%d.%d:%d", byte(ip>>24), byte(ip>>16), byte(ip>>8), byte(ip), port)
+		if !seen[k] {
+			seen[k] = true
+			ks = append(ks, k)
+		}
 	}
 	return ks
 }
 
-// openTarget connects to cfg's backend and makes sure every key exists.
-func openTarget(cfg benchConfig) (*target, error) {
-	keys := keyNames(cfg.Keys)
+// openTarget connects to cfg's backend as bench process id (0, 1, … in a
+// row) and makes sure every key it uses exists: each process creates its
+// own keys, and the shared keys too, which every process creates if absent.
+func openTarget(cfg benchConfig, id int) (*target, error) {
+	keys := keyNames(cfg.Keys, cfg.Keyset)
 	switch cfg.Backend {
 	case "zone":
 		return openZone(cfg, keys)
 	case "mutex":
 		return openMutex(cfg, keys), nil
 	case "flock":
-		return openFlock(cfg)
+		return openFlock(cfg, id)
 	case "redis":
 		return openRedis(cfg, keys)
 	case "tiered":
@@ -78,16 +102,14 @@ func openTarget(cfg benchConfig) (*target, error) {
 	return nil, fmt.Errorf("unknown backend %q", cfg.Backend)
 }
 
+// openZone opens the zone and creates the entries the op uses before the
+// start: an int under each key for incr, get, set and counter (which
+// flushes into them), the limiter's state of each key for req and count
+// (one decision each, far below their limits).
 func openZone(cfg benchConfig, keys []string) (*target, error) {
 	d, err := dict.Open(cfg.Zone, dict.Options{Size: zoneSize})
 	if err != nil {
 		return nil, err
-	}
-	for _, k := range keys {
-		if _, _, err := d.IncrInit(k, 0, 0, 0); err != nil {
-			d.Close()
-			return nil, err
-		}
 	}
 	t := &target{close: d.Close}
 	ctx := context.Background()
@@ -121,6 +143,18 @@ func openZone(cfg benchConfig, keys []string) (*target, error) {
 		t.do = func(i int) error { c.Incr(keys[i], 1); return nil }
 		t.close = func() error { return errors.Join(c.Close(), d.Close()) }
 	}
+	for i, k := range keys {
+		var err error
+		if cfg.Op == "req" || cfg.Op == "count" {
+			err = t.do(i)
+		} else {
+			_, _, err = d.IncrInit(k, 0, 0, 0)
+		}
+		if err != nil {
+			t.close()
+			return nil, err
+		}
+	}
 	return t, nil
 }
 
@@ -146,14 +180,23 @@ func openMutex(cfg benchConfig, keys []string) *target {
 
 // openFlock keeps the counters in a file of 8-byte slots, one per key, and
 // reads and writes a slot under flock on the file: the naive cross-process
-// answer.
-func openFlock(cfg benchConfig) (*target, error) {
+// answer. With keyset shared every process uses slots 0 to N-1; with own,
+// process id uses slots id·N to id·N+N-1, which it zeroes before the start
+// (a write past the end grows the file, and no process shrinks it).
+func openFlock(cfg benchConfig, id int) (*target, error) {
 	f, err := os.OpenFile(cfg.Zone+".flock", os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	fd := int(f.Fd())
-	if err := f.Truncate(int64(8 * cfg.Keys)); err != nil {
+	base := int64(0)
+	if cfg.Keyset == "own" {
+		base = int64(8 * cfg.Keys * id)
+		_, err = f.WriteAt(make([]byte, 8*cfg.Keys), base)
+	} else {
+		err = f.Truncate(int64(8 * cfg.Keys))
+	}
+	if err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -173,10 +216,10 @@ func openFlock(cfg benchConfig) (*target, error) {
 			if err := lock(syscall.LOCK_EX); err != nil {
 				return err
 			}
-			_, err := f.ReadAt(buf[:], int64(8*i))
+			_, err := f.ReadAt(buf[:], base+int64(8*i))
 			if err == nil {
 				binary.LittleEndian.PutUint64(buf[:], binary.LittleEndian.Uint64(buf[:])+1)
-				_, err = f.WriteAt(buf[:], int64(8*i))
+				_, err = f.WriteAt(buf[:], base+int64(8*i))
 			}
 			return errors.Join(err, lock(syscall.LOCK_UN))
 		}
@@ -185,7 +228,7 @@ func openFlock(cfg benchConfig) (*target, error) {
 			if err := lock(syscall.LOCK_SH); err != nil {
 				return err
 			}
-			_, err := f.ReadAt(buf[:], int64(8*i))
+			_, err := f.ReadAt(buf[:], base+int64(8*i))
 			return errors.Join(err, lock(syscall.LOCK_UN))
 		}
 	case "set":
@@ -194,7 +237,7 @@ func openFlock(cfg benchConfig) (*target, error) {
 				return err
 			}
 			binary.LittleEndian.PutUint64(buf[:], uint64(i))
-			_, err := f.WriteAt(buf[:], int64(8*i))
+			_, err := f.WriteAt(buf[:], base+int64(8*i))
 			return errors.Join(err, lock(syscall.LOCK_UN))
 		}
 	}

@@ -6,11 +6,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"time"
 )
 
-// benchConfigEnv carries a bench child's benchConfig, as JSON.
-const benchConfigEnv = "WORKER_BENCH_CONFIG"
+// benchConfigEnv carries a bench child's benchConfig, as JSON, and
+// benchIDEnv its number in its row: 0, 1, … procs-1.
+const (
+	benchConfigEnv = "WORKER_BENCH_CONFIG"
+	benchIDEnv     = "WORKER_BENCH_ID"
+)
 
 // progressEvery is how often a child reports its op count.
 const progressEvery = 200 * time.Millisecond
@@ -25,19 +30,23 @@ func init() { registerChild("bench", benchChild) }
 // waits for a line on stdin, runs the op for the duration, printing
 // "progress OPS" every progressEvery, and ends with "result JSON".
 func benchChild() int {
-	if err := runBenchChild(os.Getenv(benchConfigEnv), os.Stdin, os.Stdout); err != nil {
+	if err := runBenchChild(os.Getenv(benchConfigEnv), os.Getenv(benchIDEnv), os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "worker bench child:", err)
 		return 1
 	}
 	return 0
 }
 
-func runBenchChild(conf string, in io.Reader, out io.Writer) error {
+func runBenchChild(conf, id string, in io.Reader, out io.Writer) error {
 	var cfg benchConfig
 	if err := json.Unmarshal([]byte(conf), &cfg); err != nil {
 		return fmt.Errorf("bad %s: %w", benchConfigEnv, err)
 	}
-	t, err := openTarget(cfg)
+	n, err := strconv.Atoi(id)
+	if err != nil || n < 0 {
+		return fmt.Errorf("bad %s %q: want a process number", benchIDEnv, id)
+	}
+	t, err := openTarget(cfg, n)
 	if err != nil {
 		return err
 	}

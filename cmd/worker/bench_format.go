@@ -13,7 +13,7 @@ import (
 
 // writeTable prints the report as an aligned table, one row per procs.
 func writeTable(w io.Writer, rep report) error {
-	if _, err := fmt.Fprintf(w, "backend=%s op=%s keys=%d duration=%s\n", rep.Backend, rep.Op, rep.Keys, rep.Duration); err != nil {
+	if _, err := fmt.Fprintf(w, "backend=%s op=%s keys=%d keyset=%s duration=%s\n", rep.Backend, rep.Op, rep.Keys, rep.Keyset, rep.Duration); err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -86,6 +86,7 @@ type report struct {
 	Backend  string `json:"backend"`
 	Op       string `json:"op"`
 	Keys     int    `json:"keys"`
+	Keyset   string `json:"keyset"`
 	Duration string `json:"duration"`
 	Rows     []row  `json:"rows"`
 }

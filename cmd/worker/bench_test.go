@@ -16,7 +16,7 @@ import (
 )
 
 func fixedReport() report {
-	rep := report{Backend: "zone", Op: "incr", Keys: 1000, Duration: "2s", Rows: []row{
+	rep := report{Backend: "zone", Op: "incr", Keys: 1000, Keyset: "shared", Duration: "2s", Rows: []row{
 		{Procs: 1, Ops: 60_000_000, Seconds: 2, OpsPerSec: 30_000_000, NsPerOp: 33.3, P50: 80, P99: 108, P999: 232},
 		{Procs: 2, Ops: 110_000_000, Seconds: 2, OpsPerSec: 55_000_000, NsPerOp: 36.4, P50: 84, P99: 1250, P999: 64_100},
 		{Procs: 4, Ops: 100_000_000, Seconds: 2, OpsPerSec: 50_000_000, NsPerOp: 80, P50: 96, P99: 2_000_000, P999: 3_456_789},
@@ -30,7 +30,7 @@ func TestWriteTableGolden(t *testing.T) {
 	if err := writeTable(&b, fixedReport()); err != nil {
 		t.Fatal(err)
 	}
-	want := `backend=zone op=incr keys=1000 duration=2s
+	want := `backend=zone op=incr keys=1000 keyset=shared duration=2s
   procs  ops/s  ns/op   p50     p99    p999  scaling
       1    30M   33.3  80ns   108ns   232ns    1.00x
       2    55M   36.4  84ns  1.25µs  64.1µs    1.83x
@@ -51,7 +51,7 @@ func TestWriteJSONRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(b.Bytes(), &got); err != nil {
 		t.Fatalf("output is not JSON: %v\n%s", err, b.String())
 	}
-	if len(got.Rows) != 3 || got.Backend != "zone" || got.Op != "incr" || got.Keys != 1000 {
+	if len(got.Rows) != 3 || got.Backend != "zone" || got.Op != "incr" || got.Keys != 1000 || got.Keyset != "shared" {
 		t.Fatalf("round trip lost fields: %+v", got)
 	}
 	for i, r := range got.Rows {
@@ -59,7 +59,7 @@ func TestWriteJSONRoundTrip(t *testing.T) {
 			t.Fatalf("row %d: %+v, want %+v", i, r, rep.Rows[i])
 		}
 	}
-	for _, field := range []string{`"ops_per_sec"`, `"ns_per_op"`, `"p50_ns"`, `"p99_ns"`, `"p999_ns"`, `"scaling"`} {
+	for _, field := range []string{`"keyset"`, `"ops_per_sec"`, `"ns_per_op"`, `"p50_ns"`, `"p99_ns"`, `"p999_ns"`, `"scaling"`} {
 		if !strings.Contains(b.String(), field) {
 			t.Errorf("JSON lacks %s", field)
 		}
@@ -153,6 +153,7 @@ func TestBenchBadFlags(t *testing.T) {
 		{[]string{"-backend", "mutex", "-op", "req"}, "-backend mutex does not run -op req"},
 		{[]string{"-backend", "tiered"}, "-backend tiered does not run -op incr: it runs count"},
 		{[]string{"-keys", "0"}, "bad -keys 0"},
+		{[]string{"-keyset", "mine"}, `unknown -keyset "mine": want one of shared, own`},
 		{[]string{"-duration", "0s"}, "bad -duration 0s"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 		{[]string{"-nope"}, "flag provided but not defined: -nope"},
@@ -175,7 +176,7 @@ func TestBenchHelp(t *testing.T) {
 	if code := dispatch("", []string{"bench", "-h"}, &out, &errb); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, f := range []string{"-procs", "-op", "-keys", "-duration", "-backend", "-zone", "-redis", "-json", "-chart"} {
+	for _, f := range []string{"-procs", "-op", "-keys", "-keyset", "-duration", "-backend", "-zone", "-redis", "-json", "-chart"} {
 		if !strings.Contains(errb.String(), f) {
 			t.Errorf("help lacks %s", f)
 		}

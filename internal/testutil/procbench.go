@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"testing"
@@ -77,4 +78,44 @@ func BenchChild(run func() error) error {
 	}
 	fmt.Println(time.Since(start).Nanoseconds())
 	return nil
+}
+
+// ClientAddrs returns n distinct keys that look like the client addresses
+// a server limits or counts by, "203.0.113.7:51234": a random IPv4 address
+// and port each, drawn from rand.NewPCG(seed, stream). A multi-process
+// benchmark gives process i stream i, so that its keys are its own (two
+// streams share a key with odds of about n²/2⁴⁸) and spread over the zone
+// as a server's do, with no regard to hashes or shards.
+func ClientAddrs(seed, stream uint64, n int) []string {
+	r := rand.New(rand.NewPCG(seed, stream))
+	seen := make(map[string]bool, n)
+	ks := make([]string, 0, n)
+	for len(ks) < n {
+		ip := r.Uint32()
+		port := 1024 + r.IntN(65536-1024)
+		k := fmt.Sprintf("%d.%d.%d.%d:%d", byte(ip>>24), byte(ip>>16), byte(ip>>8), byte(ip), port)
+		if !seen[k] {
+			seen[k] = true
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
+
+// Picker picks indexes in a pseudo-random order: a xorshift64 generator,
+// cheap enough to sit in a benchmark's loop (its Next inlines). The zero
+// Picker is not valid; make one with NewPicker.
+type Picker struct{ s uint64 }
+
+// NewPicker returns a Picker started from seed.
+func NewPicker(seed uint64) Picker { return Picker{s: seed | 1} }
+
+// Next returns an index in [0, n), for n > 0.
+func (p *Picker) Next(n int) int {
+	s := p.s
+	s ^= s << 13
+	s ^= s >> 7
+	s ^= s << 17
+	p.s = s
+	return int((s >> 32) * uint64(n) >> 32)
 }

@@ -59,13 +59,14 @@ type clock struct {
 
 	wall   func() int64                      // the time in Unix ms
 	ticker func() (<-chan time.Time, func()) // a tick source and its stop
+	check  func()                            // called by the ticker at each check, nil for none
 }
 
 // coarse is the process's clock, its word on a cache line of its own.
 var coarse = struct {
 	_ [64]byte // the line before the word's: whatever precedes coarse
 	clock
-}{clock: clock{wall: systemMillis, ticker: millisecondTicker}}
+}{clock: clock{wall: systemMillis, ticker: millisecondTicker, check: flushOpenTallies}}
 
 // systemMillis returns the system's time in Unix ms.
 func systemMillis() int64 { return time.Now().UnixMilli() }
@@ -159,11 +160,14 @@ func (c *clock) tick(stop <-chan struct{}) {
 				next = now | clockRunning | clockCheck
 			}
 			if c.word.CompareAndSwap(w, next) {
-				if next&clockLive == 0 {
-					return
-				}
 				break
 			}
+		}
+		if n%checkTicks == 0 && c.check != nil {
+			c.check()
+		}
+		if c.word.Load()&clockLive == 0 {
+			return
 		}
 	}
 }

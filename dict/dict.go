@@ -77,7 +77,7 @@ type Dict struct {
 	fault    atomic.Pointer[error] // the fault that ended a guarded Dict
 	guard    bool                  // Options.GuardFaults
 	maxEntry int                   // the largest entry a shard can hold
-	ownClock bool                  // d.clock is the coarse clock, released by Close
+	onTicker bool                  // on the coarse clock's ticker (tally.go), released by Close
 	// lockTimeout bounds lock waits (Options.LockTimeout); <= 0 is no bound.
 	lockTimeout time.Duration
 	tallies     []tallies // this process's operation counts per shard (tally.go)
@@ -191,8 +191,14 @@ func Open(path string, o Options) (d *Dict, err error) {
 		d.maxEntry = sl.MaxAlloc()
 	}
 	if d.clock == nil {
+		d.clock = coarseNow
+	}
+	if !o.ReadOnly {
+		// The coarse clock's ticker adds the Dict's counts to the zone
+		// (tally.go), whatever clock the Dict's TTLs use.
 		acquireClock()
-		d.clock, d.ownClock = coarseNow, true
+		registerTallies(d)
+		d.onTicker = true
 	}
 	return d, nil
 }
@@ -251,18 +257,11 @@ func (d *Dict) Close() error {
 	if d.state.Swap(stateClosed) == stateClosed {
 		return nil
 	}
-	if d.ownClock {
+	if d.onTicker {
+		unregisterTallies(d)
 		releaseClock()
 	}
-	if d.guard {
-		var err error
-		func() {
-			defer d.catchFault(&err, shm.GuardFaults())
-			d.flushTallies()
-		}()
-	} else {
-		d.flushTallies()
-	}
+	d.flushGuarded()
 	return d.z.Close()
 }
 

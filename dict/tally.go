@@ -1,15 +1,21 @@
 package dict
 
-import "sync/atomic"
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/shmzone/shmzone/shm"
+)
 
 // Operation counts. An operation never writes a count in the zone: each
 // process counts in memory of its own, one cache line per shard (so that its
 // goroutines on different shards do not share a line either), and adds its
 // counts to the shard header's second line now and then: every tallyFlush
-// counts of a kind, when it reads the figures (Stats), and when it closes
-// the Dict. Stats of another process are so at most tallyFlush-1 counts per
-// shard and kind behind, and a process killed loses the counts it had not
-// added.
+// counts of a kind, every 100 ms or so while it counts (the coarse clock's
+// ticker, below), and when it closes the Dict; its own Stats add what it
+// has not added yet. Another process's counts are so a few hundred
+// milliseconds behind at most (tallyFlush-1 per shard and kind with an
+// injected clock), and a process killed loses the counts it had not added.
 
 // Kinds of count.
 const (
@@ -30,19 +36,23 @@ type tallies struct {
 	_ [64 - numTallies*8]byte
 }
 
-// tally counts one operation of kind k on shard s.
+// tally counts one operation of kind k on shard s. It reads the coarse
+// clock, so that the clock's ticker runs, and flushes, while the Dict
+// counts. A read-only view, which only looks, counts nothing.
 func (d *Dict) tally(s *shard, k int) {
+	if d.readOnly {
+		return
+	}
 	if n := d.tallies[s.id].n[k].Add(1); n&(tallyFlush-1) == 0 {
 		d.flushTally(s, k)
+	}
+	if d.onTicker {
+		coarseNow()
 	}
 }
 
 // flushTally adds this process's counts of kind k on shard s to the zone.
-// A read-only view has nowhere to add them: it keeps them.
 func (d *Dict) flushTally(s *shard, k int) {
-	if d.readOnly {
-		return
-	}
 	if n := d.tallies[s.id].n[k].Swap(0); n != 0 {
 		atomic.AddUint64(s.h.tally(k), n)
 	}
@@ -74,4 +84,61 @@ func (h *shardHdr) tally(k int) *uint64 {
 		return &h.Writes
 	}
 	return &h.Incrs
+}
+
+// The Dicts on the coarse clock whose counts its ticker adds to the zone at
+// each check (clock.go), every 100 ms or so while the clock is read, and a
+// last time when it stops for want of reads: a process's counts reach the
+// zone within a few hundred milliseconds however slowly it counts. A Dict
+// keeps the clock read while it counts (tally).
+var open struct {
+	mu    sync.RWMutex
+	dicts map[*Dict]struct{}
+}
+
+// registerTallies and unregisterTallies add a Dict to, and remove it from,
+// those the ticker flushes; unregister waits for a flush in progress.
+func registerTallies(d *Dict) {
+	open.mu.Lock()
+	defer open.mu.Unlock()
+	if open.dicts == nil {
+		open.dicts = map[*Dict]struct{}{}
+	}
+	open.dicts[d] = struct{}{}
+}
+
+func unregisterTallies(d *Dict) {
+	open.mu.Lock()
+	defer open.mu.Unlock()
+	delete(open.dicts, d)
+}
+
+// flushOpenTallies adds the counts of every registered Dict to its zone.
+func flushOpenTallies() {
+	open.mu.RLock()
+	defer open.mu.RUnlock()
+	for d := range open.dicts {
+		d.flushGuarded()
+	}
+}
+
+// SyncStats adds the operation counts of this process that its Dict has
+// not added to the zone yet (Stats.Hits, Misses, Writes), so that the Stats
+// of other processes include them now; otherwise they are added within a
+// few hundred milliseconds. A read-only Dict has none to add.
+func (d *Dict) SyncStats() {
+	if d.usable() == nil {
+		d.flushGuarded()
+	}
+}
+
+// flushGuarded is flushTallies under the Dict's fault guard, if it has one.
+func (d *Dict) flushGuarded() {
+	if !d.guard {
+		d.flushTallies()
+		return
+	}
+	var err error
+	defer d.catchFault(&err, shm.GuardFaults())
+	d.flushTallies()
 }

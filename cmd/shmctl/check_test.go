@@ -18,10 +18,10 @@ func TestCheck(t *testing.T) {
 }
 
 // Where dict keeps a shard's entry count and its index (dict/layout.go):
-// the index follows the 128-byte shard header, whose Count is at byte 20.
+// the index follows the 128-byte shard header, whose Count is at byte 28.
 const (
 	shardHdrSize = 128
-	countOff     = 20
+	countOff     = 28
 )
 
 // zoneHeader returns a zone's validated header.

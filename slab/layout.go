@@ -25,7 +25,7 @@ import "unsafe"
 // nothing else.
 
 const (
-	magic = 0x534c4231 // "SLB1"
+	magic = 0x534c4232 // "SLB2": chunks start after each page's PageHdr
 
 	hdrSize       = int(unsafe.Sizeof(header{}))
 	classHeadsOff = hdrSize
@@ -34,6 +34,10 @@ const (
 	descSize      = int(unsafe.Sizeof(desc{}))
 	pageAlign     = 64
 	maxChunks     = 256 // bits in desc.Bitmap
+
+	// PageHdr is the bytes at the start of every page that no chunk
+	// covers: the page's lock word (PageLock). Chunks start after it.
+	PageHdr = 8
 )
 
 // header is the overlay at offset 0. Every word is under the lock of whoever

@@ -54,9 +54,6 @@ func newModel(t *testing.T, s *Slab) *model {
 	}
 }
 
-// isSmall reports whether Alloc(size) takes a chunk of a small page rather
-// than a run of pages.
-func isSmall(size, pageSize int) bool { return size <= maxSmall && size <= pageSize/2 }
 
 // use records that the chunk at off is allocated (+1) or freed (-1).
 func (m *model) use(off uint32, c mchunk, delta int) {
@@ -341,8 +338,8 @@ func TestClasses(t *testing.T) {
 		size, want int
 	}{
 		{1, 16}, {16, 16}, {17, 24}, {49, 56}, {56, 56}, {57, 64}, {128, 128},
-		{129, 144}, {256, 256}, {257, 288}, {1025, 1152}, {2047, 2048}, {2048, 2048},
-		{2049, 4096}, {4096, 4096}, {4097, 8192},
+		{129, 144}, {248, 248}, {249, 272}, {256, 272}, {273, 288}, {505, 576},
+		{1017, 1152}, {2040, 2040}, {2041, 4088}, {4088, 4088}, {4089, 8184},
 	}
 	for _, tt := range tests {
 		if got := ChunkSize(tt.size, 4096); got != tt.want {

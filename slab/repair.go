@@ -22,7 +22,7 @@ func (s *Slab) ForEach(fn func(off uint32, size int) bool) {
 					if i >= n {
 						break
 					}
-					if !fn(s.pageOff(p)+uint32(i)*size, int(size)) {
+					if !fn(s.chunkOff(p, i, size), int(size)) {
 						return
 					}
 				}
@@ -31,7 +31,7 @@ func (s *Slab) ForEach(fn func(off uint32, size int) bool) {
 			if d.Run == 0 || d.Run > s.npages-p {
 				continue
 			}
-			if !fn(s.pageOff(p), int(d.Run)*int(s.pageSize)) {
+			if !fn(s.pageOff(p)+PageHdr, int(d.Run)*int(s.pageSize)-PageHdr) {
 				return
 			}
 			p += d.Run - 1
@@ -52,7 +52,7 @@ func (s *Slab) Forget(off uint32) {
 		d.Kind = kindNone
 		return
 	}
-	idx := int((off - s.pageOff(p)) / uint32(classSizes[d.Class]))
+	idx, _ := s.chunkIndex(p, off, uint32(classSizes[d.Class])) // Size checked it
 	d.Bitmap[idx>>6] &^= 1 << (idx & 63)
 }
 

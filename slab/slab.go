@@ -3,6 +3,7 @@ package slab
 import (
 	"fmt"
 	"math/bits"
+	"unsafe"
 )
 
 // Slab allocates chunks from one region of bytes. It holds no state of its own
@@ -10,10 +11,11 @@ import (
 // of Slab values in any number of processes may attach the same region. The
 // caller serialises every method on one region (the dict's shard lock).
 type Slab struct {
-	mem      []byte
-	pageSize uint32
-	npages   uint32
-	pagesOff uint32
+	mem       []byte
+	pageSize  uint32
+	pageShift uint32 // log2(pageSize)
+	npages    uint32
+	pagesOff  uint32
 }
 
 // layoutFor returns how many pages of pageSize bytes a region of size bytes
@@ -43,6 +45,9 @@ func Format(mem []byte, pageSize int) (*Slab, error) {
 		return nil, err
 	}
 	clear(mem[:s.pagesOff])
+	for p := uint32(0); p < s.npages; p++ {
+		clear(mem[s.pageOff(p) : s.pageOff(p)+PageHdr]) // no page lock held
+	}
 	s.writeHeader()
 	s.putFreeRun(0, s.npages)
 	s.hdr().FreeBytes = uint64(s.npages) * uint64(pageSize)
@@ -61,7 +66,7 @@ func geometry(mem []byte, pageSize int) (*Slab, error) {
 	if npages < 2 {
 		return nil, fmt.Errorf("%w: %d bytes hold fewer than 2 pages", ErrBadRegion, len(mem))
 	}
-	return &Slab{mem: mem, pageSize: uint32(pageSize), npages: uint32(npages), pagesOff: uint32(pagesOff)}, nil
+	return &Slab{mem: mem, pageSize: uint32(pageSize), pageShift: uint32(bits.TrailingZeros(uint(pageSize))), npages: uint32(npages), pagesOff: uint32(pagesOff)}, nil
 }
 
 // writeHeader writes the header's immutable fields from the geometry.
@@ -90,6 +95,7 @@ func Attach(mem []byte) (*Slab, error) {
 		return nil, fmt.Errorf("%w: %d pages at %d, region holds %d at %d", ErrBadRegion, h.NPages, h.PagesOff, npages, pagesOff)
 	}
 	s.pageSize, s.npages, s.pagesOff = uint32(ps), uint32(npages), uint32(pagesOff)
+	s.pageShift = uint32(bits.TrailingZeros(uint(ps)))
 	return s, nil
 }
 
@@ -103,8 +109,8 @@ func (s *Slab) Pages() int { return int(s.npages) }
 func (s *Slab) Capacity() int64 { return int64(s.npages) * int64(s.pageSize) }
 
 // MaxAlloc returns the largest size Alloc can ever satisfy: the whole region
-// as one page run.
-func (s *Slab) MaxAlloc() int { return int(s.npages) * int(s.pageSize) }
+// as one page run, after its first page's PageHdr.
+func (s *Slab) MaxAlloc() int { return int(s.npages)*int(s.pageSize) - PageHdr }
 
 // FreeBytes returns the bytes in free pages and in free chunks of partly used
 // pages: what could be allocated in chunks of the right sizes.
@@ -126,13 +132,13 @@ func (s *Slab) Alloc(size int) (uint32, error) {
 	if size <= 0 {
 		size = 1
 	}
-	if size <= maxSmall && size <= int(s.pageSize)/2 {
+	if isSmall(size, int(s.pageSize)) {
 		return s.allocSmall(classOf(size))
 	}
 	if size > s.MaxAlloc() {
 		return 0, ErrTooLarge
 	}
-	n := uint32((size + int(s.pageSize) - 1) / int(s.pageSize))
+	n := uint32((size + PageHdr + int(s.pageSize) - 1) / int(s.pageSize))
 	p, err := s.takePages(n)
 	if err != nil {
 		return 0, err
@@ -145,7 +151,7 @@ func (s *Slab) Alloc(size int) (uint32, error) {
 	}
 	s.hdr().FreeBytes -= uint64(n) * uint64(s.pageSize)
 	s.hdr().Allocs++
-	return s.pageOff(p), nil
+	return s.pageOff(p) + PageHdr, nil
 }
 
 func (s *Slab) allocSmall(c int) (uint32, error) {
@@ -188,7 +194,38 @@ func (s *Slab) allocSmall(c int) (uint32, error) {
 	h := s.hdr()
 	h.FreeBytes -= uint64(size)
 	h.Allocs++
-	return s.pageOff(p) + uint32(idx)*size, nil
+	return s.chunkOff(p, idx, size), nil
+}
+
+// chunkOff returns the offset of chunk i of size bytes in page p.
+func (s *Slab) chunkOff(p uint32, i int, size uint32) uint32 {
+	return s.pageOff(p) + PageHdr + uint32(i)*size
+}
+
+// chunkIndex returns the index in page p of the chunk of size bytes at off,
+// and whether off is the start of one.
+func (s *Slab) chunkIndex(p, off, size uint32) (int, bool) {
+	rel := off - s.pageOff(p)
+	if rel < PageHdr || (rel-PageHdr)%size != 0 {
+		return 0, false
+	}
+	return int((rel - PageHdr) / size), true
+}
+
+// PageLock returns the lock word of the page that holds offset off, which
+// lies in the page area (any offset Alloc returned does): the PageHdr word at
+// the page's start, which no chunk covers and Alloc, Free and repair never
+// write, so it stays a lock word whatever the page holds. A large chunk's
+// word is its first page's. It returns nil for an offset outside the pages.
+func (s *Slab) PageLock(off uint32) *uint64 {
+	if off < s.pagesOff {
+		return nil
+	}
+	p := (off - s.pagesOff) >> s.pageShift
+	if p >= s.npages {
+		return nil
+	}
+	return (*uint64)(unsafe.Pointer(&s.mem[s.pageOff(p)]))
 }
 
 // locate returns the page of off and checks it lies in the page area.
@@ -206,23 +243,22 @@ func (s *Slab) Size(off uint32) (int, error) {
 		return 0, err
 	}
 	d := s.desc(p)
-	rel := off - s.pageOff(p)
 	switch d.Kind {
 	case kindSmall:
 		if int(d.Class) >= numClasses {
 			return 0, s.corrupt("page %d class %d", p, d.Class)
 		}
 		size := uint32(classSizes[d.Class])
-		idx := int(rel / size)
-		if rel%size != 0 || idx >= chunksPerPage(int(d.Class), s.pageSize) || d.Bitmap[idx>>6]&(1<<(idx&63)) == 0 {
+		idx, ok := s.chunkIndex(p, off, size)
+		if !ok || idx >= chunksPerPage(int(d.Class), s.pageSize) || d.Bitmap[idx>>6]&(1<<(idx&63)) == 0 {
 			return 0, s.corrupt("offset %d is not an allocated chunk", off)
 		}
 		return int(size), nil
 	case kindRun:
-		if rel != 0 || d.Run == 0 || d.Run > s.npages-p {
+		if off-s.pageOff(p) != PageHdr || d.Run == 0 || d.Run > s.npages-p {
 			return 0, s.corrupt("offset %d is not an allocated run", off)
 		}
-		return int(d.Run) * int(s.pageSize), nil
+		return int(d.Run)*int(s.pageSize) - PageHdr, nil
 	}
 	return 0, s.corrupt("offset %d in page %d of kind %d", off, p, d.Kind)
 }
@@ -247,7 +283,7 @@ func (s *Slab) Free(off uint32) error {
 	c := int(d.Class)
 	size := uint32(classSizes[c])
 	n := chunksPerPage(c, s.pageSize)
-	idx := int((off - s.pageOff(p)) / size)
+	idx, _ := s.chunkIndex(p, off, size) // Size checked it
 	wasFull := int(d.Used) == n
 	d.Bitmap[idx>>6] &^= 1 << (idx & 63)
 	d.Used--

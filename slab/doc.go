@@ -1,9 +1,10 @@
 // Package slab allocates chunks from one fixed region of bytes, such as a
-// shard of a zone file that many processes map. Sizes up to 2 KiB (and up to
-// half a page) take a chunk of one of 47 size classes, carved from a page
-// that holds chunks of that class only, with a bitmap of the chunks in use;
-// larger sizes take a run of whole pages. Freed pages merge with their free
-// neighbours.
+// shard of a zone file that many processes map. Sizes up to 2040 bytes take
+// a chunk of one of 48 size classes, carved from a page that holds chunks of
+// that class only (at least two), with a bitmap of the chunks in use; larger
+// sizes take a run of whole pages. Every page starts with PageHdr bytes that
+// no chunk covers, its lock word (PageLock); a run's chunk starts after its
+// first page's. Freed pages merge with their free neighbours.
 //
 // Everything lives in the region, as offsets, never pointers (layout.go): a
 // header, a list head per class, a descriptor per page, then the pages. A

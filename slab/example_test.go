@@ -23,7 +23,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	large, err := s.Alloc(10000) // a run of 3 pages
+	large, err := s.Alloc(10000) // a run of 3 pages, less the first page's lock word
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -55,8 +55,8 @@ func Example() {
 	fmt.Println("all free:", s.FreeBytes() == s.Capacity())
 	// Output:
 	// 15 pages of 4096 bytes, 61440 bytes free
-	// chunk at offset 58368: 104 bytes
-	// chunk at offset 46080: 12288 bytes
+	// chunk at offset 58376: 104 bytes
+	// chunk at offset 46088: 12280 bytes
 	// {Size:104 Pages:1 Used:1 Free:38}
 	// {Size:0 Pages:3 Used:1 Free:0}
 	// free again: true

@@ -4,12 +4,15 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
 // FuzzSlabOps runs an op sequence read from the input against the model:
 // the first byte picks the page size, then each op byte is an Alloc of a
-// small or a large size, a Free of a live chunk by index, or a Rebuild.
+// small or a large size, a Free of a live chunk by index, a Forget of one
+// followed by Rebuild (253), a Restore after the header is overwritten
+// (254), or a Rebuild (255).
 func FuzzSlabOps(f *testing.F) {
 	f.Add([]byte{0})
 	f.Add([]byte{3, 0, 6, 1, 6, 3, 0, 3, 0})
@@ -21,6 +24,8 @@ func FuzzSlabOps(f *testing.F) {
 		big = append(big, byte(i%4), byte(i*7), byte(i*13))
 	}
 	f.Add(big)
+	f.Add([]byte{0, 2, 0xf8, 0x01, 0, 30, 253, 0, 254, 2, 0xf8, 0x01, 254, 3, 0, 255})
+	f.Add([]byte{3, 2, 0xf7, 0x1f, 1, 0, 2, 0xf8, 0x1f, 254, 253, 1, 3, 0, 254})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) == 0 || len(data) > 1024 {
 			return // long inputs only make each run slower
@@ -41,6 +46,13 @@ func FuzzSlabOps(f *testing.F) {
 			switch b := next(); {
 			case b == 255:
 				s.Rebuild()
+			case b == 254:
+				m.restore(op)
+				s = m.s
+			case b == 253:
+				if len(m.live) > 0 {
+					m.forget(op, int(next())%len(m.live))
+				}
 			case b%4 < 2:
 				m.alloc(op, 1+int(next())*8, b)
 			case b%4 == 2:
@@ -93,13 +105,22 @@ func corruptible(t testing.TB) ([]byte, *Slab) {
 			s.Free(off)
 		}
 	}
+	// Bytes in the pages that the package must never write: a pattern in
+	// every page's word, and others in the chunks and free pages.
+	for i := s.pagesOff; i < uint32(len(mem)); i++ {
+		mem[i] = byte(i*131 + 7)
+	}
+	for p := uint32(0); p < s.npages; p++ {
+		binary.NativeEndian.PutUint64(mem[pageStart(s, p):], wordPattern(p))
+	}
 	return mem, s
 }
 
 // FuzzAttachCorrupt writes the input's bytes over a busy region's metadata,
 // as a crash or a hostile process could, then uses the region: nothing may
-// panic, loop forever, or hand out an offset outside the pages, and Rebuild
-// must leave a region that passes Check and works.
+// panic, loop forever, hand out an offset outside the pages or at a page's
+// word, or write a byte of the pages, and Rebuild must leave a region that
+// passes Check and works.
 func FuzzAttachCorrupt(f *testing.F) {
 	_, s := corruptible(f)
 	put := func(off int, v ...byte) []byte {
@@ -113,23 +134,31 @@ func FuzzAttachCorrupt(f *testing.F) {
 		return b
 	}
 	f.Add([]byte{})
-	f.Add(put(classHeadsOff, 0, 0, 0, 0))                    // class 16 head cut
-	f.Add(put(classHeadsOff+4*5, 0xff, 0xff, 0, 0))          // class 56 head out of range
-	f.Add(put(16, 0, 0, 0, 0))                               // free-run list cut
-	f.Add(put(16, 3, 0, 0, 0))                               // free-run list at page 2
-	f.Add(put(20, 0xff))                                     // free pages
-	f.Add(put(24, 0xff, 0xff))                               // free bytes
-	f.Add(put(0, 'X'))                                       // magic
-	f.Add(put(8, 1))                                         // page count
-	f.Add(put(descStart+12, kindNone))                       // page 0 of no kind
-	f.Add(put(descStart+descSize*5+12, kindRun, 0, 0, 0xff)) // page 5 a run
+	f.Add(put(classHeadsOff, 0, 0, 0, 0))                     // class 16 head cut
+	f.Add(put(classHeadsOff+4*classOf(56), 0xff, 0xff, 0, 0)) // class 56 head out of range
+	f.Add(put(16, 0, 0, 0, 0))                                // free-run list cut
+	f.Add(put(16, 3, 0, 0, 0))                                // free-run list at page 2
+	f.Add(put(20, 0xff))                                      // free pages
+	f.Add(put(24, 0xff, 0xff))                                // free bytes
+	f.Add(put(0, 'X'))                                        // magic
+	f.Add(put(8, 1))                                          // page count
+	f.Add(put(descStart+12, kindNone))                        // page 0 of no kind
+	f.Add(put(descStart+descSize*5+12, kindRun, 0, 0, 0xff))  // page 5 a run
 	f.Add(put(descStart+descSize*3+8, 0xff, 0xff, 0xff, 0xff))
-	f.Add(put(descStart+descSize*int(s.npages-1)+13, 46)) // last page class 2048
+	f.Add(put(descStart+descSize*int(s.npages-1)+13, byte(numClasses-1))) // last page of the largest class
+	small := 0
+	for small+1 < int(s.npages) && s.desc(uint32(small)).Kind != kindSmall {
+		small++
+	}
+	f.Add(put(descStart+descSize*small+13, byte(numClasses-1))) // a small page of a class no page of 512 holds
+	f.Add(put(descStart+descSize*small+13, byte(numClasses)))   // a small page of no class
+	f.Add(put(descStart+descSize*small+13, byte(classOf(248)))) // a small page of 2 chunks a page
 	f.Add(put(descStart+descSize*int(s.npages-1)+16, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff))
 	f.Add(put(descStart+descSize*int(s.npages-2), 0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		mem, orig := corruptible(t)
 		meta := int(orig.pagesOff)
+		pages := slices.Clone(mem[meta:])
 		for ; len(data) >= 3; data = data[3:] {
 			mem[int(binary.LittleEndian.Uint16(data))%meta] = data[2]
 		}
@@ -144,6 +173,9 @@ func FuzzAttachCorrupt(f *testing.F) {
 		inPages := func(what string, off uint32, size int) {
 			if int64(off) < lo || int64(off)+int64(size) > hi || size <= 0 {
 				t.Fatalf("%s: chunk %d of %d bytes outside the pages [%d, %d)", what, off, size, lo, hi)
+			}
+			if rel := (off - s.pagesOff) % s.pageSize; rel < pageWord {
+				t.Fatalf("%s: chunk %d of %d bytes at %d in its page, in its word", what, off, size, rel)
 			}
 		}
 		isCorrupt := func(what string, err error) {
@@ -166,7 +198,7 @@ func FuzzAttachCorrupt(f *testing.F) {
 				inPages("Size", off, n)
 			}
 		}
-		for _, size := range []int{1, 56, 200, 256, 257, 600, 2000} {
+		for _, size := range []int{1, 56, 200, 248, 249, 256, 257, 504, 505, 600, 2000} {
 			off, err := s.Alloc(size)
 			isCorrupt("Alloc", err)
 			if err == nil {
@@ -187,6 +219,12 @@ func FuzzAttachCorrupt(f *testing.F) {
 		s.Rebuild()
 		if err := s.Check(); err != nil {
 			t.Fatalf("Check() after Rebuild = %v", err)
+		}
+		for i := range pages {
+			if mem[meta+i] != pages[i] {
+				t.Fatalf("byte %d of the pages (at %d in page %d) = %#x, want %#x: written over corrupt metadata",
+					i, i%int(s.pageSize), i/int(s.pageSize), mem[meta+i], pages[i])
+			}
 		}
 		// The rebuilt region works.
 		m := newModel(t, s)

@@ -1,6 +1,7 @@
 package slab
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -28,7 +29,8 @@ func newSlab(t testing.TB, size, pageSize int) *Slab {
 
 // model is the reference the slab is checked against: the live chunks with
 // what was asked for and the byte they were filled with, which 8-byte units
-// of the page area each chunk owns, and what each page holds.
+// of the page area each chunk owns, what each page holds, and what every
+// byte of the page area must hold, since the package writes none of them.
 type model struct {
 	t      *testing.T
 	s      *Slab
@@ -37,34 +39,43 @@ type model struct {
 	owner  []uint32 // per 8-byte unit of the page area: chunk offset, 0 = none
 	class  []int    // per page: chunk size of a small page, -1 in a run, 0 free
 	used   []int    // per page: live chunks of a small page
+	pages  []byte   // the page area as the model wrote it
 }
 
 type mchunk struct {
 	size  int // asked for
-	csize int // ChunkSize(size)
+	csize int // the model's refChunk(size)
+	small bool
 	fill  byte
 }
 
+// newModel returns a model of s, whose chunks it does not know: s must have
+// none. It writes wordPattern in every page's word, as the holders of the
+// pages' locks would, and takes the rest of the page area as it finds it.
 func newModel(t *testing.T, s *Slab) *model {
-	return &model{
+	m := &model{
 		t: t, s: s, chunks: map[uint32]mchunk{},
 		owner: make([]uint32, int(s.npages)*int(s.pageSize)/8),
 		class: make([]int, s.npages),
 		used:  make([]int, s.npages),
 	}
+	for p := uint32(0); p < s.npages; p++ {
+		binary.NativeEndian.PutUint64(s.mem[pageStart(s, p):], wordPattern(p))
+	}
+	m.pages = slices.Clone(s.mem[s.pagesOff : s.pagesOff+s.npages*s.pageSize])
+	return m
 }
-
 
 // use records that the chunk at off is allocated (+1) or freed (-1).
 func (m *model) use(off uint32, c mchunk, delta int) {
 	ps := int(m.s.pageSize)
-	p := int(off-m.s.pagesOff) / ps
-	if !isSmall(c.size, ps) {
+	p := int(pageOf(m.s, off))
+	if !c.small {
 		v := -1
 		if delta < 0 {
 			v = 0
 		}
-		for i := 0; i < c.csize/ps; i++ {
+		for i := 0; i < runPages(c.csize, ps); i++ {
 			m.class[p+i] = v
 		}
 		return
@@ -78,53 +89,96 @@ func (m *model) use(off uint32, c mchunk, delta int) {
 
 func (m *model) unit(off uint32) int { return int(off-m.s.pagesOff) / 8 }
 
+// isWord reports whether 8-byte unit u of the page area is in a page's word.
+func (m *model) isWord(u int) bool { return u*8%int(m.s.pageSize) < pageWord }
+
+// placed explains why a chunk of c at off is not where the geometry puts
+// one, or returns "".
+func (m *model) placed(off uint32, c mchunk) string {
+	s, ps := m.s, int(m.s.pageSize)
+	end := s.pagesOff + s.npages*s.pageSize
+	if off < s.pagesOff || off >= end {
+		return fmt.Sprintf("outside the pages [%d, %d)", s.pagesOff, end)
+	}
+	p := pageOf(s, off)
+	rel := int(off - pageStart(s, p))
+	if !c.small {
+		if rel != pageWord || int(p)+runPages(c.csize, ps) > int(s.npages) {
+			return fmt.Sprintf("at %d in page %d, want a run of %d pages starting at %d in its page", rel, p, runPages(c.csize, ps), pageWord)
+		}
+		return ""
+	}
+	if rel < pageWord || (rel-pageWord)%c.csize != 0 || (rel-pageWord)/c.csize >= perPage(c.csize, ps) {
+		return fmt.Sprintf("at %d in page %d, want %d + i*%d for i < %d", rel, p, pageWord, c.csize, perPage(c.csize, ps))
+	}
+	return ""
+}
+
+// write fills the first n bytes of the chunk at off with fill, as its
+// owner would, and records them.
+func (m *model) write(off uint32, n int, fill byte) {
+	for i := 0; i < n; i++ {
+		m.s.mem[int(off)+i] = fill
+		m.pages[int(off-m.s.pagesOff)+i] = fill
+	}
+}
+
 // alloc allocates size bytes and checks the chunk against the model.
 func (m *model) alloc(op, size int, fill byte) {
 	t, s := m.t, m.s
 	off, err := s.Alloc(size)
-	if errors.Is(err, ErrNoMemory) {
+	maxAlloc := int(s.npages)*int(s.pageSize) - pageWord // all pages as one run
+	switch {
+	case errors.Is(err, ErrTooLarge):
+		if size <= maxAlloc {
+			t.Fatalf("op %d: Alloc(%d) = ErrTooLarge, but %d pages hold %d", op, size, s.npages, maxAlloc)
+		}
+		return
+	case size > maxAlloc:
+		t.Fatalf("op %d: Alloc(%d) = %d, %v, want ErrTooLarge above %d", op, size, off, err, maxAlloc)
+	case errors.Is(err, ErrNoMemory):
 		if why := m.fits(size); why != "" {
 			t.Fatalf("op %d: Alloc(%d) = ErrNoMemory, but %s", op, size, why)
 		}
 		return
-	}
-	if err != nil {
+	case err != nil:
 		t.Fatalf("op %d: Alloc(%d) = %d, %v", op, size, off, err)
 	}
-	csize := s.ChunkSize(size)
-	end := s.pagesOff + s.npages*s.pageSize
-	if off < s.pagesOff || off%8 != 0 || uint64(off)+uint64(csize) > uint64(end) {
-		t.Fatalf("op %d: Alloc(%d) = %d, outside the pages [%d, %d) or misaligned", op, size, off, s.pagesOff, end)
+	csize, small := refChunk(size, int(s.pageSize))
+	c := mchunk{size, csize, small, fill}
+	if got := s.ChunkSize(size); got != csize {
+		t.Fatalf("op %d: ChunkSize(%d) = %d, want %d", op, size, got, csize)
+	}
+	if why := m.placed(off, c); why != "" {
+		t.Fatalf("op %d: Alloc(%d) = %d, %s", op, size, off, why)
 	}
 	if got, err := s.Size(off); err != nil || got != csize || got < size {
 		t.Fatalf("op %d: Size(Alloc(%d) = %d) = %d, %v, want %d", op, size, off, got, err, csize)
 	}
+	first := m.unit(off) / (int(s.pageSize) / 8)
 	for u := m.unit(off); u < m.unit(off)+csize/8; u++ {
 		if o := m.owner[u]; o != 0 {
 			t.Fatalf("op %d: Alloc(%d) = %d overlaps the chunk at %d (%+v)", op, size, off, o, m.chunks[o])
 		}
+		// Only a run's chunk covers words: those of its pages after
+		// the first, which hold no lock while the run is allocated.
+		if page := u / (int(s.pageSize) / 8); m.isWord(u) && (small || page == first) {
+			t.Fatalf("op %d: Alloc(%d) = %d covers the word of page %d", op, size, off, page)
+		}
 		m.owner[u] = off
 	}
-	for i := 0; i < size; i++ {
-		s.mem[int(off)+i] = fill
-	}
-	m.chunks[off] = mchunk{size, csize, fill}
+	m.write(off, size, fill)
+	m.chunks[off] = c
 	m.live = append(m.live, off)
-	m.use(off, m.chunks[off], +1)
+	m.use(off, c, +1)
 }
 
-// free frees the i-th live chunk after checking its bytes.
-func (m *model) free(op, i int) {
-	t, s := m.t, m.s
+// drop removes the i-th live chunk from the model after checking its
+// bytes: the package has freed it, by Free or by Forget and Rebuild.
+func (m *model) drop(op, i int) uint32 {
 	off := m.live[i]
 	c := m.chunks[off]
 	m.checkBytes(op, off, c)
-	if err := s.Free(off); err != nil {
-		t.Fatalf("op %d: Free(%d) = %v", op, off, err)
-	}
-	if _, err := s.Size(off); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("op %d: Size(%d) after Free = %v, want ErrCorrupt", op, off, err)
-	}
 	for u := m.unit(off); u < m.unit(off)+c.csize/8; u++ {
 		m.owner[u] = 0
 	}
@@ -132,6 +186,48 @@ func (m *model) free(op, i int) {
 	delete(m.chunks, off)
 	m.live[i] = m.live[len(m.live)-1]
 	m.live = m.live[:len(m.live)-1]
+	return off
+}
+
+// free frees the i-th live chunk after checking its bytes.
+func (m *model) free(op, i int) {
+	t, s := m.t, m.s
+	off := m.live[i]
+	m.checkBytes(op, off, m.chunks[off])
+	if err := s.Free(off); err != nil {
+		t.Fatalf("op %d: Free(%d) = %v", op, off, err)
+	}
+	if _, err := s.Size(off); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("op %d: Size(%d) after Free = %v, want ErrCorrupt", op, off, err)
+	}
+	m.drop(op, i)
+}
+
+// forget frees the i-th live chunk the way repair does: Forget, then
+// Rebuild.
+func (m *model) forget(op, i int) {
+	t, s := m.t, m.s
+	off := m.drop(op, i)
+	s.Forget(off)
+	s.Rebuild()
+	if _, err := s.Size(off); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("op %d: Size(%d) after Forget and Rebuild = %v, want ErrCorrupt", op, off, err)
+	}
+}
+
+// restore overwrites the header, as a stray write could, and recovers the
+// region with Restore, which must keep every chunk.
+func (m *model) restore(op int) {
+	s := m.s
+	clear(s.mem[:hdrSize])
+	r, err := Restore(s.mem, int(s.pageSize))
+	if err != nil {
+		m.t.Fatalf("op %d: Restore = %v", op, err)
+	}
+	if r.npages != s.npages || r.pagesOff != s.pagesOff || r.pageSize != s.pageSize {
+		m.t.Fatalf("op %d: Restore found %d pages of %d at %d, want %d of %d at %d", op, r.npages, r.pageSize, r.pagesOff, s.npages, s.pageSize, s.pagesOff)
+	}
+	m.s = r
 }
 
 func (m *model) checkBytes(op int, off uint32, c mchunk) {
@@ -142,8 +238,33 @@ func (m *model) checkBytes(op int, off uint32, c mchunk) {
 	}
 }
 
+// checkWords checks that every page's word holds what the model last wrote
+// there: wordPattern, or a run's bytes for the inner pages of a run. The
+// package writes no word after Format.
+func (m *model) checkWords(op int) {
+	for p := uint32(0); p < m.s.npages; p++ {
+		want := binary.NativeEndian.Uint64(m.pages[p*m.s.pageSize:])
+		if got := word(m.s, p); got != want {
+			m.t.Fatalf("op %d: page %d's word = %#x, want %#x (pattern %#x)", op, p, got, want, wordPattern(p))
+		}
+	}
+}
+
+// checkPages checks that the whole page area holds what the model wrote.
+func (m *model) checkPages(op int) {
+	s := m.s
+	got := s.mem[s.pagesOff : s.pagesOff+s.npages*s.pageSize]
+	for i := range got {
+		if got[i] != m.pages[i] {
+			owner := m.owner[i/8]
+			m.t.Fatalf("op %d: byte %d of the pages (page %d, at %d) = %#x, want %#x (chunk at %d)", op, i, i/int(s.pageSize), i%int(s.pageSize), got[i], m.pages[i], owner)
+		}
+	}
+}
+
 // want returns the free bytes and free pages the model expects, counted as
-// Check counts them: whole free pages, and the free chunks of small pages.
+// Check counts them: whole free pages, word included, and the free chunks
+// of small pages.
 func (m *model) want() (freeBytes int64, freePages int) {
 	class, used := m.class, m.used
 	ps := int(m.s.pageSize)
@@ -153,8 +274,7 @@ func (m *model) want() (freeBytes int64, freePages int) {
 			freeBytes += int64(ps)
 			freePages++
 		case class[p] > 0:
-			n := min(ps/class[p], maxChunks)
-			freeBytes += int64((n - used[p]) * class[p])
+			freeBytes += int64((perPage(class[p], ps) - used[p]) * class[p])
 		}
 	}
 	return freeBytes, freePages
@@ -164,19 +284,19 @@ func (m *model) want() (freeBytes int64, freePages int) {
 func (m *model) fits(size int) string {
 	class, used := m.class, m.used
 	ps := int(m.s.pageSize)
-	if isSmall(size, ps) {
-		cs := m.s.ChunkSize(size)
+	cs, small := refChunk(size, ps)
+	if small {
 		for p := range class {
 			if class[p] == 0 {
 				return fmt.Sprintf("page %d is free", p)
 			}
-			if class[p] == cs && used[p] < min(ps/cs, maxChunks) {
+			if class[p] == cs && used[p] < perPage(cs, ps) {
 				return fmt.Sprintf("page %d of class %d has %d chunks used", p, cs, used[p])
 			}
 		}
 		return ""
 	}
-	need, run := (size+ps-1)/ps, 0
+	need, run := runPages(cs, ps), 0
 	for p := range class {
 		if class[p] != 0 {
 			run = 0
@@ -189,8 +309,9 @@ func (m *model) fits(size int) string {
 	return ""
 }
 
-// verify compares the slab with the model: counters exactly, and, when full,
-// Check, ForEach and every chunk's bytes.
+// verify compares the slab with the model: counters and page words exactly,
+// and, when full, Check, ForEach, every chunk's bytes and the whole page
+// area.
 func (m *model) verify(op int, full bool) {
 	t, s := m.t, m.s
 	wantBytes, wantPages := m.want()
@@ -200,6 +321,7 @@ func (m *model) verify(op int, full bool) {
 	if got := s.FreePages(); got != wantPages {
 		t.Fatalf("op %d: FreePages() = %d, want %d", op, got, wantPages)
 	}
+	m.checkWords(op)
 	if !full {
 		return
 	}
@@ -220,10 +342,12 @@ func (m *model) verify(op int, full bool) {
 		}
 		m.checkBytes(op, off, c)
 	}
+	m.checkPages(op)
 }
 
-// randSize draws sizes from 1 to 2048 and page runs above, with the class
-// boundaries and the page size itself more likely than chance.
+// randSize draws sizes from 1 to maxSmall and page runs above, with the
+// class boundaries, half a page after its word, and whole pages with and
+// without the word more likely than chance.
 func randSize(r *rand.Rand, pageSize int) int {
 	switch k := r.IntN(100); {
 	case k < 45:
@@ -233,15 +357,18 @@ func randSize(r *rand.Rand, pageSize int) int {
 	case k < 80:
 		c := int(classSizes[r.IntN(numClasses)])
 		return c + r.IntN(3) - 1 // just below, at, just above a class
+	case k < 83:
+		return (pageSize-pageWord)/2 + r.IntN(3) - 1
 	case k < 85:
 		return pageSize/2 + r.IntN(3) - 1
+	case k < 88:
+		return pageSize*(1+r.IntN(3)) - pageWord + r.IntN(3) - 1
 	case k < 90:
 		return pageSize*(1+r.IntN(3)) + r.IntN(3) - 1
 	default:
 		return maxSmall + 1 + r.IntN(4*pageSize)
 	}
 }
-
 func TestModel(t *testing.T) {
 	tests := []struct {
 		region, pageSize, ops int
@@ -301,230 +428,4 @@ func TestModel(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestChunkSizeMatchesAlloc(t *testing.T) {
-	for _, ps := range []int{512, 4096, 16384} {
-		t.Run(fmt.Sprint("page=", ps), func(t *testing.T) {
-			s := newSlab(t, 64*ps, ps)
-			for size := -1; size <= 3*ps+1; size++ {
-				off, err := s.Alloc(size)
-				if err != nil {
-					t.Fatalf("Alloc(%d) = %v", size, err)
-				}
-				got, err := s.Size(off)
-				if err != nil {
-					t.Fatalf("Size(Alloc(%d)) = %v", size, err)
-				}
-				if want := s.ChunkSize(size); got != want {
-					t.Fatalf("Size(Alloc(%d)) = %d, ChunkSize(%d) = %d", size, got, size, want)
-				}
-				if got < size {
-					t.Fatalf("Size(Alloc(%d)) = %d, smaller than asked", size, got)
-				}
-				if err := s.Free(off); err != nil {
-					t.Fatalf("Free(%d) = %v", off, err)
-				}
-			}
-			if err := s.Check(); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
-}
-
-func TestClasses(t *testing.T) {
-	tests := []struct {
-		size, want int
-	}{
-		{1, 16}, {16, 16}, {17, 24}, {49, 56}, {56, 56}, {57, 64}, {128, 128},
-		{129, 144}, {248, 248}, {249, 272}, {256, 272}, {273, 288}, {505, 576},
-		{1017, 1152}, {2040, 2040}, {2041, 4088}, {4088, 4088}, {4089, 8184},
-	}
-	for _, tt := range tests {
-		if got := ChunkSize(tt.size, 4096); got != tt.want {
-			t.Errorf("ChunkSize(%d, 4096) = %d, want %d", tt.size, got, tt.want)
-		}
-	}
-	// Classes rise, by 8 up to 128, then by at most an eighth.
-	for c := 1; c < numClasses; c++ {
-		lo, hi := int(classSizes[c-1]), int(classSizes[c])
-		if hi <= lo || hi%8 != 0 || (hi <= 128 && hi-lo != 8) || (hi > 128 && (hi-lo)*8 > hi) {
-			t.Errorf("class %d: %d after %d", c, hi, lo)
-		}
-	}
-	if classSizes[numClasses-1] != maxSmall {
-		t.Errorf("largest class %d, want %d", classSizes[numClasses-1], maxSmall)
-	}
-}
-
-// A counter entry with a 16-byte key takes 56 bytes and must not be rounded
-// up further (DESIGN §2: about 64 bytes per counter with its index slot).
-func TestCounterEntryClass(t *testing.T) {
-	s := newSlab(t, 256<<10, 4096)
-	const entry = 56
-	var offs []uint32
-	for i := 0; i < 200; i++ {
-		off, err := s.Alloc(entry)
-		if err != nil {
-			t.Fatalf("Alloc(%d) #%d = %v", entry, i, err)
-		}
-		if got, _ := s.Size(off); got != entry {
-			t.Fatalf("Size(Alloc(%d)) = %d, want %d", entry, got, entry)
-		}
-		offs = append(offs, off)
-	}
-	st := s.Stats()
-	if len(st) != 1 || st[0].Size != entry || st[0].Used != 200 || st[0].Pages != 3 || st[0].Free != 3*(4096/entry)-200 {
-		t.Fatalf("Stats() = %+v, want one class of %d with 200 used in 3 pages", st, entry)
-	}
-	for _, off := range offs {
-		rel := (off - s.pagesOff) % 4096
-		if rel%entry != 0 || rel/entry >= 4096/entry {
-			t.Fatalf("chunk %d is at %d in its page, not at a multiple of %d below %d", off, rel, entry, 4096/entry*entry)
-		}
-	}
-}
-
-func TestTooLargeAndNoMemory(t *testing.T) {
-	s := newSlab(t, 64<<10, 4096)
-	empty := s.FreeBytes()
-	if _, err := s.Alloc(s.MaxAlloc() + 1); !errors.Is(err, ErrTooLarge) {
-		t.Fatalf("Alloc(MaxAlloc()+1) = %v, want ErrTooLarge", err)
-	}
-	if _, err := s.Alloc(int(^uint(0) >> 1)); !errors.Is(err, ErrTooLarge) {
-		t.Fatalf("Alloc(MaxInt) = %v, want ErrTooLarge", err)
-	}
-	if s.FreeBytes() != empty || s.hdr().Fails != 0 {
-		t.Fatalf("ErrTooLarge changed the region: %v, fails %d", s, s.hdr().Fails)
-	}
-	whole, err := s.Alloc(s.MaxAlloc())
-	if err != nil {
-		t.Fatalf("Alloc(MaxAlloc()) on an empty region = %v", err)
-	}
-	if s.FreeBytes() != 0 || s.FreePages() != 0 {
-		t.Fatalf("after Alloc(MaxAlloc()): %v, want nothing free", s)
-	}
-	for _, size := range []int{1, 56, 2048, 4096} {
-		if _, err := s.Alloc(size); !errors.Is(err, ErrNoMemory) {
-			t.Fatalf("Alloc(%d) on a full region = %v, want ErrNoMemory", size, err)
-		}
-	}
-	if got := s.hdr().Fails; got != 4 {
-		t.Fatalf("Fails = %d, want 4", got)
-	}
-	if err := s.Free(whole); err != nil {
-		t.Fatal(err)
-	}
-
-	// Fill with 16-byte chunks: every page holds exactly 256, nothing is
-	// left, and a freed chunk is the next one given.
-	var offs []uint32
-	for {
-		off, err := s.Alloc(16)
-		if errors.Is(err, ErrNoMemory) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		offs = append(offs, off)
-	}
-	if want := s.Pages() * 256; len(offs) != want {
-		t.Fatalf("%d chunks of 16 fit, want %d", len(offs), want)
-	}
-	if s.FreeBytes() != 0 {
-		t.Fatalf("FreeBytes() full of 16-byte chunks = %d, want 0", s.FreeBytes())
-	}
-	if _, err := s.Alloc(3000); !errors.Is(err, ErrNoMemory) {
-		t.Fatalf("Alloc(3000) when full = %v, want ErrNoMemory", err)
-	}
-	mid := offs[len(offs)/2]
-	if err := s.Free(mid); err != nil {
-		t.Fatal(err)
-	}
-	if s.FreeBytes() != 16 {
-		t.Fatalf("FreeBytes() after one Free = %d, want 16", s.FreeBytes())
-	}
-	if _, err := s.Alloc(17); !errors.Is(err, ErrNoMemory) {
-		t.Fatalf("Alloc(17) with one 16-byte chunk free = %v, want ErrNoMemory", err)
-	}
-	if off, err := s.Alloc(16); err != nil || off != mid {
-		t.Fatalf("Alloc(16) = %d, %v, want the freed %d", off, err, mid)
-	}
-	if err := s.Check(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// Freeing what is not an allocated chunk is ErrCorrupt and changes nothing.
-func TestFreeBadOffset(t *testing.T) {
-	s := newSlab(t, 64<<10, 4096)
-	small1, _ := s.Alloc(100) // class 104
-	small2, _ := s.Alloc(100)
-	run, _ := s.Alloc(3 * 4096)
-	gone, _ := s.Alloc(100)
-	if err := s.Free(gone); err != nil {
-		t.Fatal(err)
-	}
-	freePage := s.pageOff(s.desc(0).Run - 1) // last page of the free run at 0
-	tests := []struct {
-		name string
-		off  uint32
-	}{
-		{"zero", 0},
-		{"header", 8},
-		{"descriptors", uint32(descStart)},
-		{"just below pages", s.pagesOff - 1},
-		{"inside a chunk", small1 + 8},
-		{"one past a chunk start", small2 + 1},
-		{"unallocated chunk", small2 + 2*104},
-		{"freed chunk", gone},
-		{"inside a run", run + 100},
-		{"run body page", run + 4096},
-		{"free page", freePage},
-		{"end of region", s.pagesOff + s.npages*s.pageSize},
-		{"beyond region", uint32(len(s.mem)) + 4096},
-		{"max", ^uint32(0)},
-	}
-	meta := func() []byte { return slices.Clone(s.mem[:s.pagesOff]) }
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			before := meta()
-			if err := s.Free(tt.off); !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("Free(%d) = %v, want ErrCorrupt", tt.off, err)
-			}
-			if _, err := s.Size(tt.off); !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("Size(%d) = %v, want ErrCorrupt", tt.off, err)
-			}
-			s.Forget(tt.off)
-			if !slices.Equal(before, meta()) {
-				t.Fatalf("Free(%d) or Forget(%d) changed the metadata", tt.off, tt.off)
-			}
-			if err := s.Check(); err != nil {
-				t.Fatalf("Check() after Free(%d) = %v", tt.off, err)
-			}
-		})
-	}
-	t.Run("double free", func(t *testing.T) {
-		if err := s.Free(small1); err != nil {
-			t.Fatalf("Free(%d) = %v", small1, err)
-		}
-		before := meta()
-		if err := s.Free(small1); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("second Free(%d) = %v, want ErrCorrupt", small1, err)
-		}
-		if !slices.Equal(before, meta()) {
-			t.Fatalf("second Free changed the metadata")
-		}
-		if err := s.Free(run); err != nil {
-			t.Fatalf("Free(run %d) = %v", run, err)
-		}
-		if err := s.Free(run); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("second Free(run %d) = %v, want ErrCorrupt", run, err)
-		}
-		if err := s.Check(); err != nil {
-			t.Fatal(err)
-		}
-	})
 }

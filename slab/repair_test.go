@@ -76,7 +76,7 @@ func notBusy(s *Slab) string {
 	for p := uint32(0); p < s.npages; p++ {
 		d := s.desc(p)
 		switch {
-		case d.Kind == kindSmall && int(d.Used) == chunksPerPage(int(d.Class), s.pageSize):
+		case d.Kind == kindSmall && int(d.Used) == pageChunks(s, d):
 			full++
 		case d.Kind == kindSmall:
 			partial++
@@ -97,6 +97,9 @@ func notBusy(s *Slab) string {
 	return ""
 }
 
+// pageChunks returns how many chunks small page d of s holds, by the model.
+func pageChunks(s *Slab, d *desc) int { return perPage(int(classSizes[d.Class]), int(s.pageSize)) }
+
 // find returns the first page for which ok is true.
 func find(t *testing.T, s *Slab, ok func(p uint32, d *desc) bool) uint32 {
 	t.Helper()
@@ -111,13 +114,13 @@ func find(t *testing.T, s *Slab, ok func(p uint32, d *desc) bool) uint32 {
 
 func isPartial(s *Slab) func(p uint32, d *desc) bool {
 	return func(p uint32, d *desc) bool {
-		return d.Kind == kindSmall && int(d.Used) < chunksPerPage(int(d.Class), s.pageSize) && d.Used > 1
+		return d.Kind == kindSmall && int(d.Used) < pageChunks(s, d) && d.Used > 1
 	}
 }
 
 func isFull(s *Slab) func(p uint32, d *desc) bool {
 	return func(p uint32, d *desc) bool {
-		return d.Kind == kindSmall && int(d.Used) == chunksPerPage(int(d.Class), s.pageSize)
+		return d.Kind == kindSmall && int(d.Used) == pageChunks(s, d)
 	}
 }
 
@@ -172,10 +175,10 @@ func TestRebuild(t *testing.T) {
 		{"bit set, used not counted (Alloc cut short)", func(t *testing.T, s *Slab) ([]uint32, []uint32) {
 			p := find(t, s, isPartial(s))
 			d := s.desc(p)
-			for i := 0; i < chunksPerPage(int(d.Class), s.pageSize); i++ {
+			for i := 0; i < pageChunks(s, d); i++ {
 				if d.Bitmap[i>>6]&(1<<(i&63)) == 0 {
 					d.Bitmap[i>>6] |= 1 << (i & 63)
-					return nil, []uint32{s.pageOff(p) + uint32(i)*uint32(classSizes[d.Class])}
+					return nil, []uint32{chunkAt(s, p, i, int(classSizes[d.Class]))}
 				}
 			}
 			t.Fatalf("partial page %d has no free chunk", p)
@@ -189,11 +192,11 @@ func TestRebuild(t *testing.T) {
 				i++
 			}
 			d.Bitmap[i>>6] &^= 1 << (i & 63)
-			return []uint32{s.pageOff(p) + uint32(i)*uint32(classSizes[d.Class])}, nil
+			return []uint32{chunkAt(s, p, i, int(classSizes[d.Class]))}, nil
 		}},
 		{"bits past the last chunk", func(t *testing.T, s *Slab) ([]uint32, []uint32) {
 			p := find(t, s, func(p uint32, d *desc) bool {
-				return d.Kind == kindSmall && chunksPerPage(int(d.Class), s.pageSize) < 192
+				return d.Kind == kindSmall && pageChunks(s, d) < 192
 			})
 			s.desc(p).Bitmap[3] |= 1 << 63
 			return nil, nil
@@ -236,13 +239,13 @@ func TestRebuild(t *testing.T) {
 		{"run of kind none", func(t *testing.T, s *Slab) ([]uint32, []uint32) {
 			p := find(t, s, isKind(kindRun))
 			s.desc(p).Kind = kindNone
-			return []uint32{s.pageOff(p)}, nil
+			return []uint32{runAt(s, p)}, nil
 		}},
 		{"small page of kind none", func(t *testing.T, s *Slab) ([]uint32, []uint32) {
 			p := find(t, s, isFull(s))
 			var lost []uint32
 			for off := range chunks(s) {
-				if (off-s.pagesOff)/s.pageSize == p {
+				if pageOf(s, off) == p {
 					lost = append(lost, off)
 				}
 			}
@@ -257,7 +260,7 @@ func TestRebuild(t *testing.T) {
 			p := find(t, s, isFull(s))
 			var lost []uint32
 			for off := range chunks(s) {
-				if (off-s.pagesOff)/s.pageSize == p {
+				if pageOf(s, off) == p {
 					lost = append(lost, off)
 				}
 			}
@@ -267,12 +270,12 @@ func TestRebuild(t *testing.T) {
 		{"run body broken", func(t *testing.T, s *Slab) ([]uint32, []uint32) {
 			p := find(t, s, func(p uint32, d *desc) bool { return d.Kind == kindRun && d.Run >= 2 })
 			s.desc(p + 1).Run = p + 1
-			return []uint32{s.pageOff(p)}, nil
+			return []uint32{runAt(s, p)}, nil
 		}},
 		{"run too long", func(t *testing.T, s *Slab) ([]uint32, []uint32) {
 			p := find(t, s, isKind(kindRun))
 			s.desc(p).Run = s.npages
-			return []uint32{s.pageOff(p)}, nil
+			return []uint32{runAt(s, p)}, nil
 		}},
 	}
 	for _, tt := range tests {
@@ -295,7 +298,7 @@ func TestRebuild(t *testing.T) {
 				delete(want, off)
 			}
 			for _, off := range gained {
-				want[off] = int(classSizes[s.desc((off-s.pagesOff)/s.pageSize).Class])
+				want[off] = int(classSizes[s.desc(pageOf(s, off)).Class])
 			}
 			got := chunks(s)
 			if !maps.Equal(got, want) {
@@ -354,7 +357,7 @@ func TestForget(t *testing.T) {
 		{"small chunk", func(t *testing.T, s *Slab, live map[uint32]int) uint32 {
 			p := find(t, s, isPartial(s))
 			for _, off := range slices.Sorted(maps.Keys(live)) {
-				if (off-s.pagesOff)/s.pageSize == p {
+				if pageOf(s, off) == p {
 					return off
 				}
 			}
@@ -364,7 +367,7 @@ func TestForget(t *testing.T) {
 			p := find(t, s, isPartial(s))
 			var last uint32
 			for _, off := range slices.Sorted(maps.Keys(live)) {
-				if (off-s.pagesOff)/s.pageSize != p {
+				if pageOf(s, off) != p {
 					continue
 				}
 				if last != 0 {
@@ -381,7 +384,7 @@ func TestForget(t *testing.T) {
 			return last
 		}},
 		{"run", func(t *testing.T, s *Slab, live map[uint32]int) uint32 {
-			return s.pageOff(find(t, s, func(p uint32, d *desc) bool { return d.Kind == kindRun && d.Run >= 2 }))
+			return runAt(s, find(t, s, func(p uint32, d *desc) bool { return d.Kind == kindRun && d.Run >= 2 }))
 		}},
 	}
 	for _, tt := range tests {
@@ -393,11 +396,15 @@ func TestForget(t *testing.T) {
 				t.Fatalf("test bug: %d is not a live chunk", off)
 			}
 			// What Forget gives back: the chunk, or for the last chunk of
-			// a small page the whole page.
-			d := s.desc((off - s.pagesOff) / s.pageSize)
+			// a small page the whole page, or a run's pages, words
+			// included.
+			d := s.desc(pageOf(s, off))
 			wantFree := s.FreeBytes() + int64(size)
-			if d.Kind == kindSmall && d.Used == 1 {
-				n := chunksPerPage(int(d.Class), s.pageSize)
+			switch {
+			case d.Kind == kindRun:
+				wantFree = s.FreeBytes() + int64(size) + pageWord
+			case d.Used == 1:
+				n := pageChunks(s, d)
 				wantFree = s.FreeBytes() + int64(s.pageSize) - int64((n-1)*size)
 			}
 			s.Forget(off)

@@ -3,6 +3,7 @@ package slab
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -22,6 +23,9 @@ func newRegion(t testing.TB, size int) *Slab {
 func TestLayoutSizes(t *testing.T) {
 	if hdrSize != 56 || descSize != 48 {
 		t.Fatalf("header %d, desc %d; want 56, 48", hdrSize, descSize)
+	}
+	if PageHdr != pageWord {
+		t.Fatalf("PageHdr = %d, but the tests' geometry has a word of %d at the start of every page", PageHdr, pageWord)
 	}
 	for i := 1; i <= maxSmall; i++ {
 		c := classOf(i)
@@ -90,4 +94,197 @@ func TestAllocFreeRandom(t *testing.T) {
 	if s.FreeBytes() != empty || s.FreePages() != s.Pages() {
 		t.Fatalf("after freeing all: %v, want %d free bytes", s, empty)
 	}
+}
+
+// A counter entry with a 16-byte key takes 56 bytes and must not be rounded
+// up further (DESIGN §2: about 64 bytes per counter with its index slot).
+func TestCounterEntryClass(t *testing.T) {
+	s := newSlab(t, 256<<10, 4096)
+	const entry = 56
+	n := (4096 - pageWord) / entry // 73 chunks after the word, as many as without it
+	var offs []uint32
+	for i := 0; i < 200; i++ {
+		off, err := s.Alloc(entry)
+		if err != nil {
+			t.Fatalf("Alloc(%d) #%d = %v", entry, i, err)
+		}
+		if got, _ := s.Size(off); got != entry {
+			t.Fatalf("Size(Alloc(%d)) = %d, want %d", entry, got, entry)
+		}
+		offs = append(offs, off)
+	}
+	st := s.Stats()
+	if len(st) != 1 || st[0].Size != entry || st[0].Used != 200 || st[0].Pages != 3 || st[0].Free != 3*n-200 {
+		t.Fatalf("Stats() = %+v, want one class of %d with 200 used and %d free in 3 pages", st, entry, 3*n-200)
+	}
+	for _, off := range offs {
+		rel := int(off-s.pagesOff) % 4096
+		if rel < pageWord || (rel-pageWord)%entry != 0 || (rel-pageWord)/entry >= n {
+			t.Fatalf("chunk %d is at %d in its page, not at %d + i*%d for i < %d", off, rel, pageWord, entry, n)
+		}
+	}
+}
+
+func TestTooLargeAndNoMemory(t *testing.T) {
+	s := newSlab(t, 64<<10, 4096)
+	empty := s.FreeBytes()
+	if _, err := s.Alloc(s.MaxAlloc() + 1); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("Alloc(MaxAlloc()+1) = %v, want ErrTooLarge", err)
+	}
+	if want := s.Pages()*4096 - pageWord; s.MaxAlloc() != want {
+		t.Fatalf("MaxAlloc() = %d, want %d pages less the first's word, %d", s.MaxAlloc(), s.Pages(), want)
+	}
+	if _, err := s.Alloc(int(^uint(0) >> 1)); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("Alloc(MaxInt) = %v, want ErrTooLarge", err)
+	}
+	if s.FreeBytes() != empty || s.hdr().Fails != 0 {
+		t.Fatalf("ErrTooLarge changed the region: %v, fails %d", s, s.hdr().Fails)
+	}
+	whole, err := s.Alloc(s.MaxAlloc())
+	if err != nil {
+		t.Fatalf("Alloc(MaxAlloc()) on an empty region = %v", err)
+	}
+	if whole != runAt(s, 0) {
+		t.Fatalf("Alloc(MaxAlloc()) = %d, want %d, after page 0's word", whole, runAt(s, 0))
+	}
+	if got, err := s.Size(whole); err != nil || got != s.MaxAlloc() {
+		t.Fatalf("Size(Alloc(MaxAlloc())) = %d, %v, want %d", got, err, s.MaxAlloc())
+	}
+	if s.FreeBytes() != 0 || s.FreePages() != 0 {
+		t.Fatalf("after Alloc(MaxAlloc()): %v, want nothing free", s)
+	}
+	sizes := []int{1, 56, 2040, 2041, 2048, 4088, 4089, 4096}
+	for _, size := range sizes {
+		if _, err := s.Alloc(size); !errors.Is(err, ErrNoMemory) {
+			t.Fatalf("Alloc(%d) on a full region = %v, want ErrNoMemory", size, err)
+		}
+	}
+	if got := s.hdr().Fails; got != uint64(len(sizes)) {
+		t.Fatalf("Fails = %d, want %d", got, len(sizes))
+	}
+	if err := s.Free(whole); err != nil {
+		t.Fatal(err)
+	}
+
+	// Fill with 16-byte chunks: every page holds 255 after its word, no
+	// chunk is left free, and a freed chunk is the next one given.
+	var offs []uint32
+	for {
+		off, err := s.Alloc(16)
+		if errors.Is(err, ErrNoMemory) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		offs = append(offs, off)
+	}
+	if want := s.Pages() * ((4096 - pageWord) / 16); len(offs) != want {
+		t.Fatalf("%d chunks of 16 fit, want %d", len(offs), want)
+	}
+	for _, off := range offs {
+		if rel := int(off-s.pagesOff) % 4096; rel < pageWord || (rel-pageWord)%16 != 0 {
+			t.Fatalf("chunk %d is at %d in its page, not at %d + i*16", off, rel, pageWord)
+		}
+	}
+	if s.FreeBytes() != 0 {
+		t.Fatalf("FreeBytes() full of 16-byte chunks = %d, want 0", s.FreeBytes())
+	}
+	if _, err := s.Alloc(3000); !errors.Is(err, ErrNoMemory) {
+		t.Fatalf("Alloc(3000) when full = %v, want ErrNoMemory", err)
+	}
+	mid := offs[len(offs)/2]
+	if err := s.Free(mid); err != nil {
+		t.Fatal(err)
+	}
+	if s.FreeBytes() != 16 {
+		t.Fatalf("FreeBytes() after one Free = %d, want 16", s.FreeBytes())
+	}
+	if _, err := s.Alloc(17); !errors.Is(err, ErrNoMemory) {
+		t.Fatalf("Alloc(17) with one 16-byte chunk free = %v, want ErrNoMemory", err)
+	}
+	if off, err := s.Alloc(16); err != nil || off != mid {
+		t.Fatalf("Alloc(16) = %d, %v, want the freed %d", off, err, mid)
+	}
+	if err := s.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Freeing what is not an allocated chunk is ErrCorrupt and changes nothing.
+func TestFreeBadOffset(t *testing.T) {
+	s := newSlab(t, 64<<10, 4096)
+	small1, _ := s.Alloc(100) // class 104
+	small2, _ := s.Alloc(100)
+	run, _ := s.Alloc(3 * 4096)
+	gone, _ := s.Alloc(100)
+	if err := s.Free(gone); err != nil {
+		t.Fatal(err)
+	}
+	freePage := s.pageOff(s.desc(0).Run - 1) // last page of the free run at 0
+	tests := []struct {
+		name string
+		off  uint32
+	}{
+		{"zero", 0},
+		{"header", 8},
+		{"descriptors", uint32(descStart)},
+		{"just below pages", s.pagesOff - 1},
+		{"inside a chunk", small1 + 8},
+		{"one past a chunk start", small2 + 1},
+		{"unallocated chunk", small2 + 2*104},
+		{"freed chunk", gone},
+		{"small page's word", small1 - pageWord},
+		{"chunk without the word", small2 - pageWord},
+		{"past the last chunk", chunkAt(s, pageOf(s, small1), perPage(104, 4096), 104)},
+		{"inside a run", run + 100},
+		{"run's page start", run - pageWord},
+		{"run body page", run + 4096},
+		{"run body page's word", run - pageWord + 4096},
+		{"free page", freePage},
+		{"free page after its word", freePage + pageWord},
+		{"end of region", s.pagesOff + s.npages*s.pageSize},
+		{"beyond region", uint32(len(s.mem)) + 4096},
+		{"max", ^uint32(0)},
+	}
+	meta := func() []byte { return slices.Clone(s.mem[:s.pagesOff]) }
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := meta()
+			if err := s.Free(tt.off); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Free(%d) = %v, want ErrCorrupt", tt.off, err)
+			}
+			if _, err := s.Size(tt.off); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Size(%d) = %v, want ErrCorrupt", tt.off, err)
+			}
+			s.Forget(tt.off)
+			if !slices.Equal(before, meta()) {
+				t.Fatalf("Free(%d) or Forget(%d) changed the metadata", tt.off, tt.off)
+			}
+			if err := s.Check(); err != nil {
+				t.Fatalf("Check() after Free(%d) = %v", tt.off, err)
+			}
+		})
+	}
+	t.Run("double free", func(t *testing.T) {
+		if err := s.Free(small1); err != nil {
+			t.Fatalf("Free(%d) = %v", small1, err)
+		}
+		before := meta()
+		if err := s.Free(small1); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("second Free(%d) = %v, want ErrCorrupt", small1, err)
+		}
+		if !slices.Equal(before, meta()) {
+			t.Fatalf("second Free changed the metadata")
+		}
+		if err := s.Free(run); err != nil {
+			t.Fatalf("Free(run %d) = %v", run, err)
+		}
+		if err := s.Free(run); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("second Free(run %d) = %v, want ErrCorrupt", run, err)
+		}
+		if err := s.Check(); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -117,12 +117,19 @@ func (e *entry) setExpiry(expiry int64) {
 // is linked).
 func (e *entry) bitsWord() *uint32 { return (*uint32)(unsafe.Pointer(&e.KLen)) }
 
-// bitsShift is where Bits sits in bitsWord, in this machine's byte order.
-var bitsShift = func() uint {
+// Where Bits, Tag and KLen sit in bitsWord, in this machine's byte order.
+var (
+	bitsShift = fieldShift(func(e *entry) { e.Bits = 1 })
+	tagShift  = fieldShift(func(e *entry) { e.Tag = 1 })
+	klenShift = fieldShift(func(e *entry) { e.KLen = 1 })
+)
+
+// fieldShift returns the shift of the field that set sets to 1 in bitsWord.
+func fieldShift(set func(e *entry)) uint {
 	var e entry
-	e.Bits = 1
+	set(&e)
 	return uint(bits.TrailingZeros32(*e.bitsWord()))
-}()
+}
 
 // bits loads the entry's Bits.
 func (e *entry) bits() uint8 { return uint8(atomic.LoadUint32(e.bitsWord()) >> bitsShift) }
@@ -142,9 +149,8 @@ func (e *entry) setBits(b uint8) {
 // klen and tag read KLen and Tag through bitsWord, as a reader that holds no
 // lock must.
 func (e *entry) klenTag() (int, uint8) {
-	var c entry
-	*c.bitsWord() = atomic.LoadUint32(e.bitsWord())
-	return int(c.KLen), c.Tag
+	w := atomic.LoadUint32(e.bitsWord())
+	return int(uint16(w >> klenShift)), uint8(w >> tagShift)
 }
 
 // vlen loads VLen; flags loads Flags.

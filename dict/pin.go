@@ -147,7 +147,7 @@ func (s *shard) pin(key string, h uint64) (off uint32, pw *uint64, found, ok boo
 // word it swaps is a page's lock word, and after it, so that it holds the
 // lock of the page the entry is still in.
 func (s *shard) tryPin(off uint32, seq uint64) *uint64 {
-	pw := s.slab.PageLock(off)
+	pw := s.slab.PageWord(off)
 	if pw == nil || s.seq() != seq || !s.z.TryLock(pw) {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package slab
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
 	"unsafe"
@@ -16,6 +17,7 @@ type Slab struct {
 	pageShift uint32 // log2(pageSize)
 	npages    uint32
 	pagesOff  uint32
+	hint      [numClasses]uint32 // per class, the page this view last allocated from, + 1 (ownPage)
 }
 
 // layoutFor returns how many pages of pageSize bytes a region of size bytes
@@ -159,21 +161,27 @@ func (s *Slab) allocSmall(c int) (uint32, error) {
 	head := s.classHead(c)
 	size := uint32(classSizes[c])
 	n := chunksPerPage(c, s.pageSize)
-	if *head == 0 {
-		p, err := s.takePages(1)
-		if err != nil {
+	p, own := s.ownPage(c, n)
+	if !own && (*head == 0 || s.hdr().FreePages > 0) {
+		// A page of its own while free pages last (see ownPage).
+		q, err := s.takePages(1)
+		switch {
+		case err == nil:
+			s.zeroPageLock(q)
+			*s.desc(q) = desc{Kind: kindSmall, Class: uint8(c)}
+			s.hdr().FreeBytes -= uint64(s.pageSize) - uint64(n)*uint64(size)
+			s.pushClass(c, q)
+		case *head == 0 || !errors.Is(err, ErrNoMemory):
 			return 0, err
 		}
-		s.zeroPageLock(p)
-		d := s.desc(p)
-		*d = desc{Kind: kindSmall, Class: uint8(c)}
-		s.hdr().FreeBytes -= uint64(s.pageSize) - uint64(n)*uint64(size)
-		s.pushClass(c, p)
 	}
-	p := *head - 1
+	if !own {
+		p = *head - 1
+	}
 	if p >= s.npages {
 		return 0, s.corrupt("class %d list head %d", c, p)
 	}
+	s.hint[c] = p + 1
 	d := s.desc(p)
 	if d.Kind != kindSmall || int(d.Class) != c || int(d.Used) >= n {
 		return 0, s.corrupt("page %d in class %d list: kind %d class %d used %d", p, c, d.Kind, d.Class, d.Used)
@@ -197,6 +205,22 @@ func (s *Slab) allocSmall(c int) (uint32, error) {
 	h.FreeBytes -= uint64(size)
 	h.Allocs++
 	return s.chunkOff(p, idx, size), nil
+}
+
+// ownPage returns the page this view last allocated chunks of class c from,
+// while it is still such a page with a chunk free. Each process has a view
+// of its own (Attach), so each fills pages of its own while free pages last:
+// the entries a process creates share cache lines, and page lock words, with
+// its own entries and not with those of other processes, whose writes
+// would otherwise move the lines between their cores. Once no page is free,
+// allocations fill whatever page has room, as they would without it.
+func (s *Slab) ownPage(c, n int) (uint32, bool) {
+	p := s.hint[c] - 1
+	if s.hint[c] == 0 || p >= s.npages {
+		return 0, false
+	}
+	d := s.desc(p)
+	return p, d.Kind == kindSmall && int(d.Class) == c && int(d.Used) < n
 }
 
 // chunkOff returns the offset of chunk i of size bytes in page p.
@@ -226,24 +250,42 @@ func (s *Slab) PageLockAt(p int) *uint64 {
 
 // PageLock returns the lock word of the page that holds offset off: the
 // PageHdr word at the start of a page of chunks of a class, or of the first
-// page of a run when off is in that page. No chunk covers it; Alloc zeroes
-// it when it turns a free page into one of those, and nothing else here
-// writes it. It returns nil for an offset outside the pages, or in a page
-// that is free or inside a run, whose first word is no lock. The answer
-// holds while the region's lock is held; without it, it is a guess that the
-// caller validates.
+// page of a run. No chunk covers it; Alloc zeroes it when it turns a free
+// page into one of those, and nothing else here writes it. It returns nil
+// for an offset outside the pages, or in a page that is free or inside a
+// run, whose first word is no lock. The answer holds while the region's
+// lock is held.
 func (s *Slab) PageLock(off uint32) *uint64 {
-	if off < s.pagesOff {
-		return nil
-	}
-	p := (off - s.pagesOff) >> s.pageShift
-	if p >= s.npages {
+	p, ok := s.pageOf(off)
+	if !ok {
 		return nil
 	}
 	if k := s.desc(p).Kind; k != kindSmall && k != kindRun {
 		return nil
 	}
 	return (*uint64)(unsafe.Pointer(&s.mem[s.pageOff(p)]))
+}
+
+// PageWord returns the first word of the page that holds offset off, nil
+// for an offset outside the pages. It reads no metadata: it is PageLock for
+// an off known to be an allocated chunk's, such as one a caller without the
+// region's lock found and then validated, where the metadata read would be
+// a guess too.
+func (s *Slab) PageWord(off uint32) *uint64 {
+	p, ok := s.pageOf(off)
+	if !ok {
+		return nil
+	}
+	return (*uint64)(unsafe.Pointer(&s.mem[s.pageOff(p)]))
+}
+
+// pageOf returns the page that holds off, if off is in the pages.
+func (s *Slab) pageOf(off uint32) (uint32, bool) {
+	if off < s.pagesOff {
+		return 0, false
+	}
+	p := (off - s.pagesOff) >> s.pageShift
+	return p, p < s.npages
 }
 
 // zeroPageLock clears page p's lock word as the page begins to hold chunks:

@@ -3,6 +3,7 @@ package slab
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -105,8 +106,9 @@ func corruptible(t testing.TB) ([]byte, *Slab) {
 			s.Free(off)
 		}
 	}
-	// Bytes in the pages that the package must never write: a pattern in
-	// every page's word, and others in the chunks and free pages.
+	// Bytes in the pages that the package must not write, but for the
+	// word of a page Alloc takes: a pattern in every page's word, and
+	// others in the chunks and free pages.
 	for i := s.pagesOff; i < uint32(len(mem)); i++ {
 		mem[i] = byte(i*131 + 7)
 	}
@@ -119,8 +121,9 @@ func corruptible(t testing.TB) ([]byte, *Slab) {
 // FuzzAttachCorrupt writes the input's bytes over a busy region's metadata,
 // as a crash or a hostile process could, then uses the region: nothing may
 // panic, loop forever, hand out an offset outside the pages or at a page's
-// word, or write a byte of the pages, and Rebuild must leave a region that
-// passes Check and works.
+// word, or write a byte of the pages, but for an Alloc that succeeds, which
+// may zero the word of the page that holds its chunk (the page it takes);
+// and Rebuild must leave a region that passes Check and works.
 func FuzzAttachCorrupt(f *testing.F) {
 	_, s := corruptible(f)
 	put := func(off int, v ...byte) []byte {
@@ -169,6 +172,27 @@ func FuzzAttachCorrupt(f *testing.F) {
 			}
 			return
 		}
+		// untouched checks, after each operation, that it wrote no byte of
+		// the pages, but for the word of page took (-1 for none), which it
+		// may only zero.
+		untouched := func(what string, took int) {
+			got := mem[meta:]
+			if slices.Equal(got, pages) {
+				return
+			}
+			ps := int(s.pageSize)
+			for i := range pages {
+				if got[i] == pages[i] {
+					continue
+				}
+				if p := i / ps; p == took && i%ps < pageWord && word(s, uint32(p)) == 0 {
+					continue
+				}
+				t.Fatalf("%s: byte %d of the pages (at %d in page %d) = %#x, want %#x: written over corrupt metadata",
+					what, i, i%ps, i/ps, got[i], pages[i])
+			}
+			copy(pages, got)
+		}
 		lo, hi := int64(s.pagesOff), int64(s.pagesOff)+s.Capacity()
 		inPages := func(what string, off uint32, size int) {
 			if int64(off) < lo || int64(off)+int64(size) > hi || size <= 0 {
@@ -184,12 +208,14 @@ func FuzzAttachCorrupt(f *testing.F) {
 			}
 		}
 		isCorrupt("Check", s.Check())
+		untouched("Check", -1)
 		var offs []uint32
 		s.ForEach(func(off uint32, size int) bool {
 			inPages("ForEach", off, size)
 			offs = append(offs, off)
 			return true
 		})
+		untouched("ForEach", -1)
 		if len(offs) > s.Pages()*maxChunks {
 			t.Fatalf("ForEach saw %d chunks in %d pages", len(offs), s.Pages())
 		}
@@ -198,33 +224,36 @@ func FuzzAttachCorrupt(f *testing.F) {
 				inPages("Size", off, n)
 			}
 		}
+		untouched("Size", -1)
 		for _, size := range []int{1, 56, 200, 248, 249, 256, 257, 504, 505, 600, 2000} {
 			off, err := s.Alloc(size)
 			isCorrupt("Alloc", err)
+			took := -1
 			if err == nil {
 				inPages("Alloc", off, s.ChunkSize(size))
+				took = int(pageOf(s, off))
 			}
+			untouched(fmt.Sprintf("Alloc(%d) = %d, %v", size, off, err), took)
 		}
 		for i, off := range offs {
 			if i%2 == 0 {
-				isCorrupt("Free", s.Free(off))
+				err := s.Free(off)
+				isCorrupt("Free", err)
+				untouched(fmt.Sprintf("Free(%d) = %v", off, err), -1)
 			}
 		}
 		if len(offs) > 1 {
 			s.Forget(offs[1])
+			untouched("Forget", -1)
 		}
 		s.Stats()
 		_ = s.String()
+		untouched("Stats", -1)
 
 		s.Rebuild()
+		untouched("Rebuild", -1)
 		if err := s.Check(); err != nil {
 			t.Fatalf("Check() after Rebuild = %v", err)
-		}
-		for i := range pages {
-			if mem[meta+i] != pages[i] {
-				t.Fatalf("byte %d of the pages (at %d in page %d) = %#x, want %#x: written over corrupt metadata",
-					i, i%int(s.pageSize), i/int(s.pageSize), mem[meta+i], pages[i])
-			}
 		}
 		// The rebuilt region works.
 		m := newModel(t, s)

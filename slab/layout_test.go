@@ -63,7 +63,7 @@ func TestLayoutRegion(t *testing.T) {
 	}{
 		{"classHeadsOff", classHeadsOff, 56},
 		{"classHeadSize", classHeadSize, int(unsafe.Sizeof(uint32(0)))},
-		{"numClasses", numClasses, 47},
+		{"numClasses", numClasses, 48},
 		{"descStart", descStart, 248},
 		{"pageAlign", pageAlign, 64},
 	} {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"unsafe"
 
@@ -30,17 +29,29 @@ func newSlab(t testing.TB, size, pageSize int) *Slab {
 // model is the reference the slab is checked against: the live chunks with
 // what was asked for and the byte they were filled with, which 8-byte units
 // of the page area each chunk owns, what each page holds, and what every
-// byte of the page area must hold, since the package writes none of them.
+// byte of the page area must hold. The package writes one thing there: the
+// word of a page that Alloc takes for a class or as a run's first page,
+// which it zeroes, as while the page was free or inside a run its first
+// bytes were nobody's lock.
 type model struct {
 	t      *testing.T
 	s      *Slab
 	chunks map[uint32]mchunk
 	live   []uint32 // keys of chunks, for random picks
 	owner  []uint32 // per 8-byte unit of the page area: chunk offset, 0 = none
-	class  []int    // per page: chunk size of a small page, -1 in a run, 0 free
+	class  []int    // per page: chunk size of a small page, runHead or runBody in a run, 0 free
 	used   []int    // per page: live chunks of a small page
 	pages  []byte   // the page area as the model wrote it
+	taken  []bool   // per page: Alloc has taken it before
+	takes  int      // pages Alloc took, and zeroed a word the model had set
+	again  int      // of those, pages taken before, freed, and taken again
 }
+
+// The model's class of the pages of an allocated run.
+const (
+	runHead = -1 // its first page, whose word is a lock
+	runBody = -2 // the others, whose words are the chunk's bytes
+)
 
 type mchunk struct {
 	size  int // asked for
@@ -50,33 +61,56 @@ type mchunk struct {
 }
 
 // newModel returns a model of s, whose chunks it does not know: s must have
-// none. It writes wordPattern in every page's word, as the holders of the
-// pages' locks would, and takes the rest of the page area as it finds it.
+// none when the model's first operation runs. It writes wordPattern in
+// every page's word, as the holders of the pages' locks or the owners of
+// the chunks before would have left it, so that the Alloc that takes a page
+// is seen to zero its word, and takes the rest of the page area as it
+// finds it.
 func newModel(t *testing.T, s *Slab) *model {
 	m := &model{
 		t: t, s: s, chunks: map[uint32]mchunk{},
 		owner: make([]uint32, int(s.npages)*int(s.pageSize)/8),
 		class: make([]int, s.npages),
 		used:  make([]int, s.npages),
+		taken: make([]bool, s.npages),
+		pages: make([]byte, int(s.npages)*int(s.pageSize)),
 	}
+	copy(m.pages, s.mem[s.pagesOff:])
 	for p := uint32(0); p < s.npages; p++ {
-		binary.NativeEndian.PutUint64(s.mem[pageStart(s, p):], wordPattern(p))
+		m.setWord(p, wordPattern(p))
 	}
-	m.pages = slices.Clone(s.mem[s.pagesOff : s.pagesOff+s.npages*s.pageSize])
 	return m
 }
 
-// use records that the chunk at off is allocated (+1) or freed (-1).
+// setWord writes v in page p's word, in the region and in the model.
+func (m *model) setWord(p uint32, v uint64) {
+	binary.NativeEndian.PutUint64(m.s.mem[pageStart(m.s, p):], v)
+	binary.NativeEndian.PutUint64(m.pages[p*m.s.pageSize:], v)
+}
+
+// modelWord returns what page p's word must hold.
+func (m *model) modelWord(p uint32) uint64 {
+	return binary.NativeEndian.Uint64(m.pages[p*m.s.pageSize:])
+}
+
+// use records that the chunk at off is allocated (+1) or freed (-1). A
+// page that becomes free keeps its bytes in the package: the model leaves
+// wordPattern in its word, as a lock's last holder or a run's owner might,
+// so that the word is never 0 when Alloc next takes the page.
 func (m *model) use(off uint32, c mchunk, delta int) {
 	ps := int(m.s.pageSize)
 	p := int(pageOf(m.s, off))
 	if !c.small {
-		v := -1
-		if delta < 0 {
-			v = 0
-		}
 		for i := 0; i < runPages(c.csize, ps); i++ {
-			m.class[p+i] = v
+			switch {
+			case delta < 0:
+				m.class[p+i] = 0
+				m.setWord(uint32(p+i), wordPattern(uint32(p+i)))
+			case i == 0:
+				m.class[p+i] = runHead
+			default:
+				m.class[p+i] = runBody
+			}
 		}
 		return
 	}
@@ -84,6 +118,7 @@ func (m *model) use(off uint32, c mchunk, delta int) {
 	m.used[p] += delta
 	if m.used[p] == 0 {
 		m.class[p] = 0
+		m.setWord(uint32(p), wordPattern(uint32(p)))
 	}
 }
 
@@ -156,6 +191,7 @@ func (m *model) alloc(op, size int, fill byte) {
 		t.Fatalf("op %d: Size(Alloc(%d) = %d) = %d, %v, want %d", op, size, off, got, err, csize)
 	}
 	first := m.unit(off) / (int(s.pageSize) / 8)
+	m.checkTaken(op, size, off, c)
 	for u := m.unit(off); u < m.unit(off)+csize/8; u++ {
 		if o := m.owner[u]; o != 0 {
 			t.Fatalf("op %d: Alloc(%d) = %d overlaps the chunk at %d (%+v)", op, size, off, o, m.chunks[o])
@@ -171,6 +207,45 @@ func (m *model) alloc(op, size int, fill byte) {
 	m.chunks[off] = c
 	m.live = append(m.live, off)
 	m.use(off, c, +1)
+}
+
+// checkTaken checks the page words right after Alloc(size) returned the
+// chunk c at off: Alloc zeroes the word of the page it takes, a free page
+// for a small chunk or a run's first page, and writes no other word. The
+// model then writes wordPattern in the taken page's word, as the holder of
+// its lock would, so that a later write of the word by the package shows.
+func (m *model) checkTaken(op, size int, off uint32, c mchunk) {
+	t, s := m.t, m.s
+	p := pageOf(s, off)
+	took := !c.small || m.class[p] == 0
+	if c.small && m.class[p] != 0 && m.class[p] != c.csize {
+		t.Fatalf("op %d: Alloc(%d) = %d, a chunk of %d in page %d of class %d (negative: in a run)", op, size, off, c.csize, p, m.class[p])
+	}
+	if took && m.modelWord(p) == 0 {
+		t.Fatalf("test bug: page %d's word was 0 before Alloc(%d) took it: its zeroing cannot show", p, size)
+	}
+	for q := uint32(0); q < s.npages; q++ {
+		want := m.modelWord(q)
+		if q == p && took {
+			want = 0
+		}
+		if got := word(s, q); got != want {
+			what := "no page"
+			if took {
+				what = fmt.Sprintf("page %d", p)
+			}
+			t.Fatalf("op %d: Alloc(%d) = %d took %s; page %d's word = %#x, want %#x", op, size, off, what, q, got, want)
+		}
+	}
+	if !took {
+		return
+	}
+	m.takes++
+	if m.taken[p] {
+		m.again++
+	}
+	m.taken[p] = true
+	m.setWord(p, wordPattern(p))
 }
 
 // drop removes the i-th live chunk from the model after checking its
@@ -240,12 +315,35 @@ func (m *model) checkBytes(op int, off uint32, c mchunk) {
 
 // checkWords checks that every page's word holds what the model last wrote
 // there: wordPattern, or a run's bytes for the inner pages of a run. The
-// package writes no word after Format.
+// package writes a word only in the Alloc that takes its page, which
+// alloc checks and the model then overwrites. It also checks that
+// PageLockAt and PageLock give the word of a small page or a run's first
+// page, for any offset in the page, and nil for a free page or a run's
+// other pages, and nil outside the pages.
 func (m *model) checkWords(op int) {
-	for p := uint32(0); p < m.s.npages; p++ {
-		want := binary.NativeEndian.Uint64(m.pages[p*m.s.pageSize:])
-		if got := word(m.s, p); got != want {
+	s := m.s
+	for p := uint32(0); p < s.npages; p++ {
+		want := m.modelWord(p)
+		if got := word(s, p); got != want {
 			m.t.Fatalf("op %d: page %d's word = %#x, want %#x (pattern %#x)", op, p, got, want, wordPattern(p))
+		}
+		var lock *uint64
+		if c := m.class[p]; c > 0 || c == runHead {
+			lock = wordAt(s, p)
+		}
+		start := pageStart(s, p)
+		for _, off := range []uint32{start, start + pageWord, start + s.pageSize - 1} {
+			if got := s.PageLock(off); got != lock {
+				m.t.Fatalf("op %d: PageLock(%d) in page %d (class %d) = %p, want %p", op, off, p, m.class[p], got, lock)
+			}
+		}
+		if got := s.PageLockAt(int(p)); got != lock {
+			m.t.Fatalf("op %d: PageLockAt(%d) (class %d) = %p, want %p", op, p, m.class[p], got, lock)
+		}
+	}
+	for _, off := range []uint32{0, s.pagesOff - 1, pageStart(s, s.npages), ^uint32(0)} {
+		if got := s.PageLock(off); got != nil {
+			m.t.Fatalf("op %d: PageLock(%d) outside the pages = %p, want nil", op, off, got)
 		}
 	}
 }

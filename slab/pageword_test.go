@@ -19,15 +19,27 @@ func wordAt(s *Slab, p uint32) *uint64 {
 }
 
 // PageLock returns the word at the start of the page that holds an offset,
-// for any offset in the page, on a view from Format, Attach or Restore; for
-// a chunk that is its page's word, for a run's chunk its first page's. It
-// returns nil outside the pages. No chunk covers the word of its page, so a
-// store through PageLock changes no chunk.
+// for any offset in the page, when the page holds chunks of a class or
+// begins a run, on a view from Format, Attach or Restore; for a chunk that
+// is its page's word, for a run's chunk its first page's. It returns nil
+// for a free page, for the other pages of a run, whose first bytes are the
+// run's chunk, and outside the pages; PageLockAt agrees page by page. The
+// region starts as random bytes: Alloc zeroes the word of each page it
+// takes, and no chunk covers the word of its page, so a store through
+// PageLock changes no chunk.
 func TestPageLock(t *testing.T) {
 	for _, ps := range []int{512, 4096, 1 << 16} {
 		t.Run(fmt.Sprint("page=", ps), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
-			s := newSlab(t, 10*ps, ps)
+			mem := alignedMem(10 * ps)
+			for i := range mem {
+				mem[i] = byte(1 + r.IntN(255))
+			}
+			orig := slices.Clone(mem)
+			s, err := Format(mem, ps)
+			if err != nil {
+				t.Fatalf("Format = %v", err)
+			}
 			end := pageStart(s, s.npages)
 			if int(end)+ps/2 > len(s.mem) {
 				t.Fatalf("test bug: %d pages end at %d, want a tail of half a page in %d bytes", s.npages, end, len(s.mem))
@@ -38,7 +50,7 @@ func TestPageLock(t *testing.T) {
 				fill byte
 			}
 			var chunks []chunk
-			var runs, inLast int
+			taken := make([]bool, s.npages) // nothing is freed while filling: each page is taken once
 			sizes := []int{1, ps - pageWord, 56, 2*ps - pageWord + 1, 248, (ps - pageWord) / 2, 100, 16}
 			for i := 0; ; i++ {
 				size := sizes[i%len(sizes)]
@@ -53,20 +65,96 @@ func TestPageLock(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Size(%d) = %v", off, err)
 				}
-				c := chunk{off, n, byte(1 + r.IntN(255))}
-				for k := 0; k < n; k++ {
-					s.mem[int(off)+k] = c.fill
-				}
-				chunks = append(chunks, c)
-				if _, small := refChunk(size, ps); !small && n > ps {
-					runs++
-				}
-				if pageOf(s, off) == s.npages-1 {
-					inLast++
+				chunks = append(chunks, chunk{off, n, byte(1 + r.IntN(255))})
+				taken[pageOf(s, off)] = true
+			}
+			// What each page is, from the chunks: a small page, a run's
+			// first page or another page of a run; free if none.
+			const (
+				free = iota
+				small
+				head
+				body
+			)
+			kind := make([]int, s.npages)
+			classify := func() {
+				clear(kind)
+				for _, c := range chunks {
+					first, last := pageOf(s, c.off), pageOf(s, c.off+uint32(c.size)-1)
+					if _, isSmall := refChunk(c.size, ps); isSmall {
+						kind[first] = small
+						continue
+					}
+					kind[first] = head
+					for p := first + 1; p <= last; p++ {
+						kind[p] = body
+					}
 				}
 			}
-			if runs == 0 || inLast == 0 {
-				t.Fatalf("test bug: %d chunks, %d runs of 2 pages or more, %d in the last page; want some of each", len(chunks), runs, inLast)
+			// Free every chunk of every other small page, in page order,
+			// and every run but the longest, but for the last page's, so
+			// that free pages lie among small pages and runs.
+			classify()
+			longest := chunks[0]
+			for _, c := range chunks {
+				if c.size > longest.size {
+					longest = c
+				}
+			}
+			drop := make([]bool, s.npages)
+			smalls := 0
+			for p := uint32(0); p+1 < s.npages; p++ {
+				switch kind[p] {
+				case small:
+					drop[p] = smalls%2 == 1
+					smalls++
+				case head:
+					drop[p] = p != pageOf(s, longest.off)
+				}
+			}
+			var live []chunk
+			for _, c := range chunks {
+				if drop[pageOf(s, c.off)] {
+					if err := s.Free(c.off); err != nil {
+						t.Fatalf("Free(%d) = %v", c.off, err)
+					}
+					continue
+				}
+				live = append(live, c)
+			}
+			chunks = live
+			classify()
+			var counts [4]int
+			for _, k := range kind {
+				counts[k]++
+			}
+			if counts[free] == 0 || counts[small] == 0 || counts[head] == 0 || counts[body] == 0 || kind[s.npages-1] == free {
+				t.Fatalf("test bug: %d free pages, %d small, %d runs, %d pages inside runs, last page %d; want some of each and the last page used", counts[free], counts[small], counts[head], counts[body], kind[s.npages-1])
+			}
+			// Alloc zeroed the words of the pages it took, for a class or
+			// as a run's first page, and Alloc and Free wrote no other byte
+			// of the pages: the others keep the random bytes, the words of
+			// a run's other pages too. The chunks are filled only now, as
+			// their owners would.
+			for i := int(s.pagesOff); i < len(mem); i++ {
+				p, rel := pageOf(s, uint32(i)), (i-int(s.pagesOff))%ps
+				want := orig[i]
+				if p < s.npages && rel < pageWord && taken[p] {
+					want = 0
+				}
+				if mem[i] != want {
+					t.Fatalf("byte %d (at %d in page %d, taken %v) = %#x, want %#x", i, rel, p, p < s.npages && taken[p], mem[i], want)
+				}
+			}
+			for p := uint32(0); p < s.npages; p++ {
+				if k := kind[p]; (k == small || k == head) != taken[p] && k != free {
+					t.Fatalf("test bug: page %d of kind %d, taken %v", p, k, taken[p])
+				}
+			}
+			for _, c := range chunks {
+				for k := 0; k < c.size; k++ {
+					s.mem[int(c.off)+k] = c.fill
+				}
 			}
 			attached, err := Attach(s.mem)
 			if err != nil {
@@ -83,11 +171,18 @@ func TestPageLock(t *testing.T) {
 			for _, view := range views {
 				v := view.v
 				for p := uint32(0); p < s.npages; p++ {
+					var want *uint64
+					if k := kind[p]; k == small || k == head {
+						want = wordAt(s, p)
+					}
+					if got := v.PageLockAt(int(p)); got != want {
+						t.Fatalf("%s: PageLockAt(%d) of kind %d = %p, want %p", view.name, p, kind[p], got, want)
+					}
 					start := pageStart(s, p)
 					for _, off := range []uint32{start, start + 1, start + pageWord - 1, start + pageWord,
 						start + uint32(ps/2), start + uint32(ps-1), start + uint32(r.IntN(ps))} {
-						if got, want := v.PageLock(off), wordAt(s, p); got != want {
-							t.Fatalf("%s: PageLock(%d) = %p, want page %d's word at %d, %p", view.name, off, got, p, start, want)
+						if got := v.PageLock(off); got != want {
+							t.Fatalf("%s: PageLock(%d) in page %d of kind %d = %p, want %p (word at %d)", view.name, off, p, kind[p], got, want, start)
 						}
 					}
 				}
@@ -96,8 +191,12 @@ func TestPageLock(t *testing.T) {
 					if got := v.PageLock(c.off); got != wordAt(s, first) {
 						t.Fatalf("%s: PageLock(%d) of a chunk of %d bytes = %p, want page %d's word", view.name, c.off, c.size, got, first)
 					}
-					if got := v.PageLock(c.off + uint32(c.size) - 1); got != wordAt(s, last) {
-						t.Fatalf("%s: PageLock(%d) at the end of a chunk of %d bytes = %p, want page %d's word", view.name, c.off+uint32(c.size)-1, c.size, got, last)
+					var want *uint64 // a run's end, in a page after its first
+					if last == first {
+						want = wordAt(s, first)
+					}
+					if got := v.PageLock(c.off + uint32(c.size) - 1); got != want {
+						t.Fatalf("%s: PageLock(%d) at the end of a chunk of %d bytes in pages %d..%d = %p, want %p", view.name, c.off+uint32(c.size)-1, c.size, first, last, got, want)
 					}
 				}
 				for _, off := range []uint32{0, 8, uint32(descStart), s.pagesOff - 1, end, end + 1,
@@ -117,7 +216,7 @@ func TestPageLock(t *testing.T) {
 				}
 				p := pageOf(s, c.off)
 				if !atomic.CompareAndSwapUint64(w, 0, wordPattern(p)) && atomic.LoadUint64(w) != wordPattern(p) {
-					t.Fatalf("page %d's word = %#x, want 0 (Format) or %#x", p, atomic.LoadUint64(w), wordPattern(p))
+					t.Fatalf("page %d's word = %#x, want 0 (Alloc) or %#x", p, atomic.LoadUint64(w), wordPattern(p))
 				}
 				if got := word(s, p); got != wordPattern(p) {
 					t.Fatalf("page %d's word read from its bytes = %#x after a store through PageLock(%d), want %#x", p, got, c.off, wordPattern(p))
@@ -143,9 +242,12 @@ func TestPageLock(t *testing.T) {
 	}
 }
 
-// Alloc, Free, Forget, Rebuild, Restore, Attach and Check never write a
-// page's word: the model writes wordPattern in every word, runs random
-// operations of every kind, and checks every word after each one. The only
+// Alloc zeroes the word of a page it takes, for a class or as a run's
+// first page, and writes no other word; Free, Forget, Rebuild, Restore,
+// Attach and Check write none. The model writes wordPattern in every word,
+// and again in the word of each page Alloc takes once it has seen it
+// zeroed, runs random operations of every kind, and checks every word,
+// and PageLock and PageLockAt of every page, after each one. The other
 // words that change are those inside a run's chunk (the words of its pages
 // after the first), which the model itself writes as a chunk's owner would.
 func TestPageWords(t *testing.T) {
@@ -200,22 +302,20 @@ func TestPageWords(t *testing.T) {
 			m.s.Rebuild()
 			m.restore(tt.ops)
 			m.verify(tt.ops, true)
-			intact := 0
-			for p := uint32(0); p < m.s.npages; p++ {
-				if word(m.s, p) == wordPattern(p) {
-					intact++
-				}
-			}
-			if intact == 0 {
-				t.Fatalf("no page's word holds its pattern at the end: the test checks nothing but runs")
+			t.Logf("Alloc took %d pages, %d of them freed before", m.takes, m.again)
+			if m.again == 0 {
+				t.Fatalf("no page was taken, freed and taken again: the test does not see Alloc zero a word a lock's holder left")
 			}
 		})
 	}
 }
 
-// Format zeroes every page's word, whatever the bytes held, and writes
-// nothing else of the pages.
-func TestFormatZeroesPageWords(t *testing.T) {
+// Format writes the region's metadata only, never a byte of the pages:
+// not over random bytes, as a new zone's file is zero anyway, and not over
+// a region in use, whose words processes may hold as locks. The region it
+// leaves is all free: PageLock of every page is nil, and the Alloc that
+// takes a page then zeroes its word.
+func TestFormatWritesNoPage(t *testing.T) {
 	for _, ps := range []int{512, 4096, 1 << 16} {
 		t.Run(fmt.Sprint("page=", ps), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
@@ -230,18 +330,24 @@ func TestFormatZeroesPageWords(t *testing.T) {
 			}
 			checkFormatted := func(when string, before []byte) {
 				t.Helper()
-				for p := uint32(0); p < s.npages; p++ {
-					if got := word(s, p); got != 0 {
-						t.Fatalf("%s: page %d's word = %#x, want 0", when, p, got)
-					}
-					if got := *s.PageLock(pageStart(s, p) + pageWord); got != 0 {
-						t.Fatalf("%s: *PageLock of page %d = %#x, want 0", when, p, got)
+				for i := int(s.pagesOff); i < len(mem); i++ {
+					if mem[i] != before[i] {
+						rel := (i - int(s.pagesOff)) % ps
+						t.Fatalf("%s: byte %d (at %d in page %d) = %#x, want %#x untouched", when, i, rel, (i-int(s.pagesOff))/ps, mem[i], before[i])
 					}
 				}
-				for i := int(s.pagesOff); i < len(mem); i++ {
-					rel := (i - int(s.pagesOff)) % ps
-					if inWord := i < int(pageStart(s, s.npages)) && rel < pageWord; !inWord && mem[i] != before[i] {
-						t.Fatalf("%s: byte %d (at %d in page %d) = %#x, want %#x untouched", when, i, rel, (i-int(s.pagesOff))/ps, mem[i], before[i])
+				if s.FreeBytes() != s.Capacity() || s.FreePages() != s.Pages() {
+					t.Fatalf("%s: %v, want all free", when, s)
+				}
+				if err := s.Check(); err != nil {
+					t.Fatalf("%s: Check() = %v", when, err)
+				}
+				for p := uint32(0); p < s.npages; p++ {
+					if got := s.PageLockAt(int(p)); got != nil {
+						t.Fatalf("%s: PageLockAt(%d) of a free page = %p, want nil", when, p, got)
+					}
+					if got := s.PageLock(pageStart(s, p) + pageWord); got != nil {
+						t.Fatalf("%s: PageLock of free page %d = %p, want nil", when, p, got)
 					}
 				}
 			}
@@ -251,17 +357,29 @@ func TestFormatZeroesPageWords(t *testing.T) {
 			m := newModel(t, s)
 			for op := 0; op < 50; op++ {
 				m.alloc(op, randSize(r, ps), byte(r.Uint32()))
+				m.verify(op, false)
 			}
 			if err := s.Check(); err != nil {
 				t.Fatal(err)
+			}
+			if m.takes == 0 {
+				t.Fatalf("test bug: 50 Allocs took no page")
 			}
 			before = slices.Clone(mem)
 			if s, err = Format(mem, ps); err != nil {
 				t.Fatal(err)
 			}
 			checkFormatted("Format over a region in use", before)
-			if s.FreeBytes() != s.Capacity() || s.FreePages() != s.Pages() {
-				t.Fatalf("Format over a region in use: %v, want all free", s)
+
+			// The words the region kept are no lock's any more: the Alloc
+			// that takes a page zeroes its word, and nothing else writes it.
+			m = newModel(t, s)
+			for op := 0; op < 50; op++ {
+				m.alloc(op, randSize(r, ps), byte(r.Uint32()))
+				m.verify(op, op%10 == 0)
+			}
+			if m.takes == 0 {
+				t.Fatalf("test bug: 50 Allocs after Format took no page")
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -17,7 +18,10 @@ type Slab struct {
 	pageShift uint32 // log2(pageSize)
 	npages    uint32
 	pagesOff  uint32
-	hint      [numClasses]uint32 // per class, the page this view last allocated from, + 1 (ownPage)
+	// hint is, per class, the page this view last allocated from, + 1
+	// (ownPage). Accessed atomically: the region's lock is a word in
+	// shared memory, where the race detector sees no synchronisation.
+	hint [numClasses]uint32
 }
 
 // layoutFor returns how many pages of pageSize bytes a region of size bytes
@@ -162,7 +166,7 @@ func (s *Slab) allocSmall(c int) (uint32, error) {
 	size := uint32(classSizes[c])
 	n := chunksPerPage(c, s.pageSize)
 	p, own := s.ownPage(c, n)
-	if !own && (*head == 0 || s.hdr().FreePages > 0) {
+	if !own && (*head == 0 || atomic.LoadUint32(&s.hint[c]) != 0 && s.hdr().FreePages > 0) {
 		// A page of its own while free pages last (see ownPage).
 		q, err := s.takePages(1)
 		switch {
@@ -181,7 +185,7 @@ func (s *Slab) allocSmall(c int) (uint32, error) {
 	if p >= s.npages {
 		return 0, s.corrupt("class %d list head %d", c, p)
 	}
-	s.hint[c] = p + 1
+	atomic.StoreUint32(&s.hint[c], p+1)
 	d := s.desc(p)
 	if d.Kind != kindSmall || int(d.Class) != c || int(d.Used) >= n {
 		return 0, s.corrupt("page %d in class %d list: kind %d class %d used %d", p, c, d.Kind, d.Class, d.Used)
@@ -209,14 +213,18 @@ func (s *Slab) allocSmall(c int) (uint32, error) {
 
 // ownPage returns the page this view last allocated chunks of class c from,
 // while it is still such a page with a chunk free. Each process has a view
-// of its own (Attach), so each fills pages of its own while free pages last:
-// the entries a process creates share cache lines, and page lock words, with
-// its own entries and not with those of other processes, whose writes
-// would otherwise move the lines between their cores. Once no page is free,
+// of its own (Attach): its first chunk of a class comes from the class's
+// first page with room, as any would, and when that page is full it takes
+// a free page, of its own, while free pages last. The entries a process
+// creates then share cache lines, and page lock words, with its own entries
+// and not with those of other processes, whose writes would otherwise move
+// the lines between their cores; a process that allocates once, such as a
+// command-line tool, takes no page for itself. Once no page is free,
 // allocations fill whatever page has room, as they would without it.
 func (s *Slab) ownPage(c, n int) (uint32, bool) {
-	p := s.hint[c] - 1
-	if s.hint[c] == 0 || p >= s.npages {
+	h := atomic.LoadUint32(&s.hint[c])
+	p := h - 1
+	if h == 0 || p >= s.npages {
 		return 0, false
 	}
 	d := s.desc(p)

@@ -5,13 +5,17 @@
 //
 // The zone is split into shards (shm). A key's xxhash64 with the zone's seed
 // picks its shard by its low bits, a bucket of the shard's index by its high
-// bits, and an 8-bit tag compared before the key bytes. Each shard has one
-// lock word, an index of uint32 offsets, an eviction queue (CLOCK), and a slab arena
-// holding entries (layout.go). Operations on different shards never contend.
+// bits, and an 8-bit tag compared before the key bytes. Each shard has a
+// lock word for changes to its structure, an index of uint32 offsets, an
+// eviction queue (CLOCK), and a slab arena holding entries (layout.go), each
+// of whose pages has a lock word of its own for writes to its entries.
+// Reads take no lock; operations on different keys rarely share a cache
+// line ("Who writes what", below).
 //
 // Eviction is CLOCK (second chance) per shard, chosen over exact LRU for
-// read speed: a read only sets a bit in the entry it already holds, where an
-// LRU move writes three other entries' cache lines (at 1,000 keys that move
+// read speed: a read at most sets a bit in the entry it already holds, once
+// per pass of the hand (under its page's lock), where an LRU move writes
+// three other entries' cache lines (at 1,000 keys that move
 // cost a third of a Get). Entries sit in a queue, new ones at the head,
 // unreferenced; reads and writes set the entry's refBit. When an allocation
 // fails the shard reclaims from the queue's tail: expired entries are freed,
@@ -51,9 +55,76 @@
 // found entry's bytes back and removes a new entry; then the lock is
 // released. The zone stays sound and the process may go on using it.
 //
+// # Who writes what
+//
+// Processes share cache lines only where they share keys. Each operation
+// writes the lines of its own key and nothing of the shard's:
+//
+//	shard header, line 0    Lock, Seq, Drop, queue ends, Count, structural counts
+//	                        written only by structural changes, under Lock;
+//	                        read (Seq) by every operation: it stays in every
+//	                        core's cache while the structure does not change
+//	shard header, line 1    Hits, Misses, Writes, Incrs: each process adds its
+//	                        own counts now and then (tally.go), never per op
+//	index slots             written by inserts and deletes, under Lock
+//	slab page, first word   the page's lock (slab.PageLock): an entry writer's
+//	                        CAS; each process fills pages of its own
+//	                        (slab: ownPage), so its entries' locks are its own
+//	entry                   Next, QPrev, QNext: under Lock. Ver (version and
+//	                        expiry), Flags, Bits' kind, the value: under the
+//	                        page lock, or under Lock after draining the page.
+//	                        refBit: set with an atomic OR when clear
+//
+// Three kinds of operation:
+//
+//	reader        Get, GetInto, GetStale (and a read-only view's reads):
+//	              seq = Seq (retry while odd); walk the bucket, reading every
+//	              word atomically and every offset bounds-checked (a walk
+//	              longer than the shard holds ends it); copy Ver, the value,
+//	              Flags; valid only if Ver is even and unchanged and Seq is
+//	              unchanged. Writes nothing in the zone.
+//	entry writer  Incr, IncrFloat, IncrInit and Mutate on a live entry of
+//	              their shape: find as a reader; then, with Seq still seq,
+//	              CAS the page's lock word (never wait: TryLock), and check
+//	              Seq again: the entry is the key's and stays so until the
+//	              page is unlocked. A value of one word is one aligned
+//	              store; a change of several words makes Ver odd around it.
+//	structural    everything else: takes Lock (Seq odd), drains the page of
+//	              each existing entry it changes (locks and unlocks it: the
+//	              writers inside finish; no new one validates while Seq is
+//	              odd), changes, and leaves Seq even again at unlock.
+//
+// Retry rules: a reader or an entry writer retries a find that met an odd
+// Seq, a torn walk or a page lock held, up to 8 times (yielding between),
+// then takes Lock and does the operation as a structural one, which waits
+// its turn with LockTimeout's bound. A reader that met an odd Ver retries
+// the same way; under Lock, after draining, an odd Ver is a writer that
+// died mid-write, and its entry is dropped by a repair (I6). Under the race
+// detector every operation takes Lock: the detector cannot tell a validated
+// optimistic read from a race.
+//
+//	I7. Seq is odd exactly while Lock is held by a writable Dict (or was held
+//	    by a process that died). A structure read without Lock is used only
+//	    if Seq was even before and unchanged after.
+//	I8. An existing entry's Ver, Flags, kind and value change only under its
+//	    page's lock, or under Lock after its page was drained; its key, Tag,
+//	    KLen and place never change while it is linked.
+//	I9. A page's first word is its lock while the page holds chunks of a
+//	    class or begins a run; Alloc zeroes it when it gives the page that
+//	    role. An entry writer swaps it only after validating, against Seq,
+//	    that the entry it found was linked in that page, and validates again
+//	    after: if the shard changed in between it gives the word back only if
+//	    it still holds its own swap. What this leaves open: a writer stalled
+//	    between its check and its swap (a few instructions) for as long as
+//	    other processes free the entry's page and reuse it inside a run,
+//	    whose first word then happens to be zero, swaps that word of a value
+//	    and restores it at once; a reader copying that value in that instant
+//	    would see it torn. Every other interleaving is validated.
+//
 // Concurrency: a *Dict is safe for use by many goroutines; Close must not race
-// with other calls. Across processes, every operation on a key is atomic under
-// its shard's lock; a read sees the last completed write of any process. A
+// with other calls. Across processes, every operation on a key is atomic:
+// under its shard's lock, or under its entry's page lock for an entry
+// write; a read sees the last completed write of any process. A
 // lock holder that is alive, in any PID namespace, is never taken over:
 // liveness is the kernel's (an OFD lock per open zone, package shm), never a
 // pid's. No operation waits forever: one that waited Options.LockTimeout

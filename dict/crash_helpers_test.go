@@ -1,6 +1,7 @@
 package dict_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -101,8 +102,10 @@ func (h *hammer) step() error {
 	switch {
 	case x < 40:
 		return h.incr(r.IntN(crashCounters), x < 20)
-	case x < 72:
+	case x < 66:
 		return h.write(r.IntN(crashValues), x)
+	case x < 72:
+		return h.mutate(crashMutateKey(r.IntN(crashMutates)), x < 70)
 	case x < 80:
 		k := r.IntN(crashValues)
 		key := crashValueKey(k)
@@ -120,6 +123,37 @@ func (h *hammer) step() error {
 	default:
 		return h.list(crashListKey(r.IntN(crashLists)), x < 90)
 	}
+}
+
+// mutate adds one to every word of a state key with Mutate (creating it
+// when absent), or reads it; either way the state it meets must be whole:
+// a process killed inside Mutate's function loses the key, never leaves it
+// torn, and a reader never sees a write half done.
+func (h *hammer) mutate(key string, write bool) error {
+	if !write {
+		v, _, err := h.d.Get(key)
+		switch {
+		case errors.Is(err, dict.ErrNotFound):
+			return nil
+		case err != nil:
+			return fmt.Errorf("Get(%q) = %w", key, err)
+		}
+		return checkCrashState(key, v.Bytes())
+	}
+	var torn error
+	err := h.d.Mutate(key, crashStateSize, 0, func(b []byte, found bool) bool {
+		if found {
+			torn = checkCrashState(key, b)
+		}
+		for i := 0; i < len(b); i += 8 {
+			binary.LittleEndian.PutUint64(b[i:], binary.LittleEndian.Uint64(b[i:])+1)
+		}
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("Mutate(%q) = %w", key, err)
+	}
+	return torn
 }
 
 // incr increments counter k by one, with Incr or IncrInit, and acknowledges

@@ -14,6 +14,25 @@ import (
 func crashCounterKey(k int) string { return fmt.Sprintf("ctr-%02d", k) }
 func crashValueKey(k int) string   { return fmt.Sprintf("val-%03d", k) }
 func crashListKey(k int) string    { return fmt.Sprintf("list-%d", k) }
+func crashMutateKey(k int) string  { return fmt.Sprintf("mut-%02d", k) }
+
+// crashStateSize is the size of a Mutate state: words that every Mutate
+// increments together, so that a torn state has unequal words.
+const crashStateSize = 64
+
+// checkCrashState reports whether a Mutate state is whole: every word equal.
+func checkCrashState(key string, b []byte) error {
+	if len(b) != crashStateSize {
+		return fmt.Errorf("state of %q has %d bytes, want %d", key, len(b), crashStateSize)
+	}
+	first := binary.LittleEndian.Uint64(b)
+	for i := 8; i < len(b); i += 8 {
+		if w := binary.LittleEndian.Uint64(b[i:]); w != first {
+			return fmt.Errorf("state of %q is torn: word 0 is %d, word %d is %d", key, first, i/8, w)
+		}
+	}
+	return nil
+}
 
 // An ack file is a helper's record of what it has done, written through a
 // shared mapping, so that every store made before a SIGKILL is in the file

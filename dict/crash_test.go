@@ -42,6 +42,7 @@ const (
 	crashCounters     = 64                    // keys only incremented
 	crashValues       = 128                   // keys set, added, replaced, deleted and read
 	crashLists        = 8                     // keys pushed and popped
+	crashMutates      = 16                    // state keys changed in place with Mutate
 	crashListMax      = 64                    // a helper pops rather than pushes past this length
 	crashMaxValue     = 12 << 10              // largest value: three pages, a page run
 	crashShards       = 4
@@ -214,6 +215,19 @@ func checkCrashLeftovers(t *testing.T, d *dict.Dict) {
 			t.Errorf("Get(%q) = %v of kind %v", key, v, v.Kind())
 		}
 	}
+	for k := 0; k < crashMutates; k++ {
+		key := crashMutateKey(k)
+		v, _, err := d.Get(key)
+		switch {
+		case errors.Is(err, dict.ErrNotFound):
+		case err != nil:
+			t.Errorf("Get(%q) = %v", key, err)
+		default:
+			if err := checkCrashState(key, v.Bytes()); err != nil {
+				t.Error(err)
+			}
+		}
+	}
 	for k := 0; k < crashLists; k++ {
 		key := crashListKey(k)
 		n, err := d.LLen(key)
@@ -240,7 +254,7 @@ func checkCrashLeftovers(t *testing.T, d *dict.Dict) {
 		t.Fatalf("Keys(0) = %v", err)
 	}
 	for _, k := range keys {
-		if !strings.HasPrefix(k, "ctr-") && !strings.HasPrefix(k, "val-") {
+		if !strings.HasPrefix(k, "ctr-") && !strings.HasPrefix(k, "val-") && !strings.HasPrefix(k, "mut-") {
 			t.Errorf("Keys(0) holds %q, which no helper writes", k)
 		}
 	}

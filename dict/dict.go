@@ -349,7 +349,8 @@ func (d *Dict) checkValue(key string, v Value, ttl time.Duration) (int64, error)
 
 // lookup validates key, locks its shard and finds its entry, 0 when absent.
 // On success the caller holds the shard's lock and must unlock it; on error
-// the lock is released.
+// the lock is released. For a write, the entry's page is drained, so that
+// the entry is the caller's to read and change.
 func (d *Dict) lookup(key string, write bool) (s *shard, h uint64, off uint32, err error) {
 	if err := d.check(key, write); err != nil {
 		return nil, 0, 0, err
@@ -363,6 +364,22 @@ func (d *Dict) lookup(key string, write bool) (s *shard, h uint64, off uint32, e
 		err = d.corruptLocked(s, "index")
 		d.unlock(s)
 		return nil, 0, 0, err
+	}
+	if write && off != 0 {
+		// Entry writers inside its page finish first; one that died
+		// there lost the entry (settleLocked).
+		err := s.drainPage(off)
+		if err != nil {
+			err = d.failLocked(s, err, "page")
+		} else if gone, serr := d.settleLocked(s, off); serr != nil {
+			err = serr
+		} else if gone {
+			off = 0
+		}
+		if err != nil {
+			d.unlock(s)
+			return nil, 0, 0, err
+		}
 	}
 	return s, h, off, nil
 }

@@ -106,10 +106,12 @@ func writing(w uint64) bool   { return w&verOne != 0 }
 // expiry returns the entry's expiry.
 func (e *entry) expiry() int64 { return expiryOf(e.ver()) }
 
-// setExpiry replaces the entry's expiry, keeping its version: for the
-// holder of the shard's lock, whose Seq tells readers.
+// setExpiry replaces the entry's expiry and steps its version to the next
+// even one: for the holder of the shard's lock, whose Seq tells readers, on
+// an entry whose page it drained.
 func (e *entry) setExpiry(expiry int64) {
-	shm.StoreRelease(&e.Ver, e.ver()&^expiryMask|uint64(expiry))
+	v := (e.ver()>>expiryBits + 2) &^ 1
+	shm.StoreRelease(&e.Ver, v<<expiryBits|uint64(expiry))
 }
 
 // bitsWord returns the 32-bit word that holds KLen, Tag and Bits, through

@@ -83,12 +83,6 @@ func (d *Dict) Mutate(key string, size int, ttl time.Duration, fn func(b []byte,
 			if !s.okBody(off, e) {
 				return d.corruptLocked(s, "entry")
 			}
-			if err := s.drainPage(off); err != nil {
-				return d.failLocked(s, err, "page")
-			}
-			if writing(e.ver()) {
-				return d.corruptLocked(s, "entry written by a process that died")
-			}
 			d.mutateLocked(s, off, true, fn)
 			e.use()
 			d.tally(s, tWrites)

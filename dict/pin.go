@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/shmzone/shmzone/shm"
 )
@@ -93,19 +94,21 @@ func (s *shard) findOptimistic(key string, h uint64) (off uint32, seq uint64, ok
 	if seq&1 != 0 {
 		return 0, seq, false
 	}
-	tag := tagOf(h)
+	// Locals: the atomic loads below are barriers to the compiler, which
+	// would otherwise reload the shard's fields after each.
+	arena, steps, tag := s.arena, s.steps, tagOf(h)
 	off = atomic.LoadUint32(&s.index[s.bucket(h)])
 	for n := 0; off != 0; n++ {
-		if !s.okEntry(off) || n > s.maxSteps() {
+		if off&7 != 0 || int(off)+entryHdrSize > len(arena) || n > steps {
 			return 0, seq, false
 		}
-		e := s.entryAt(off)
+		e := (*entry)(unsafe.Pointer(&arena[off]))
 		if klen, etag := e.klenTag(); etag == tag && klen == len(key) {
 			k := int(off) + entryHdrSize
-			if k+klen > len(s.arena) {
+			if k+klen > len(arena) {
 				return 0, seq, false
 			}
-			if string(s.arena[k:k+klen]) == key {
+			if string(arena[k:k+klen]) == key {
 				return off, seq, true
 			}
 		}
@@ -190,4 +193,20 @@ func (s *shard) markUsed(off uint32, seq uint64) {
 		s.entryAt(off).use()
 		shm.Unlock(pw)
 	}
+}
+
+// settleLocked finds out whether the entry at off, whose page the caller
+// drained holding the shard's lock, was left half written by an entry
+// writer that died (its Ver is odd, and no live writer is inside the page).
+// Then it repairs the shard, which drops that entry: gone reports that the
+// key is now absent. A dead writer loses the entry it was writing, no more.
+func (d *Dict) settleLocked(s *shard, off uint32) (gone bool, err error) {
+	if !writing(s.entryAt(off).ver()) {
+		return false, nil
+	}
+	atomic.AddUint64(&s.h.Recoveries, 1)
+	if err := s.repairLocked(); err != nil {
+		return false, err
+	}
+	return true, nil
 }

@@ -91,11 +91,15 @@ func (d *Dict) getLocked(s *shard, key string, h uint64, dst []byte, allowStale 
 		if err := s.drainPage(off); err != nil {
 			return -1, d.failLocked(s, err, "page")
 		}
+		if gone, err := d.settleLocked(s, off); err != nil || gone {
+			if err == nil {
+				d.tally(s, tMisses)
+				err = ErrNotFound
+			}
+			return -1, err
+		}
 	}
 	e := s.entryAt(off)
-	if writing(e.ver()) && !d.readOnly {
-		return -1, d.corruptLocked(s, "entry written by a process that died")
-	}
 	stale := false
 	if expired(e, d.clock) {
 		if !allowStale {

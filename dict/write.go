@@ -85,6 +85,18 @@ func (d *Dict) findStoreLocked(s *shard, key string, h uint64, v Value, expiry i
 // findLocked found it under this hold of the lock. keepFlags keeps a live
 // entry's flags (CompareAndSwap, Update) instead of setting flags.
 func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, v Value, expiry int64, flags uint32, m mode, evict, keepFlags bool) (bool, error) {
+	if off != 0 {
+		// Writers already in the entry's page finish before it changes;
+		// one that died there lost it.
+		if err := s.drainPage(off); err != nil {
+			return false, d.failLocked(s, err, "page")
+		}
+		if gone, err := d.settleLocked(s, off); err != nil {
+			return false, err
+		} else if gone {
+			off = 0
+		}
+	}
 	var e *entry
 	live := false
 	if off != 0 {
@@ -102,12 +114,6 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, v Value, 
 	}
 	if keepFlags && !live {
 		flags = 0
-	}
-	if off != 0 {
-		// Writers already in the entry's page finish before it changes.
-		if err := s.drainPage(off); err != nil {
-			return false, d.failLocked(s, err, "page")
-		}
 	}
 	vlen := storedLen(v)
 	need := entrySize(len(key), vlen)
@@ -338,6 +344,12 @@ func (d *Dict) incrLocked(s *shard, key string, h uint64, idelta int64, fdelta f
 	}
 	if err := s.drainPage(off); err != nil {
 		return 0, 0, false, d.failLocked(s, err, "page")
+	}
+	if gone, err := d.settleLocked(s, off); err != nil || gone {
+		if err == nil {
+			d.tally(s, tMisses)
+		}
+		return 0, 0, false, err
 	}
 	n, f, res := d.incrEntry(s, off, idelta, fdelta, asFloat)
 	switch res {

@@ -223,6 +223,26 @@ func (d *Dict) TTL(key string) (_ time.Duration, err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
 	}
+	if err := d.check(key, false); err != nil {
+		return 0, err
+	}
+	h := hashKey(d.seed, key)
+	s := d.shardFor(h)
+	for try := 0; optimistic && try < tries; try++ {
+		// The expiry is in the entry's Ver word: one load, validated
+		// against Seq, tells it.
+		off, seq, ok := s.findOptimistic(key, h)
+		if ok && off == 0 {
+			return 0, ErrNotFound
+		}
+		if ok {
+			w := s.entryAt(off).ver()
+			if !writing(w) && s.seq() == seq {
+				return ttlLeft(expiryOf(w), d.now())
+			}
+		}
+		runtime.Gosched()
+	}
 	s, _, off, err := d.lookup(key, false)
 	if err != nil {
 		return 0, err
@@ -231,11 +251,16 @@ func (d *Dict) TTL(key string) (_ time.Duration, err error) {
 	if off == 0 {
 		return 0, ErrNotFound
 	}
-	e := s.entryAt(off)
-	if e.expiry() == 0 {
+	return ttlLeft(s.entryAt(off).expiry(), d.now())
+}
+
+// ttlLeft returns what is left of a TTL that ends at expiry (0: none), or
+// ErrNotFound once it has ended.
+func ttlLeft(expiry, now int64) (time.Duration, error) {
+	if expiry == 0 {
 		return 0, nil
 	}
-	left := e.expiry() - d.now()
+	left := expiry - now
 	if left <= 0 {
 		return 0, ErrNotFound
 	}

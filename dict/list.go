@@ -121,7 +121,7 @@ func (d *Dict) SetList(key string, elems []Value, ttl time.Duration) (err error)
 	}
 	// Every element fits: replace the old value with an empty list entry
 	// (an old list's nodes are freed), then hang the elements on it.
-	if _, err := d.storeLocked(s, key, h, off, Value{kind: KindList}, expiry, 0, modeSet, false, false); err != nil {
+	if _, err := d.storeLocked(s, key, h, off, put{v: Value{kind: KindList}, expiry: expiry}); err != nil {
 		hd.Drop = dropUnreachable
 		return d.abandonChainLocked(s, first, err)
 	}
@@ -188,7 +188,7 @@ func (d *Dict) push(key string, v Value, head bool) (_ int, err error) {
 	}
 	created := false
 	if off == 0 {
-		if _, err := d.storeLocked(s, key, h, 0, Value{kind: KindList}, 0, 0, modeSet, false, false); err != nil {
+		if _, err := d.storeLocked(s, key, h, 0, put{v: Value{kind: KindList}}); err != nil {
 			return 0, err
 		}
 		if off, _, err = s.findLocked(key, h); err != nil || off == 0 {

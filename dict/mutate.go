@@ -93,7 +93,7 @@ func (d *Dict) Mutate(key string, size int, ttl time.Duration, fn func(b []byte,
 	if err != nil {
 		return err
 	}
-	if _, err := d.storeLocked(s, key, h, off, Bytes(zeros[:size]), expiry, 0, modeSet, true, false); err != nil {
+	if _, err := d.storeLocked(s, key, h, off, put{v: Bytes(zeros[:size]), expiry: expiry, evict: true}); err != nil {
 		return err
 	}
 	if off, _, err = s.findLocked(key, h); err != nil || off == 0 {

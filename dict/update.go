@@ -76,7 +76,7 @@ func (d *Dict) CompareAndSwap(key string, old, new Value, ttl time.Duration) (_ 
 	if !s.equalLocked(off, e, old) {
 		return false, nil
 	}
-	if _, err := d.storeLocked(s, key, h, off, new, expiry, 0, modeSet, true, true); err != nil {
+	if _, err := d.storeLocked(s, key, h, off, put{v: new, expiry: expiry, evict: true, keepFlags: true}); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -161,6 +161,6 @@ func (d *Dict) Update(key string, fn func(cur Value, ok bool) (next Value, ttl t
 	if err != nil {
 		return err
 	}
-	_, err = d.storeLocked(s, key, h, off, next, expiry, 0, modeSet, true, true)
+	_, err = d.storeLocked(s, key, h, off, put{v: next, expiry: expiry, evict: true, keepFlags: true})
 	return err
 }

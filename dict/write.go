@@ -67,24 +67,34 @@ func (d *Dict) store(key string, v Value, ttl time.Duration, flags uint32, m mod
 	if err := d.lock(s); err != nil {
 		return false, err
 	}
-	forcible, err := d.findStoreLocked(s, key, h, v, expiry, flags, m, evict, false)
+	forcible, err := d.findStoreLocked(s, key, h, put{v: v, expiry: expiry, flags: flags, mode: m, evict: evict})
 	d.unlock(s)
 	return forcible, err
 }
 
-// findStoreLocked finds key's entry and writes v under it (storeLocked).
-func (d *Dict) findStoreLocked(s *shard, key string, h uint64, v Value, expiry int64, flags uint32, m mode, evict, keepFlags bool) (bool, error) {
+// findStoreLocked finds key's entry and writes p under it (storeLocked).
+func (d *Dict) findStoreLocked(s *shard, key string, h uint64, p put) (bool, error) {
 	off, _, err := s.findLocked(key, h)
 	if err != nil {
 		return false, d.corruptLocked(s, "index")
 	}
-	return d.storeLocked(s, key, h, off, v, expiry, flags, m, evict, keepFlags)
+	return d.storeLocked(s, key, h, off, p)
 }
 
-// storeLocked writes v under key, whose entry is at off (0 when absent) as
-// findLocked found it under this hold of the lock. keepFlags keeps a live
-// entry's flags (CompareAndSwap, Update) instead of setting flags.
-func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, v Value, expiry int64, flags uint32, m mode, evict, keepFlags bool) (bool, error) {
+// put is what storeLocked writes and how.
+type put struct {
+	v         Value
+	expiry    int64  // Unix ms, 0 = never
+	flags     uint32 // the user flags, unless keepFlags
+	mode      mode   // what an existing key allows (modeSet, modeAdd, modeReplace)
+	evict     bool   // evict live entries when the shard is full (Set), or fail (SafeSet)
+	keepFlags bool   // keep a live entry's flags (CompareAndSwap, Update); a new entry gets 0
+}
+
+// storeLocked writes p.v under key, whose entry is at off (0 when absent) as
+// findLocked found it under this hold of the lock.
+func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, p put) (bool, error) {
+	v, expiry, flags, m, evict, keepFlags := p.v, p.expiry, p.flags, p.mode, p.evict, p.keepFlags
 	if off != 0 {
 		// Writers already in the entry's page finish before it changes;
 		// one that died there lost it.
@@ -287,7 +297,7 @@ func (d *Dict) IncrInit(key string, delta, init int64, initTTL time.Duration) (n
 	if err != nil {
 		return 0, false, err
 	}
-	forcible, err = d.findStoreLocked(s, key, h, Int(init+delta), expiry, 0, modeSet, true, false)
+	forcible, err = d.findStoreLocked(s, key, h, put{v: Int(init + delta), expiry: expiry, evict: true})
 	if err != nil {
 		return 0, forcible, err
 	}

@@ -25,8 +25,12 @@ import (
 // validates Seq and the entry's Ver around what it read.
 
 // tries bounds the optimistic attempts of one operation; after them it takes
-// the shard's lock, which waits its turn instead of spinning.
-const tries = 8
+// the shard's lock, which waits its turn instead of spinning. pinSpins
+// bounds the looks at a page lock another writer holds.
+const (
+	tries    = 8
+	pinSpins = 200
+)
 
 // seq loads the shard's Seq.
 func (s *shard) seq() uint64 { return atomic.LoadUint64(&s.h.Seq) }
@@ -149,10 +153,25 @@ func (s *shard) pin(key string, h uint64) (off uint32, pw *uint64, found, ok boo
 // waiting is safe). It checks Seq before the compare-and-swap, so that the
 // word it swaps is a page's lock word, and after it, so that it holds the
 // lock of the page the entry is still in.
+//
+// A page held by another writer is one holding it for a few instructions:
+// it spins on the word, while Seq stays, for up to pinSpins looks.
 func (s *shard) tryPin(off uint32, seq uint64) *uint64 {
 	pw := s.slab.PageWord(off)
-	if pw == nil || s.seq() != seq || !s.z.TryLock(pw) {
+	if pw == nil {
 		return nil
+	}
+	for i := 0; ; i++ {
+		if s.seq() != seq {
+			return nil
+		}
+		if atomic.LoadUint64(pw) == 0 && s.z.TryLock(pw) {
+			break
+		}
+		if i == pinSpins {
+			return nil
+		}
+		backoff(i)
 	}
 	if s.seq() == seq {
 		return pw
@@ -209,4 +228,20 @@ func (d *Dict) settleLocked(s *shard, off uint32) (gone bool, err error) {
 		return false, err
 	}
 	return true, nil
+}
+
+// spinSink keeps backoff's loop from being optimised away.
+var spinSink atomic.Uint32
+
+// backoff waits a little longer at each of a spin's looks at a held word,
+// touching nothing shared, so that the looks do not pull the word's cache
+// line from its holder again and again.
+func backoff(i int) {
+	n := uint32(0)
+	for j := 0; j < 8<<min(i, 4); j++ {
+		n += uint32(j)
+	}
+	if n == 1 {
+		spinSink.Store(n) // never: the sum is 0 or at least 28
+	}
 }

@@ -8,33 +8,83 @@ import (
 	"github.com/shmzone/shmzone/shm"
 )
 
-// A shard (shm.Zone.Shard(i)), offsets relative to its first byte:
+// A shard (shm.Zone.Shard(i)), offsets relative to its first byte, drawn for
+// a shard of 64 KiB (shm.MinShardSize) with an index of 8 slots:
 //
-//	0              shardHdrSize               arenaOff = align(indexEnd)
-//	+--------------+--------------------------+---------------------------------+
-//	| shard header | index [IndexSize]uint32  | arena: a slab region of entries |
-//	+--------------+--------------------------+---------------------------------+
+//	0              128                  160     192                     65536
+//	+--------------+--------------------+-------+----------- ... -------+
+//	| shard header | index [8]uint32    | (pad) | arena                 |
+//	+--------------+--------------------+-------+----------- ... -------+
+//	               indexOff                     arenaOffset(IndexSize)  ShardSize
 //
-// Index slots and every link in an entry are offsets into the arena; the
-// slab never places a chunk at 0, so 0 is nil. An entry is one slab chunk:
+// The header is shardHdrSize bytes, the index IndexSize slots of slotSize
+// bytes, and the pad aligns the arena to arenaAlign; an index of 16 slots or
+// more ends aligned, with no pad. The arena is a slab region (slab/layout.go):
+// the slab's header is at arena offset 0, so no chunk is ever at 0 and 0 is
+// nil; every slab page starts with slab.PageHdr (8) bytes that no chunk
+// covers, the page's lock word (slab.PageLock), and its chunks follow. Index
+// slots and every link in an entry or a node are offsets into the arena.
 //
-//	0      4      8      12     16            24     28   30  31  32
-//	+------+------+------+------+-------------+------+----+---+---+-----+---+-------+
-//	| next | prev | lnext| flags| expiry (ms) | vlen |klen|tag|bit| key |pad| value |
-//	+------+------+------+------+-------------+------+----+---+---+-----+---+-------+
-//	                                                                    ^ valOff: 8-aligned
+// The shard header, shardHdr, is two cache lines: the first written only by
+// whoever takes or holds Lock, the second by the counts processes add
+// atomically:
 //
-// next chains the index bucket; prev/lnext link the eviction queue, called the eviction queue (prev toward the
-// queue's head, where new entries go). A list's value is a listHdr, its elements are
-// nodes, each a chunk of its own:
+//	0                8                16       20        24        28       32
+//	+----------------+----------------+--------+---------+---------+--------+
+//	| lock           | seq            | drop   |queueHead|queueTail| count  |
+//	+----------------+----------------+--------+---------+---------+--------+
+//	32               40               48               56               64
+//	+----------------+----------------+----------------+----------------+
+//	| evictions      | expirations    | lockWaits      | recoveries     |
+//	+----------------+----------------+----------------+----------------+
+//	64               72               80               88               96              128
+//	+----------------+----------------+----------------+----------------+---------------+
+//	| hits           | misses         | writes         | incrs          | (pad)         |
+//	+----------------+----------------+----------------+----------------+---------------+
+//
+// An entry is one slab chunk: its header, the key, a pad to 8 bytes and the
+// value at valOff(KLen), so that an 8-byte number is aligned. A counter with
+// a 13-byte key:
+//
+//	0              32          45    48        56
+//	+--------------+-----------+-----+---------+
+//	| entry header | key       |(pad)| value   |
+//	+--------------+-----------+-----+---------+
+//	                                 valOff    entrySize
+//
+// The entry's header, entry (entryHdrSize bytes):
+//
+//	0               4               8               12              16
+//	+---------------+---------------+---------------+---------------+
+//	| next (bucket) | qPrev         | qNext         | flags         |
+//	+---------------+---------------+---------------+---------------+
+//	16                              24              28      30  31   32
+//	+-------------------------------+---------------+-------+---+----+
+//	| ver (version, expiry)         | vLen          | kLen  |tag|bits|
+//	+-------------------------------+---------------+-------+---+----+
+//
+// Next chains the index bucket. QPrev and QNext link the eviction queue, the
+// CLOCK queue: QPrev toward its head, where new entries go, QNext toward its
+// tail, where the hand starts. Ver is version<<expiryBits | expiry, the
+// expiry in Unix ms (0 = never). KLen, Tag and Bits share one 4-aligned word,
+// bitsWord. A 16-byte-key counter takes 32+16+8 = 56 bytes, a slab class of
+// its own, and 4 bytes of index slot.
+//
+// A list's value is a listHdr (listHdrSize bytes); its elements are nodes,
+// each a chunk of its own: a node's header (nodeHdrSize bytes), then its
+// data.
+//
+//	0      4      8      12     16
+//	+------+------+------+------+
+//	| len  | head | tail |(pad) |
+//	+------+------+------+------+
 //
 //	0      4      8      12   13      16
-//	+------+------+------+----+-------+------+
-//	| next | prev | vlen |kind| (pad) | data |
-//	+------+------+------+----+-------+------+
+//	+------+------+------+----+-------+
+//	| next | prev | vLen |kind| (pad) |
+//	+------+------+------+----+-------+
 //
-// A 16-byte-key counter takes 32+16+8 = 56 bytes, a slab class of its own, and
-// 4 bytes of index slot.
+// layout_test.go holds each drawing to its overlay and pins the offsets.
 
 // Layout identifies this layout in the zone header.
 const Layout = 0x44494334 // "DIC4": Seq, the entry's Ver word, page locks

@@ -98,6 +98,7 @@ type shard struct {
 	steps   int // bound of every walk: no arena holds more entries
 	z       *shm.Zone
 	timeout time.Duration // the Dict's lockTimeout, for page locks
+	tally   *tallies      // this process's counts of the shard (tally.go)
 }
 
 // Open opens the dictionary in the zone file at path, creating the zone when
@@ -175,6 +176,7 @@ func Open(path string, o Options) (d *Dict, err error) {
 			steps:   len(mem[arenaOffset(h.IndexSize):])/(entryHdrSize+8) + 1,
 			z:       z,
 			timeout: d.lockTimeout,
+			tally:   &d.tallies[i],
 		}
 		if o.ReadOnly {
 			sh.lockw = new(uint64)

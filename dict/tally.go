@@ -23,7 +23,7 @@ const (
 	tMisses        // a read or increment that did not
 	tWrites        // a successful write
 	tIncrs         // an increment of a live key: a hit and a write
-	numTallies
+	numTallies // a power of two: tally masks a kind with it
 )
 
 // tallyFlush is how many counts of a kind a process keeps before it adds
@@ -38,12 +38,22 @@ type tallies struct {
 
 // tally counts one operation of kind k on shard s. It reads the coarse
 // clock, so that the clock's ticker runs, and flushes, while the Dict
-// counts. A read-only view, which only looks, counts nothing.
+// counts.
+//
+// It is small enough to inline: the common case is one atomic add and one
+// load of the clock's word; tallySlow does the rest.
 func (d *Dict) tally(s *shard, k int) {
-	if d.readOnly {
-		return
+	n := s.tally.n[k&(numTallies-1)].Add(1)
+	if n&(tallyFlush-1) == 0 || coarse.word.Load()&stateMask != clockRunning {
+		d.tallySlow(s, k, n)
 	}
-	if n := d.tallies[s.id].n[k].Add(1); n&(tallyFlush-1) == 0 {
+}
+
+// tallySlow flushes a kind whose count reached tallyFlush, and reads the
+// coarse clock when it is not running (or its ticker asks whether it is
+// read), which restarts it.
+func (d *Dict) tallySlow(s *shard, k int, n uint64) {
+	if n&(tallyFlush-1) == 0 {
 		d.flushTally(s, k)
 	}
 	if d.onTicker {
@@ -52,7 +62,11 @@ func (d *Dict) tally(s *shard, k int) {
 }
 
 // flushTally adds this process's counts of kind k on shard s to the zone.
+// A read-only view has nowhere to add them: it keeps them, unread.
 func (d *Dict) flushTally(s *shard, k int) {
+	if d.readOnly {
+		return
+	}
 	if n := d.tallies[s.id].n[k].Swap(0); n != 0 {
 		atomic.AddUint64(s.h.tally(k), n)
 	}
@@ -70,7 +84,11 @@ func (d *Dict) flushTallies() {
 // counts returns shard s's counts of kind k: the zone's, and this
 // process's that it has not added yet.
 func (d *Dict) counts(s *shard, k int) uint64 {
-	return atomic.LoadUint64(s.h.tally(k)) + d.tallies[s.id].n[k].Load()
+	n := atomic.LoadUint64(s.h.tally(k))
+	if !d.readOnly { // a read-only view only looks: its reads are not the zone's
+		n += d.tallies[s.id].n[k].Load()
+	}
+	return n
 }
 
 // tally returns the zone's count of kind k.

@@ -19,11 +19,11 @@ import (
 
 // Kinds of count.
 const (
-	tHits   = iota // a read that found a live key
-	tMisses        // a read or increment that did not
-	tWrites        // a successful write
-	tIncrs         // an increment of a live key: a hit and a write
-	numTallies // a power of two: tally masks a kind with it
+	tHits      = iota // a read that found a live key
+	tMisses           // a read or increment that did not
+	tWrites           // a successful write
+	tIncrs            // an increment of a live key: a hit and a write
+	numTallies        // a power of two: tally masks a kind with it
 )
 
 // tallyFlush is how many counts of a kind a process keeps before it adds

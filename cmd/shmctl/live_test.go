@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -64,7 +66,7 @@ func TestProcessLiveZone(t *testing.T) {
 	}
 
 	for i := range 20 {
-		cmd := shmctl(t, dir, "check", "app")
+		cmd := liveShmctl(t, dir, "check", "app")
 		var out bytes.Buffer
 		cmd.Stdout = &out
 		if code, errs := exitOf(t, cmd); code != exitOK || !strings.HasSuffix(out.String(), ": sound\n") {
@@ -73,10 +75,10 @@ func TestProcessLiveZone(t *testing.T) {
 		if i%4 != 0 {
 			continue
 		}
-		if code, errs := exitOf(t, shmctl(t, dir, "keys", "app")); code != exitOK {
+		if code, errs := exitOf(t, liveShmctl(t, dir, "keys", "app")); code != exitOK {
 			t.Fatalf("shmctl keys #%d on a zone being written: exit %d, stderr\n%s", i, code, errs)
 		}
-		cmd = shmctl(t, dir, "dump", "app")
+		cmd = liveShmctl(t, dir, "dump", "app")
 		out.Reset()
 		cmd.Stdout = &out
 		if code, errs := exitOf(t, cmd); code != exitOK {
@@ -100,6 +102,15 @@ func TestProcessLiveZone(t *testing.T) {
 		t.Fatalf("Check() after the writers = %v", err)
 	}
 	t.Logf("%d writes", ops.Load())
+}
+
+// liveShmctl is shmctl without the race detector's pause of a second at
+// exit, which would make most of the test's time.
+func liveShmctl(t *testing.T, dir string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := shmctl(t, dir, args...)
+	cmd.Env = append(cmd.Env, "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	return cmd
 }
 
 // liveWrite makes one random write of TestProcessLiveZone. Every bytes value

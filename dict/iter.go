@@ -10,7 +10,8 @@ import (
 // Reads that copy whole entries out: Scan for every key with its flags and
 // TTL, LRange for a list's elements. Both fill a copyBuf under the shard lock
 // without allocating, as Keys and Get do: when the entries do not fit its
-// capacity, they release the lock, grow it, and copy again.
+// capacity, they release the lock, grow it, and copy again. A read-only
+// view's Scan fills it from a copy of the shard instead (snapshot.go).
 
 // Item is one live key as Scan reports it.
 type Item struct {
@@ -29,8 +30,13 @@ type Item struct {
 // under that shard's lock and calls fn with no lock held, so fn may use the
 // Dict; a key written meanwhile may be reported or not, but never twice.
 // Scan is no use of the keys: it moves nothing in the eviction order and
-// counts no hits, and works on a read-only view. Errors: ErrClosed, and
-// ErrCorrupt for a shard whose entries cannot be walked.
+// counts no hits. On a read-only view it walks a consistent copy of each
+// shard (snapshot.go) and reads each value, but a list's, again from the
+// zone as Get does, so that a zone other processes write is scanned as
+// soundly. Errors: ErrClosed; ErrCorrupt for a shard whose entries cannot
+// be walked; ErrLockTimeout (wrapped) for a shard whose lock a live process
+// kept past the lock timeout, or, on a read-only view, that kept changing
+// under every copy for that long.
 func (d *Dict) Scan(fn func(it Item) bool) (err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
@@ -40,16 +46,21 @@ func (d *Dict) Scan(fn func(it Item) bool) (err error) {
 	}
 	var c copyBuf
 	var list []Value
+	var sn snapshot
 	for i := range d.shards {
 		s := &d.shards[i]
 		for {
 			now := d.now()
 			c.reset()
-			if err := d.lock(s); err != nil {
-				return err
+			var err error
+			if d.readOnly {
+				if err = d.take(s, &sn); err == nil {
+					err = d.scanCopy(s, &sn, now, &c)
+				}
+			} else if err = d.lock(s); err == nil {
+				err = d.scanLocked(s, now, &c)
+				d.unlock(s)
 			}
-			err := d.scanLocked(s, now, &c)
-			d.unlock(s)
 			if err != nil {
 				return err
 			}
@@ -95,6 +106,37 @@ func (d *Dict) scanLocked(s *shard, now int64, c *copyBuf) error {
 		if e.expiry() == 0 || now < e.expiry() {
 			if !s.copyEntryLocked(off, e, now, c) {
 				return d.corruptLocked(s, "entry")
+			}
+		}
+		off = e.QPrev
+	}
+	return nil
+}
+
+// scanCopy is scanLocked for a read-only view: it walks the copy of shard s
+// in sn, copies lists from it, and reads every other value from the zone
+// (copyLive), where an entry writer may have changed it while the copy was
+// taken.
+func (d *Dict) scanCopy(s *shard, sn *snapshot, now int64, c *copyBuf) error {
+	v := &sn.view
+	off := v.hdr().QueueTail
+	for steps := 0; off != 0; steps++ {
+		if !v.okEntry(off) || steps > v.maxSteps() {
+			return d.corruptLocked(v, "queue")
+		}
+		e := v.entryAt(off)
+		if !v.okBody(off, e) {
+			return d.corruptLocked(v, "entry")
+		}
+		switch {
+		case e.expiry() != 0 && now >= e.expiry():
+		case e.kind() == KindList:
+			if !v.copyEntryLocked(off, e, now, c) {
+				return d.corruptLocked(v, "entry")
+			}
+		default:
+			if err := d.copyLive(s, sn, off, v.keyOf(off, e), now, c); err != nil {
+				return err
 			}
 		}
 		off = e.QPrev
@@ -179,6 +221,22 @@ type copyRec struct {
 	flags  uint32
 	elems  int // a list's elements, the records that follow it
 	kind   Kind
+}
+
+// copyMark is where a copyBuf stood, for undo.
+type copyMark struct {
+	b, recs, needB, needR int
+	full                  bool
+}
+
+func (c *copyBuf) mark() copyMark {
+	return copyMark{len(c.b), len(c.recs), c.needB, c.needR, c.full}
+}
+
+// undo drops what was added since m.
+func (c *copyBuf) undo(m copyMark) {
+	c.b, c.recs = c.b[:m.b], c.recs[:m.recs]
+	c.needB, c.needR, c.full = m.needB, m.needR, m.full
 }
 
 func (c *copyBuf) reset() {

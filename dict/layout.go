@@ -359,5 +359,12 @@ func indexSlots(mem []byte, n int) []uint32 {
 	return unsafe.Slice((*uint32)(unsafe.Pointer(&mem[indexOff])), n)
 }
 
+// alignedBytes returns n zeroed bytes of this process aligned for the
+// overlays' 64-bit words, to hold a copy of a shard (snapshot.go).
+func alignedBytes(n int) []byte {
+	w := make([]uint64, (n+7)/8)
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(w))), n)
+}
+
 // stringBytes views a string's bytes without copying; they must not change.
 func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

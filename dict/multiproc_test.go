@@ -18,9 +18,9 @@ import (
 
 // TestHelperProcess runs the helper processes of this package's
 // multi-process tests (multiproc_test.go, crash_test.go, spec_test.go,
-// timeout_test.go, liveness_test.go, liveness_hammer_test.go, clock_test.go)
-// and benchmarks (procs_bench_test.go); in an ordinary test run it does
-// nothing.
+// timeout_test.go, liveness_test.go, liveness_hammer_test.go, clock_test.go,
+// readonly_live_test.go) and benchmarks (procs_bench_test.go); in an
+// ordinary test run it does nothing.
 func TestHelperProcess(t *testing.T) {
 	testutil.RunHelper(map[string]func(args []string) error{
 		"incr":         helperIncr,
@@ -35,6 +35,7 @@ func TestHelperProcess(t *testing.T) {
 		"bench-procs":  dict.HelperBenchProcs,
 		"fault-incr":   helperFaultIncr,
 		"clock-idle":   dict.HelperClockIdle,
+		"live-writer":  helperLiveWriter,
 	})
 }
 

@@ -17,13 +17,15 @@ func (b bitset) has(off uint32) bool { return b[off>>9]&(1<<(off>>3&63)) != 0 }
 func (b bitset) set(off uint32)      { b[off>>9] |= 1 << (off >> 3 & 63) }
 
 // validEntryLocked reports whether the chunk at off of size bytes holds a
-// well-formed entry that belongs in this shard.
-func (s *shard) validEntryLocked(off uint32, size int, shards int) bool {
+// well-formed entry that belongs in this shard. An entry whose Ver is odd,
+// a write in progress, is well formed only when midWrite allows it: in a
+// copy of a shard that entry writers may have been inside (snapshot.go).
+func (s *shard) validEntryLocked(off uint32, size int, shards int, midWrite bool) bool {
 	if !s.okEntry(off) {
 		return false
 	}
 	e := s.entryAt(off)
-	if e.KLen == 0 || e.kind() == KindNone || e.kind() > KindList || e.bits()&^(kindMask|refBit) != 0 || writing(e.ver()) {
+	if e.KLen == 0 || e.kind() == KindNone || e.kind() > KindList || e.bits()&^(kindMask|refBit) != 0 || writing(e.ver()) && !midWrite {
 		return false
 	}
 	switch e.kind() {
@@ -116,7 +118,7 @@ func (s *shard) repairLocked() error {
 		// clear Drop: a repair after a killed one must not judge
 		// reachability from a half-rebuilt index, which drops live entries.
 		s.slab.ForEach(func(off uint32, size int) bool {
-			if !reach.has(off) && s.validEntryLocked(off, size, shards) {
+			if !reach.has(off) && s.validEntryLocked(off, size, shards, false) {
 				s.entryAt(off).Bits = 0
 			}
 			return true
@@ -129,7 +131,7 @@ func (s *shard) repairLocked() error {
 	hd.Count = 0
 	entries := newBitset(len(s.arena))
 	s.slab.ForEach(func(off uint32, size int) bool {
-		if off == drop || reach != nil && !reach.has(off) || !s.validEntryLocked(off, size, shards) {
+		if off == drop || reach != nil && !reach.has(off) || !s.validEntryLocked(off, size, shards, false) {
 			return true
 		}
 		e := s.entryAt(off)
@@ -241,8 +243,10 @@ func newScratch(arenaLen int) *scratch {
 func (b bitset) reset() { clear(b) }
 
 // checkLocked returns the shard's problems, at most max of them; sc's sets
-// must be sized for the arena.
-func (s *shard) checkLocked(max int, sc *scratch) []string {
+// must be sized for the arena. copied says s is a view of a copy taken
+// while entry writers ran (snapshot.go): an entry's Ver may be odd there
+// without any writer having died, so a write in progress is no problem.
+func (s *shard) checkLocked(max int, sc *scratch, copied bool) []string {
 	var probs []string
 	add := func(format string, args ...any) bool {
 		probs = append(probs, fmt.Sprintf("shard %d: "+format, append([]any{s.id}, args...)...))
@@ -270,7 +274,7 @@ func (s *shard) checkLocked(max int, sc *scratch) []string {
 		off := s.index[b]
 		for steps := 0; off != 0; steps++ {
 			size, err := s.slab.Size(off)
-			if err != nil || !s.validEntryLocked(off, size, shards) {
+			if err != nil || !s.validEntryLocked(off, size, shards, copied) {
 				add("bucket %d: %#x is not a valid entry", b, off)
 				return probs
 			}
@@ -365,6 +369,14 @@ func (s *shard) checkListLocked(off uint32, e *entry, nodes bitset) string {
 // found. It locks one shard at a time; a shard whose
 // lock stays held past LockTimeout is not checked, and ErrLockTimeout is
 // joined for it.
+//
+// A read-only view takes no lock: it checks a consistent copy of each shard
+// (snapshot.go), so that a zone other processes write at the same time
+// shows only the problems it has. There an entry write in progress (odd
+// Ver) is no problem, since a read-only view cannot tell a live writer from
+// a dead one; and a shard that a live process keeps locked, or that keeps
+// changing under every copy, past LockTimeout is not checked:
+// ErrLockTimeout is joined for it.
 func (d *Dict) Check() (err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
@@ -374,14 +386,21 @@ func (d *Dict) Check() (err error) {
 	}
 	var errs []error
 	sc := newScratch(len(d.shards[0].arena)) // every shard's arena has one size
+	var sn snapshot
 	for i := range d.shards {
 		s := &d.shards[i]
-		if err := d.lock(s); err != nil {
-			errs = append(errs, err)
-			continue
-		}
 		var probs []string
-		if !d.readOnly {
+		if d.readOnly {
+			if err := d.take(s, &sn); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			probs = sn.view.checkLocked(20, sc, true)
+		} else {
+			if err := d.lock(s); err != nil {
+				errs = append(errs, err)
+				continue
+			}
 			// Entry writers inside a page finish first: an odd Ver is
 			// then a writer's that died.
 			if err := s.drainPages(); err != nil {
@@ -389,9 +408,9 @@ func (d *Dict) Check() (err error) {
 				errs = append(errs, err)
 				continue
 			}
+			probs = s.checkLocked(20, sc, false)
+			d.unlock(s)
 		}
-		probs = s.checkLocked(20, sc)
-		d.unlock(s)
 		if d.readOnly {
 			// A writable Dict took such a lock over above; a read-only
 			// one only looks.
@@ -441,7 +460,7 @@ func (d *Dict) Repair() (_ int, err error) {
 		} else if err := s.drainPages(); err != nil {
 			d.unlock(s)
 			return n, err
-		} else if len(s.checkLocked(1, sc)) > 0 {
+		} else if len(s.checkLocked(1, sc, false)) > 0 {
 			if err := s.repairLocked(); err != nil {
 				d.unlock(s)
 				return n, err

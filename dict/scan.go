@@ -107,8 +107,15 @@ func (d *Dict) flushExpiredLocked(s *shard, left int, all bool) (int, error) {
 }
 
 // Keys returns up to max live keys (0 = all), shard by shard, each shard's
-// from the tail of its eviction queue: the oldest entries first. It holds one shard's lock at a time, never for the whole
-// scan, and copies keys out before it allocates their strings.
+// from the tail of its eviction queue: the oldest entries first. It holds
+// one shard's lock at a time, never for the whole scan, and copies keys out
+// before it allocates their strings; a read-only view, which takes no lock,
+// lists each shard from a consistent copy of it (snapshot.go). Errors:
+// ErrClosed; ErrCorrupt for a shard whose queue cannot be walked;
+// ErrLockTimeout (wrapped) for a shard whose lock a live process kept past
+// the lock timeout, or, on a read-only view, that kept changing under every
+// copy for that long. The keys listed before the error are returned with
+// it.
 func (d *Dict) Keys(max int) (_ []string, err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
@@ -122,6 +129,7 @@ func (d *Dict) Keys(max int) (_ []string, err error) {
 	var keys []string
 	var buf []byte
 	var lens []int
+	var sn snapshot
 	for i := range d.shards {
 		s := &d.shards[i]
 		want := 0
@@ -129,11 +137,17 @@ func (d *Dict) Keys(max int) (_ []string, err error) {
 			want = max - len(keys)
 		}
 		for {
-			if err := d.lock(s); err != nil {
-				return keys, err
+			var nbytes, nkeys int
+			var fit bool
+			var err error
+			if d.readOnly {
+				if err = d.take(s, &sn); err == nil {
+					nbytes, nkeys, fit, err = d.keysLocked(&sn.view, buf[:0], lens[:0], want)
+				}
+			} else if err = d.lock(s); err == nil {
+				nbytes, nkeys, fit, err = d.keysLocked(s, buf[:0], lens[:0], want)
+				d.unlock(s)
 			}
-			nbytes, nkeys, fit, err := d.keysLocked(s, buf[:0], lens[:0], want)
-			d.unlock(s)
 			if err != nil {
 				return keys, err
 			}

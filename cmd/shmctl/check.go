@@ -18,8 +18,11 @@ var checkCmd = &command{
 queue, its lists, that no write was left half done, and that no shard's lock
 is held by a process that is gone. It exits 0 when the
 zone is sound, and 1 with the problems listed otherwise. It opens the zone
-read-only, so a zone that other processes write at the same time may show a
-write in progress as a problem: check again.
+read-only and checks a copy of each shard taken between two changes, so a
+zone that other processes write at the same time shows only the problems it
+has. A shard that a live process keeps locked, or that changes under every
+copy, for the lock timeout (1s) is not checked: it is listed as busy, and
+check exits 9 when it found no problem elsewhere.
 
 --repair opens the zone read-write and rebuilds each broken shard from its
 entries, as recovery from a process killed holding a lock does (an entry
@@ -39,8 +42,12 @@ corrupt cannot be repaired.`,
 			} else {
 				r.write(e)
 			}
-			if err == nil && !r.OK {
+			switch {
+			case err != nil:
+			case len(r.Problems) > 0:
 				err = errProblems
+			case r.busy != nil:
+				err = fmt.Errorf("%d shard(s) not checked: %w", len(r.Busy), r.busy)
 			}
 			return err
 		}
@@ -53,7 +60,9 @@ type checkReport struct {
 	OK       bool     `json:"ok"`
 	Repaired *int     `json:"repaired,omitempty"` // shards rebuilt, with --repair
 	Problems []string `json:"problems"`
+	Busy     []string `json:"busy,omitempty"` // shards not checked: kept locked or changing
 	header   bool     // the zone's header is corrupt: nothing to repair from
+	busy     error    // the first shard not checked
 }
 
 func runCheck(e *env, name string, repair bool) (checkReport, error) {
@@ -83,15 +92,22 @@ func runCheck(e *env, name string, repair bool) (checkReport, error) {
 		r.Repaired = &n
 	}
 	if err := d.Check(); err != nil {
+		errs := []error{err}
 		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, p := range j.Unwrap() {
-				r.Problems = append(r.Problems, problem(p))
+			errs = j.Unwrap()
+		}
+		for _, p := range errs {
+			if errors.Is(p, dict.ErrLockTimeout) {
+				r.Busy = append(r.Busy, p.Error())
+				if r.busy == nil {
+					r.busy = p
+				}
+				continue
 			}
-		} else {
-			r.Problems = append(r.Problems, problem(err))
+			r.Problems = append(r.Problems, problem(p))
 		}
 	}
-	r.OK = len(r.Problems) == 0
+	r.OK = len(r.Problems) == 0 && len(r.Busy) == 0
 	return r, nil
 }
 
@@ -108,11 +124,22 @@ func (r checkReport) write(e *env) {
 		fmt.Fprintf(e.stdout, "%s: sound\n", r.Zone)
 		return
 	}
-	fmt.Fprintf(e.stdout, "%s: %d problem(s):\n", r.Zone, len(r.Problems))
-	for _, p := range r.Problems {
-		fmt.Fprintf(e.stdout, "  %s\n", p)
+	if len(r.Problems) > 0 {
+		fmt.Fprintf(e.stdout, "%s: %d problem(s):\n", r.Zone, len(r.Problems))
+		for _, p := range r.Problems {
+			fmt.Fprintf(e.stdout, "  %s\n", p)
+		}
+	} else {
+		fmt.Fprintf(e.stdout, "%s: no problem found in the shards checked\n", r.Zone)
+	}
+	if len(r.Busy) > 0 {
+		fmt.Fprintf(e.stdout, "%d shard(s) busy, not checked:\n", len(r.Busy))
+		for _, b := range r.Busy {
+			fmt.Fprintf(e.stdout, "  %s\n", b)
+		}
 	}
 	switch {
+	case len(r.Problems) == 0:
 	case r.header:
 		fmt.Fprintln(e.stdout, "the zone's header is corrupt and cannot be repaired: rm the zone and restore an earlier dump")
 	case r.Repaired == nil:

@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/shm"
 )
 
@@ -29,5 +32,47 @@ func TestCheckDeadLock(t *testing.T) {
 	h.ok("check", "app")
 	if after := h.ok("dump", "app"); after != before {
 		t.Errorf("keys after repair:\n%s\nwant\n%s", after, before)
+	}
+}
+
+// TestCheckBusy: a shard whose lock a live process keeps (here, inside
+// Update) is not checked by the read-only check, which takes no lock and
+// copies a shard only between two changes: after the lock timeout check
+// lists it as busy, reports no problem, and exits 9 (busy), not 1. Once the
+// holder lets go, the zone is sound.
+func TestCheckBusy(t *testing.T) {
+	h := newHarness(t)
+	h.fixture()
+	d := h.dict("app")
+	defer d.Close()
+	held, free, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- d.Update("held", func(cur dict.Value, ok bool) (dict.Value, time.Duration, bool) {
+			close(held)
+			<-free
+			return dict.Int(1), 0, true
+		})
+	}()
+	<-held
+	out, errs, code := h.run("check", "app")
+	if code != exitBusy || !strings.Contains(out, "no problem found") || !strings.Contains(out, "1 shard(s) busy, not checked") ||
+		strings.Contains(out, "--repair") || !strings.Contains(errs, "zone busy") || !strings.Contains(errs, "a live process holds its lock") {
+		t.Errorf("check of a held shard: exit %d, stdout\n%s\nstderr\n%s\nwant exit %d, busy and no problem", code, out, errs, exitBusy)
+	}
+	out, _, code = h.run("check", "--json", "app")
+	var r struct {
+		OK       bool
+		Problems []string
+		Busy     []string
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != exitBusy || r.OK || len(r.Problems) != 0 || len(r.Busy) != 1 {
+		t.Errorf("check --json of a held shard: exit %d, %v, output\n%s\nwant exit %d, ok false, no problems, one busy shard", code, err, out, exitBusy)
+	}
+	close(free)
+	if err := <-done; err != nil {
+		t.Fatalf("holding Update = %v", err)
+	}
+	if out := h.ok("check", "app"); !strings.HasSuffix(out, ": sound\n") {
+		t.Errorf("check after the holder let go said\n%s", out)
 	}
 }

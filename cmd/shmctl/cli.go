@@ -83,8 +83,8 @@ const exitCodesHelp = `Exit codes:
   6  zone corrupt (try: shmctl check --repair ZONE)
   7  permission denied
   8  other failure (zone full, wrong kind of value, I/O)
-  9  zone busy: a live process held a shard's lock past the lock timeout
-     (stopped or stuck); the write that timed out changed nothing
+  9  zone busy: a live process held a shard's lock, or kept changing the
+     shard, past the lock timeout; a write that timed out changed nothing
 `
 
 // usageError is a bad command line; it exits 2 with the verb's usage.
@@ -161,7 +161,7 @@ func run(args []string, e *env) int {
 	case exitUsage:
 		fmt.Fprintf(e.stderr, "Usage: shmctl %s [flags] %s (shmctl %[1]s --help tells more)\n", c.name, c.args)
 	case exitBusy:
-		fmt.Fprintf(e.stderr, "shmctl %s: zone busy: a live process has held the shard's lock for %v (stopped, or stuck in a write); the write that timed out changed nothing\n", c.name, dict.DefaultLockTimeout)
+		fmt.Fprintf(e.stderr, "shmctl %s: zone busy: for %v a live process held a shard's lock (stopped, or stuck in a write) or kept changing the shard; a write that timed out changed nothing\n", c.name, dict.DefaultLockTimeout)
 	}
 	return code
 }

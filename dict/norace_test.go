@@ -1,0 +1,5 @@
+//go:build !race
+
+package dict_test
+
+const raceEnabled = false

@@ -58,7 +58,11 @@ func (d *Dict) Scan(fn func(it Item) bool) (err error) {
 					err = d.scanCopy(s, &sn, now, &c)
 				}
 			} else if err = d.lock(s); err == nil {
-				err = d.scanLocked(s, now, &c)
+				// Entry writers inside the shard's pages finish
+				// first, so that no value is copied half written.
+				if err = s.drainPages(); err == nil {
+					err = d.scanLocked(s, now, &c)
+				}
 				d.unlock(s)
 			}
 			if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,25 +24,7 @@ func TestProcessBusy(t *testing.T) {
 	if _, err := d.Set("n", dict.Int(5), 0, 0); err != nil {
 		t.Fatal(err)
 	}
-	held, free, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- d.Update("held", func(cur dict.Value, ok bool) (dict.Value, time.Duration, bool) {
-			close(held)
-			<-free
-			return dict.Int(1), 0, true
-		})
-	}()
-	<-held
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			close(free)
-			if err := <-done; err != nil {
-				t.Errorf("holding Update = %v", err)
-			}
-		}
-	}
+	release := holdShard(t, d)
 	defer release()
 
 	writes := [][]string{
@@ -82,5 +65,30 @@ func TestProcessBusy(t *testing.T) {
 	}
 	if err := d.Check(); err != nil {
 		t.Fatalf("Check() = %v", err)
+	}
+}
+
+// holdShard keeps the lock of key "held"'s shard in a live Update until the
+// returned release is called (once or more; the first call lets go and
+// waits for the Update to return).
+func holdShard(t *testing.T, d *dict.Dict) (release func()) {
+	t.Helper()
+	held, free, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- d.Update("held", func(cur dict.Value, ok bool) (dict.Value, time.Duration, bool) {
+			close(held)
+			<-free
+			return dict.Int(1), 0, true
+		})
+	}()
+	<-held
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			close(free)
+			if err := <-done; err != nil {
+				t.Errorf("holding Update = %v", err)
+			}
+		})
 	}
 }

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/shm"
 )
 
@@ -45,15 +43,8 @@ func TestCheckBusy(t *testing.T) {
 	h.fixture()
 	d := h.dict("app")
 	defer d.Close()
-	held, free, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- d.Update("held", func(cur dict.Value, ok bool) (dict.Value, time.Duration, bool) {
-			close(held)
-			<-free
-			return dict.Int(1), 0, true
-		})
-	}()
-	<-held
+	release := holdShard(t, d)
+	defer release()
 	out, errs, code := h.run("check", "app")
 	if code != exitBusy || !strings.Contains(out, "no problem found") || !strings.Contains(out, "1 shard(s) busy, not checked") ||
 		strings.Contains(out, "--repair") || !strings.Contains(errs, "zone busy") || !strings.Contains(errs, "a live process holds its lock") {
@@ -68,10 +59,7 @@ func TestCheckBusy(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil || code != exitBusy || r.OK || len(r.Problems) != 0 || len(r.Busy) != 1 {
 		t.Errorf("check --json of a held shard: exit %d, %v, output\n%s\nwant exit %d, ok false, no problems, one busy shard", code, err, out, exitBusy)
 	}
-	close(free)
-	if err := <-done; err != nil {
-		t.Fatalf("holding Update = %v", err)
-	}
+	release()
 	if out := h.ok("check", "app"); !strings.HasSuffix(out, ": sound\n") {
 		t.Errorf("check after the holder let go said\n%s", out)
 	}

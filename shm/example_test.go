@@ -31,7 +31,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	// The size was rounded down to whole pages per shard.
+	// The size was rounded down to whole cache lines per shard.
 	h := z.Header()
 	fmt.Printf("created: %v\n", z.Created())
 	fmt.Printf("%d bytes: a %d-byte header page and %d shards of %d bytes\n",
@@ -49,6 +49,6 @@ func Example() {
 	fmt.Printf("created: %v, shard 0 begins %q\n", z.Created(), z.Shard(0)[:5])
 	// Output:
 	// created: true
-	// 4182016 bytes: a 4096-byte header page and 4 shards of 1044480 bytes
+	// 4194304 bytes: a 4096-byte header page and 4 shards of 1047552 bytes
 	// created: false, shard 0 begins "hello"
 }

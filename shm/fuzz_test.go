@@ -68,7 +68,7 @@ func checkHeader(t *testing.T, h Header, fileSize int64) {
 	t.Helper()
 	if h.Size != fileSize || h.Version != Version || h.ShardOff != HeaderSize ||
 		h.Shards < 1 || bits.OnesCount(uint(h.Shards)) != 1 ||
-		h.ShardSize < MinShardSize || h.ShardSize%int64(h.PageSize) != 0 ||
+		h.ShardSize < MinShardSize || h.ShardSize%ShardAlign != 0 ||
 		h.ShardOff+int64(h.Shards)*h.ShardSize != h.Size {
 		t.Fatalf("accepted header %+v for a file of %d bytes", h, fileSize)
 	}

@@ -145,7 +145,7 @@ func (h Header) validate(fileSize int64) error {
 		return bad("shard count %d", h.Shards)
 	case h.ShardOff != HeaderSize:
 		return bad("shard offset %d", h.ShardOff)
-	case h.ShardSize < MinShardSize || h.ShardSize > MaxShardSize || h.ShardSize%int64(h.PageSize) != 0:
+	case h.ShardSize < MinShardSize || h.ShardSize > MaxShardSize || h.ShardSize%ShardAlign != 0:
 		return bad("shard size %d", h.ShardSize)
 	case h.IndexSize < 1 || bits.OnesCount(uint(h.IndexSize)) != 1 || int64(h.IndexSize)*4 > h.ShardSize/2:
 		return bad("index size %d for shard size %d", h.IndexSize, h.ShardSize)
@@ -179,7 +179,7 @@ func Geometry(size int64, shards int, bytesPerSlot int64) (Header, error) {
 	if shards < 1 || shards > MaxShards || bits.OnesCount(uint(shards)) != 1 {
 		return Header{}, fmt.Errorf("%w: shard count %d is not a power of two from 1 to %d", ErrBadOptions, shards, MaxShards)
 	}
-	shardSize := avail / int64(shards) / PageSize * PageSize
+	shardSize := avail / int64(shards) &^ (ShardAlign - 1)
 	if shardSize < MinShardSize {
 		return Header{}, fmt.Errorf("%w: %d shards of %d bytes; a shard needs %d", ErrBadOptions, shards, shardSize, MinShardSize)
 	}

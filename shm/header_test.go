@@ -125,7 +125,7 @@ func TestParseHeaderErrors(t *testing.T) {
 		{name: "shards 0", mutate: put32(32, 0), want: ErrCorrupt},
 		{name: "shards too many", mutate: put32(32, 2*MaxShards), want: ErrCorrupt},
 		{name: "shard offset", mutate: put64(40, 2*HeaderSize), want: ErrCorrupt},
-		{name: "shard size not page multiple", mutate: put64(48, MinShardSize+100), want: ErrCorrupt},
+		{name: "shard size not a multiple of ShardAlign", mutate: put64(48, MinShardSize+100), want: ErrCorrupt},
 		{name: "shard size too small", mutate: put64(48, MinShardSize-PageSize), want: ErrCorrupt},
 		{name: "shard size negative", mutate: put64(48, 1<<63), want: ErrCorrupt},
 		{name: "index not power of two", mutate: put32(36, 1000), want: ErrCorrupt},
@@ -180,7 +180,9 @@ func TestGeometry(t *testing.T) {
 		want   Header // Size, Shards, ShardSize, IndexSize
 	}{
 		{HeaderSize + MinShardSize, 0, Header{Size: HeaderSize + MinShardSize, Shards: 1, ShardSize: MinShardSize, IndexSize: 1024}},
-		{HeaderSize + MinShardSize + PageSize - 1, 1, Header{Size: HeaderSize + MinShardSize, Shards: 1, ShardSize: MinShardSize, IndexSize: 1024}},
+		{HeaderSize + MinShardSize + ShardAlign - 1, 1, Header{Size: HeaderSize + MinShardSize, Shards: 1, ShardSize: MinShardSize, IndexSize: 1024}},
+		{HeaderSize + MinShardSize + PageSize - 1, 1, Header{Size: HeaderSize + MinShardSize + PageSize - ShardAlign, Shards: 1, ShardSize: MinShardSize + PageSize - ShardAlign, IndexSize: 1024}},
+		{HeaderSize + 10<<20 - 1, 2, Header{Size: HeaderSize + 10<<20 - 2*ShardAlign, Shards: 2, ShardSize: 5<<20 - ShardAlign, IndexSize: 1 << 16}},
 		{1 << 20, 0, Header{Size: HeaderSize + 255*PageSize, Shards: 1, ShardSize: 255 * PageSize, IndexSize: 16384}},
 		{1<<20 + 12345, 2, Header{Size: HeaderSize + 2*129*PageSize, Shards: 2, ShardSize: 129 * PageSize, IndexSize: 8192}},
 		{HeaderSize + 1<<20, 0, Header{Size: HeaderSize + 1<<20, Shards: 2, ShardSize: 1 << 19, IndexSize: 8192}},

@@ -52,6 +52,11 @@ const (
 	initMagic = "SHMZINIT" // the magic of an unfinished creation's marker (zone.go)
 	orderMark = 0x01020304
 
+	// ShardAlign aligns every shard, and so its size: a cache line, so
+	// that no two shards share one. A zone spends no more than that per
+	// shard to rounding.
+	ShardAlign = 64
+
 	// Smallest and largest shard, and most shards.
 	MinShardSize = 16 * PageSize
 	MaxShardSize = 1 << 32

@@ -33,7 +33,8 @@ func Path(name string) string {
 // existing zone read-write.
 type Options struct {
 	// Size creates the zone when the file is absent, empty or an unfinished
-	// creation, and Size > 0. It is rounded down to whole pages per shard. An
+	// creation, and Size > 0. It is rounded down so that every shard is a
+	// multiple of ShardAlign bytes (64: less than 64 bytes lost a shard). An
 	// existing zone keeps its size.
 	Size int64
 	// Shards is the shard count of a new zone, a power of two; 0 chooses one

@@ -104,9 +104,9 @@ func TestOpenHostile(t *testing.T) {
 			makeZone(t, p)
 			rewriteHeader(t, p, true, func(b []byte) { nativeOrder.PutUint32(b[32:], 3) })
 		}, want: ErrCorrupt},
-		{name: "shard size not page multiple", setup: func(t *testing.T, p string) {
+		{name: "shard size not a multiple of ShardAlign", setup: func(t *testing.T, p string) {
 			makeZone(t, p)
-			rewriteHeader(t, p, true, func(b []byte) { nativeOrder.PutUint64(b[48:], MinShardSize+512) })
+			rewriteHeader(t, p, true, func(b []byte) { nativeOrder.PutUint64(b[48:], MinShardSize+ShardAlign/2) })
 		}, want: ErrCorrupt},
 		{name: "size lies", setup: func(t *testing.T, p string) {
 			makeZone(t, p)

@@ -191,7 +191,7 @@ func (e *entry) beginWrite() uint64 {
 		// Stores are not reordered with stores: the value's stores
 		// cannot pass this one.
 		w := e.ver() + verOne
-		shm.StoreRelease(&e.Ver, w)
+		shm.StoreMark(&e.Ver, w)
 		return w
 	}
 	return atomic.AddUint64(&e.Ver, verOne) // a full barrier

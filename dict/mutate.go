@@ -47,10 +47,7 @@ func (d *Dict) Mutate(key string, size int, ttl time.Duration, fn func(b []byte,
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
-	off, pw, found, ok, err := s.pin(key, h)
-	if err != nil {
-		return err
-	}
+	off, pw, found, ok := s.pin(key, h)
 	if ok && found {
 		e := s.entryAt(off)
 		w := e.ver()

@@ -126,23 +126,52 @@ func (s *shard) findOptimistic(key string, h uint64) (off uint32, seq uint64, ok
 // until unpin. found false with ok true is a validated absence, and no lock
 // is held. ok false: the shard kept changing (or the build takes no
 // optimistic path); the caller takes the shard's lock instead.
-func (s *shard) pin(key string, h uint64) (off uint32, pw *uint64, found, ok bool, err error) {
+func (s *shard) pin(key string, h uint64) (off uint32, pw *uint64, found, ok bool) {
 	if !optimistic {
-		return 0, nil, false, false, nil
+		return 0, nil, false, false
 	}
+	off, seq, ok := s.findOptimistic(key, h)
+	if ok && off == 0 {
+		return 0, nil, false, true
+	}
+	if ok {
+		if pw := s.pinFirst(off, seq); pw != nil {
+			return off, pw, true, true
+		}
+	}
+	return s.pinSlow(key, h)
+}
+
+// pinFirst is tryPin without the spin, for the first try, which almost
+// always succeeds: small enough to inline.
+func (s *shard) pinFirst(off uint32, seq uint64) *uint64 {
+	pw := s.slab.PageWord(off)
+	if pw == nil || atomic.LoadUint64(pw) != 0 || !s.z.TryLock(pw) {
+		return nil
+	}
+	if s.seq() != seq {
+		s.z.Unswap(pw)
+		return nil
+	}
+	return pw
+}
+
+// pinSlow is pin after a first try that failed: the shard was changing, or
+// another writer held the page.
+func (s *shard) pinSlow(key string, h uint64) (off uint32, pw *uint64, found, ok bool) {
 	for try := 0; try < tries; try++ {
 		off, seq, ok := s.findOptimistic(key, h)
 		if ok && off == 0 {
-			return 0, nil, false, true, nil
+			return 0, nil, false, true
 		}
 		if ok {
 			if pw := s.tryPin(off, seq); pw != nil {
-				return off, pw, true, true, nil
+				return off, pw, true, true
 			}
 		}
 		runtime.Gosched()
 	}
-	return 0, nil, false, false, nil
+	return 0, nil, false, false
 }
 
 // tryPin takes the page lock of the entry at off, found with Seq seq, if it

@@ -313,10 +313,7 @@ func (d *Dict) incr(key string, idelta int64, fdelta float64, asFloat bool) (int
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
-	off, pw, found, ok, err := s.pin(key, h)
-	if err != nil {
-		return 0, 0, false, err
-	}
+	off, pw, found, ok := s.pin(key, h)
 	if ok && !found {
 		d.tally(s, tMisses)
 		return 0, 0, false, nil

@@ -1,6 +1,10 @@
 package dict
 
-import "github.com/shmzone/shmzone/shm"
+import (
+	"time"
+
+	"github.com/shmzone/shmzone/shm"
+)
 
 // What the external tests (package dict_test) reach inside a Dict; it exists
 // only in test builds.
@@ -22,3 +26,9 @@ func OwnerWord(d *Dict) (uint64, int) { return d.z.OwnerWord(), d.z.Slot() }
 
 // ShardOf returns the shard that holds key.
 func ShardOf(d *Dict, key string) int { return int(hashKey(d.seed, key) & d.mask) }
+
+// UpdateLocked is Update under the shard's lock whatever fn returns: for
+// the tests whose helper must hold a shard's lock, not an entry's.
+func UpdateLocked(d *Dict, key string, fn func(cur Value, ok bool) (Value, time.Duration, bool)) error {
+	return d.updateLocked(key, fn)
+}

@@ -28,6 +28,7 @@ func TestHelperProcess(t *testing.T) {
 		"crash-hammer": helperHammer,
 		"crash-lock":   helperHoldLock,
 		"hold-update":  helperHoldUpdate,
+		"hold-entry":   helperHoldEntry,
 		"wait-incr":    helperWaitIncr,
 		"open-hold":    helperOpenHold,
 		"ns-hammer":    helperNSHammer,

@@ -47,26 +47,18 @@ func (d *Dict) Mutate(key string, size int, ttl time.Duration, fn func(b []byte,
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
-	off, pw, found, ok := s.pin(key, h)
-	if ok && found {
-		e := s.entryAt(off)
-		w := e.ver()
-		if x := expiryOf(w); !writing(w) && (x == 0 || d.now() < x) {
-			if e.kind() != KindBytes || e.vlen() != size {
-				shm.Unlock(pw)
-				return ErrWrongShape
-			}
-			if s.okBody(off, e) {
-				d.mutatePinned(s, off, pw, fn)
-				d.tally(s, tWrites)
-				return nil
-			}
+	// Absent, expired, or left half written or malformed: under the
+	// shard's lock, which creates or repairs.
+	if off, e, pw, ok := d.pinLive(s, key, h); ok {
+		if e.kind() != KindBytes || e.vlen() != size {
+			shm.Unlock(pw)
+			return ErrWrongShape
 		}
-		// Expired, or left half written or malformed: under the shard's
-		// lock, which creates or repairs.
-		shm.Unlock(pw)
+		d.mutatePinned(s, off, pw, fn)
+		d.tally(s, tWrites)
+		return nil
 	}
-	s, h, off, err = d.lookup(key, true)
+	s, h, off, err := d.lookup(key, true)
 	if err != nil {
 		return err
 	}

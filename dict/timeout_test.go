@@ -16,8 +16,9 @@ import (
 	"github.com/shmzone/shmzone/internal/testutil"
 )
 
-// Lock timeout tests: a helper process holds a shard's lock inside Update and
-// is stopped with SIGSTOP, a live holder that will not let go; every
+// Lock timeout tests: a helper process holds a shard's lock inside Update
+// (UpdateLocked, which takes it whatever fn returns) and is stopped with
+// SIGSTOP, a live holder that will not let go; every
 // operation of another process on that shard must give up with
 // ErrLockTimeout after LockTimeout, having changed nothing, and once the
 // holder is continued its write must land.
@@ -30,11 +31,18 @@ const (
 	timeoutHang = 30 * time.Second
 )
 
-// helperHoldUpdate opens the zone at args[0] and calls Update on key args[1]:
-// its fn prints "holding pid=P slot=S" (its pid as it sees it, its owner
-// slot), then waits for a line on stdin before it adds 1 to the int it
-// found. It prints heldLine once Update returned.
-func helperHoldUpdate(args []string) error {
+// helperHoldEntry is helperHoldUpdate with Update itself, which on a live
+// int holds only the entry's page lock while fn runs.
+func helperHoldEntry(args []string) error { return holdUpdate(args, (*dict.Dict).Update) }
+
+// helperHoldUpdate opens the zone at args[0] and calls Update on key args[1]
+// under the shard's lock: its fn prints "holding pid=P slot=S" (its pid as
+// it sees it, its owner slot), then waits for a line on stdin before it adds
+// 1 to the int it found. It prints heldLine once Update returned.
+func helperHoldUpdate(args []string) error { return holdUpdate(args, dict.UpdateLocked) }
+
+// holdUpdate is the helpers' body, with update as the Update they call.
+func holdUpdate(args []string, update func(*dict.Dict, string, func(dict.Value, bool) (dict.Value, time.Duration, bool)) error) error {
 	if len(args) != 2 {
 		return fmt.Errorf("want path and key, got %q", args)
 	}
@@ -46,7 +54,7 @@ func helperHoldUpdate(args []string) error {
 	_, slot := dict.OwnerWord(d)
 	in := bufio.NewReader(os.Stdin)
 	var readErr error
-	err = d.Update(args[1], func(cur dict.Value, ok bool) (dict.Value, time.Duration, bool) {
+	err = update(d, args[1], func(cur dict.Value, ok bool) (dict.Value, time.Duration, bool) {
 		fmt.Printf("%s pid=%d slot=%d\n", holdingLine, os.Getpid(), slot)
 		if _, readErr = in.ReadString('\n'); readErr != nil {
 			return dict.Value{}, 0, true // leave it as it is
@@ -110,8 +118,13 @@ func (h *helperProc) next(t *testing.T, prefix string) string {
 // (modify, when not nil, changes the command first), waits until it holds
 // the lock and returns it with the pid and slot it reported.
 func startHolder(t *testing.T, path, key string, modify func(*exec.Cmd)) (h *helperProc, pid, slot int) {
+	return startHolderOf(t, "hold-update", path, key, modify)
+}
+
+// startHolderOf is startHolder with the helper named.
+func startHolderOf(t *testing.T, helper, path, key string, modify func(*exec.Cmd)) (h *helperProc, pid, slot int) {
 	t.Helper()
-	cmd := testutil.Helper(t, "hold-update", path, key)
+	cmd := testutil.Helper(t, helper, path, key)
 	if modify != nil {
 		modify(cmd)
 	}
@@ -126,8 +139,13 @@ func startHolder(t *testing.T, path, key string, modify func(*exec.Cmd)) (h *hel
 // stopHolder starts helperHoldUpdate on key, waits until it holds the lock,
 // then stops it with SIGSTOP and waits until the kernel reports it stopped.
 func stopHolder(t *testing.T, path, key string) *helperProc {
+	return stopHolderOf(t, "hold-update", path, key)
+}
+
+// stopHolderOf is stopHolder with the helper named.
+func stopHolderOf(t *testing.T, helper, path, key string) *helperProc {
 	t.Helper()
-	h, _, _ := startHolder(t, path, key, nil)
+	h, _, _ := startHolderOf(t, helper, path, key, nil)
 	if err := syscall.Kill(h.p.Pid(), syscall.SIGSTOP); err != nil {
 		t.Fatalf("SIGSTOP %d: %v", h.p.Pid(), err)
 	}

@@ -1,7 +1,6 @@
 package dict
 
 import (
-	"math"
 	"time"
 
 	"github.com/shmzone/shmzone/shm"
@@ -19,6 +18,13 @@ func (d *Dict) Expire(key string, ttl time.Duration) (err error) {
 	expiry, err := d.expiryFor(ttl)
 	if err != nil {
 		return err
+	}
+	if err := d.check(key, true); err != nil {
+		return err
+	}
+	h := hashKey(d.seed, key)
+	if d.expirePinned(d.shardFor(h), key, h, expiry) {
+		return nil
 	}
 	s, _, off, err := d.lookup(key, true)
 	if err != nil {
@@ -54,6 +60,10 @@ func (d *Dict) CompareAndSwap(key string, old, new Value, ttl time.Duration) (_ 
 	expiry, err := d.checkValue(key, new, ttl)
 	if err != nil {
 		return false, err
+	}
+	h := hashKey(d.seed, key)
+	if done, swapped, err := d.casPinned(d.shardFor(h), key, h, old, new, expiry); done {
+		return swapped, err
 	}
 	s, h, off, err := d.lookup(key, true)
 	if err != nil {
@@ -99,10 +109,17 @@ func (s *shard) equalLocked(off uint32, e *entry, v Value) bool {
 }
 
 // Update calls fn with key's live value (ok false when absent or expired)
-// under the shard lock and stores what it returns: the next value with its
-// TTL (0 = never), or, when keep is false, deletes the key; the zero Value
-// with keep true leaves the key as it is (value, TTL and flags, or absence).
-// The flags of a live entry stay; a new entry gets 0.
+// and stores what it returns, atomically: the next value with its TTL (0 =
+// never), or, when keep is false, deletes the key; the zero Value with keep
+// true leaves the key as it is (value, TTL and flags, or absence). The
+// flags of a live entry stay; a new entry gets 0.
+//
+// fn runs under the live entry's lock and its result is stored in place
+// when it keeps the value's shape (kind aside: the same length, not a
+// list); a result that removes the key or changes its length needs the
+// shard's lock, under which fn is called again with the value as it then
+// is. So fn may be called twice, and must compute its result from its
+// arguments alone: what it records outside must be set on every call.
 //
 // A bytes cur aliases the zone and is valid only during fn; fn must not
 // write to it (Mutate is the in-place form) and may return it, or an append
@@ -115,6 +132,18 @@ func (d *Dict) Update(key string, fn func(cur Value, ok bool) (next Value, ttl t
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
 	}
+	if err := d.check(key, true); err != nil {
+		return err
+	}
+	h := hashKey(d.seed, key)
+	if done, err := d.updatePinned(d.shardFor(h), key, h, fn); done {
+		return err
+	}
+	return d.updateLocked(key, fn)
+}
+
+// updateLocked is Update under the shard's lock.
+func (d *Dict) updateLocked(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool)) error {
 	s, h, off, err := d.lookup(key, true)
 	if err != nil {
 		return err
@@ -128,20 +157,10 @@ func (d *Dict) Update(key string, fn func(cur Value, ok bool) (next Value, ttl t
 			if !s.okBody(off, e) {
 				return d.corruptLocked(s, "entry")
 			}
-			switch e.kind() {
-			case KindList:
+			if e.kind() == KindList {
 				return ErrIsList
-			case KindInt, KindFloat:
-				cur = Value{kind: e.kind(), num: math.Float64bits(0)}
-				if e.VLen == 8 {
-					cur.num = *s.num(off, e)
-				}
-			case KindBool:
-				cur = Bool(e.VLen == 1 && s.valueOf(off, e)[0] != 0)
-			case KindBytes:
-				cur = Value{kind: KindBytes, b: capped(s.valueOf(off, e))}
 			}
-			ok = true
+			cur, ok = s.current(off, e), true
 		}
 	}
 	next, ttl, keep := fn(cur, ok)

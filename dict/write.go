@@ -64,6 +64,9 @@ func (d *Dict) store(key string, v Value, ttl time.Duration, flags uint32, m mod
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
+	if done, err := d.setPinned(s, key, h, v, expiry, flags, m); done {
+		return false, err
+	}
 	if err := d.lock(s); err != nil {
 		return false, err
 	}
@@ -140,7 +143,7 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, p put) (b
 		e.Flags, e.VLen = flags, uint32(vlen)
 		e.setExpiry(expiry)
 		e.setBits(uint8(v.kind) | refBit)
-		s.putValueLocked(off, e, v)
+		s.putValue(off, e, v)
 		hd.Drop = dropNone
 		e.use()
 		d.tally(s, tWrites)
@@ -170,7 +173,7 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, p put) (b
 	}
 	*ne = entry{Flags: flags, Ver: uint64(expiry), VLen: uint32(vlen), KLen: uint16(len(key)), Tag: tagOf(h), Bits: bits}
 	copy(s.keyOf(noff, ne), key)
-	s.putValueLocked(noff, ne, v)
+	s.putValue(noff, ne, v)
 	if off == 0 {
 		slot := &s.index[s.bucket(h)]
 		ne.Next = *slot
@@ -205,8 +208,9 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, p put) (b
 	return forcible, nil
 }
 
-// putValueLocked writes v's bytes into an entry whose VLen is already set.
-func (s *shard) putValueLocked(off uint32, e *entry, v Value) {
+// putValue writes v's bytes into an entry whose VLen is already set; the
+// caller holds the entry's page lock, or the shard's after draining it.
+func (s *shard) putValue(off uint32, e *entry, v Value) {
 	switch v.kind {
 	case KindInt, KindFloat:
 		*s.num(off, e) = v.num

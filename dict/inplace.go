@@ -1,0 +1,161 @@
+package dict
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/shmzone/shmzone/shm"
+)
+
+// Entry writes: an operation on a live entry that leaves it the size it
+// is takes the entry's page lock (pin), not the shard's, so that processes
+// writing their own keys share no cache line (doc.go, "Who writes what").
+// Whatever needs more — a key to create, an entry to resize or remove, one
+// expired or left half written — falls back to the shard's lock.
+
+// pinLive pins key's entry for an entry write when it is live and sound:
+// ok reports that the caller holds pw, the entry's page lock, and must
+// release it (shm.Unlock). Otherwise the key is absent, expired or left
+// half written, or the shard kept changing: the caller takes the shard's
+// lock, under which the operation is decided again.
+func (d *Dict) pinLive(s *shard, key string, h uint64) (off uint32, e *entry, pw *uint64, ok bool) {
+	off, pw, found, ok := s.pin(key, h)
+	if !ok || !found {
+		return 0, nil, nil, false
+	}
+	e = s.entryAt(off)
+	w := e.ver()
+	if x := expiryOf(w); writing(w) || (x != 0 && d.now() >= x) || !s.okBody(off, e) {
+		shm.Unlock(pw)
+		return 0, nil, nil, false
+	}
+	return off, e, pw, true
+}
+
+// sameShape reports whether v can take the place of e's value at entry
+// level: neither is a list, and v is stored in as many bytes, so that the
+// entry's chunk, size and links stay as they are.
+func sameShape(e *entry, v Value) bool {
+	k := e.kind()
+	return k != KindList && k != KindNone && v.kind != KindList && v.kind != KindNone && storedLen(v) == e.vlen()
+}
+
+// rewritePinned writes v, of e's shape (sameShape), into the live entry at
+// off, with the given expiry, and flags unless keepFlags; the caller holds
+// the entry's page lock. Ver is odd while the words change: a reader that
+// overlaps retries, and a process killed in between leaves the entry for
+// repair to drop (I6).
+func (s *shard) rewritePinned(off uint32, e *entry, v Value, expiry int64, flags uint32, keepFlags bool) {
+	w := e.beginWrite()
+	if !keepFlags && e.flags() != flags {
+		atomic.StoreUint32(&e.Flags, flags)
+	}
+	if e.kind() != v.kind {
+		e.setBits(uint8(v.kind) | refBit)
+	}
+	s.putValue(off, e, v)
+	e.endWrite(w, expiry)
+	e.use()
+}
+
+// setPinned is store's entry write: a Set or Replace of a live key with a
+// value of its shape, or an Add that finds the key live. done false: the
+// shard's lock decides.
+func (d *Dict) setPinned(s *shard, key string, h uint64, v Value, expiry int64, flags uint32, m mode) (done bool, err error) {
+	off, e, pw, ok := d.pinLive(s, key, h)
+	if !ok {
+		return false, nil
+	}
+	defer shm.Unlock(pw)
+	switch {
+	case m == modeAdd:
+		return true, ErrExists
+	case !sameShape(e, v):
+		return false, nil
+	}
+	s.rewritePinned(off, e, v, expiry, flags, false)
+	d.tally(s, tWrites)
+	return true, nil
+}
+
+// expirePinned is Expire's entry write. done false: the shard's lock
+// decides.
+func (d *Dict) expirePinned(s *shard, key string, h uint64, expiry int64) (done bool) {
+	_, e, pw, ok := d.pinLive(s, key, h)
+	if !ok {
+		return false
+	}
+	e.endWrite(e.beginWrite(), expiry)
+	shm.Unlock(pw)
+	d.tally(s, tWrites)
+	return true
+}
+
+// casPinned is CompareAndSwap's entry write: a live key that does not hold
+// old, or one whose value new can replace in place. done false: the
+// shard's lock decides.
+func (d *Dict) casPinned(s *shard, key string, h uint64, old, new Value, expiry int64) (done, swapped bool, err error) {
+	off, e, pw, ok := d.pinLive(s, key, h)
+	if !ok {
+		return false, false, nil
+	}
+	defer shm.Unlock(pw)
+	switch {
+	case e.kind() == KindList:
+		return true, false, ErrIsList
+	case !s.equalLocked(off, e, old):
+		return true, false, nil
+	case !sameShape(e, new):
+		return false, false, nil
+	}
+	s.rewritePinned(off, e, new, expiry, 0, true)
+	d.tally(s, tWrites)
+	return true, true, nil
+}
+
+// updatePinned is Update's entry write: it calls fn with the live entry's
+// value under the entry's page lock (released however fn ends) and stores
+// a next value of the entry's shape in place. done false: fn's result
+// needs the entry removed or resized, and the shard's lock calls fn again
+// with the value as it then is.
+func (d *Dict) updatePinned(s *shard, key string, h uint64, fn func(cur Value, ok bool) (Value, time.Duration, bool)) (done bool, err error) {
+	off, e, pw, ok := d.pinLive(s, key, h)
+	if !ok {
+		return false, nil
+	}
+	defer shm.Unlock(pw)
+	if e.kind() == KindList {
+		return true, ErrIsList
+	}
+	next, ttl, keep := fn(s.current(off, e), true)
+	switch {
+	case keep && next.kind == KindNone:
+		return true, nil // leave it as it is
+	case !keep || !sameShape(e, next):
+		return false, nil
+	}
+	expiry, err := d.checkValue(key, next, ttl)
+	if err != nil {
+		return true, err
+	}
+	s.rewritePinned(off, e, next, expiry, 0, true)
+	d.tally(s, tWrites)
+	return true, nil
+}
+
+// current returns the value of a live entry that passed okBody and is not
+// a list, for Update's fn: a bytes value aliases the zone, capped.
+func (s *shard) current(off uint32, e *entry) Value {
+	switch k := e.kind(); k {
+	case KindInt, KindFloat:
+		v := Value{kind: k, num: math.Float64bits(0)}
+		if e.VLen == 8 {
+			v.num = *s.num(off, e)
+		}
+		return v
+	case KindBool:
+		return Bool(e.VLen == 1 && s.valueOf(off, e)[0] != 0)
+	}
+	return Value{kind: KindBytes, b: capped(s.valueOf(off, e))}
+}

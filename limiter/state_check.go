@@ -46,9 +46,9 @@ func badCount(v dict.Value) string {
 
 // checkCount returns ErrBadState when key's number, which the Incr family
 // returned as n, is no count. Count and Conn decide with one IncrInit, which
-// adds to any number; a float that is no count absorbs the ±1 unchanged (NaN,
-// an infinity, a float beyond 2^53 with its ulp of 2 or more), and n, its
-// conversion to int64, is 0, or beyond 2^53, on every platform. So n in
+// adds to any number: NaN, an infinity or a float beyond 2^54 absorbs the ±1
+// unchanged (one between 2^53 and 2^54 may move by 2), and n, the float's
+// conversion to int64, is outside (0, 2^53] on every platform. So n in
 // (0, 2^53] is a count and costs nothing more; any other n reads the value
 // once to tell a count (a rejection's negative n, a window's last 0) from a
 // float that is none.

@@ -102,6 +102,9 @@ func (c *Conn) incomingAt(now int64, key string, commit bool) (Decision, error) 
 		if err != nil {
 			return Decision{}, dictErr(key, err)
 		}
+		if err := checkCount(c.d, key, n); err != nil {
+			return Decision{}, err
+		}
 		if n > limit {
 			if _, err := c.d.Incr(key, -1); err != nil {
 				return Decision{}, dictErr(key, err)
@@ -110,9 +113,12 @@ func (c *Conn) incomingAt(now int64, key string, commit bool) (Decision, error) 
 		}
 		conn = n
 	} else {
-		v, _, err := read(c.d, key, nil, isNumber)
+		v, found, err := read(c.d, key, nil, isNumber)
 		if err != nil {
 			return Decision{}, err
+		}
+		if why := badCount(v); found && why != "" {
+			return Decision{}, badOf(v, why).err(key)
 		}
 		conn = v.Int() + 1 // 0 + 1 when absent
 		if conn > limit {
@@ -171,6 +177,11 @@ func (c *Conn) leave(key string) (int64, error) {
 			return 0, fmt.Errorf("limiter: leaving %q: %w", key, ErrNotFound)
 		}
 		return 0, dictErr(key, err)
+	}
+	if n != 0 { // the last request of a key leaves 0: a count, read no more
+		if err := checkCount(c.d, key, n); err != nil {
+			return 0, err
+		}
 	}
 	return n, nil
 }

@@ -59,11 +59,17 @@ func (l *Count) incomingAt(_ int64, key string, commit bool) (Decision, error) {
 		if err != nil {
 			return Decision{}, dictErr(key, err)
 		}
+		if err := checkCount(l.d, key, n); err != nil {
+			return Decision{}, err
+		}
 		rem = n
 	} else {
 		v, found, err := read(l.d, key, nil, isNumber)
 		if err != nil {
 			return Decision{}, err
+		}
+		if why := badCount(v); found && why != "" {
+			return Decision{}, badOf(v, why).err(key)
 		}
 		rem = l.limit - 1
 		if found {
@@ -98,8 +104,12 @@ func (l *Count) ResetAfter(ctx context.Context, key string) (time.Duration, erro
 // module does. A key without a window is left absent: nothing to give back.
 // Errors: ErrAbused, the dictionary's errors.
 func (l *Count) Uncommit(ctx context.Context, key string) error {
-	if _, err := l.d.Incr(key, 1); err != nil && !errors.Is(err, dict.ErrNotFound) {
+	n, err := l.d.Incr(key, 1)
+	if errors.Is(err, dict.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
 		return dictErr(key, err)
 	}
-	return nil
+	return checkCount(l.d, key, n)
 }

@@ -26,6 +26,31 @@
 // where the bucket allows 155. Package httplimit is net/http middleware
 // over any Limiter.
 //
+// State a limiter did not write. A key may hold what no limiter of its type
+// writes: a value of another kind or size (ErrAbused), or one of its kind
+// whose contents none can have written: for Count and Conn a float that is
+// NaN, infinite or beyond ±2^53 (a Lua writer or IncrFloat may leave a
+// fraction, which is a count); for GCRA a negative TAT or one further ahead
+// than the largest τ, 100 years; for SlidingWindow a negative count, one
+// above any limit its window allows, or a window that starts before the
+// epoch or more than a day ahead of now. The bounds are those of every
+// limiter of the type, not of one configuration, so that limiters whose
+// parameters changed still read each other's states. Such a state is
+// ErrBadState (errors.Is holds for ErrAbused too): the limiter decides
+// nothing, writes nothing and leaves the value as it is; there is no reset,
+// the key fails until its value expires or is deleted. It is not an outage:
+// package httplimit hands it to Options.Error like any error, and a policy
+// that fails open on outages should not let it through. Count and Conn keep
+// their single IncrInit, which adds to the number before they see it: NaN,
+// the infinities and floats beyond 2^54 absorb the ±1 unchanged (one
+// between 2^53 and 2^54 may move by 2), and the value is read back only
+// when IncrInit's result is outside (0, 2^53]. A
+// Req's 16 bytes are any excess and time it may have written (a time ahead
+// of now is a clock that went back, which leaks nothing until it is
+// reached, as in nginx), so Req checks their size only. Req's and GCRA's
+// durations saturate at the longest Duration and are never negative: an
+// excess of 1e10 milli-requests at 1 r/s waits 10,000,001 s, as in Lua.
+//
 // Decision is the DESIGN contract's with one field added: Committed, the
 // Lua conn's is_committed, which Combine and the middleware need to know
 // whether a Conn must be left.
@@ -33,8 +58,9 @@
 // Invariants:
 //
 //	I1. A rejection is a Decision with Allowed false and a nil error; errors
-//	    are for bad configuration, a foreign value under a key (ErrAbused)
-//	    and the dictionary's failures. Hostile input never panics.
+//	    are for bad configuration, a state the limiter cannot have written
+//	    (ErrBadState, ErrAbused) and the dictionary's failures. Hostile input
+//	    never panics.
 //	I2. Every decision that changes a key is one dictionary operation under
 //	    the key's shard lock (Incr, IncrInit, Update or Mutate); none reads
 //	    a value and writes it back in two steps. Conn's rejection of a
@@ -49,7 +75,8 @@
 //	    exception the Lua module makes: a rejected commit stays counted.
 //	I5. A limiter never interprets a value of another kind or size than it
 //	    writes: it returns ErrAbused and leaves the value untouched, TTL
-//	    and flags included.
+//	    and flags included. Nor does it do arithmetic on contents it cannot
+//	    have written: it returns ErrBadState (below).
 //	I6. Incoming and Uncommit of Req, Count, plain Conn, SlidingWindow and
 //	    GCRA allocate nothing (alloc_test.go).
 //

@@ -25,11 +25,22 @@ var (
 	ErrBadDelay = errors.New("limiter: bad delay")
 	// ErrNilDict is returned by the constructors for a nil dictionary.
 	ErrNilDict = errors.New("limiter: nil dict")
+	// ErrBadState is returned when a key holds a state that the limiter
+	// cannot have written: a value of another kind or size (ErrAbused, which
+	// is of this class), or one of the right kind whose contents no limiter
+	// of its type writes: NaN, an infinity, a number beyond the range its
+	// arithmetic keeps exact, a time further ahead than any of its windows.
+	// The limiter decides nothing on such a state, leaves it as it is, and
+	// returns this error, wrapped with the key; package redistier returns
+	// it too (as redistier.ErrBadState) for a Redis value it did not write.
+	// It is not an outage: no failure policy applies to it.
+	ErrBadState = errors.New("limiter: bad state")
 	// ErrAbused is returned when the dictionary holds, under a limiter's key,
 	// a value of another kind or size than that limiter stores: another
 	// limiter or other code writes the same key ("shdict abused" in
 	// lua-resty-limit-traffic). The value is not interpreted.
-	ErrAbused = errors.New("limiter: shdict abused")
+	// errors.Is(err, ErrBadState) holds for it.
+	ErrAbused error = &classError{"limiter: shdict abused", ErrBadState}
 	// ErrTooManyHolders is returned by a leased Conn when MaxHolders
 	// processes already hold slots of one key.
 	ErrTooManyHolders = errors.New("limiter: too many lease holders")
@@ -47,3 +58,12 @@ var (
 	// like every limiter error, to Options.Error.
 	ErrLockTimeout = dict.ErrLockTimeout
 )
+
+// classError is a sentinel of a class: errors.Is finds the class in it.
+type classError struct {
+	msg   string
+	class error
+}
+
+func (e *classError) Error() string        { return e.msg }
+func (e *classError) Is(target error) bool { return target == e.class }

@@ -85,6 +85,9 @@ func (l *GCRA) allowAt(now int64, key string, n int64, commit bool) (Decision, e
 		if err != nil {
 			return Decision{}, err
 		}
+		if bad := checkTAT(v, nowNs); found && bad.found() {
+			return Decision{}, bad.err(key)
+		}
 		if found {
 			stored = v.Int()
 		}
@@ -93,8 +96,7 @@ func (l *GCRA) allowAt(now int64, key string, n int64, commit bool) (Decision, e
 	var bad foreign
 	err := l.d.Update(key, func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
 		if found {
-			if cur.Kind() != dict.KindInt {
-				bad = foreignOf(cur)
+			if bad = checkTAT(cur, nowNs); bad.found() {
 				return dict.Value{}, 0, true // leave it as it is
 			}
 			stored = cur.Int()
@@ -169,8 +171,7 @@ func (l *GCRA) Uncommit(ctx context.Context, key string) error {
 		if !found {
 			return cur, 0, false
 		}
-		if cur.Kind() != dict.KindInt {
-			bad = foreignOf(cur)
+		if bad = checkTAT(cur, nowNs); bad.found() {
 			return dict.Value{}, 0, true // leave it as it is
 		}
 		tat := cur.Int() - l.t

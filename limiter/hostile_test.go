@@ -152,47 +152,238 @@ func TestAbused(t *testing.T) {
 	}
 }
 
-// TestHostileState gives limiters values of the right shape but extreme
-// contents: they decide without panicking.
-func TestHostileState(t *testing.T) {
+// hostileValue is a value that a test puts under a limiter's key: the
+// values of issue 15's list, as the zone can hold them.
+type hostileValue struct {
+	name string
+	v    dict.Value // ignored for a list
+	list bool
+}
+
+// hostileValues are 1e308, 9.3e18, 5e15, NaN, the infinities, a string, an
+// array (a list), a hash (the zone has none: records of 24 and 16 bytes,
+// each some limiter's), null (empty bytes) and a boolean.
+func hostileValues() []hostileValue {
+	var rec [swSize]byte
+	putSW(rec[:], swState{window: 1, cur: 2, prev: 3})
+	return []hostileValue{
+		{name: "1e308", v: dict.Float(1e308)},
+		{name: "9.3e18", v: dict.Float(9.3e18)},
+		{name: "5e15", v: dict.Float(5e15)},
+		{name: "5e15 int", v: dict.Int(5e15)},
+		{name: "NaN", v: dict.Float(math.NaN())},
+		{name: "inf", v: dict.Float(math.Inf(1))},
+		{name: "-inf", v: dict.Float(math.Inf(-1))},
+		{name: "string", v: dict.String("abc")},
+		{name: "array", list: true},
+		{name: "hash", v: dict.Bytes(rec[:])},
+		{name: "hash/16", v: dict.Bytes(rec[:reqSize])},
+		{name: "null", v: dict.String("")},
+		{name: "boolean", v: dict.Bool(true)},
+	}
+}
+
+// TestBadState puts each hostile value under the key of each limiter and
+// makes every call on it: a value the limiter cannot have written is
+// ErrBadState (ErrAbused, of that class, for another kind or size), never
+// a decision, and stays as it was; a value it can have written is decided
+// on, with no negative duration or allowance.
+func TestBadState(t *testing.T) {
 	d, _ := newDict(t)
 	ctx := context.Background()
-	var b [MaxHolders * leaseSize]byte
+	req, _ := NewReq(d, 1, 1)
+	count, _ := NewCount(d, 10, time.Minute)
+	conn, _ := NewConn(d, 10, 0, 0)
+	sw, _ := NewSlidingWindow(d, 10, time.Minute)
+	gcra, _ := NewGCRA(d, 10, 10)
+	// decides lists the values each limiter can have written.
+	numbers := map[string]bool{"5e15": true, "5e15 int": true}
+	limiters := []struct {
+		name    string
+		l       Limiter
+		decides map[string]bool
+	}{
+		{"Req", req, map[string]bool{"hash/16": true}}, // a Req's size
+		{"Count", count, numbers},
+		{"Conn", conn, numbers},
+		{"SlidingWindow", sw, map[string]bool{"hash": true}}, // a SlidingWindow's size
+		{"GCRA", gcra, map[string]bool{"5e15 int": true}},    // a TAT in 1970: no state
+	}
+	type call struct {
+		name string
+		fn   func(Limiter) (Decision, error)
+	}
+	calls := []call{
+		{"commit", func(l Limiter) (Decision, error) { return l.Incoming(ctx, "k", true) }},
+		{"dry", func(l Limiter) (Decision, error) { return l.Incoming(ctx, "k", false) }},
+		{"uncommit", func(l Limiter) (Decision, error) { return Decision{}, l.Uncommit(ctx, "k") }},
+	}
+	for _, lt := range limiters {
+		for _, hv := range hostileValues() {
+			for _, c := range calls {
+				t.Run(lt.name+"/"+hv.name+"/"+c.name, func(t *testing.T) {
+					d.Delete("k")
+					if hv.list {
+						d.RPush("k", dict.Int(1))
+					} else if _, err := d.Set("k", hv.v, time.Hour, 7); err != nil {
+						t.Fatal(err)
+					}
+					dec, err := c.fn(lt.l)
+					if lt.decides[hv.name] {
+						if err != nil {
+							t.Fatalf("err = %v, want a decision", err)
+						}
+						checkSane(t, dec)
+						return
+					}
+					if !errors.Is(err, ErrBadState) || dec != (Decision{}) {
+						t.Fatalf("= %+v, %v; want ErrBadState and the zero Decision", dec, err)
+					}
+					if hv.list {
+						if n, err := d.LLen("k"); err != nil || n != 1 {
+							t.Errorf("list afterwards: %d elements, %v; want it unchanged", n, err)
+						}
+						return
+					}
+					if got, flags, err := d.Get("k"); err != nil || !got.Equal(hv.v) || flags != 7 {
+						t.Errorf("value afterwards = %v, flags %d, %v; want %v, flags 7, unchanged", got, flags, err, hv.v)
+					}
+				})
+			}
+		}
+	}
+	// A count of 5e15 is a count: 5e15−1 left after a commit.
+	d.Set("k", dict.Float(5e15), time.Hour, 0)
+	if dec, err := count.Incoming(ctx, "k", true); err != nil || !dec.Allowed || dec.Remaining != 5e15-1 {
+		t.Errorf("Count on 5e15 = %+v, %v; want allowed with 5e15−1 left", dec, err)
+	}
+	// Conn's Leaving is checked too.
+	d.Set("k", dict.Float(math.NaN()), 0, 0)
+	if _, err := conn.Leaving(ctx, "k", 0); !errors.Is(err, ErrBadState) {
+		t.Errorf("Conn.Leaving on NaN: %v, want ErrBadState", err)
+	}
+}
+
+// checkSane fails the test for a Decision with a negative duration or
+// allowance.
+func checkSane(t *testing.T, dec Decision) {
+	t.Helper()
+	if dec.Delay < 0 || dec.RetryAfter < 0 || dec.ResetAfter < 0 || dec.Remaining < 0 {
+		t.Errorf("Decision %+v has a negative duration or allowance", dec)
+	}
+}
+
+// TestStateContents gives limiters values of their kind and size with
+// extreme contents: what they can have written (with another
+// configuration, a clock that lags) is decided on, with durations that
+// saturate; what none can have written is ErrBadState and stays.
+func TestStateContents(t *testing.T) {
+	d, clk := newDict(t)
+	ctx := context.Background()
+	now := clk.now()
+	nowNs := now * int64(time.Millisecond)
 	set := func(v dict.Value) {
 		t.Helper()
 		if _, err := d.Set("k", v, 0, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	req, _ := NewReq(d, 1, 1e9)
-	for _, s := range []reqState{{math.MaxUint64, math.MaxInt64}, {math.MaxUint64, math.MinInt64}, {0, math.MaxInt64}, {1 << 63, 0}} {
+	reqBytes := func(s reqState) dict.Value {
+		var b [reqSize]byte
 		putReq(b[:], s)
-		set(dict.Bytes(b[:reqSize]))
-		if _, err := req.Incoming(ctx, "k", true); err != nil {
-			t.Errorf("Req.Incoming on %+v: %v", s, err)
-		}
+		return dict.Bytes(b[:])
 	}
-	sw, _ := NewSlidingWindow(d, 10, time.Second)
-	for _, s := range []swState{{math.MaxInt64, math.MaxInt64, math.MinInt64}, {math.MinInt64, -5, math.MaxInt64}, {0, 1 << 62, 1 << 62}} {
+	swBytes := func(s swState) dict.Value {
+		var b [swSize]byte
 		putSW(b[:], s)
-		set(dict.Bytes(b[:swSize]))
-		for _, commit := range []bool{false, true} {
-			if dec, err := sw.Incoming(ctx, "k", commit); err != nil || dec.Remaining < 0 || dec.RetryAfter < 0 {
-				t.Errorf("SlidingWindow.Incoming on %+v = %+v, %v", s, dec, err)
+		return dict.Bytes(b[:])
+	}
+	req, _ := NewReq(d, 1, 2e7)
+	sw, _ := NewSlidingWindow(d, 10, time.Second)
+	win := now / 1000
+	gcra, _ := NewGCRA(d, 1000, 1000)
+	const year = int64(365 * 24 * time.Hour)
+	tests := []struct {
+		name string
+		l    Limiter
+		v    dict.Value
+		bad  bool
+		want func(Decision) bool // for a decision; nil: only sane
+	}{
+		// Lua's delay for an excess of 1e10 milli-requests at 1 r/s, burst 2e7:
+		// (1e10 + 1000)/1000 s.
+		{"Req/excess 1e10", req, reqBytes(reqState{1e10, now}), false, func(d Decision) bool {
+			return d.Allowed && d.Delay == 10_000_001*time.Second
+		}},
+		{"Req/excess 2^64-1", req, reqBytes(reqState{math.MaxUint64, now}), false, func(d Decision) bool {
+			return !d.Allowed && d.RetryAfter == math.MaxInt64
+		}},
+		{"Req/last 2^63-1", req, reqBytes(reqState{0, math.MaxInt64}), false, nil},
+		{"Req/last -2^63", req, reqBytes(reqState{math.MaxUint64, math.MinInt64}), false, nil},
+		{"SlidingWindow/negative count", sw, swBytes(swState{win, -5, 1}), true, nil},
+		{"SlidingWindow/negative previous count", sw, swBytes(swState{win, 1, math.MinInt64}), true, nil},
+		{"SlidingWindow/count above any limit", sw, swBytes(swState{win, 1 << 62, 0}), true, nil},
+		{"SlidingWindow/window before the epoch", sw, swBytes(swState{-1, 0, 0}), true, nil},
+		{"SlidingWindow/window 2^63-1", sw, swBytes(swState{math.MaxInt64, 1, 1}), true, nil},
+		{"SlidingWindow/window two days ahead", sw, swBytes(swState{win + 2*86400, 1, 1}), true, nil},
+		{"SlidingWindow/window a second ahead", sw, swBytes(swState{win + 1, 10, 0}), false, func(d Decision) bool {
+			return !d.Allowed && d.RetryAfter > 0
+		}},
+		{"SlidingWindow/count above this limit", sw, swBytes(swState{win, 1000, 1000}), false, func(d Decision) bool {
+			return !d.Allowed && d.RetryAfter > 0
+		}},
+		{"GCRA/TAT 2^63-1", gcra, dict.Int(math.MaxInt64), true, nil},
+		{"GCRA/TAT -1", gcra, dict.Int(-1), true, nil},
+		{"GCRA/TAT 101 years ahead", gcra, dict.Int(nowNs + 101*year), true, nil},
+		{"GCRA/TAT 50 years ahead", gcra, dict.Int(nowNs + 50*year), false, func(d Decision) bool {
+			return !d.Allowed && d.RetryAfter > 49*time.Duration(year)
+		}},
+		{"GCRA/TAT in the past", gcra, dict.Int(nowNs - 1), false, func(d Decision) bool { return d.Allowed }},
+	}
+	for _, tt := range tests {
+		for _, commit := range []bool{true, false} {
+			name := tt.name + "/commit"
+			if !commit {
+				name = tt.name + "/dry"
 			}
+			t.Run(name, func(t *testing.T) {
+				set(tt.v)
+				dec, err := tt.l.Incoming(ctx, "k", commit)
+				if tt.bad {
+					if !errors.Is(err, ErrBadState) || errors.Is(err, ErrAbused) {
+						t.Fatalf("= %+v, %v; want ErrBadState (not ErrAbused)", dec, err)
+					}
+					if got, _, err := d.Get("k"); err != nil || !got.Equal(tt.v) {
+						t.Errorf("value afterwards = %v, %v; want it unchanged", got, err)
+					}
+					if err := tt.l.Uncommit(ctx, "k"); !errors.Is(err, ErrBadState) {
+						t.Errorf("Uncommit = %v, want ErrBadState", err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("err = %v, want a decision", err)
+				}
+				checkSane(t, dec)
+				if tt.want != nil && !tt.want(dec) {
+					t.Errorf("Decision %+v is not the one wanted", dec)
+				}
+			})
 		}
 	}
-	gcra, _ := NewGCRA(d, 1000, 1000)
-	for _, tat := range []int64{math.MaxInt64, math.MinInt64, 0, -1} {
-		set(dict.Int(tat))
+	// AllowN of any n on a TAT GCRA can have written.
+	for _, tat := range []int64{0, nowNs, nowNs + 50*year} {
 		for _, n := range []int64{0, 1, 1000, math.MaxInt64} {
+			set(dict.Int(tat))
 			if dec, err := gcra.AllowN(ctx, "k", n); err != nil || dec.RetryAfter < 0 || dec.ResetAfter < 0 {
 				t.Errorf("GCRA.AllowN(%d) on TAT %d = %+v, %v", n, tat, dec, err)
 			}
 		}
 	}
+	// A leased Conn's records with extreme slot counts: no panic.
+	var b [MaxHolders * leaseSize]byte
 	leased, _ := NewLeasedConn(d, 3, 0, 0, time.Minute)
-	far := d.Now() + int64(time.Hour/time.Millisecond)
+	far := now + int64(time.Hour/time.Millisecond)
 	for _, slots := range []int64{math.MaxInt64, math.MinInt64, -1} {
 		for i := range MaxHolders {
 			putLease(b[i*leaseSize:], lease{holder: uint64(i), slots: slots, expiry: far})

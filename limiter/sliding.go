@@ -76,6 +76,9 @@ func (l *SlidingWindow) incomingAt(now int64, key string, commit bool) (Decision
 		if err != nil {
 			return Decision{}, err
 		}
+		if bad := checkSW(v, now, l.w); found && bad.found() {
+			return Decision{}, bad.err(key)
+		}
 		if found {
 			pre = getSW(v.Bytes())
 		}
@@ -86,12 +89,10 @@ func (l *SlidingWindow) incomingAt(now int64, key string, commit bool) (Decision
 	err := l.d.Update(key, func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
 		var s swState
 		if found {
-			b := cur.Bytes()
-			if len(b) != swSize {
-				bad = foreignOf(cur)
+			if bad = checkSW(cur, now, l.w); bad.found() {
 				return dict.Value{}, 0, true // leave it as it is
 			}
-			s = getSW(b)
+			s = getSW(cur.Bytes())
 		}
 		pre = l.roll(s, win)
 		if l.left(pre, elapsed) >= 0 {
@@ -208,8 +209,7 @@ func (l *SlidingWindow) Uncommit(ctx context.Context, key string) error {
 		if !found {
 			return cur, 0, false
 		}
-		if cur.Kind() != dict.KindBytes || cur.Len() != swSize {
-			bad = foreignOf(cur)
+		if bad = checkSW(cur, now, l.w); bad.found() {
 			return dict.Value{}, 0, true // leave it as it is
 		}
 		s := l.roll(getSW(cur.Bytes()), win)

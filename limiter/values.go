@@ -30,20 +30,30 @@ func isInt(v dict.Value) bool      { return v.Kind() == dict.KindInt }
 func isNumber(v dict.Value) bool   { return v.Kind() == dict.KindInt || v.Kind() == dict.KindFloat }
 
 // foreign describes a value that a limiter does not write, found under its
-// key: another limiter's or another program's. It is small so that an
-// Update's fn can note it without copying the Value.
+// key: another limiter's or another program's, of another kind or size, or
+// of the limiter's kind and size with contents it cannot have written (bad).
+// It is small so that an Update's fn can note it without copying the Value.
 type foreign struct {
 	kind dict.Kind
-	n    int // bytes
+	n    int    // bytes
+	bad  string // what is wrong with a value of the right kind and size
 }
 
-func foreignOf(v dict.Value) foreign { return foreign{v.Kind(), v.Len()} }
+func foreignOf(v dict.Value) foreign { return foreign{kind: v.Kind(), n: v.Len()} }
+
+// badOf notes a value of the right kind and size whose contents are bad,
+// as the check functions below describe them.
+func badOf(v dict.Value, why string) foreign { return foreign{kind: v.Kind(), n: v.Len(), bad: why} }
 
 // found reports whether a foreign value was noted.
 func (f foreign) found() bool { return f.kind != dict.KindNone }
 
-// err returns ErrAbused for the value under key.
+// err returns ErrAbused for a value of another kind or size under key, and
+// ErrBadState for bad contents.
 func (f foreign) err(key string) error {
+	if f.bad != "" {
+		return fmt.Errorf("%w: key %q holds %s", ErrBadState, key, f.bad)
+	}
 	return fmt.Errorf("%w: key %q holds %s of %d bytes", ErrAbused, key, f.kind, f.n)
 }
 

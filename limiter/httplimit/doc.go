@@ -20,6 +20,14 @@
 // (limiter.ErrLockTimeout), so the failure policy (fail closed, or fail open
 // by calling the next handler from Options.Error) answers it in bounded time.
 //
+// A key whose state no limiter writes (limiter.ErrBadState, also returned by
+// package redistier; limiter.ErrAbused is of that class) goes to
+// Options.Error as well, and the default 500 fails it closed. It is not an
+// outage but another program writing the limiter's keys, so an Error that
+// fails open should do so only for outages (limiter.ErrLockTimeout,
+// redistier.ErrUnavailable) and keep failing the rest: letting a bad state
+// through would stop limiting that key until someone deletes it.
+//
 // Invariants:
 //
 //	I1. Every request is decided with commit true, exactly once; a request

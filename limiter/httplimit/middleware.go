@@ -44,7 +44,8 @@ type Options struct {
 	// Error answers a request whose key or decision failed, a decision that
 	// timed out on a stuck shard lock (limiter.ErrLockTimeout) included. Nil
 	// writes 500 Internal Server Error; to let such requests through (fail
-	// open), call the next handler from here.
+	// open), call the next handler from here, for outages only: a key whose
+	// state no limiter writes (limiter.ErrBadState) is no outage.
 	Error func(w http.ResponseWriter, r *http.Request, err error)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -308,8 +309,15 @@ func TestErrors(t *testing.T) {
 		gotErr = err
 		okHandler(&calls).ServeHTTP(w, r)
 	}})(okHandler(&calls))
-	if w := serve(failOpen, "198.51.100.1:1"); w.Code != 200 || !errors.Is(gotErr, limiter.ErrAbused) {
-		t.Errorf("fail open: %d, %v; want 200 and ErrAbused", w.Code, gotErr)
+	if w := serve(failOpen, "198.51.100.1:1"); w.Code != 200 || !errors.Is(gotErr, limiter.ErrAbused) || !errors.Is(gotErr, limiter.ErrBadState) {
+		t.Errorf("fail open: %d, %v; want 200 and ErrAbused, a bad state", w.Code, gotErr)
+	}
+	// A state of the limiter's kind that no limiter writes fails too.
+	count, _ := limiter.NewCount(d, 10, time.Minute)
+	d.Set("198.51.100.2", dict.Float(math.NaN()), 0, 0)
+	var badCalls atomic.Int64
+	if w := serve(mustNew(t, count, Options{})(okHandler(&badCalls)), "198.51.100.2:1"); w.Code != 500 || badCalls.Load() != 0 {
+		t.Errorf("bad state: %d, handler calls %d; want 500 and none", w.Code, badCalls.Load())
 	}
 	keyErr := errors.New("no api key")
 	h = mustNew(t, l, Options{Key: func(*http.Request) (string, error) { return "", keyErr }, Error: func(w http.ResponseWriter, r *http.Request, err error) {

@@ -13,7 +13,8 @@ import (
 // window (or the key lost its TTL), in one script so that a key never lives
 // without its window. A dry run reads the count. KEYS[1] prefix:key; ARGV
 // window_ms, commit. Reply {count with this request, pttl}.
-var countScript = redis.NewScript(`
+var countScript = redis.NewScript(luaState + `
+countState(KEYS[1])
 local n
 if ARGV[2] == '1' then
   n = redis.call('INCR', KEYS[1])
@@ -29,7 +30,8 @@ return {n, ttl}
 `)
 
 // countUncommitScript gives one request back to an open window.
-var countUncommitScript = redis.NewScript(`
+var countUncommitScript = redis.NewScript(luaState + `
+countState(KEYS[1])
 if redis.call('EXISTS', KEYS[1]) == 1 then return {redis.call('DECR', KEYS[1])} end
 return {0}
 `)
@@ -63,9 +65,10 @@ func NewCount(c redis.UniversalClient, prefix string, limit int64, window time.D
 // Incoming decides on a request for key; State is the allowance left (negative
 // past the limit) and ResetAfter the window's remaining time. A committed
 // request is counted even when rejected, as in the Lua module; a dry run
-// counts nothing. Errors: ErrBadKey, ErrScript, ErrUnavailable (FailError).
+// counts nothing. Errors: ErrBadKey, ErrBadState, ErrScript, ErrUnavailable
+// (FailError).
 func (l *Count) Incoming(ctx context.Context, key string, commit bool) (limiter.Decision, error) {
-	r, err := l.run(ctx, countScript, key, l.window, flag(commit))
+	r, err := l.runN(ctx, 2, countScript, key, l.window, flag(commit))
 	if err != nil {
 		return l.fail(ctx, key, commit, err)
 	}
@@ -83,7 +86,7 @@ func (l *Count) Incoming(ctx context.Context, key string, commit bool) (limiter.
 }
 
 // Uncommit gives one request back to key's window; a key without a window is
-// left absent. Errors: ErrBadKey, ErrScript, ErrUnavailable.
+// left absent. Errors: ErrBadKey, ErrBadState, ErrScript, ErrUnavailable.
 func (l *Count) Uncommit(ctx context.Context, key string) error {
 	if _, err := l.run(ctx, countUncommitScript, key); err != nil {
 		return l.failUncommit(ctx, key, err)

@@ -23,11 +23,38 @@
 // FailOpen allows; FailClosed rejects; FailLocal asks Options.Local, a local
 // limiter with this host's share of the limit. Every call, failure and
 // fallback is counted (Stats). Recovery needs nothing: the next call after
-// Redis returns reaches it. A script's own error (a key holding a value of
-// another shape) is ErrScript and no policy applies. Tiered's decisions never
+// Redis returns reaches it. A key holding a state no limiter writes is
+// ErrBadState, any other error of a script ErrScript, and no policy applies
+// to either (see below). Tiered's decisions never
 // call Redis: the same policies apply while its host considers Redis failed,
 // from the moment a flush could not reach it, or no flush succeeded for 5
 // intervals plus the timeout, until a flush succeeds (see Tiered).
+//
+// State a limiter did not write. Each script checks its key's state before
+// any arithmetic on it (state.go), and a state that no limiter of its type
+// writes is ErrBadState (limiter.ErrBadState): a key of another type; for
+// Req a value that is not the JSON [excess, last, forbidden] with an excess
+// of 0 to 1e15+1000 milli-requests (NewReq's largest burst, plus the
+// request a forbidding rejection adds), a last time from 0 to a day ahead
+// of now, a flag 0 or 1, and a TTL when forbidden; for Count anything but an
+// integer as INCR writes it, within ±2^53; for GCRA anything but such an
+// integer TAT, from 0 to 100 years (the largest τ) ahead; for SlidingWindow
+// a hash of other than exactly i, c and p, a window more than a day ahead,
+// or a count negative or above any limit of its window; for Tiered a field
+// not named by a host id, or a count that is not an integer within ±2^53.
+// The bounds are those of every limiter of the type, so that a changed
+// configuration still reads the old states. lua-resty-redis-ratelimit reads
+// a value that is no array of three as a fresh key, and computes on whatever
+// the array holds; this package does neither, so where Go and Lua writers
+// share a key, Go errors where Lua resets. A reply that is not the script's is
+// ErrBadState too. Redis answered, so it is not an outage: no failure
+// policy applies (FailOpen does not admit it), nothing is written, and the
+// key fails until its value expires or is deleted. Tiered's flush returns it
+// for the key, marks the key in the zone so that its decisions return it
+// until a flush reads a good state, and still counts as Redis answering.
+// Durations from replies saturate at the longest Duration and are never
+// negative: Req's Delay is excess/rate in 128-bit arithmetic, 10,000,001 s
+// for an excess of 1e10 milli-requests at 1 r/s, as in Lua.
 //
 // Invariants:
 //

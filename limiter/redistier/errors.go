@@ -1,6 +1,10 @@
 package redistier
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/shmzone/shmzone/limiter"
+)
 
 var (
 	// ErrNilClient is returned by the constructors for a nil Redis client.
@@ -18,9 +22,14 @@ var (
 	// policy is FailError.
 	ErrUnavailable = errors.New("redistier: redis unavailable")
 	// ErrScript is returned, wrapping Redis's error reply, when a script
-	// failed on the server: a key that holds a value of another type or
-	// shape (another program writes it). No failure policy applies.
+	// failed on the server for another reason than the key's state (that is
+	// ErrBadState). No failure policy applies.
 	ErrScript = errors.New("redistier: script failed")
+	// ErrBadState is limiter.ErrBadState, returned, wrapped with the key,
+	// when a key holds a value that no limiter of this package writes there
+	// (see the package documentation); one errors.Is check covers both
+	// packages. It is not an outage: no failure policy applies to it.
+	ErrBadState = limiter.ErrBadState
 	// ErrBadKey is returned for an empty key.
 	ErrBadKey = errors.New("redistier: empty key")
 )

@@ -15,9 +15,9 @@ import (
 // TTL that ends when it is reached. KEYS[1] prefix:key; ARGV now_us or ""
 // (TIME), T_us, tau_us, n, commit. Reply {allowed 0/1, remaining, retry_us,
 // reset_us}.
-var gcraScript = redis.NewScript(luaNow(1, 1e6) + `
+var gcraScript = redis.NewScript(luaNow(1, 1e6) + luaState + `
 local T, tau, n = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local tat = tonumber(redis.call('GET', KEYS[1])) or now
+local tat = gcraState(KEYS[1], now) or now
 if tat < now then tat = now end
 local new_tat = tat + n * T
 local allow_at = new_tat - tau
@@ -31,8 +31,8 @@ return {1, math.floor((now - allow_at) / T), 0, new_tat - now}
 `)
 
 // gcraUncommitScript moves the TAT back by T, not before now.
-var gcraUncommitScript = redis.NewScript(luaNow(1, 1e6) + `
-local tat = tonumber(redis.call('GET', KEYS[1]))
+var gcraUncommitScript = redis.NewScript(luaNow(1, 1e6) + luaState + `
+local tat = gcraState(KEYS[1], now)
 if tat == nil then return {0} end
 tat = tat - tonumber(ARGV[2])
 if tat <= now then redis.call('DEL', KEYS[1]) return {1} end
@@ -85,7 +85,7 @@ func (l *GCRA) AllowN(ctx context.Context, key string, n int64) (limiter.Decisio
 }
 
 func (l *GCRA) allow(ctx context.Context, key string, n int64, commit bool) (limiter.Decision, error) {
-	r, err := l.run(ctx, gcraScript, key, l.now(1e6), l.t, l.tau, n, flag(commit))
+	r, err := l.runN(ctx, 4, gcraScript, key, l.now(1e6), l.t, l.tau, n, flag(commit))
 	if err != nil {
 		return l.fail(ctx, key, commit, err)
 	}
@@ -94,14 +94,14 @@ func (l *GCRA) allow(ctx context.Context, key string, n int64, commit bool) (lim
 		Committed:  r[0] == 1 && commit,
 		Remaining:  r[1],
 		State:      float64(r[1]),
-		RetryAfter: time.Duration(r[2]) * time.Microsecond,
-		ResetAfter: time.Duration(r[3]) * time.Microsecond,
+		RetryAfter: span(r[2], time.Microsecond),
+		ResetAfter: span(r[3], time.Microsecond),
 	}
 	return d, nil
 }
 
 // Uncommit gives one request back: the TAT moves back by T, not before now.
-// Errors: ErrBadKey, ErrScript, ErrUnavailable.
+// Errors: ErrBadKey, ErrBadState, ErrScript, ErrUnavailable.
 func (l *GCRA) Uncommit(ctx context.Context, key string) error {
 	if _, err := l.run(ctx, gcraUncommitScript, key, l.now(1e6), l.t); err != nil {
 		return l.failUncommit(ctx, key, err)

@@ -140,15 +140,24 @@ func (b *base) run(ctx context.Context, s *redis.Script, key string, args ...any
 	ctx, cancel := context.WithTimeout(ctx, b.o.Timeout)
 	defer cancel()
 	b.calls.Add(1)
-	r, err := s.Run(ctx, b.c, []string{b.key(key)}, args...).Int64Slice()
+	cmd := s.Run(ctx, b.c, []string{b.key(key)}, args...)
+	r, err := cmd.Int64Slice()
 	if err == nil {
 		return r, nil
 	}
 	b.errs.Add(1)
-	if isScriptErr(err) {
-		return nil, fmt.Errorf("%w: %s: %w", ErrScript, key, err)
+	return nil, callErr(key, cmd.Err(), err)
+}
+
+// runN is run for a script whose reply is n integers.
+func (b *base) runN(ctx context.Context, n int, s *redis.Script, key string, args ...any) ([]int64, error) {
+	r, err := b.run(ctx, s, key, args...)
+	if err == nil {
+		if err = replyOf(key, r, n); err != nil {
+			b.errs.Add(1)
+		}
 	}
-	return nil, fmt.Errorf("%w: %s: %w", ErrUnavailable, key, err)
+	return r, err
 }
 
 // isScriptErr reports whether err is an error reply that says the script
@@ -215,4 +224,5 @@ func flag(b bool) string {
 	return "0"
 }
 
-func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+// ms returns n ms as a Duration, 0 for n ≤ 0, saturating.
+func ms(n int64) time.Duration { return span(n, time.Millisecond) }

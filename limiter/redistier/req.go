@@ -20,7 +20,7 @@ import (
 // KEYS[1] zone:key; ARGV rate_m, now_ms or "", burst_m, duration_s, commit.
 // Reply {code, trunc(excess_m), pttl}: code 1 allowed, 2 rejected (pttl > 0
 // when the rejection made the key forbidden), 3 forbidden (pttl its TTL).
-var reqScript = redis.NewScript(luaNow(2, 1000) + `
+var reqScript = redis.NewScript(luaNow(2, 1000) + luaState + `
 local key = KEYS[1]
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[3])
@@ -29,7 +29,7 @@ local commit = ARGV[5] == '1'
 local excess, last, forbidden = 0, 0, 0
 local res = redis.call('GET', key)
 if res then
-  local v = cjson.decode(res)
+  local v = reqState(key, res, now)
   if type(v) == 'table' and #v > 2 then
     excess, last, forbidden = v[1], v[2], v[3]
   end
@@ -54,11 +54,10 @@ return {1, excess, 0}
 
 // reqUncommitScript takes one request off the stored excess, not below 0,
 // and keeps the time of the last request, the forbidden flag and the TTL.
-var reqUncommitScript = redis.NewScript(`
+var reqUncommitScript = redis.NewScript(luaNow(1, 1000) + luaState + `
 local res = redis.call('GET', KEYS[1])
 if not res then return {0} end
-local v = cjson.decode(res)
-if type(v) ~= 'table' or #v < 3 then return redis.error_reply('not a redis-ratelimit value') end
+local v = reqState(KEYS[1], res, now)
 local e = v[1] - 1000
 if e < 0 then e = 0 end
 redis.call('SET', KEYS[1], cjson.encode({e, v[2], v[3]}), 'KEEPTTL')
@@ -111,10 +110,10 @@ func NewReq(c redis.UniversalClient, zone, rate string, burst float64, duration 
 // Incoming decides on a request for key. An allowed request waits Delay =
 // trunc(excess)/rate; State is the excess in requests. When commit is false
 // nothing is written. A forbidden key is rejected with RetryAfter its TTL.
-// Errors: ErrBadKey, ErrScript for a value the script cannot read, and
+// Errors: ErrBadKey, ErrBadState for a value no Req writes, ErrScript, and
 // ErrUnavailable under FailError.
 func (l *Req) Incoming(ctx context.Context, key string, commit bool) (limiter.Decision, error) {
-	r, err := l.run(ctx, reqScript, key, l.rateM, l.now(1000), l.burstM, l.durationS, flag(commit))
+	r, err := l.runN(ctx, 3, reqScript, key, l.rateM, l.now(1000), l.burstM, l.durationS, flag(commit))
 	if err != nil {
 		return l.fail(ctx, key, commit, err)
 	}
@@ -125,7 +124,7 @@ func (l *Req) Incoming(ctx context.Context, key string, commit bool) (limiter.De
 func (l *Req) decide(code, excess, pttl int64, commit bool) limiter.Decision {
 	d := limiter.Decision{
 		State:      float64(excess) / 1000,
-		ResetAfter: time.Duration(excess) * time.Second / time.Duration(l.rateM),
+		ResetAfter: leakTime(excess, l.rateM),
 	}
 	switch code {
 	case 1:
@@ -139,16 +138,17 @@ func (l *Req) decide(code, excess, pttl int64, commit bool) limiter.Decision {
 			d.RetryAfter = ms(pttl)
 			break
 		}
-		d.RetryAfter = time.Duration(excess-l.burstM) * time.Second / time.Duration(l.rateM)
+		d.RetryAfter = leakTime(excess-l.burstM, l.rateM)
 	}
 	return d
 }
 
 // Uncommit gives one request back: the stored excess drops by one request,
-// not below 0. A key without state is left so. Errors: ErrBadKey, ErrScript,
-// ErrUnavailable (FailLocal gives the request back to Options.Local).
+// not below 0. A key without state is left so. Errors: ErrBadKey,
+// ErrBadState, ErrScript, ErrUnavailable (FailLocal gives the request back to
+// Options.Local).
 func (l *Req) Uncommit(ctx context.Context, key string) error {
-	if _, err := l.run(ctx, reqUncommitScript, key); err != nil {
+	if _, err := l.run(ctx, reqUncommitScript, key, l.now(1000)); err != nil {
 		return l.failUncommit(ctx, key, err)
 	}
 	return nil

@@ -15,10 +15,11 @@ import (
 // TTL ends with the next window. In integer ms. KEYS[1] prefix:key; ARGV
 // now_ms or "" (TIME), window_ms, limit, commit, delta (1 decide, -1
 // uncommit). Reply {allowed, left·w, elapsed, c, p}.
-var slidingScript = redis.NewScript(luaNow(1, 1000) + `
+var slidingScript = redis.NewScript(luaNow(1, 1000) + luaState + `
 local w, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
 local idx = math.floor(now / w)
 local v = redis.call('HMGET', KEYS[1], 'i', 'c', 'p')
+swState(KEYS[1], v, now, w)
 local i, c, p = tonumber(v[1]), tonumber(v[2]) or 0, tonumber(v[3]) or 0
 if i == nil or i < idx - 1 then c, p = 0, 0
 elseif i == idx - 1 then p, c = c, 0
@@ -69,9 +70,10 @@ func NewSlidingWindow(c redis.UniversalClient, prefix string, limit int64, windo
 
 // Incoming decides on a request for key and counts it when commit is true and
 // it is allowed; a rejection counts nothing. State is the estimated allowance
-// left after the request. Errors: ErrBadKey, ErrScript, ErrUnavailable.
+// left after the request. Errors: ErrBadKey, ErrBadState, ErrScript,
+// ErrUnavailable.
 func (l *SlidingWindow) Incoming(ctx context.Context, key string, commit bool) (limiter.Decision, error) {
-	r, err := l.run(ctx, slidingScript, key, l.now(1000), l.w, l.limit, flag(commit), 1)
+	r, err := l.runN(ctx, 5, slidingScript, key, l.now(1000), l.w, l.limit, flag(commit), 1)
 	if err != nil {
 		return l.fail(ctx, key, commit, err)
 	}
@@ -117,7 +119,7 @@ func (l *SlidingWindow) retry(e, c, p int64) int64 {
 }
 
 // Uncommit gives one request back to key's current window. Errors: ErrBadKey,
-// ErrScript, ErrUnavailable.
+// ErrBadState, ErrScript, ErrUnavailable.
 func (l *SlidingWindow) Uncommit(ctx context.Context, key string) error {
 	if _, err := l.run(ctx, slidingScript, key, l.now(1000), l.w, l.limit, "0", -1); err != nil {
 		return l.failUncommit(ctx, key, err)

@@ -23,7 +23,8 @@ import (
 // nor overwrites a newer count. The key expires two windows after it opened.
 // KEYS[1] prefix:key:window; ARGV host, seq, count, ttl_ms. Reply {total of
 // every host, this host's count}.
-var tieredScript = redis.NewScript(`
+var tieredScript = redis.NewScript(luaState + `
+tieredState(KEYS[1])
 local seqf = ARGV[1] .. ':s'
 local seq = tonumber(redis.call('HGET', KEYS[1], seqf)) or -1
 if tonumber(ARGV[2]) > seq then
@@ -154,7 +155,9 @@ func (l *Tiered) zkey(win int64, key, suffix string) string {
 // State and Remaining are the allowance left as this host knows it;
 // RetryAfter on a rejection is the time to the window's end. While Redis is
 // failed the failure policy decides (see Tiered). Errors: ErrBadKey,
-// ErrUnavailable under FailError, the dictionary's, Options.Local's.
+// ErrBadState while the key's Redis hash holds a state no Tiered writes (its
+// last flush said so), or the zone does under its keys, ErrUnavailable under
+// FailError, the dictionary's, Options.Local's.
 func (l *Tiered) Incoming(ctx context.Context, key string, commit bool) (limiter.Decision, error) {
 	if key == "" {
 		return limiter.Decision{}, ErrBadKey
@@ -174,7 +177,10 @@ func (l *Tiered) Incoming(ctx context.Context, key string, commit bool) (limiter
 	var n int64
 	if commit {
 		if n, _, err = l.d.IncrInit(dk, 1, 0, ttl); err != nil {
-			return limiter.Decision{}, fmt.Errorf("redistier: tiered %s: %w", key, err)
+			return limiter.Decision{}, zoneErr(key, err)
+		}
+		if err := l.checkCount(dk, n); err != nil {
+			return limiter.Decision{}, err
 		}
 		if n == 1 {
 			if err := l.list(win, key, ttl); err != nil {
@@ -245,10 +251,10 @@ func (l *Tiered) intAt(k string) (int64, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("redistier: tiered %s: %w", k, err)
+		return 0, zoneErr(k, err)
 	}
 	if v.Kind() != dict.KindInt {
-		return 0, fmt.Errorf("%w: %s", limiter.ErrAbused, k)
+		return 0, zoneValueErr(k, v)
 	}
 	return v.Int(), nil
 }
@@ -279,7 +285,10 @@ func (l *Tiered) Uncommit(ctx context.Context, key string) error {
 // count for the next flush. When Redis cannot be reached (ErrUnavailable)
 // Flush stops and marks Redis failed for the host; otherwise it goes on with
 // the other keys and returns the first error. A flush without error marks
-// Redis reachable.
+// Redis reachable, and so does one whose only errors are ErrBadState: Redis
+// answered, and each key whose hash holds a state no Tiered writes is marked
+// so in the zone, for its decisions to return ErrBadState until a flush
+// reads a good state.
 func (l *Tiered) Flush(ctx context.Context) (bool, error) {
 	leaseKey, lease := l.zp+"lease", time.Duration(3*l.interval)*time.Millisecond
 	_, err := l.d.Add(leaseKey, dict.Int(l.id), lease, 0)
@@ -307,7 +316,7 @@ func (l *Tiered) Flush(ctx context.Context) (bool, error) {
 	switch {
 	case errors.Is(err, ErrUnavailable):
 		now = -now
-	case err != nil:
+	case err != nil && !errors.Is(err, ErrBadState): // Redis answered a bad state
 		return true, err
 	}
 	if _, serr := l.d.Set(l.hk, dict.Int(now), 0, 0); serr != nil {
@@ -366,9 +375,9 @@ func (l *Tiered) flushKey(ctx context.Context, host string, win int64, key strin
 	if err != nil {
 		return fmt.Errorf("redistier: tiered sequence: %w", err)
 	}
-	r, err := l.run(ctx, tieredScript, key+":"+strconv.FormatInt(win, 10), host, seq, n, 2*l.window)
+	r, err := l.runN(ctx, 2, tieredScript, key+":"+strconv.FormatInt(win, 10), host, seq, n, 2*l.window)
 	if err != nil {
-		return err
+		return l.markBad(win, key, err)
 	}
 	ttl := time.Duration(2*l.window) * time.Millisecond
 	if _, err := l.d.Set(l.zkey(win, key, "|c|o"), dict.Int(r[0]-r[1]), ttl, 0); err != nil {

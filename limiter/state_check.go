@@ -1,0 +1,125 @@
+package limiter
+
+import (
+	"errors"
+	"math"
+	"time"
+
+	"github.com/shmzone/shmzone/dict"
+)
+
+// The contents a limiter can have written, checked before any arithmetic
+// on a state of the right kind and size (values.go rejects the others).
+// A state outside them is ErrBadState: the limiter decides nothing on it
+// and leaves it as it is. The bounds hold for every limiter of a type, not
+// only for one's parameters, so that limiters whose configuration changed
+// still read each other's states.
+const (
+	// maxExact is the largest count a float keeps exact: a Count's or a
+	// Conn's number may be a float (a Lua writer, IncrFloat), and one
+	// beyond ±maxExact, NaN or infinite is no count.
+	maxExact = 1 << 53
+	// maxTauNs is the largest burst tolerance NewGCRA accepts: no TAT is
+	// further ahead of the time it was written at.
+	maxTauNs = int64(100 * 365 * 24 * time.Hour)
+	// maxAheadMs is how far ahead of a decision's clock a window may start:
+	// the clocks of processes sharing a key disagree by less than a day.
+	maxAheadMs = int64(24 * time.Hour / time.Millisecond)
+)
+
+// badCount returns what is wrong with a Count's or a Conn's number v, an
+// int or a float; "" when it is a count.
+func badCount(v dict.Value) string {
+	if v.Kind() != dict.KindFloat {
+		return "" // every int is some Count's or Conn's count
+	}
+	switch f := v.Float(); {
+	case math.IsNaN(f):
+		return "NaN"
+	case math.IsInf(f, 0):
+		return "an infinity"
+	case math.Abs(f) > maxExact:
+		return "a float beyond 2^53"
+	}
+	return ""
+}
+
+// checkCount returns ErrBadState when key's number, which the Incr family
+// returned as n, is no count. Count and Conn decide with one IncrInit, which
+// adds to any number: NaN, an infinity or a float beyond 2^54 absorbs the ±1
+// unchanged (one between 2^53 and 2^54 may move by 2), and n, the float's
+// conversion to int64, is outside (0, 2^53] on every platform. So n in
+// (0, 2^53] is a count and costs nothing more; any other n reads the value
+// once to tell a count (a rejection's negative n, a window's last 0) from a
+// float that is none.
+func checkCount(d *dict.Dict, key string, n int64) error {
+	if n > 0 && n <= maxExact {
+		return nil
+	}
+	v, _, err := d.Get(key)
+	if errors.Is(err, dict.ErrNotFound) {
+		return nil // expired since: nothing to tell
+	}
+	if err != nil {
+		return dictErr(key, err)
+	}
+	if why := badCount(v); why != "" {
+		return badOf(v, why).err(key)
+	}
+	return nil
+}
+
+// checkTAT notes what is wrong with a GCRA's value v at nowNs: nothing
+// (not found) for a TAT.
+func checkTAT(v dict.Value, nowNs int64) foreign {
+	if v.Kind() != dict.KindInt {
+		return foreignOf(v)
+	}
+	if why := badTAT(v.Int(), nowNs); why != "" {
+		return badOf(v, why)
+	}
+	return foreign{}
+}
+
+// badTAT returns what is wrong with a GCRA's TAT at nowNs: none is
+// negative, nor further ahead than the largest burst tolerance.
+func badTAT(tat, nowNs int64) string {
+	switch {
+	case tat < 0:
+		return "a negative TAT"
+	case tat > satAdd(nowNs, maxTauNs):
+		return "a TAT more than 100 years ahead"
+	}
+	return ""
+}
+
+// checkSW notes what is wrong with a SlidingWindow's value v at now, for
+// windows of w ms: nothing (not found) for a state it can have written.
+func checkSW(v dict.Value, now, w int64) foreign {
+	if v.Kind() != dict.KindBytes || v.Len() != swSize {
+		return foreignOf(v)
+	}
+	if why := badSW(getSW(v.Bytes()), now, w); why != "" {
+		return badOf(v, why)
+	}
+	return foreign{}
+}
+
+// badSW returns what is wrong with a SlidingWindow's state at now in ms,
+// for windows of w ms: counts are never negative nor above the largest
+// limit NewSlidingWindow accepts for w, and the window starts neither
+// before the epoch nor more than maxAheadMs ahead of now.
+func badSW(s swState, now, w int64) string {
+	maxCount := math.MaxInt64 / 4 / w
+	switch {
+	case s.cur < 0 || s.prev < 0:
+		return "a negative count"
+	case s.cur > maxCount || s.prev > maxCount:
+		return "a count above any limit"
+	case s.window < 0:
+		return "a window before the epoch"
+	case s.window > floorDiv(satAdd(now, maxAheadMs), w):
+		return "a window more than a day ahead"
+	}
+	return ""
+}

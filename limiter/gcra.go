@@ -95,6 +95,7 @@ func (l *GCRA) allowAt(now int64, key string, n int64, commit bool) (Decision, e
 	}
 	var bad foreign
 	err := l.d.Update(key, func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
+		stored = nowNs // fn may run twice (dict.Update): each call starts afresh
 		if found {
 			if bad = checkTAT(cur, nowNs); bad.found() {
 				return dict.Value{}, 0, true // leave it as it is

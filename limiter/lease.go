@@ -84,6 +84,7 @@ func (ls *leases) edit(d *dict.Dict, key string, now, delta, limit int64) (lease
 	defer leaseBufs.Put(buf)
 	var e leaseEdit
 	err := d.Update(key, func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
+		e = leaseEdit{} // fn may run twice (dict.Update): each call starts afresh
 		var b []byte
 		if found {
 			if !validLeases(cur) {

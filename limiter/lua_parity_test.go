@@ -33,8 +33,9 @@ func luaNow(ms int64) float64 {
 // luaU64 is LuaJIT's store of a number into a uint64_t field: truncation.
 func luaU64(x float64) uint64 { return uint64(x) }
 
-// luaDelay is a delay the Lua modules return in seconds, as a Duration.
-func luaDelay(sec float64) time.Duration { return time.Duration(sec * 1e9) }
+// luaDelay is a delay the Lua modules return in seconds, as a Duration: to
+// the nearest ns.
+func luaDelay(sec float64) time.Duration { return time.Duration(math.Round(sec * 1e9)) }
 
 // luaReq is resty.limit.req: rate and burst as new() keeps them (times
 // 1000), and its records.

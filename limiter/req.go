@@ -196,12 +196,12 @@ func (l *Req) rejected(excess float64) Decision {
 
 // leakTime returns how long the bucket takes to leak excess
 // milli-requests: excess/rate seconds, as the Lua module returns its delay,
-// in ns truncated; none for excess <= 0.
+// to the nearest ns; none for excess <= 0.
 func (l *Req) leakTime(excess float64) time.Duration {
 	if !(excess > 0) {
 		return 0
 	}
-	ns := excess / l.rateM * 1e9
+	ns := math.Round(excess / l.rateM * 1e9)
 	if ns >= math.MaxInt64 {
 		return math.MaxInt64
 	}

@@ -179,7 +179,7 @@ func TestLuaParityReqRandom(t *testing.T) {
 				if d.Allowed {
 					code = 1
 					// The module's delay: the reply's excess over its rate.
-					if want := time.Duration(float64(excess) / lua.rate * 1e9); d.Delay != want {
+					if want := time.Duration(math.Round(float64(excess) / lua.rate * 1e9)); d.Delay != want {
 						t.Fatalf("%s: Delay %v, Lua %v", what, d.Delay, want)
 					}
 				}

@@ -172,12 +172,12 @@ func (l *Req) decide(code, excess, pttl int64, commit bool) limiter.Decision {
 }
 
 // leakTime returns how long the bucket takes to leak excess milli-requests,
-// excess/rate seconds; none for excess <= 0.
+// excess/rate seconds to the nearest ns; none for excess <= 0.
 func (l *Req) leakTime(excess float64) time.Duration {
 	if !(excess > 0) {
 		return 0
 	}
-	ns := excess / l.rateM * 1e9
+	ns := math.Round(excess / l.rateM * 1e9)
 	if ns >= math.MaxInt64 {
 		return math.MaxInt64
 	}

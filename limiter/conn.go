@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -76,7 +77,8 @@ func (c *Conn) SetBurst(burst int64) error {
 func (c *Conn) Policy() Policy { return Policy{Limit: c.max.Load() + c.burst.Load()} }
 
 // Incoming decides on a request for key; State is the number of requests
-// in flight with this one. When commit is true an allowed request is
+// in flight with this one, with the fraction of a key a Lua writer or
+// IncrFloat left fractional, as in the Lua module. When commit is true an allowed request is
 // counted (Decision.Committed) and must be ended by Leaving; a rejected one
 // is not counted. Delay is the unit delay times the number of max-sized
 // groups ahead of the request. Errors: ErrAbused for a value that is not
@@ -96,20 +98,22 @@ func (c *Conn) incomingAt(now int64, key string, commit bool) (Decision, error) 
 		return c.lease.incoming(c, now, key, commit)
 	}
 	limit := c.max.Load() + c.burst.Load()
-	var conn int64
+	// The count is a float64: a key a Lua writer or IncrFloat left
+	// fractional keeps its fraction, as in the Lua module.
+	var conn float64
 	if commit {
-		n, _, err := c.d.IncrInit(key, 1, 0, 0)
+		n, _, err := c.d.IncrInitNum(key, 1, 0, 0)
 		if err != nil {
 			return Decision{}, dictErr(key, err)
 		}
 		if err := checkCount(c.d, key, n); err != nil {
 			return Decision{}, err
 		}
-		if n > limit {
+		if n > float64(limit) {
 			if _, err := c.d.Incr(key, -1); err != nil {
 				return Decision{}, dictErr(key, err)
 			}
-			return Decision{State: float64(n)}, nil
+			return Decision{State: n}, nil
 		}
 		conn = n
 	} else {
@@ -120,25 +124,26 @@ func (c *Conn) incomingAt(now int64, key string, commit bool) (Decision, error) 
 		if why := badCount(v); found && why != "" {
 			return Decision{}, badOf(v, why).err(key)
 		}
-		conn = v.Int() + 1 // 0 + 1 when absent
-		if conn > limit {
-			return Decision{State: float64(conn)}, nil
+		conn = v.Float() + 1 // 0 + 1 when absent
+		if conn > float64(limit) {
+			return Decision{State: conn}, nil
 		}
 	}
 	return c.decide(conn, limit, commit), nil
 }
 
 // decide builds an allowing Decision for conn requests in flight.
-func (c *Conn) decide(conn, limit int64, commit bool) Decision {
-	dec := Decision{Allowed: true, State: float64(conn), Remaining: limit - conn, Committed: commit}
-	if max := c.max.Load(); conn > max {
-		dec.Delay = time.Duration(c.unitDelay.Load() * ((conn - 1) / max))
+func (c *Conn) decide(conn float64, limit int64, commit bool) Decision {
+	dec := Decision{Allowed: true, State: conn, Remaining: floorCount(float64(limit) - conn), Committed: commit}
+	if max := c.max.Load(); conn > float64(max) {
+		dec.Delay = time.Duration(c.unitDelay.Load() * int64(math.Floor((conn-1)/float64(max))))
 	}
 	return dec
 }
 
 // Leaving ends a request that Incoming counted and returns the number of
-// requests of key still in flight. A latency above 0, the request's, moves
+// requests of key still in flight (truncated, when a Lua writer left it
+// fractional: the stored number keeps its fraction). A latency above 0, the request's, moves
 // this process's unit delay halfway to it. Errors: ErrNotFound when key
 // holds no state (with leases: when this Conn holds no live slot of key),
 // ErrAbused, the dictionary's errors.
@@ -179,7 +184,7 @@ func (c *Conn) leave(key string) (int64, error) {
 		return 0, dictErr(key, err)
 	}
 	if n != 0 { // the last request of a key leaves 0: a count, read no more
-		if err := checkCount(c.d, key, n); err != nil {
+		if err := checkCount(c.d, key, float64(n)); err != nil {
 			return 0, err
 		}
 	}

@@ -38,7 +38,9 @@ func NewCount(d *dict.Dict, limit int64, window time.Duration) (*Count, error) {
 // Policy returns limit requests per window.
 func (l *Count) Policy() Policy { return Policy{Limit: l.limit, Window: l.window} }
 
-// Incoming decides on a request for key; State is the remaining allowance.
+// Incoming decides on a request for key; State is the remaining allowance,
+// with the fraction of a key a Lua writer or IncrFloat left fractional (2.5
+// becomes 1.5, as in the Lua module), and Remaining its floor.
 // A committed request is counted even when it is rejected (the stored
 // allowance goes negative, as in the Lua module); a dry run (commit false)
 // counts nothing. Remaining is never negative. A rejection reads the key's
@@ -53,9 +55,12 @@ func (l *Count) dictionary() *dict.Dict { return l.d }
 
 // incomingAt ignores now: the window's TTL is the dictionary's to keep.
 func (l *Count) incomingAt(_ int64, key string, commit bool) (Decision, error) {
-	var rem int64
+	// The allowance is a float64: a key a Lua writer or IncrFloat left
+	// fractional keeps its fraction (2.5 less 1 is 1.5), as in the Lua
+	// module, whose numbers are all doubles.
+	var rem float64
 	if commit {
-		n, _, err := l.d.IncrInit(key, -1, l.limit, l.window)
+		n, _, err := l.d.IncrInitNum(key, -1, l.limit, l.window)
 		if err != nil {
 			return Decision{}, dictErr(key, err)
 		}
@@ -71,9 +76,9 @@ func (l *Count) incomingAt(_ int64, key string, commit bool) (Decision, error) {
 		if why := badCount(v); found && why != "" {
 			return Decision{}, badOf(v, why).err(key)
 		}
-		rem = l.limit - 1
+		rem = float64(l.limit) - 1
 		if found {
-			rem = v.Int() - 1
+			rem = v.Float() - 1
 		}
 	}
 	if rem < 0 {
@@ -81,9 +86,9 @@ func (l *Count) incomingAt(_ int64, key string, commit bool) (Decision, error) {
 		if err != nil {
 			return Decision{}, err
 		}
-		return Decision{State: float64(rem), RetryAfter: reset, ResetAfter: reset}, nil
+		return Decision{State: rem, RetryAfter: reset, ResetAfter: reset}, nil
 	}
-	return Decision{Allowed: true, State: float64(rem), Remaining: rem, Committed: commit}, nil
+	return Decision{Allowed: true, State: rem, Remaining: floorCount(rem), Committed: commit}, nil
 }
 
 // ResetAfter returns how long until key's window ends and its whole limit is
@@ -111,5 +116,5 @@ func (l *Count) Uncommit(ctx context.Context, key string) error {
 	if err != nil {
 		return dictErr(key, err)
 	}
-	return checkCount(l.d, key, n)
+	return checkCount(l.d, key, float64(n))
 }

@@ -10,7 +10,8 @@
 //     bound;
 //   - GCRA, in integer nanoseconds, with go-redis/redis_rate's results;
 //   - Combine, one request under several limiters (resty.limit.traffic);
-//   - ParseRate, nginx's "10r/s" and "30r/m".
+//   - ParseRate, the rate strings of nginx and lua-resty-redis-ratelimit
+//     ("10r/s", "30r/m", "0.5r/s").
 //
 // Each limiter's key holds one value in the dictionary (state.go), so one
 // dictionary serves many limiters as long as their keys differ; prefix keys
@@ -50,6 +51,31 @@
 // reached, as in nginx), so Req checks their size only. Req's and GCRA's
 // durations saturate at the longest Duration and are never negative: an
 // excess of 1e10 milli-requests at 1 r/s waits 10,000,001 s, as in Lua.
+//
+// Arithmetic. Req, Count and Conn compute as lua-resty-limit-traffic 0.09
+// does, in its units and its order of operations, so that a key's state is,
+// bit for bit, what the Lua module stores after the same calls
+// (lua_parity_test.go replays random sequences against a Go rendering of its
+// arithmetic; bench/peers/luaparity.sh against the module itself in nginx).
+// Req works in milli-requests, excess − rate·|elapsed|/1000 + 1000, on
+// ngx.now()·1000, which near the epoch is not a whole number of ms (1001 ms
+// reads 1000.9999999999999, and the record keeps it truncated); its delay is
+// excess/rate seconds. Count and Conn decide on the stored number as a
+// float, so the fraction a Lua writer or IncrFloat left stays (2.5 less 1 is
+// 1.5). ParseRate reads every rate string lua-resty-redis-ratelimit reads.
+// Where the package differs from the Lua modules, it does so on purpose:
+//
+//   - Req: a decision stamped earlier than the stored one leaks nothing and
+//     the stored time never goes back (above): |elapsed| over-admits when
+//     processes' decisions reach the zone out of order.
+//   - Every read-modify-write is atomic across processes (above), where the
+//     Lua req's get-then-set may overshoot by a request per worker.
+//   - ParseRate refuses an infinite rate ("infr/s", "1e400r/s"), which the
+//     Lua module takes and then computes with.
+//   - Conn.Leaving returns the count truncated (the stored number keeps its
+//     fraction), and the unit delay is kept in whole nanoseconds.
+//   - A Decision says more than the Lua modules return: RetryAfter,
+//     ResetAfter, Remaining, and the state of a rejected request.
 //
 // Decision is the DESIGN contract's with one field added: Committed, the
 // Lua conn's is_committed, which Combine and the middleware need to know

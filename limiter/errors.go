@@ -7,9 +7,9 @@ import (
 )
 
 var (
-	// ErrBadRate is returned by ParseRate for a string that is not "Nr/s" or
-	// "Nr/m", and by the constructors for a rate that is not a positive,
-	// finite number.
+	// ErrBadRate is returned by ParseRate for a string that is not a
+	// positive, finite number with an optional "r/s" or "r/m" unit, and by
+	// the constructors for a rate that is not a positive, finite number.
 	ErrBadRate = errors.New("limiter: bad rate")
 	// ErrBadBurst is returned by the constructors for a negative or
 	// non-finite burst, and by NewGCRA for a burst below 1.

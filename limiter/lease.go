@@ -179,7 +179,7 @@ func (ls *leases) incoming(c *Conn, now int64, key string, commit bool) (Decisio
 		if total+1 > limit {
 			return Decision{State: float64(total + 1)}, nil
 		}
-		return c.decide(total+1, limit, false), nil
+		return c.decide(float64(total+1), limit, false), nil
 	}
 	e, err := ls.edit(c.d, key, now, 1, limit)
 	if err != nil {
@@ -191,7 +191,7 @@ func (ls *leases) incoming(c *Conn, now int64, key string, commit bool) (Decisio
 	ls.mu.Lock()
 	ls.held[key]++
 	ls.mu.Unlock()
-	return c.decide(e.total, limit, true), nil
+	return c.decide(float64(e.total), limit, true), nil
 }
 
 // leave is Conn.Leaving with leases.

@@ -2,30 +2,162 @@ package limiter
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
 
-// ParseRate parses a rate as nginx's limit_req_zone writes it, "10r/s" or
-// "30r/m", and returns it in requests per second (30r/m is 0.5). The count
-// is a positive decimal integer. Errors: ErrBadRate, saying what is wrong.
+// ParseRate parses a rate as lua-resty-redis-ratelimit's new() takes it and
+// returns it in requests per second: a number followed by "r/s" or "r/m"
+// (nginx's limit_req_zone writes "10r/s" and "30r/m"; 30r/m is 0.5), or a
+// number alone, in requests per second. The number is what Lua's tonumber
+// reads: decimals ("0.5r/s", "1e3r/m"), hexadecimals ("0x10r/s"),
+// surrounding spaces before the unit (" 10 r/s"). It must be positive and
+// finite, and the rate above 0 once divided by 60: the Lua module accepts
+// "infr/s" and then computes with an infinite rate. Errors: ErrBadRate,
+// saying what is wrong.
 func ParseRate(s string) (float64, error) {
-	num, unit, ok := strings.Cut(s, "r/")
-	if !ok {
-		return 0, fmt.Errorf("%w %q: want a count, \"r/\" and a unit, as in \"10r/s\"", ErrBadRate, s)
+	n, per, err := ParseRateParts(s)
+	if err != nil {
+		return 0, err
 	}
-	var per float64
-	switch unit {
-	case "s":
-		per = 1
-	case "m":
-		per = 60
+	return n / per, nil
+}
+
+// ParseRateParts parses s as ParseRate does and returns its parts: the
+// count n and the period per in seconds, 1 for "r/s" and a number alone, 60
+// for "r/m", so that a caller can compute as the Lua module does,
+// n*1000/per. Errors as ParseRate.
+func ParseRateParts(s string) (n, per float64, err error) {
+	num, per := s, 1.0
+	if len(s) > 3 { // as the Lua module: "r/s" alone is no rate
+		switch s[len(s)-3:] {
+		case "r/s":
+			num = s[:len(s)-3]
+		case "r/m":
+			num, per = s[:len(s)-3], 60
+		}
+	}
+	n, ok := luaNumber(num)
+	switch {
+	case !ok:
+		return 0, 0, fmt.Errorf("%w %q: want a number, then the unit \"r/s\" or \"r/m\", as in \"10r/s\" or \"0.5r/m\"", ErrBadRate, s)
+	case !(n > 0):
+		return 0, 0, fmt.Errorf("%w %q: the count %v is not positive", ErrBadRate, s, n)
+	case math.IsInf(n, 0):
+		return 0, 0, fmt.Errorf("%w %q: the count is infinite", ErrBadRate, s)
+	case !(n/per > 0):
+		return 0, 0, fmt.Errorf("%w %q: below the smallest rate a float64 holds", ErrBadRate, s)
+	}
+	return n, per, nil
+}
+
+// maxLuaExp is LuaJIT's bound on an exponent's digits: 1e1048575 is a
+// number (infinite), 1e1048576 none.
+const maxLuaExp = 1 << 20
+
+// luaNumber parses s as LuaJIT's tonumber(s) reads a string: spaces around,
+// a sign, then "inf", "infinity" or "nan" (any case), or a decimal
+// (digits with one optional point, an optional e exponent), a hexadecimal
+// ("0x", the same with a p exponent in binary powers) or a binary integer
+// ("0b", at most 64 significant digits). Every conversion is correctly
+// rounded, as LuaJIT's. ok is false where tonumber returns nil.
+func luaNumber(s string) (v float64, ok bool) {
+	s = strings.Trim(s, " \t\n\v\f\r")
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg, s = s[0] == '-', s[1:]
+	}
+	switch strings.ToLower(s) {
+	case "inf", "infinity":
+		v, ok = math.Inf(1), true
+	case "nan":
+		v, ok = math.NaN(), true
 	default:
-		return 0, fmt.Errorf("%w %q: unit %q is not s or m", ErrBadRate, s, unit)
+		if len(s) > 2 && s[0] == '0' && (s[1]|0x20) == 'b' {
+			v, ok = luaBinary(s[2:])
+		} else {
+			v, ok = luaFloat(s)
+		}
 	}
-	n, err := strconv.ParseUint(num, 10, 64)
-	if err != nil || n == 0 {
-		return 0, fmt.Errorf("%w %q: count %q is not a positive integer", ErrBadRate, s, num)
+	if neg {
+		v = -v
 	}
-	return float64(n) / per, nil
+	return v, ok
+}
+
+// luaFloat parses a decimal or, after "0x", a hexadecimal number.
+func luaFloat(s string) (float64, bool) {
+	digit, expMark, prefix := isDigit, byte('e'), ""
+	if len(s) >= 2 && s[0] == '0' && (s[1]|0x20) == 'x' {
+		digit, expMark, prefix, s = isHexDigit, 'p', "0x", s[2:]
+	}
+	i, digits, point := 0, 0, false
+scan:
+	for ; i < len(s); i++ {
+		switch {
+		case digit(s[i]):
+			digits++
+		case s[i] == '.' && !point:
+			point = true
+		default:
+			break scan
+		}
+	}
+	if digits == 0 {
+		return 0, false
+	}
+	mant, exp := s[:i], "0"
+	if i < len(s) {
+		if s[i]|0x20 != expMark {
+			return 0, false
+		}
+		e := s[i+1:]
+		sign := ""
+		if e != "" && (e[0] == '+' || e[0] == '-') {
+			sign, e = e[:1], e[1:]
+		}
+		x := 0
+		for j := 0; j < len(e); j++ {
+			if !isDigit(e[j]) {
+				return 0, false
+			}
+			if x = x*10 + int(e[j]-'0'); x >= maxLuaExp {
+				return 0, false
+			}
+		}
+		if e == "" {
+			return 0, false
+		}
+		exp = sign + e
+	}
+	// strconv rounds correctly too; a hexadecimal needs its p exponent,
+	// and an out-of-range exponent gives ±Inf or 0, as in LuaJIT.
+	mark := "e"
+	if prefix != "" {
+		mark = "p"
+	}
+	v, err := strconv.ParseFloat(prefix+mant+mark+exp, 64)
+	if err != nil && !isRange(err) {
+		return 0, false
+	}
+	return v, true
+}
+
+// luaBinary parses the digits of a "0b" integer.
+func luaBinary(s string) (float64, bool) {
+	t := strings.TrimLeft(s, "0")
+	if s == "" || len(t) > 64 || strings.Trim(t, "01") != "" {
+		return 0, false
+	}
+	x, _ := strconv.ParseUint("0"+t, 2, 64)
+	return float64(x), true
+}
+
+func isDigit(c byte) bool    { return '0' <= c && c <= '9' }
+func isHexDigit(c byte) bool { return isDigit(c) || ('a' <= c|0x20 && c|0x20 <= 'f') }
+
+func isRange(err error) bool {
+	ne, ok := err.(*strconv.NumError)
+	return ok && ne.Err == strconv.ErrRange
 }

@@ -17,12 +17,16 @@ import (
 // under the key's shard lock (dict.Mutate), and Uncommit under it too
 // (dict.Update), so processes sharing the key never overshoot; a dry run
 // only reads it.
+//
+// The arithmetic is resty.limit.req's, in its units and its order of
+// operations, so that a key's state is the one the Lua module would store,
+// bit for bit, after any sequence of calls (lua_parity_test.go), except for
+// the one difference doc.go states: a decision stamped earlier than the
+// stored one leaks nothing.
 type Req struct {
-	d       *dict.Dict
-	rateM   float64 // milli-requests per second
-	burstM  float64 // milli-requests
-	perMs   float64 // milli-requests leaked per ms: rateM/1000
-	nsPerMR float64 // ns to leak a milli-request: 1e9/rateM
+	d      *dict.Dict
+	rateM  float64 // milli-requests per second: rate*1000, as the Lua new()
+	burstM float64 // milli-requests: burst*1000
 }
 
 // NewReq returns a leaky bucket over d that drains rate requests per second
@@ -39,7 +43,7 @@ func NewReq(d *dict.Dict, rate, burst float64) (*Req, error) {
 	if !(burst >= 0) || math.IsInf(burst*1000, 0) {
 		return nil, fmt.Errorf("%w: %v", ErrBadBurst, burst)
 	}
-	return &Req{d: d, rateM: rate * 1000, burstM: burst * 1000, perMs: rate, nsPerMR: 1e6 / rate}, nil
+	return &Req{d: d, rateM: rate * 1000, burstM: burst * 1000}, nil
 }
 
 // checkRate validates a rate in requests per second.
@@ -79,7 +83,8 @@ func (l *Req) incomingAt(now int64, key string, commit bool) (Decision, error) {
 
 // step makes the decision at now: the excess in milli-requests with the
 // request, and whether it is allowed; a commit stores it when it is.
-func (l *Req) step(now int64, key string, commit bool) (excess float64, ok bool, err error) {
+func (l *Req) step(ms int64, key string, commit bool) (excess float64, ok bool, err error) {
+	now := luaMs(ms)
 	if !commit {
 		buf := bufs.Get().(*[bufSize]byte)
 		defer bufs.Put(buf)
@@ -101,7 +106,11 @@ func (l *Req) step(now int64, key string, commit bool) (excess float64, ok bool,
 		if ok {
 			// The time never goes back either, or the next decision
 			// would leak the lag again.
-			putReq(b, reqState{excess: truncExcess(excess), last: max(now, s.last)})
+			last := truncMs(now)
+			if found {
+				last = max(last, s.last)
+			}
+			putReq(b, reqState{excess: truncExcess(excess), last: last})
 		}
 		return ok
 	})
@@ -111,26 +120,53 @@ func (l *Req) step(now int64, key string, commit bool) (excess float64, ok bool,
 	return excess, ok, nil
 }
 
-// leak returns the excess in milli-requests that a request at now makes,
-// given the stored state (found false: none), and whether it is within the
-// burst: resty.limit.req's arithmetic, with its rate·elapsed/1000 as one
-// product. A now before the stored time leaks nothing, as in nginx's
-// limit_req: processes read their clocks before taking the shard lock, and
-// their coarse clocks lag by different amounts, so a decision often comes
-// after a later one; the Lua module's |elapsed| would leak that lag.
-func (l *Req) leak(s reqState, found bool, now int64) (excess float64, ok bool) {
+// leak returns the excess in milli-requests that a request at now (luaMs)
+// makes, given the stored state (found false: none), and whether it is
+// within the burst: resty.limit.req's excess − rate·|elapsed|/1000 + 1000,
+// not below 0, in that order. A now before the stored time leaks nothing, as
+// in nginx's limit_req: processes read their clocks before taking the shard
+// lock, and their coarse clocks lag by different amounts, so a decision
+// often comes after a later one; the Lua module's |elapsed| would leak that
+// lag.
+func (l *Req) leak(s reqState, found bool, now float64) (excess float64, ok bool) {
 	if !found {
 		return 0, true
 	}
-	elapsed := float64(now) - float64(s.last)
+	elapsed := now - float64(s.last)
 	if elapsed < 0 {
 		elapsed = 0 // an earlier clock than the last decision's
 	}
-	excess = float64(s.excess) - l.perMs*elapsed + 1000
+	// The conversions keep each product rounded on its own: a fused
+	// multiply-add would round once and differ from the Lua module.
+	excess = float64(s.excess) - float64(l.rateM*elapsed)/1000 + 1000
 	if !(excess > 0) {
 		excess = 0
 	}
 	return excess, excess <= l.burstM
+}
+
+// luaMs returns Unix ms as resty.limit.req reads the time: ngx.now()*1000,
+// where ngx.now() is sec + msec/1000.0 in doubles. For times of this century
+// it is ms exactly; near the epoch (an injected clock) it can be a hair off,
+// 1000.9999999999999 for 1001, and the Lua module computes with that.
+func luaMs(ms int64) float64 {
+	sec, msec := ms/1000, ms%1000
+	if msec < 0 {
+		sec, msec = sec-1, msec+1000
+	}
+	return float64(float64(sec)+float64(msec)/1000) * 1000
+}
+
+// truncMs returns a luaMs time as the record stores it: truncated, as the
+// Lua module's store into its uint64_t field; never below 0.
+func truncMs(now float64) int64 {
+	if !(now > 0) {
+		return 0
+	}
+	if now >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(now)
 }
 
 // decide builds the Decision for an excess in milli-requests.
@@ -159,12 +195,13 @@ func (l *Req) rejected(excess float64) Decision {
 }
 
 // leakTime returns how long the bucket takes to leak excess
-// milli-requests; none for excess <= 0.
+// milli-requests: excess/rate seconds, as the Lua module returns its delay,
+// to the nearest ns; none for excess <= 0.
 func (l *Req) leakTime(excess float64) time.Duration {
 	if !(excess > 0) {
 		return 0
 	}
-	ns := excess * l.nsPerMR
+	ns := math.Round(excess / l.rateM * 1e9)
 	if ns >= math.MaxInt64 {
 		return math.MaxInt64
 	}

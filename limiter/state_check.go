@@ -52,7 +52,7 @@ func badCount(v dict.Value) string {
 // (0, 2^53] is a count and costs nothing more; any other n reads the value
 // once to tell a count (a rejection's negative n, a window's last 0) from a
 // float that is none.
-func checkCount(d *dict.Dict, key string, n int64) error {
+func checkCount(d *dict.Dict, key string, n float64) error {
 	if n > 0 && n <= maxExact {
 		return nil
 	}

@@ -60,6 +60,7 @@ func TestServeGlobalFlags(t *testing.T) {
 		{"bad rate", []string{"-redis", redis, "-global-rate", "fast"}, "-global-rate: limiter: bad rate"},
 		{"rate unit", []string{"-redis", redis, "-global-rate", "10r/h"}, "unit"},
 		{"zero rate", []string{"-redis", redis, "-global-rate", "0r/s"}, "positive"},
+		{"fractional rate", []string{"-redis", redis, "-global-rate", "0.5r/s"}, "whole count"},
 		{"huge rate", []string{"-redis", redis, "-global-rate", "18446744073709551615r/s"}, "out of range"},
 		{"interval over window", []string{"-redis", redis, "-global-rate", "10r/s", "-global-interval", "2s"}, "-global-interval 2s"},
 		{"zero interval", []string{"-redis", redis, "-global-rate", "10r/s", "-global-interval", "0s"}, "-global-interval 0s"},

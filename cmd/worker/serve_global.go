@@ -23,8 +23,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -74,21 +74,24 @@ func serveGlobalFlags(c *serveConfig, rate string) error {
 	return nil
 }
 
-// serveParseWindow reads a rate in nginx syntax as a fixed window: "1000r/s"
-// is 1000 requests a second, "30r/m" 30 a minute.
+// serveParseWindow reads a rate (limiter.ParseRate) as a fixed window:
+// "1000r/s" is 1000 requests a second, "30r/m" 30 a minute. The count must
+// be a whole number: a window counts requests.
 func serveParseWindow(s string) (int64, time.Duration, error) {
-	if _, err := limiter.ParseRate(s); err != nil {
+	n, per, err := limiter.ParseRateParts(s)
+	if err != nil {
 		return 0, 0, err
 	}
-	num, unit, _ := strings.Cut(s, "r/")
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil {
+	if n != math.Trunc(n) {
+		return 0, 0, fmt.Errorf("%w %q: a fixed window needs a whole count of requests", limiter.ErrBadRate, s)
+	}
+	if n >= math.MaxInt64 {
 		return 0, 0, fmt.Errorf("%w %q: count out of range", limiter.ErrBadRate, s)
 	}
-	if unit == "m" {
-		return n, time.Minute, nil
+	if per == 60 {
+		return int64(n), time.Minute, nil
 	}
-	return n, time.Second, nil
+	return int64(n), time.Second, nil
 }
 
 // serveFailure maps -redis-policy to Tiered's failure policy. Tiered's own

@@ -278,8 +278,9 @@ func TestDurations(t *testing.T) {
 		{math.MaxInt64, math.MaxInt64, time.Second},
 		{9_300_000_000, 1, math.MaxInt64},
 	} {
-		if got := leakTime(tt.excess, tt.rateM); got != tt.want {
-			t.Errorf("leakTime(%d, %d) = %d, want %d", tt.excess, tt.rateM, got, tt.want)
+		r := &Req{rateM: float64(tt.rateM)}
+		if got := r.leakTime(float64(tt.excess)); got != tt.want {
+			t.Errorf("leakTime(%d) at %d milli-requests/s = %d, want %d", tt.excess, tt.rateM, got, tt.want)
 		}
 	}
 	for _, tt := range []struct {

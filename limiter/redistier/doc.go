@@ -17,6 +17,38 @@
 // with local ones. Scripts run by EVALSHA, loaded by EVAL on NOSCRIPT
 // (go-redis Script.Run), through a redis.UniversalClient.
 //
+// Req and lua-resty-redis-ratelimit. Req sends its script the arguments the
+// Lua module sends, computed and formatted as it does: the rate
+// floor(n·1000/per) milli-requests per second, the burst burst·1000, both
+// as Lua's tostring writes them (14 significant digits: a burst of 1.9995
+// is 1999.5), and now in Unix ms. The script's arithmetic is the module's,
+// and cjson stores the value the same way, so Go services and OpenResty
+// nodes sharing a key decide alike, call by call, whoever wrote last
+// (lua_parity_test.go; bench/peers/luaparity.sh with the module itself).
+// The differences, on purpose:
+//
+//   - A now before the key's stored time leaks nothing, and the stored time
+//     stays: the module leaks |now − last|, so calls whose stamps reach
+//     Redis out of order drain the bucket once forward and again backward.
+//     64 goroutines on one key over the caller's clock admitted 112 where
+//     the bucket allows 106 (TestReqCallerClockConcurrent). The trade: a
+//     writer whose clock runs ahead holds the key's time ahead, and calls
+//     stamped by a clock behind it leak nothing until that clock catches
+//     up. Skewed clocks under-admit, by at most what the bucket leaks over
+//     the skew; they never over-admit, where with |now − last| every turn
+//     between two skewed writers leaks the skew again. An OpenResty node on
+//     the key still leaks |now − last| for its own calls.
+//   - The caller's clock stays Req's default, although the server's
+//     (ServerClock) is exact among Go callers: the module stamps calls with
+//     the node's clock, so a key shared with OpenResty nodes needs their
+//     time line, and with the rule above the caller's clock no longer
+//     over-admits. Take ServerClock when no OpenResty node shares the keys
+//     and the hosts' clocks may disagree.
+//   - A rate below one milli-request per second ("0.05r/m") is refused: the
+//     module takes it as 0 and never drains. So is an infinite rate.
+//   - A dry run (commit false) writes nothing, and the reply says how long a
+//     forbidden key stays so: the module has neither.
+//
 // Failure policy. Each call has a timeout (Options.Timeout, 100 ms by
 // default). When Redis does not answer within it, or the connection fails,
 // the limiter decides by Options.OnFailure: FailError returns ErrUnavailable;

@@ -4,22 +4,27 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/shmzone/shmzone/limiter"
 )
 
-// reqScript is lua-resty-redis-ratelimit 0.03's script with three additions
+// reqScript is lua-resty-redis-ratelimit 0.03's script with four changes
 // that leave the stored value's shape alone: an empty now reads TIME (the
-// server clock), commit 0 writes nothing (a dry run), and the reply carries
-// how long a forbidden key stays so. The value is the JSON [excess_m, last_ms,
-// forbidden]; an allowed request stores it with a 60 s TTL, a rejection with
-// duration > 0 stores it forbidden for duration seconds.
+// server clock), commit 0 writes nothing (a dry run), the reply carries how
+// long a forbidden key stays so, and a now before the stored time leaks
+// nothing and leaves the stored time as it is (doc.go: the Lua module's
+// |now − last| leaks it, which over-admits). The value is the JSON
+// [excess_m, last_ms, forbidden]; an allowed request stores it with a 60 s
+// TTL, a rejection with duration > 0 stores it forbidden for duration
+// seconds.
 //
-// KEYS[1] zone:key; ARGV rate_m, now_ms or "", burst_m, duration_s, commit.
-// Reply {code, trunc(excess_m), pttl}: code 1 allowed, 2 rejected (pttl > 0
-// when the rejection made the key forbidden), 3 forbidden (pttl its TTL).
+// KEYS[1] zone:key; ARGV rate_m, now_ms or "", burst_m, duration_s, commit,
+// the numbers as the Lua module sends them (Lua's tostring). Reply {code,
+// trunc(excess_m), pttl}: code 1 allowed, 2 rejected (pttl > 0 when the
+// rejection made the key forbidden), 3 forbidden (pttl its TTL).
 var reqScript = redis.NewScript(luaNow(2, 1000) + luaState + `
 local key = KEYS[1]
 local rate = tonumber(ARGV[1])
@@ -36,7 +41,11 @@ if res then
   if forbidden == 1 then
     return {3, excess, redis.call('PTTL', key)}
   end
-  excess = excess - rate * math.abs(now - last) / 1000 + 1000
+  local ms = now - last
+  if ms < 0 then
+    ms, now = 0, last
+  end
+  excess = excess - rate * ms / 1000 + 1000
   if excess < 0 then excess = 0 end
   if excess > burst then
     if duration > 0 and commit then
@@ -69,21 +78,30 @@ return {1}
 // same zone, rate, burst and duration share one key space. Requests drain at
 // rate; up to burst requests above the rate wait (Decision.Delay) and more
 // are rejected, and, with a duration, make the key forbidden for duration.
+//
+// The arguments are the Lua module's, computed and formatted as it does
+// (floor(n·1000/per) for "n r/s" or "n r/m", burst·1000, both as Lua's
+// tostring writes them), so that both decide alike on the key's state, call
+// by call, in either order of writers (doc.go says where they differ).
 type Req struct {
 	base
-	rateM, burstM int64 // milli-requests per second, milli-requests
+	rateM, burstM float64 // milli-requests per second, milli-requests, as the script reads them
+	rateArg       string  // rateM and burstM as sent
+	burstArg      string
 	durationS     int64 // seconds; 0 = rejections write nothing
 }
 
-// NewReq returns a leaky bucket on c under keys "zone:key". rate is nginx's
-// "10r/s" or "30r/m" (limiter.ParseRate), converted to milli-requests per
-// second as the Lua module does (1r/m is 16); burst is in requests; duration,
-// in whole seconds, is how long a key stays forbidden after a rejection (0:
-// never). Errors: ErrNilClient, ErrNoContextTimeout, ErrNoLocal,
-// limiter.ErrBadRate, limiter.ErrBadBurst, limiter.ErrBadWindow for a
+// NewReq returns a leaky bucket on c under keys "zone:key". rate is a rate
+// string as the Lua module takes it (limiter.ParseRate: "10r/s", "30r/m",
+// "0.5r/s"), converted to milli-requests per second as the Lua module does,
+// floor(n·1000/per) (1r/m is 16); burst is in requests; duration, in whole
+// seconds, is how long a key stays forbidden after a rejection (0: never).
+// Errors: ErrNilClient, ErrNoContextTimeout, ErrNoLocal, limiter.ErrBadRate
+// (also for a rate below a milli-request per second, which the Lua module
+// takes and never drains), limiter.ErrBadBurst, limiter.ErrBadWindow for a
 // negative duration.
 func NewReq(c redis.UniversalClient, zone, rate string, burst float64, duration time.Duration, o Options) (*Req, error) {
-	r, err := limiter.ParseRate(rate)
+	n, per, err := limiter.ParseRateParts(rate)
 	if err != nil {
 		return nil, err
 	}
@@ -93,12 +111,10 @@ func NewReq(c redis.UniversalClient, zone, rate string, burst float64, duration 
 	if duration < 0 {
 		return nil, fmt.Errorf("%w: duration %v", limiter.ErrBadWindow, duration)
 	}
-	l := &Req{
-		rateM:     int64(math.Floor(r*1000 + 1e-9)),
-		burstM:    int64(burst * 1000),
-		durationS: int64(duration / time.Second),
-	}
-	if l.rateM < 1 {
+	l := &Req{durationS: int64(duration / time.Second)}
+	l.rateM, l.rateArg = luaArg(math.Floor(n * 1000 / per))
+	l.burstM, l.burstArg = luaArg(burst * 1000)
+	if !(l.rateM >= 1) || math.IsInf(l.rateM, 0) {
 		return nil, fmt.Errorf("%w: %q is below a milli-request per second", limiter.ErrBadRate, rate)
 	}
 	if err := l.init(c, zone, o, false); err != nil {
@@ -107,30 +123,41 @@ func NewReq(c redis.UniversalClient, zone, rate string, burst float64, duration 
 	return l, nil
 }
 
+// luaArg returns x as the Lua module sends it, Lua's tostring ("%.14g"),
+// and the number the script reads back from that.
+func luaArg(x float64) (float64, string) {
+	s := strconv.FormatFloat(x, 'g', 14, 64)
+	v, _ := strconv.ParseFloat(s, 64)
+	return v, s
+}
+
 // Incoming decides on a request for key. An allowed request waits Delay =
 // trunc(excess)/rate; State is the excess in requests. When commit is false
 // nothing is written. A forbidden key is rejected with RetryAfter its TTL.
 // Errors: ErrBadKey, ErrBadState for a value no Req writes, ErrScript, and
 // ErrUnavailable under FailError.
 func (l *Req) Incoming(ctx context.Context, key string, commit bool) (limiter.Decision, error) {
-	r, err := l.runN(ctx, 3, reqScript, key, l.rateM, l.now(1000), l.burstM, l.durationS, flag(commit))
+	r, err := l.runN(ctx, 3, reqScript, key, l.rateArg, l.now(1000), l.burstArg, l.durationS, flag(commit))
 	if err != nil {
 		return l.fail(ctx, key, commit, err)
 	}
 	return l.decide(r[0], r[1], r[2], commit), nil
 }
 
-// decide turns the script's reply into a Decision.
+// decide turns the script's reply into a Decision. The delay is the Lua
+// module's, trunc(excess)/rate seconds.
 func (l *Req) decide(code, excess, pttl int64, commit bool) limiter.Decision {
 	d := limiter.Decision{
 		State:      float64(excess) / 1000,
-		ResetAfter: leakTime(excess, l.rateM),
+		ResetAfter: l.leakTime(float64(excess)),
 	}
 	switch code {
 	case 1:
 		d.Allowed, d.Committed = true, commit
 		d.Delay = d.ResetAfter
-		d.Remaining = (l.burstM - excess) / 1000
+		if r := (l.burstM - float64(excess)) / 1000; r > 0 {
+			d.Remaining = int64(min(r, math.MaxInt64/2))
+		}
 	case 3:
 		d.RetryAfter = ms(max(pttl, 0))
 	default:
@@ -138,9 +165,23 @@ func (l *Req) decide(code, excess, pttl int64, commit bool) limiter.Decision {
 			d.RetryAfter = ms(pttl)
 			break
 		}
-		d.RetryAfter = leakTime(excess-l.burstM, l.rateM)
+		d.RetryAfter = l.leakTime(float64(excess) - l.burstM)
 	}
 	return d
+}
+
+// leakTime returns how long the bucket takes to leak excess milli-requests,
+// excess/rate seconds to the nearest ns, as the Lua module's excess / rate
+// in seconds; none for excess <= 0, saturating at the longest Duration.
+func (l *Req) leakTime(excess float64) time.Duration {
+	if !(excess > 0) {
+		return 0
+	}
+	ns := math.Round(excess / l.rateM * 1e9)
+	if ns >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(ns)
 }
 
 // Uncommit gives one request back: the stored excess drops by one request,

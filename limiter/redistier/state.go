@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 	"strings"
 	"time"
 
@@ -148,25 +147,6 @@ func replyOf(key string, r []int64, n int) error {
 		return fmt.Errorf("%w: %s: a reply of %d integers, not %d", ErrBadState, key, len(r), n)
 	}
 	return nil
-}
-
-// leakTime returns how long a bucket that leaks rateM milli-requests per
-// second takes to leak excess milli-requests: excess/rateM seconds,
-// truncated to the nanosecond, as Lua's excess / rate; 0 for excess ≤ 0,
-// saturating at the longest Duration.
-func leakTime(excess, rateM int64) time.Duration {
-	if excess <= 0 || rateM <= 0 {
-		return 0
-	}
-	hi, lo := bits.Mul64(uint64(excess), uint64(time.Second))
-	if hi >= uint64(rateM) {
-		return math.MaxInt64
-	}
-	q, _ := bits.Div64(hi, lo, uint64(rateM))
-	if q > math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return time.Duration(q)
 }
 
 // span returns n units as a Duration: 0 for n ≤ 0, saturating at the

@@ -1,0 +1,594 @@
+// Command luaparity replays random call sequences through the real
+// lua-resty-limit-traffic and lua-resty-redis-ratelimit, in an nginx that
+// bench/peers/luaparity.sh starts (bench/peers/luaparity.conf), and
+// through package limiter and redistier, and reports every difference:
+// decisions, delays, and the stored state after each call.
+//
+//   - req, count, conn: each sequence runs in nginx (its shared dict, its
+//     fake clock) and in a zone with an injected clock; the stored values
+//     (the raw 16-byte record of req, the number of count and conn) must be
+//     equal bit for bit after every call. Times only go forward: an earlier
+//     stamp is where Req differs on purpose (limiter's doc).
+//   - rr: each sequence runs three times on one Redis, on three keys: every
+//     call by the Lua module in nginx, every call by redistier.Req, and each
+//     call by one or the other at random (a mixed fleet); the decisions and
+//     the stored JSON must be the same on the three keys after every call.
+//   - rate: random rate strings through the Lua module's new() and through
+//     limiter.ParseRate; every string the module takes with a rate of one
+//     milli-request per second or more must parse to the same rate, every
+//     other must be refused.
+//
+// Usage: luaparity -nginx http://127.0.0.1:PORT -redis 127.0.0.1:PORT
+// [-seed N] [-n N]. It prints one line per kind, "KIND: S sequences, C
+// checks, D differences", then "N passed, M failed" over the kinds, and
+// exits 1 on any difference.
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/limiter"
+	"github.com/shmzone/shmzone/limiter/redistier"
+)
+
+func main() {
+	nginx := flag.String("nginx", "", "base URL of the nginx of bench/peers/luaparity.conf")
+	redisAddr := flag.String("redis", "", "host:port of the Redis that nginx's /replay uses")
+	seed := flag.Uint64("seed", 0, "random seed; 0 picks one and prints it")
+	n := flag.Int("n", 200, "sequences of each kind")
+	flag.Parse()
+	if *nginx == "" || *redisAddr == "" {
+		fmt.Fprintln(os.Stderr, "luaparity: -nginx and -redis are required")
+		os.Exit(2)
+	}
+	if *seed == 0 {
+		*seed = uint64(time.Now().UnixNano())
+	}
+	fmt.Printf("# seed %d (luaparity -seed %d to replay)\n", *seed, *seed)
+	p := &parity{
+		nginx: *nginx,
+		rc:    redis.NewClient(&redis.Options{Addr: *redisAddr, ContextTimeoutEnabled: true}),
+		r:     rand.New(rand.NewPCG(*seed, 0)),
+	}
+	dir, err := os.MkdirTemp("", "luaparity")
+	if err != nil {
+		fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	p.d, err = dict.Open(filepath.Join(dir, "zone"), dict.Options{Size: 64 << 20, Clock: func() int64 { return p.now }})
+	if err != nil {
+		fatal(err)
+	}
+	defer p.d.Close()
+	passed, failed := 0, 0
+	for _, k := range []struct {
+		name string
+		run  func(seq int) int
+	}{
+		{"req", p.req}, {"count", p.count}, {"conn", p.conn}, {"rr", p.rr}, {"rate", p.rate},
+	} {
+		checks, diffs := 0, len(p.diffs)
+		for seq := range *n {
+			checks += k.run(seq)
+		}
+		d := len(p.diffs) - diffs
+		fmt.Printf("%s: %d sequences, %d checks, %d differences\n", k.name, *n, checks, d)
+		if k.name == "rate" {
+			fmt.Printf("# rate: %d of the %d strings taken by both sides\n", p.taken, checks)
+		}
+		if d == 0 {
+			passed++
+		} else {
+			failed++
+		}
+	}
+	for i, d := range p.diffs {
+		if i == 20 {
+			fmt.Printf("... and %d more\n", len(p.diffs)-i)
+			break
+		}
+		fmt.Println("DIFF", d)
+	}
+	fmt.Printf("%d passed, %d failed\n", passed, failed)
+	if failed > 0 {
+		os.Exit(1)
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "luaparity:", err)
+	os.Exit(1)
+}
+
+// parity holds both sides: nginx's URL, the zone (its clock p.now), Redis.
+type parity struct {
+	nginx string
+	d     *dict.Dict
+	now   int64 // the zone's clock, Unix ms
+	rc    *redis.Client
+	r     *rand.Rand
+	diffs []string
+	taken int // rate strings both sides took
+}
+
+// script is one sequence's commands for nginx, and what each reading
+// command's answer is to be checked against.
+type script struct {
+	lines []string
+	wants []func(got string) // one per command that answers
+}
+
+func (s *script) cmd(f ...string) {
+	for i := range f {
+		f[i] = esc(f[i])
+	}
+	s.lines = append(s.lines, strings.Join(f, " "))
+}
+
+// ask is a command that answers; check gets the answer.
+func (s *script) ask(check func(got string), f ...string) {
+	s.cmd(f...)
+	s.wants = append(s.wants, check)
+}
+
+// esc escapes a field as luaparity.conf reads it: %XX but for [A-Za-z0-9./:_-].
+func esc(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("./:_-", c) >= 0 {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+func unesc(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// replay sends the script to nginx and hands each answer to its check.
+func (p *parity) replay(s *script) {
+	resp, err := http.Post(p.nginx+"/replay", "text/plain", strings.NewReader(strings.Join(s.lines, "\n")+"\n"))
+	if err != nil {
+		fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		fatal(fmt.Errorf("/replay: %s: %s", resp.Status, b))
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	i := 0
+	for sc.Scan() {
+		if i >= len(s.wants) {
+			fatal(fmt.Errorf("/replay: more answers than commands: %q", sc.Text()))
+		}
+		s.wants[i](sc.Text())
+		i++
+	}
+	if i != len(s.wants) {
+		fatal(fmt.Errorf("/replay: %d answers to %d commands (see nginx's error.log)", i, len(s.wants)))
+	}
+}
+
+func (p *parity) differ(format string, a ...any) {
+	p.diffs = append(p.diffs, fmt.Sprintf(format, a...))
+}
+
+func num(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+
+// parseNum reads a %.17g number of nginx's.
+func parseNum(s string) float64 {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		fatal(fmt.Errorf("bad number %q from nginx", s))
+	}
+	return v
+}
+
+// decision checks an "in" answer against a Decision: allowed, State, and
+// Delay to the ns of the Lua delay in seconds.
+func (p *parity) decision(what string, d limiter.Decision, err error) func(string) {
+	return func(got string) {
+		f := strings.Fields(got)
+		switch {
+		case err != nil:
+			p.differ("%s: Go error %v, Lua %q", what, err, got)
+		case f[0] == "rej" && d.Allowed:
+			p.differ("%s: Go allowed %+v, Lua rejected", what, d)
+		case f[0] == "ok" && !d.Allowed:
+			p.differ("%s: Go rejected %+v, Lua %q", what, d, got)
+		case f[0] == "ok":
+			delay, state := parseNum(f[1]), parseNum(f[2])
+			if d.State != state || !nearNs(d.Delay.Seconds(), delay) {
+				p.differ("%s: Go delay %v state %v, Lua delay %vs state %v", what, d.Delay, d.State, delay, state)
+			}
+		case f[0] == "err":
+			p.differ("%s: Go %+v, Lua error %s", what, d, unesc(f[1]))
+		}
+	}
+}
+
+// nearNs reports whether two delays in seconds are the same to the ns: the
+// Lua modules' are float seconds, a Decision's whole ns.
+func nearNs(a, b float64) bool { return math.Abs(a-b)*1e9 < 1 }
+
+// stored checks a "get" answer against the zone's value under key now.
+func (p *parity) stored(what, key string) func(string) {
+	v, _, err := p.d.Get(key)
+	var have string
+	switch {
+	case err != nil:
+		have = "nil"
+	case v.Kind() == dict.KindBytes:
+		have = fmt.Sprintf("str %x", v.Bytes())
+	default:
+		have = "num " + num(v.Float())
+	}
+	return func(got string) {
+		if strings.HasPrefix(got, "num ") {
+			got = "num " + num(parseNum(got[4:]))
+		}
+		if have != got {
+			p.differ("%s: stored %s, Lua stores %s", what, have, got)
+		}
+	}
+}
+
+// rate draws a rate in requests per second, as in lua_parity_test.go.
+func (p *parity) rateRS() float64 {
+	r := p.r
+	switch r.IntN(4) {
+	case 0:
+		return float64(1+r.IntN(5000)) / 1000
+	case 1:
+		return float64(1+r.IntN(300)) / 100
+	case 2:
+		return []float64{1.1, 0.55, 1.0 / 3, 0.7, 2.2, 3.3, 0.1}[r.IntN(7)]
+	}
+	return 0.001 + r.Float64()*40
+}
+
+func (p *parity) burst() float64 {
+	r := p.r
+	return []float64{0, float64(r.IntN(50)) / 10, float64(1 + r.IntN(5)), r.Float64() * 5, 1.9995}[r.IntN(5)]
+}
+
+// epoch draws a sequence's start: today, or near the epoch, where
+// ngx.now()*1000 is not a whole number of ms.
+func (p *parity) epoch() int64 {
+	if p.r.IntN(2) == 0 {
+		return 1_700_000_000_000 + p.r.Int64N(1e6)
+	}
+	return p.r.Int64N(5000)
+}
+
+func (p *parity) req(seq int) int {
+	r := p.r
+	rate, burst := p.rateRS(), p.burst()
+	name := fmt.Sprintf("req%d", seq)
+	l, err := limiter.NewReq(p.d, rate, burst)
+	if err != nil {
+		fatal(err)
+	}
+	s := &script{}
+	s.cmd("req", name, num(rate), num(burst))
+	ctx := context.Background()
+	at := p.epoch()
+	for i := range 40 {
+		at += []int64{0, r.Int64N(50), r.Int64N(int64(2000/rate) + 1), r.Int64N(2000)}[r.IntN(4)]
+		p.now = at
+		s.cmd("at", strconv.FormatInt(at, 10))
+		key := fmt.Sprintf("%s:%c", name, 'a'+r.IntN(2))
+		what := fmt.Sprintf("req seq %d (rate %v, burst %v) call %d at %d ms on %s", seq, rate, burst, i, at, key)
+		if r.IntN(10) == 0 {
+			err := l.Uncommit(ctx, key)
+			s.ask(func(got string) {
+				if (got == "ok") != (err == nil) {
+					p.differ("%s: Go Uncommit %v, Lua %q", what, err, got)
+				}
+			}, "unc", name, key)
+		} else {
+			commit := r.IntN(4) > 0
+			d, err := l.Incoming(ctx, key, commit)
+			s.ask(p.decision(what, d, err), "in", name, key, flag01(commit))
+		}
+		s.ask(p.stored(what, key), "get", key)
+	}
+	p.replay(s)
+	return len(s.wants)
+}
+
+func flag01(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// window is Count's window: long, so that nothing expires (nginx's shared
+// dict expires on the real clock, not the fake one).
+const window = 1000 * time.Second
+
+func (p *parity) count(seq int) int {
+	r := p.r
+	limit := int64(1 + r.IntN(6))
+	name := fmt.Sprintf("count%d", seq)
+	l, err := limiter.NewCount(p.d, limit, window)
+	if err != nil {
+		fatal(err)
+	}
+	s := &script{}
+	s.cmd("count", name, strconv.FormatInt(limit, 10), num(window.Seconds()))
+	ctx := context.Background()
+	for i := range 40 {
+		key := fmt.Sprintf("%s:%c", name, 'a'+r.IntN(2))
+		what := fmt.Sprintf("count seq %d (limit %d) call %d on %s", seq, limit, i, key)
+		p.numberOp(s, what, key, window, func() {
+			switch r.IntN(5) {
+			case 0:
+				if err := l.Uncommit(ctx, key); err != nil {
+					p.differ("%s: Go Uncommit %v", what, err)
+				}
+				s.ask(func(string) {}, "unc", name, key)
+			default:
+				commit := r.IntN(4) > 0
+				d, err := l.Incoming(ctx, key, commit)
+				// resty.limit.count's delay is 0 and its state the remaining.
+				s.ask(p.decision(what, d, err), "in", name, key, flag01(commit))
+			}
+		})
+	}
+	p.replay(s)
+	return len(s.wants)
+}
+
+// numberOp makes, now and then, what a Lua writer does to a number key (a
+// set to a fraction, an incr by 0.5), on both sides; otherwise op.
+func (p *parity) numberOp(s *script, what, key string, ttl time.Duration, op func()) {
+	r := p.r
+	switch r.IntN(8) {
+	case 0:
+		v := float64(r.IntN(29))/4 - 1
+		if _, err := p.d.Set(key, dict.Float(v), ttl, 0); err != nil {
+			fatal(err)
+		}
+		s.cmd("set", key, num(v), num(ttl.Seconds()))
+	case 1:
+		_, err := p.d.IncrFloat(key, 0.5)
+		s.ask(func(got string) {
+			if strings.HasPrefix(got, "ok") != (err == nil) {
+				p.differ("%s: IncrFloat %v, Lua incr %q", what, err, got)
+			}
+		}, "incr", key, "0.5")
+	default:
+		op()
+	}
+	s.ask(p.stored(what, key), "get", key)
+}
+
+func (p *parity) conn(seq int) int {
+	r := p.r
+	max, burst := int64(1+r.IntN(4)), int64(r.IntN(4))
+	unit := time.Duration(1+r.IntN(500)) * time.Millisecond
+	name := fmt.Sprintf("conn%d", seq)
+	l, err := limiter.NewConn(p.d, max, burst, unit)
+	if err != nil {
+		fatal(err)
+	}
+	s := &script{}
+	s.cmd("conn", name, strconv.FormatInt(max, 10), strconv.FormatInt(burst, 10), num(unit.Seconds()))
+	ctx := context.Background()
+	for i := range 40 {
+		key := fmt.Sprintf("%s:%c", name, 'a'+r.IntN(2))
+		what := fmt.Sprintf("conn seq %d (max %d, burst %d) call %d on %s", seq, max, burst, i, key)
+		p.numberOp(s, what, key, 0, func() {
+			if r.IntN(3) == 0 {
+				n, err := l.Leaving(ctx, key, 0)
+				s.ask(func(got string) {
+					f := strings.Fields(got)
+					if (f[0] == "ok") != (err == nil) || (err == nil && n != int64(parseNum(f[1]))) {
+						p.differ("%s: Go Leaving %d, %v; Lua %q", what, n, err, got)
+					}
+				}, "leave", name, key)
+				return
+			}
+			commit := r.IntN(4) > 0
+			d, err := l.Incoming(ctx, key, commit)
+			s.ask(p.decision(what, d, err), "in", name, key, flag01(commit))
+		})
+	}
+	p.replay(s)
+	return len(s.wants)
+}
+
+// rr runs one sequence three times: on key "L" all by the Lua module, on
+// "G" all by redistier.Req, on "M" by one or the other at random.
+func (p *parity) rr(seq int) int {
+	r := p.r
+	var rate string
+	for {
+		unit := []string{"r/s", "r/m"}[r.IntN(2)]
+		rate = []string{
+			strconv.Itoa(1+r.IntN(100)) + unit,
+			num(float64(1+r.IntN(5000))/1000) + unit,
+			num(0.1+r.Float64()*30) + unit,
+		}[r.IntN(3)]
+		// A rate below a milli-request per second, which the module
+		// takes as 0 and never drains, is refused on purpose (the rate
+		// kind checks that): draw another.
+		if n, per, err := limiter.ParseRateParts(rate); err != nil || math.Floor(n*1000/per) >= 1 {
+			break
+		}
+	}
+	burst := p.burst()
+	duration := []int64{0, 0, 100}[r.IntN(3)] // 100 s outlives the run
+	zone := fmt.Sprintf("rr%d", seq)
+	type call struct {
+		at  int64
+		go_ bool // on "M": by Go
+	}
+	at := 1_700_000_000_000 + r.Int64N(1e6)
+	var calls []call
+	for range 30 {
+		at += []int64{0, r.Int64N(50), r.Int64N(2000), r.Int64N(10000)}[r.IntN(4)]
+		calls = append(calls, call{at, r.IntN(2) == 0})
+	}
+	if seq == 0 {
+		// The case seen to differ: 1r/m (16 milli-requests/s), burst
+		// 1.9995 (sent as 1999.5), calls at 0, 0 and 50 ms, the third
+		// at 1999.2; the mixed key written by Lua, Lua, Go.
+		rate, burst, duration = "1r/m", 1.9995, 0
+		calls = []call{{at, false}, {at, false}, {at + 50, true}}
+	}
+	var clock time.Time
+	l, err := redistier.NewReq(p.rc, zone, rate, burst, time.Duration(duration)*time.Second,
+		redistier.Options{Clock: redistier.CallerClock, Now: func() time.Time { return clock }, Timeout: 5 * time.Second})
+	if err != nil {
+		p.differ("rr seq %d: NewReq(%q, %v): %v", seq, rate, burst, err)
+		return 1
+	}
+	// The Lua module calls Redis at nginx's fake time: one script for the
+	// three keys, the Go calls made as nginx reaches them, in order.
+	s := &script{}
+	s.cmd("rr", zone, rate, num(burst), strconv.FormatInt(duration, 10))
+	answers := map[string][]string{}
+	note := func(key string) func(string) {
+		return func(got string) { answers[key] = append(answers[key], got) }
+	}
+	for _, c := range calls {
+		s.cmd("at", strconv.FormatInt(c.at, 10))
+		s.ask(note("L"), "rin", zone, "L")
+		s.ask(note("Ls"), "rget", zone+":L")
+	}
+	p.replay(s)
+	ctx := context.Background()
+	goAnswer := func(key string) string {
+		d, err := l.Incoming(ctx, key, true)
+		switch {
+		case err != nil:
+			return "err " + err.Error()
+		case !d.Allowed:
+			return "rej"
+		}
+		return fmt.Sprintf("ok %s %s", num(d.Delay.Seconds()), num(d.State))
+	}
+	raw := func(key string) string {
+		v, err := p.rc.Get(ctx, zone+":"+key).Result()
+		if err != nil {
+			return "nil"
+		}
+		return "str " + v
+	}
+	checks := 0
+	for i, c := range calls {
+		clock = time.UnixMilli(c.at)
+		g := goAnswer("G")
+		var m string
+		if c.go_ {
+			m = goAnswer("M")
+		} else {
+			ms := &script{}
+			ms.cmd("rr", zone, rate, num(burst), strconv.FormatInt(duration, 10))
+			ms.cmd("at", strconv.FormatInt(c.at, 10))
+			ms.ask(func(got string) { m = got }, "rin", zone, "M")
+			p.replay(ms)
+		}
+		lua := answers["L"][i]
+		what := fmt.Sprintf("rr seq %d (%s, burst %v, duration %d) call %d at %d ms", seq, rate, burst, duration, i, c.at)
+		if !sameRR(g, lua) || !sameRR(m, lua) {
+			p.differ("%s: Lua %q, Go %q, mixed (Go %v) %q", what, lua, g, c.go_, m)
+		}
+		ls := unesc(answers["Ls"][i])
+		if gs, msv := raw("G"), raw("M"); gs != ls || msv != ls {
+			p.differ("%s: stored: Lua %q, Go %q, mixed %q", what, ls, gs, msv)
+		}
+		checks += 2
+	}
+	return checks
+}
+
+// sameRR compares two rr answers: the same outcome, state and delay (the
+// Go side's delay in float seconds of whole ns).
+func sameRR(a, b string) bool {
+	fa, fb := strings.Fields(a), strings.Fields(b)
+	if len(fa) == 0 || len(fb) == 0 || fa[0] != fb[0] {
+		return false
+	}
+	if fa[0] != "ok" {
+		return true
+	}
+	return parseNum(fa[2]) == parseNum(fb[2]) && nearNs(parseNum(fa[1]), parseNum(fb[1]))
+}
+
+// rate draws rate strings and compares the Lua module's new() with
+// limiter.ParseRateParts and redistier's milli-rate, floor(n·1000/per).
+func (p *parity) rate(seq int) int {
+	r := p.r
+	const alphabet = "0123456789.xXbBeEpP+- \tinfa"
+	s := &script{}
+	for range 50 {
+		var b strings.Builder
+		for range 1 + r.IntN(7) {
+			if r.IntN(3) == 0 {
+				b.WriteByte("0123456789"[r.IntN(10)])
+			} else {
+				b.WriteByte(alphabet[r.IntN(len(alphabet))])
+			}
+		}
+		str := b.String() + []string{"r/s", "r/m", "", "r/h", " r/s"}[r.IntN(5)]
+		n, per, err := limiter.ParseRateParts(str)
+		s.ask(func(got string) {
+			f := strings.Fields(got)
+			luaOK := f[0] == "ok"
+			var luaRate float64
+			if luaOK {
+				luaRate = parseNum(f[1])
+			}
+			goRate := math.Floor(n * 1000 / per)
+			switch {
+			case err == nil && !luaOK:
+				p.differ("rate %q: Go %v r/s, Lua refuses it", str, n/per)
+			case err == nil && goRate != luaRate:
+				p.differ("rate %q: Go %v milli-requests/s, Lua %v", str, goRate, luaRate)
+			case err == nil:
+				p.taken++
+			case luaOK && !math.IsInf(luaRate, 1) && luaRate != 0:
+				// Go refuses, of what Lua takes, only an infinite count
+				// and one that is 0 once divided by 60.
+				p.differ("rate %q: Go %v, Lua rate %v milli-requests/s", str, err, luaRate)
+			}
+		}, "rate", str)
+	}
+	p.replay(s)
+	return len(s.wants)
+}

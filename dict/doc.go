@@ -85,12 +85,18 @@
 //	              longer than the shard holds ends it); copy Ver, the value,
 //	              Flags; valid only if Ver is even and unchanged and Seq is
 //	              unchanged. Writes nothing in the zone.
-//	entry writer  Incr, IncrFloat, IncrInit and Mutate on a live entry of
-//	              their shape: find as a reader; then, with Seq still seq,
-//	              CAS the page's lock word (never wait: TryLock), and check
-//	              Seq again: the entry is the key's and stays so until the
-//	              page is unlocked. A value of one word is one aligned
-//	              store; a change of several words makes Ver odd around it.
+//	entry writer  a write that leaves a live entry its length (inplace.go):
+//	              Incr, IncrFloat, IncrInit, Mutate, and Set, Replace,
+//	              CompareAndSwap and Update of a value of the same length
+//	              (not a list), Expire; Add of a live key (ErrExists).
+//	              Find as a reader; then, with Seq still seq, CAS the
+//	              page's lock word (never wait: TryLock), and check Seq
+//	              again: the entry is the key's and stays so until the page
+//	              is unlocked. A value of one word is one aligned store; a
+//	              change of several words makes Ver odd around it. What
+//	              needs more (a new key, another length, a removal) unlocks
+//	              the page and goes structural; Update then calls its fn
+//	              again, under Lock, with the value as it then is.
 //	structural    everything else: takes Lock (Seq odd), drains the page of
 //	              each existing entry it changes (locks and unlocks it: the
 //	              writers inside finish; no new one validates while Seq is

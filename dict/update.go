@@ -111,7 +111,21 @@ func (s *shard) equalLocked(off uint32, e *entry, v Value) bool {
 // if fn panics (or calls runtime.Goexit) the key stays as it was, the lock
 // is released, and the panic goes on, unrecovered and unchanged, to the
 // caller. Errors: ErrIsList for a list, and the errors of Set.
-func (d *Dict) Update(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool)) (err error) {
+func (d *Dict) Update(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool)) error {
+	var forcible bool
+	return d.update(key, fn, &forcible)
+}
+
+// UpdateForcible is Update that also reports, as Set does, whether live
+// entries of other keys were evicted to make room for the next value; it
+// may be true with ErrNoMemory too.
+func (d *Dict) UpdateForcible(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool)) (forcible bool, err error) {
+	err = d.update(key, fn, &forcible)
+	return forcible, err
+}
+
+// update is Update; it sets *forcible when it evicted live entries.
+func (d *Dict) update(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool), forcible *bool) (err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
 	}
@@ -161,6 +175,6 @@ func (d *Dict) Update(key string, fn func(cur Value, ok bool) (next Value, ttl t
 	if err != nil {
 		return err
 	}
-	_, err = d.storeLocked(s, key, h, off, put{v: next, expiry: expiry, evict: true, keepFlags: true})
+	*forcible, err = d.storeLocked(s, key, h, off, put{v: next, expiry: expiry, evict: true, keepFlags: true})
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 // requests still running. NewLeasedConn trades a little speed for recovery
 // (lease.go).
 type Conn struct {
+	space
 	d         *dict.Dict
 	max       atomic.Int64
 	burst     atomic.Int64
@@ -28,17 +30,26 @@ type Conn struct {
 	lease     *leases      // nil: no leases
 }
 
-// NewConn returns a concurrency limiter over d: max requests of a key at
-// once, burst more delayed by delay for each max requests ahead of them.
-// delay is the initial unit delay, the expected latency of a request;
-// Leaving's latencies adjust it in this process. Errors: ErrNilDict,
-// ErrBadLimit for a max below 1, ErrBadBurst for a negative burst,
-// ErrBadDelay for a negative delay.
-func NewConn(d *dict.Dict, max, burst int64, delay time.Duration) (*Conn, error) {
+// NewConn returns a concurrency limiter named name over d (names.go): max
+// requests of a key at once, burst more delayed by delay for each max
+// requests ahead of them. delay is the initial unit delay, the expected
+// latency of a request; Leaving's latencies adjust it in this process.
+// Errors: ErrNilDict, ErrBadName, ErrBadLimit for a max below 1,
+// ErrBadBurst for a negative burst, ErrBadDelay for a negative delay.
+func NewConn(d *dict.Dict, name string, max, burst int64, delay time.Duration) (*Conn, error) {
+	return newConn(d, kindConn, name, max, burst, delay)
+}
+
+// newConn is NewConn of a kind: kindConn, or kindLeasedConn.
+func newConn(d *dict.Dict, kind, name string, max, burst int64, delay time.Duration) (*Conn, error) {
 	if d == nil {
 		return nil, ErrNilDict
 	}
-	c := &Conn{d: d}
+	sp, err := newSpace(kind, name)
+	if err != nil {
+		return nil, err
+	}
+	c := &Conn{space: sp, d: d}
 	if err := c.SetMax(max); err != nil {
 		return nil, err
 	}
@@ -96,21 +107,23 @@ func (c *Conn) incomingAt(now int64, key string, commit bool) (Decision, error) 
 		return c.lease.incoming(c, now, key, commit)
 	}
 	limit := c.max.Load() + c.burst.Load()
+	var kb keyBuf
+	zk := c.key(&kb, key)
 	var conn int64
 	if commit {
-		n, _, err := c.d.IncrInit(key, 1, 0, 0)
+		n, _, err := c.d.IncrInit(zk, 1, 0, 0)
 		if err != nil {
-			return Decision{}, dictErr(key, err)
+			return Decision{}, dictErr(zk, err)
 		}
 		if n > limit {
-			if _, err := c.d.Incr(key, -1); err != nil {
-				return Decision{}, dictErr(key, err)
+			if _, err := c.d.Incr(zk, -1); err != nil {
+				return Decision{}, dictErr(zk, err)
 			}
 			return Decision{State: float64(n)}, nil
 		}
 		conn = n
 	} else {
-		v, _, err := read(c.d, key, nil, isNumber)
+		v, _, err := read(c.d, zk, nil, isNumber)
 		if err != nil {
 			return Decision{}, err
 		}
@@ -165,12 +178,14 @@ func (c *Conn) leave(key string) (int64, error) {
 	if c.lease != nil {
 		return c.lease.leave(c, c.d.Now(), key)
 	}
-	n, err := c.d.Incr(key, -1)
+	var kb keyBuf
+	zk := c.key(&kb, key)
+	n, err := c.d.Incr(zk, -1)
 	if err != nil {
 		if errors.Is(err, dict.ErrNotFound) {
-			return 0, fmt.Errorf("limiter: leaving %q: %w", key, ErrNotFound)
+			return 0, fmt.Errorf("limiter: leaving %q: %w", strings.Clone(zk), ErrNotFound)
 		}
-		return 0, dictErr(key, err)
+		return 0, dictErr(zk, err)
 	}
 	return n, nil
 }

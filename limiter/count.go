@@ -14,17 +14,22 @@ import (
 // request. A key's state is one dict int, the remaining allowance, with the
 // window as its TTL; a decision is one IncrInit, atomic across processes.
 type Count struct {
+	space
 	d      *dict.Dict
 	limit  int64
 	window time.Duration
 }
 
-// NewCount returns a fixed window over d of limit requests per window.
-// Errors: ErrNilDict, ErrBadLimit for a limit below 1, ErrBadWindow for a
-// window shorter than a millisecond.
-func NewCount(d *dict.Dict, limit int64, window time.Duration) (*Count, error) {
+// NewCount returns a fixed window named name over d (names.go) of limit
+// requests per window. Errors: ErrNilDict, ErrBadName, ErrBadLimit for a
+// limit below 1, ErrBadWindow for a window shorter than a millisecond.
+func NewCount(d *dict.Dict, name string, limit int64, window time.Duration) (*Count, error) {
 	if d == nil {
 		return nil, ErrNilDict
+	}
+	sp, err := newSpace(kindCount, name)
+	if err != nil {
+		return nil, err
 	}
 	if limit < 1 {
 		return nil, fmt.Errorf("%w: %d", ErrBadLimit, limit)
@@ -32,7 +37,7 @@ func NewCount(d *dict.Dict, limit int64, window time.Duration) (*Count, error) {
 	if window < time.Millisecond {
 		return nil, fmt.Errorf("%w: %v", ErrBadWindow, window)
 	}
-	return &Count{d: d, limit: limit, window: window}, nil
+	return &Count{space: sp, d: d, limit: limit, window: window}, nil
 }
 
 // Policy returns limit requests per window.
@@ -53,15 +58,17 @@ func (l *Count) dictionary() *dict.Dict { return l.d }
 
 // incomingAt ignores now: the window's TTL is the dictionary's to keep.
 func (l *Count) incomingAt(_ int64, key string, commit bool) (Decision, error) {
+	var kb keyBuf
+	zk := l.key(&kb, key)
 	var rem int64
 	if commit {
-		n, _, err := l.d.IncrInit(key, -1, l.limit, l.window)
+		n, _, err := l.d.IncrInit(zk, -1, l.limit, l.window)
 		if err != nil {
-			return Decision{}, dictErr(key, err)
+			return Decision{}, dictErr(zk, err)
 		}
 		rem = n
 	} else {
-		v, found, err := read(l.d, key, nil, isNumber)
+		v, found, err := read(l.d, zk, nil, isNumber)
 		if err != nil {
 			return Decision{}, err
 		}
@@ -71,7 +78,7 @@ func (l *Count) incomingAt(_ int64, key string, commit bool) (Decision, error) {
 		}
 	}
 	if rem < 0 {
-		reset, err := l.ResetAfter(context.Background(), key)
+		reset, err := l.resetAfter(zk)
 		if err != nil {
 			return Decision{}, err
 		}
@@ -84,12 +91,18 @@ func (l *Count) incomingAt(_ int64, key string, commit bool) (Decision, error) {
 // back: the key's TTL, 0 when no window is open. It reads the dictionary
 // once; package httplimit calls it for its reset headers.
 func (l *Count) ResetAfter(ctx context.Context, key string) (time.Duration, error) {
-	ttl, err := l.d.TTL(key)
+	var kb keyBuf
+	return l.resetAfter(l.key(&kb, key))
+}
+
+// resetAfter is ResetAfter of zone key zk.
+func (l *Count) resetAfter(zk string) (time.Duration, error) {
+	ttl, err := l.d.TTL(zk)
 	if errors.Is(err, dict.ErrNotFound) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, dictErr(key, err)
+		return 0, dictErr(zk, err)
 	}
 	return ttl, nil
 }
@@ -98,8 +111,10 @@ func (l *Count) ResetAfter(ctx context.Context, key string) (time.Duration, erro
 // module does. A key without a window is left absent: nothing to give back.
 // Errors: ErrAbused, the dictionary's errors.
 func (l *Count) Uncommit(ctx context.Context, key string) error {
-	if _, err := l.d.Incr(key, 1); err != nil && !errors.Is(err, dict.ErrNotFound) {
-		return dictErr(key, err)
+	var kb keyBuf
+	zk := l.key(&kb, key)
+	if _, err := l.d.Incr(zk, 1); err != nil && !errors.Is(err, dict.ErrNotFound) {
+		return dictErr(zk, err)
 	}
 	return nil
 }

@@ -25,6 +25,10 @@ var (
 	ErrBadDelay = errors.New("limiter: bad delay")
 	// ErrNilDict is returned by the constructors for a nil dictionary.
 	ErrNilDict = errors.New("limiter: nil dict")
+	// ErrBadName is returned by the constructors (and CheckName) for a
+	// limiter name that is empty, longer than MaxNameLen bytes, or holds
+	// '|' or an ASCII control character.
+	ErrBadName = errors.New("limiter: bad name")
 	// ErrAbused is returned when the dictionary holds, under a limiter's key,
 	// a value of another kind or size than that limiter stores: another
 	// limiter or other code writes the same key ("shdict abused" in

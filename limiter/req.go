@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/shmzone/shmzone/dict"
@@ -18,6 +19,7 @@ import (
 // (dict.Update), so processes sharing the key never overshoot; a dry run
 // only reads it.
 type Req struct {
+	space
 	d       *dict.Dict
 	rateM   float64 // milli-requests per second
 	burstM  float64 // milli-requests
@@ -25,13 +27,18 @@ type Req struct {
 	nsPerMR float64 // ns to leak a milli-request: 1e9/rateM
 }
 
-// NewReq returns a leaky bucket over d that drains rate requests per second
-// and lets burst requests wait; the first request of a key always passes.
-// Errors: ErrNilDict, ErrBadRate for a rate that is not positive and
-// finite, ErrBadBurst for a negative or non-finite burst.
-func NewReq(d *dict.Dict, rate, burst float64) (*Req, error) {
+// NewReq returns a leaky bucket named name over d (names.go) that drains
+// rate requests per second and lets burst requests wait; the first request
+// of a key always passes. Errors: ErrNilDict, ErrBadName, ErrBadRate for a
+// rate that is not positive and finite, ErrBadBurst for a negative or
+// non-finite burst.
+func NewReq(d *dict.Dict, name string, rate, burst float64) (*Req, error) {
 	if d == nil {
 		return nil, ErrNilDict
+	}
+	sp, err := newSpace(kindReq, name)
+	if err != nil {
+		return nil, err
 	}
 	if err := checkRate(rate); err != nil {
 		return nil, err
@@ -39,7 +46,7 @@ func NewReq(d *dict.Dict, rate, burst float64) (*Req, error) {
 	if !(burst >= 0) || math.IsInf(burst*1000, 0) {
 		return nil, fmt.Errorf("%w: %v", ErrBadBurst, burst)
 	}
-	return &Req{d: d, rateM: rate * 1000, burstM: burst * 1000, perMs: rate, nsPerMR: 1e6 / rate}, nil
+	return &Req{space: sp, d: d, rateM: rate * 1000, burstM: burst * 1000, perMs: rate, nsPerMR: 1e6 / rate}, nil
 }
 
 // checkRate validates a rate in requests per second.
@@ -80,10 +87,12 @@ func (l *Req) incomingAt(now int64, key string, commit bool) (Decision, error) {
 // step makes the decision at now: the excess in milli-requests with the
 // request, and whether it is allowed; a commit stores it when it is.
 func (l *Req) step(now int64, key string, commit bool) (excess float64, ok bool, err error) {
+	var kb keyBuf
+	zk := l.key(&kb, key)
 	if !commit {
 		buf := bufs.Get().(*[bufSize]byte)
 		defer bufs.Put(buf)
-		v, found, err := read(l.d, key, buf[:], isReqState)
+		v, found, err := read(l.d, zk, buf[:], isReqState)
 		if err != nil || !found {
 			return 0, err == nil, err
 		}
@@ -92,7 +101,7 @@ func (l *Req) step(now int64, key string, commit bool) (excess float64, ok bool,
 	}
 	// The state changes in place under the shard lock: nothing is copied,
 	// and a rejection writes nothing.
-	err = l.d.Mutate(key, reqSize, 0, func(b []byte, found bool) bool {
+	fn := func(b []byte, found bool) bool {
 		var s reqState
 		if found {
 			s = getReq(b)
@@ -104,9 +113,10 @@ func (l *Req) step(now int64, key string, commit bool) (excess float64, ok bool,
 			putReq(b, reqState{excess: truncExcess(excess), last: max(now, s.last)})
 		}
 		return ok
-	})
+	}
+	err = l.d.Mutate(zk, reqSize, 0, fn)
 	if err != nil {
-		return 0, false, dictErr(key, err)
+		return 0, false, dictErr(zk, err)
 	}
 	return excess, ok, nil
 }
@@ -185,9 +195,11 @@ func truncExcess(excess float64) uint64 {
 func (l *Req) Uncommit(ctx context.Context, key string) error {
 	buf := bufs.Get().(*[bufSize]byte)
 	defer bufs.Put(buf)
+	var kb keyBuf
+	zk := l.key(&kb, key)
 	var bad foreign
 	missing := false
-	err := l.d.Update(key, func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
+	fn := func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
 		switch {
 		case !found:
 			missing = true
@@ -200,14 +212,15 @@ func (l *Req) Uncommit(ctx context.Context, key string) error {
 		s.excess -= min(s.excess, 1000)
 		putReq(buf[:], s)
 		return dict.Bytes(buf[:reqSize]), 0, true
-	})
+	}
+	err := l.d.Update(zk, fn)
 	switch {
 	case err != nil:
-		return dictErr(key, err)
+		return dictErr(zk, err)
 	case missing:
-		return fmt.Errorf("limiter: uncommit %q: %w", key, ErrNotFound)
+		return fmt.Errorf("limiter: uncommit %q: %w", strings.Clone(zk), ErrNotFound)
 	case bad.found():
-		return bad.err(key)
+		return bad.err(zk)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package limiter
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/shmzone/shmzone/dict"
 )
@@ -44,14 +45,16 @@ func (f foreign) found() bool { return f.kind != dict.KindNone }
 
 // err returns ErrAbused for the value under key.
 func (f foreign) err(key string) error {
-	return fmt.Errorf("%w: key %q holds %s of %d bytes", ErrAbused, key, f.kind, f.n)
+	k := strings.Clone(key) // key may alias a decision's buffer (names.go)
+	return fmt.Errorf("%w: key %q holds %s of %d bytes", ErrAbused, k, f.kind, f.n)
 }
 
 // dictErr wraps an error of the dictionary for key; a list, a non-number or
 // a value of another shape under the key is ErrAbused.
 func dictErr(key string, err error) error {
+	k := strings.Clone(key) // key may alias a decision's buffer (names.go)
 	if errors.Is(err, dict.ErrIsList) || errors.Is(err, dict.ErrNotNumber) || errors.Is(err, dict.ErrWrongShape) {
-		return fmt.Errorf("%w: key %q: %w", ErrAbused, key, err)
+		return fmt.Errorf("%w: key %q: %w", ErrAbused, k, err)
 	}
-	return fmt.Errorf("limiter: key %q: %w", key, err)
+	return fmt.Errorf("limiter: key %q: %w", k, err)
 }

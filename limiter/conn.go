@@ -111,7 +111,13 @@ func (c *Conn) incomingAt(now int64, key string, commit bool) (Decision, error) 
 	zk := c.key(&kb, key)
 	var conn int64
 	if commit {
-		n, _, err := c.d.IncrInit(zk, 1, 0, 0)
+		n, forcible, err := c.d.IncrInit(zk, 1, 0, 0)
+		if forcible || err != nil {
+			err = c.settle(c.d, forcible, err, func() (f bool, err error) {
+				n, f, err = c.d.IncrInit(zk, 1, 0, 0)
+				return f, err
+			})
+		}
 		if err != nil {
 			return Decision{}, dictErr(zk, err)
 		}

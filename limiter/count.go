@@ -62,7 +62,13 @@ func (l *Count) incomingAt(_ int64, key string, commit bool) (Decision, error) {
 	zk := l.key(&kb, key)
 	var rem int64
 	if commit {
-		n, _, err := l.d.IncrInit(zk, -1, l.limit, l.window)
+		n, forcible, err := l.d.IncrInit(zk, -1, l.limit, l.window)
+		if forcible || err != nil {
+			err = l.settle(l.d, forcible, err, func() (f bool, err error) {
+				n, f, err = l.d.IncrInit(zk, -1, l.limit, l.window)
+				return f, err
+			})
+		}
 		if err != nil {
 			return Decision{}, dictErr(zk, err)
 		}

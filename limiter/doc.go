@@ -37,6 +37,13 @@
 // abused" there). The name is the DESIGN contract's one addition to the
 // constructors, the second argument of each.
 //
+// A full zone. A decision that must store a new key in a full shard evicts
+// the shard's least used entries (the dictionary's forcible), and tries
+// again while the dictionary's eviction rounds leave no room (full.go): it
+// fails only for an entry that cannot fit in an empty shard. Stats counts,
+// per limiter and process, the operations that evicted (Forcible) and the
+// attempts repeated (Retries).
+//
 // Decision is the DESIGN contract's with one field added: Committed, the
 // Lua conn's is_committed, which Combine and the middleware need to know
 // whether a Conn must be left.
@@ -66,6 +73,9 @@
 //	    with a name of up to 64 (the zone key is built on the stack).
 //	I7. A limiter reads and writes only zone keys of its own namespace,
 //	    "kind|name|"; names hold no '|', so two namespaces share no key.
+//	I8. A full zone is never a decision's error: a write evicts and tries
+//	    again until it fits; only an entry larger than an empty shard
+//	    fails (ErrNoMemory or dict.ErrValueTooLarge).
 //
 // Concurrency: every limiter is safe for use by many goroutines; its
 // configuration is immutable but for Conn's SetMax and SetBurst, which are

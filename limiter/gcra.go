@@ -100,6 +100,7 @@ func (l *GCRA) allowAt(now int64, key string, n int64, commit bool) (Decision, e
 	}
 	var bad foreign
 	fn := func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
+		stored = nowNs // a retry starts afresh
 		if found {
 			if cur.Kind() != dict.KindInt {
 				bad = foreignOf(cur)
@@ -115,7 +116,10 @@ func (l *GCRA) allowAt(now int64, key string, n int64, commit bool) (Decision, e
 		}
 		return cur, 0, false // a TAT in the past is no state
 	}
-	err := l.d.Update(zk, fn)
+	forcible, err := l.d.UpdateForcible(zk, fn)
+	if forcible || err != nil {
+		err = l.settle(l.d, forcible, err, func() (bool, error) { return l.d.UpdateForcible(zk, fn) })
+	}
 	if err != nil {
 		return Decision{}, dictErr(zk, err)
 	}
@@ -190,7 +194,10 @@ func (l *GCRA) Uncommit(ctx context.Context, key string) error {
 		}
 		return dict.Int(tat), time.Duration(tat - nowNs), true
 	}
-	err := l.d.Update(zk, fn)
+	forcible, err := l.d.UpdateForcible(zk, fn)
+	if forcible || err != nil {
+		err = l.settle(l.d, forcible, err, func() (bool, error) { return l.d.UpdateForcible(zk, fn) })
+	}
 	if err != nil {
 		return dictErr(zk, err)
 	}

@@ -87,6 +87,7 @@ func (ls *leases) edit(c *Conn, key string, now, delta, limit int64) (leaseEdit,
 	zk := c.key(&kb, key)
 	var e leaseEdit
 	fn := func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
+		e = leaseEdit{} // a retry starts afresh
 		var b []byte
 		if found {
 			if !validLeases(cur) {
@@ -118,7 +119,10 @@ func (ls *leases) edit(c *Conn, key string, now, delta, limit int64) (leaseEdit,
 		}
 		return dict.Bytes(buf[:n]), time.Duration(ttlOf(buf[:n], now)) * time.Millisecond, true
 	}
-	err := c.d.Update(zk, fn)
+	forcible, err := c.d.UpdateForcible(zk, fn)
+	if forcible || err != nil {
+		err = c.settle(c.d, forcible, err, func() (bool, error) { return c.d.UpdateForcible(zk, fn) })
+	}
 	if err != nil {
 		return e, dictErr(zk, err)
 	}

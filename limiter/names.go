@@ -1,6 +1,9 @@
 package limiter
 
-import "fmt"
+import (
+	"fmt"
+	"sync/atomic"
+)
 
 // Names. A limiter owns the keys of one namespace of its dictionary: the
 // state of its key k lives under the zone key
@@ -54,9 +57,11 @@ func CheckName(name string) error {
 }
 
 // space is what every limiter of this package keeps besides its
-// parameters: its namespace. It is embedded in every limiter.
+// parameters: its namespace and its counts (full.go). It is embedded, so
+// that Stats is every limiter's method.
 type space struct {
 	prefix string // "kind|name|"
+	counts *counts
 }
 
 // newSpace returns the namespace of a limiter of kind named name. Errors:
@@ -65,7 +70,7 @@ func newSpace(kind, name string) (space, error) {
 	if err := CheckName(name); err != nil {
 		return space{}, err
 	}
-	return space{prefix: kind + "|" + name + "|"}, nil
+	return space{prefix: kind + "|" + name + "|", counts: new(counts)}, nil
 }
 
 // keyBufSize is the longest zone key built without an allocation: the
@@ -95,4 +100,9 @@ func (sp *space) key(buf *keyBuf, key string) string {
 	}
 	copy(buf[copy(buf[:], sp.prefix):], key)
 	return bytesString(buf[:n])
+}
+
+// counts are a limiter's Stats, shared by the limiter's goroutines.
+type counts struct {
+	forcible, retries atomic.Uint64
 }

@@ -114,7 +114,10 @@ func (l *Req) step(now int64, key string, commit bool) (excess float64, ok bool,
 		}
 		return ok
 	}
-	err = l.d.Mutate(zk, reqSize, 0, fn)
+	forcible, err := l.d.MutateForcible(zk, reqSize, 0, fn)
+	if forcible || err != nil {
+		err = l.settle(l.d, forcible, err, func() (bool, error) { return l.d.MutateForcible(zk, reqSize, 0, fn) })
+	}
 	if err != nil {
 		return 0, false, dictErr(zk, err)
 	}
@@ -200,6 +203,7 @@ func (l *Req) Uncommit(ctx context.Context, key string) error {
 	var bad foreign
 	missing := false
 	fn := func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
+		missing, bad = false, foreign{}
 		switch {
 		case !found:
 			missing = true
@@ -213,7 +217,10 @@ func (l *Req) Uncommit(ctx context.Context, key string) error {
 		putReq(buf[:], s)
 		return dict.Bytes(buf[:reqSize]), 0, true
 	}
-	err := l.d.Update(zk, fn)
+	forcible, err := l.d.UpdateForcible(zk, fn)
+	if forcible || err != nil {
+		err = l.settle(l.d, forcible, err, func() (bool, error) { return l.d.UpdateForcible(zk, fn) })
+	}
 	switch {
 	case err != nil:
 		return dictErr(zk, err)

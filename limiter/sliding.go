@@ -115,7 +115,10 @@ func (l *SlidingWindow) incomingAt(now int64, key string, commit bool) (Decision
 		putSW(buf[:], s)
 		return dict.Bytes(buf[:swSize]), time.Duration(ttl) * time.Millisecond, true
 	}
-	err := l.d.Update(zk, fn)
+	forcible, err := l.d.UpdateForcible(zk, fn)
+	if forcible || err != nil {
+		err = l.settle(l.d, forcible, err, func() (bool, error) { return l.d.UpdateForcible(zk, fn) })
+	}
 	if err != nil {
 		return Decision{}, dictErr(zk, err)
 	}
@@ -232,7 +235,10 @@ func (l *SlidingWindow) Uncommit(ctx context.Context, key string) error {
 		putSW(buf[:], s)
 		return dict.Bytes(buf[:swSize]), time.Duration(ttl) * time.Millisecond, true
 	}
-	err := l.d.Update(zk, fn)
+	forcible, err := l.d.UpdateForcible(zk, fn)
+	if forcible || err != nil {
+		err = l.settle(l.d, forcible, err, func() (bool, error) { return l.d.UpdateForcible(zk, fn) })
+	}
 	if err != nil {
 		return dictErr(zk, err)
 	}

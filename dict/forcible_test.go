@@ -61,6 +61,44 @@ func TestUpdateMutateForcible(t *testing.T) {
 			specCheck(t, d)
 		})
 	}
+	// A live key's new length is no entry write: Update falls back to the
+	// shard's lock, and reports what storing there evicted.
+	t.Run("Update resize", func(t *testing.T) {
+		d, _ := specOpen(t, Options{Size: specMinZone, Shards: 1})
+		for i := 0; d.Stats().Evictions == 0; i++ {
+			if i > 100_000 {
+				t.Fatal("no eviction after 100000 new keys")
+			}
+			if _, err := d.Set(fmt.Sprintf("fill%d", i), Bytes(make([]byte, 40)), 0, 0); err != nil && !errors.Is(err, ErrNoMemory) {
+				t.Fatal(err)
+			}
+		}
+		seen := 0
+		for i := 0; i < 400; i++ {
+			n := 16 + (i%64)*32 // another length on every call
+			before := d.Stats().Evictions
+			f, err := d.UpdateForcible("grow", store(Bytes(make([]byte, n))))
+			if err != nil && !errors.Is(err, ErrNoMemory) {
+				t.Fatalf("UpdateForcible(%q) to %d bytes = %v", "grow", n, err)
+			}
+			if grew := d.Stats().Evictions > before; f != grew {
+				t.Fatalf("UpdateForcible(%q) to %d bytes = forcible %v, err %v; evictions grew: %v", "grow", n, f, err, grew)
+			}
+			if f {
+				seen++
+			}
+			// The same length again is an entry write: no eviction.
+			if err == nil {
+				if f, err := d.UpdateForcible("grow", store(Bytes(make([]byte, n)))); f || err != nil {
+					t.Fatalf("UpdateForcible(%q) again at %d bytes = %v, %v; want false, nil", "grow", n, f, err)
+				}
+			}
+		}
+		if seen == 0 {
+			t.Error("no resize of a live key in a full zone evicted")
+		}
+		specCheck(t, d)
+	})
 	t.Run("Update delete", func(t *testing.T) {
 		d, _ := specOpen(t, Options{Size: specMinZone, Shards: 1})
 		if _, err := d.Set("k", Int(1), 0, 0); err != nil {

@@ -32,7 +32,21 @@ var zeros [MaxMutateSize]byte
 // Errors: ErrWrongShape, without calling fn, when the live value is of
 // another kind or size; ErrBadValue for a size outside 1..MaxMutateSize;
 // ErrBadTTL; and those of Set for a new entry.
-func (d *Dict) Mutate(key string, size int, ttl time.Duration, fn func(b []byte, found bool) bool) (err error) {
+func (d *Dict) Mutate(key string, size int, ttl time.Duration, fn func(b []byte, found bool) bool) error {
+	var forcible bool
+	return d.mutate(key, size, ttl, fn, &forcible)
+}
+
+// MutateForcible is Mutate that also reports, as Set does, whether live
+// entries of other keys were evicted to make room for a new entry; it may
+// be true with ErrNoMemory too.
+func (d *Dict) MutateForcible(key string, size int, ttl time.Duration, fn func(b []byte, found bool) bool) (forcible bool, err error) {
+	err = d.mutate(key, size, ttl, fn, &forcible)
+	return forcible, err
+}
+
+// mutate is Mutate; it sets *forcible when it evicted live entries.
+func (d *Dict) mutate(key string, size int, ttl time.Duration, fn func(b []byte, found bool) bool, forcible *bool) (err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
 	}
@@ -47,7 +61,8 @@ func (d *Dict) Mutate(key string, size int, ttl time.Duration, fn func(b []byte,
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
-	// Absent, expired, or left half written or malformed: under the
+	// A live entry is written in place, which never evicts: forcible stays
+	// false. Absent, expired, or left half written or malformed: under the
 	// shard's lock, which creates or repairs.
 	if off, e, pw, ok := d.pinLive(s, key, h); ok {
 		if e.kind() != KindBytes || e.vlen() != size {
@@ -82,7 +97,7 @@ func (d *Dict) Mutate(key string, size int, ttl time.Duration, fn func(b []byte,
 	if err != nil {
 		return err
 	}
-	if _, err := d.storeLocked(s, key, h, off, put{v: Bytes(zeros[:size]), expiry: expiry, evict: true}); err != nil {
+	if *forcible, err = d.storeLocked(s, key, h, off, put{v: Bytes(zeros[:size]), expiry: expiry, evict: true}); err != nil {
 		return err
 	}
 	if off, _, err = s.findLocked(key, h); err != nil || off == 0 {

@@ -128,7 +128,21 @@ func (s *shard) equalLocked(off uint32, e *entry, v Value) bool {
 // if fn panics (or calls runtime.Goexit) the key stays as it was, the lock
 // is released, and the panic goes on, unrecovered and unchanged, to the
 // caller. Errors: ErrIsList for a list, and the errors of Set.
-func (d *Dict) Update(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool)) (err error) {
+func (d *Dict) Update(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool)) error {
+	var forcible bool
+	return d.update(key, fn, &forcible)
+}
+
+// UpdateForcible is Update that also reports, as Set does, whether live
+// entries of other keys were evicted to make room for the next value; it
+// may be true with ErrNoMemory too.
+func (d *Dict) UpdateForcible(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool)) (forcible bool, err error) {
+	err = d.update(key, fn, &forcible)
+	return forcible, err
+}
+
+// update is Update; it sets *forcible when it evicted live entries.
+func (d *Dict) update(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool), forcible *bool) (err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
 	}
@@ -136,14 +150,16 @@ func (d *Dict) Update(key string, fn func(cur Value, ok bool) (next Value, ttl t
 		return err
 	}
 	h := hashKey(d.seed, key)
+	// An entry write never evicts: forcible stays false.
 	if done, err := d.updatePinned(d.shardFor(h), key, h, fn); done {
 		return err
 	}
-	return d.updateLocked(key, fn)
+	return d.updateLocked(key, fn, forcible)
 }
 
-// updateLocked is Update under the shard's lock.
-func (d *Dict) updateLocked(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool)) error {
+// updateLocked is Update under the shard's lock; it sets *forcible when
+// storing the next value evicted live entries.
+func (d *Dict) updateLocked(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool), forcible *bool) error {
 	s, h, off, err := d.lookup(key, true)
 	if err != nil {
 		return err
@@ -180,6 +196,6 @@ func (d *Dict) updateLocked(key string, fn func(cur Value, ok bool) (next Value,
 	if err != nil {
 		return err
 	}
-	_, err = d.storeLocked(s, key, h, off, put{v: next, expiry: expiry, evict: true, keepFlags: true})
+	*forcible, err = d.storeLocked(s, key, h, off, put{v: next, expiry: expiry, evict: true, keepFlags: true})
 	return err
 }

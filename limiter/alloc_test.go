@@ -13,11 +13,11 @@ func TestHotPathsAllocateNothing(t *testing.T) {
 	}
 	d, clk := newDict(t)
 	ctx := context.Background()
-	req, _ := NewReq(d, 1e6, 1e6)
-	count, _ := NewCount(d, 1<<40, time.Hour)
-	conn, _ := NewConn(d, 1<<40, 0, time.Millisecond)
-	sw, _ := NewSlidingWindow(d, 1<<30, time.Hour)
-	gcra, _ := NewGCRA(d, 1e6, 1<<20)
+	req, _ := NewReq(d, "t", 1e6, 1e6)
+	count, _ := NewCount(d, "t", 1<<40, time.Hour)
+	conn, _ := NewConn(d, "t", 1<<40, 0, time.Millisecond)
+	sw, _ := NewSlidingWindow(d, "t", 1<<30, time.Hour)
+	gcra, _ := NewGCRA(d, "t", 1e6, 1<<20)
 	const key = "key:00000000001"
 	ls := []Limiter{req, count, sw, gcra}
 	keys := []string{"r:" + key, "c:" + key, "s:" + key, "g:" + key}

@@ -18,15 +18,15 @@ const benchZoneSize = 10 << 20
 // every decision writes.
 var benchOps = map[string]func(d *dict.Dict) (func(ctx context.Context, key string) error, error){
 	"req": func(d *dict.Dict) (func(context.Context, string) error, error) {
-		l, err := NewReq(d, 1e9, 1e9)
+		l, err := NewReq(d, "t", 1e9, 1e9)
 		return commitOp(l), err
 	},
 	"count": func(d *dict.Dict) (func(context.Context, string) error, error) {
-		l, err := NewCount(d, 1<<62, time.Hour)
+		l, err := NewCount(d, "t", 1<<62, time.Hour)
 		return commitOp(l), err
 	},
 	"conn": func(d *dict.Dict) (func(context.Context, string) error, error) {
-		l, err := NewConn(d, 1<<40, 0, time.Millisecond)
+		l, err := NewConn(d, "t", 1<<40, 0, time.Millisecond)
 		return func(ctx context.Context, key string) error {
 			if _, err := l.Incoming(ctx, key, true); err != nil {
 				return err
@@ -36,11 +36,11 @@ var benchOps = map[string]func(d *dict.Dict) (func(ctx context.Context, key stri
 		}, err
 	},
 	"sliding": func(d *dict.Dict) (func(context.Context, string) error, error) {
-		l, err := NewSlidingWindow(d, 1<<30, time.Hour)
+		l, err := NewSlidingWindow(d, "t", 1<<30, time.Hour)
 		return commitOp(l), err
 	},
 	"gcra": func(d *dict.Dict) (func(context.Context, string) error, error) {
-		l, err := NewGCRA(d, 1e9, 1<<30)
+		l, err := NewGCRA(d, "t", 1e9, 1<<30)
 		return commitOp(l), err
 	},
 	// update is the floor of req, sliding and gcra: a dict.Update that
@@ -51,13 +51,12 @@ var benchOps = map[string]func(d *dict.Dict) (func(ctx context.Context, key stri
 		return func(ctx context.Context, key string) error { return d.Update(key, fn) }, nil
 	},
 	"combine": func(d *dict.Dict) (func(context.Context, string) error, error) {
-		req, err1 := NewReq(d, 1e9, 1e9)
-		count, err2 := NewCount(d, 1<<62, time.Hour)
+		req, err1 := NewReq(d, "t", 1e9, 1e9)
+		count, err2 := NewCount(d, "t", 1<<62, time.Hour)
 		ls := []Limiter{req, count}
-		// The keys differ in their last byte: the count's is the req's
-		// with its first byte changed, without building a string.
+		// One key for both: each keeps it in its own namespace.
 		return func(ctx context.Context, key string) error {
-			_, err := Combine(ctx, ls, []string{key, key[1:]})
+			_, err := Combine(ctx, ls, []string{key, key})
 			return err
 		}, errorsJoin(err1, err2)
 	},

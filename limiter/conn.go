@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 // requests still running. NewLeasedConn trades a little speed for recovery
 // (lease.go).
 type Conn struct {
+	space
 	d         *dict.Dict
 	max       atomic.Int64
 	burst     atomic.Int64
@@ -29,17 +31,26 @@ type Conn struct {
 	lease     *leases      // nil: no leases
 }
 
-// NewConn returns a concurrency limiter over d: max requests of a key at
-// once, burst more delayed by delay for each max requests ahead of them.
-// delay is the initial unit delay, the expected latency of a request;
-// Leaving's latencies adjust it in this process. Errors: ErrNilDict,
-// ErrBadLimit for a max below 1, ErrBadBurst for a negative burst,
-// ErrBadDelay for a negative delay.
-func NewConn(d *dict.Dict, max, burst int64, delay time.Duration) (*Conn, error) {
+// NewConn returns a concurrency limiter named name over d (names.go): max
+// requests of a key at once, burst more delayed by delay for each max
+// requests ahead of them. delay is the initial unit delay, the expected
+// latency of a request; Leaving's latencies adjust it in this process.
+// Errors: ErrNilDict, ErrBadName, ErrBadLimit for a max below 1,
+// ErrBadBurst for a negative burst, ErrBadDelay for a negative delay.
+func NewConn(d *dict.Dict, name string, max, burst int64, delay time.Duration) (*Conn, error) {
+	return newConn(d, kindConn, name, max, burst, delay)
+}
+
+// newConn is NewConn of a kind: kindConn, or kindLeasedConn.
+func newConn(d *dict.Dict, kind, name string, max, burst int64, delay time.Duration) (*Conn, error) {
 	if d == nil {
 		return nil, ErrNilDict
 	}
-	c := &Conn{d: d}
+	sp, err := newSpace(kind, name)
+	if err != nil {
+		return nil, err
+	}
+	c := &Conn{space: sp, d: d}
 	if err := c.SetMax(max); err != nil {
 		return nil, err
 	}
@@ -98,31 +109,39 @@ func (c *Conn) incomingAt(now int64, key string, commit bool) (Decision, error) 
 		return c.lease.incoming(c, now, key, commit)
 	}
 	limit := c.max.Load() + c.burst.Load()
+	var kb keyBuf
+	zk := c.key(&kb, key)
 	// The count is a float64: a key a Lua writer or IncrFloat left
 	// fractional keeps its fraction, as in the Lua module.
 	var conn float64
 	if commit {
-		n, _, err := c.d.IncrInitNum(key, 1, 0, 0)
-		if err != nil {
-			return Decision{}, dictErr(key, err)
+		n, forcible, err := c.d.IncrInitNum(zk, 1, 0, 0)
+		if forcible || err != nil {
+			err = c.settle(c.d, forcible, err, func() (f bool, err error) {
+				n, f, err = c.d.IncrInitNum(zk, 1, 0, 0)
+				return f, err
+			})
 		}
-		if err := checkCount(c.d, key, n); err != nil {
+		if err != nil {
+			return Decision{}, dictErr(zk, err)
+		}
+		if err := checkCount(c.d, zk, n); err != nil {
 			return Decision{}, err
 		}
 		if n > float64(limit) {
-			if _, err := c.d.Incr(key, -1); err != nil {
-				return Decision{}, dictErr(key, err)
+			if _, err := c.d.Incr(zk, -1); err != nil {
+				return Decision{}, dictErr(zk, err)
 			}
 			return Decision{State: n}, nil
 		}
 		conn = n
 	} else {
-		v, found, err := read(c.d, key, nil, isNumber)
+		v, found, err := read(c.d, zk, nil, isNumber)
 		if err != nil {
 			return Decision{}, err
 		}
 		if why := badCount(v); found && why != "" {
-			return Decision{}, badOf(v, why).err(key)
+			return Decision{}, badOf(v, why).err(zk)
 		}
 		conn = v.Float() + 1 // 0 + 1 when absent
 		if conn > float64(limit) {
@@ -176,15 +195,17 @@ func (c *Conn) leave(key string) (int64, error) {
 	if c.lease != nil {
 		return c.lease.leave(c, c.d.Now(), key)
 	}
-	n, err := c.d.Incr(key, -1)
+	var kb keyBuf
+	zk := c.key(&kb, key)
+	n, err := c.d.Incr(zk, -1)
 	if err != nil {
 		if errors.Is(err, dict.ErrNotFound) {
-			return 0, fmt.Errorf("limiter: leaving %q: %w", key, ErrNotFound)
+			return 0, fmt.Errorf("limiter: leaving %q: %w", strings.Clone(zk), ErrNotFound)
 		}
-		return 0, dictErr(key, err)
+		return 0, dictErr(zk, err)
 	}
 	if n != 0 { // the last request of a key leaves 0: a count, read no more
-		if err := checkCount(c.d, key, float64(n)); err != nil {
+		if err := checkCount(c.d, zk, float64(n)); err != nil {
 			return 0, err
 		}
 	}

@@ -14,17 +14,22 @@ import (
 // request. A key's state is one dict int, the remaining allowance, with the
 // window as its TTL; a decision is one IncrInit, atomic across processes.
 type Count struct {
+	space
 	d      *dict.Dict
 	limit  int64
 	window time.Duration
 }
 
-// NewCount returns a fixed window over d of limit requests per window.
-// Errors: ErrNilDict, ErrBadLimit for a limit below 1, ErrBadWindow for a
-// window shorter than a millisecond.
-func NewCount(d *dict.Dict, limit int64, window time.Duration) (*Count, error) {
+// NewCount returns a fixed window named name over d (names.go) of limit
+// requests per window. Errors: ErrNilDict, ErrBadName, ErrBadLimit for a
+// limit below 1, ErrBadWindow for a window shorter than a millisecond.
+func NewCount(d *dict.Dict, name string, limit int64, window time.Duration) (*Count, error) {
 	if d == nil {
 		return nil, ErrNilDict
+	}
+	sp, err := newSpace(kindCount, name)
+	if err != nil {
+		return nil, err
 	}
 	if limit < 1 {
 		return nil, fmt.Errorf("%w: %d", ErrBadLimit, limit)
@@ -32,7 +37,7 @@ func NewCount(d *dict.Dict, limit int64, window time.Duration) (*Count, error) {
 	if window < time.Millisecond {
 		return nil, fmt.Errorf("%w: %v", ErrBadWindow, window)
 	}
-	return &Count{d: d, limit: limit, window: window}, nil
+	return &Count{space: sp, d: d, limit: limit, window: window}, nil
 }
 
 // Policy returns limit requests per window.
@@ -55,26 +60,34 @@ func (l *Count) dictionary() *dict.Dict { return l.d }
 
 // incomingAt ignores now: the window's TTL is the dictionary's to keep.
 func (l *Count) incomingAt(_ int64, key string, commit bool) (Decision, error) {
+	var kb keyBuf
+	zk := l.key(&kb, key)
 	// The allowance is a float64: a key a Lua writer or IncrFloat left
 	// fractional keeps its fraction (2.5 less 1 is 1.5), as in the Lua
 	// module, whose numbers are all doubles.
 	var rem float64
 	if commit {
-		n, _, err := l.d.IncrInitNum(key, -1, l.limit, l.window)
-		if err != nil {
-			return Decision{}, dictErr(key, err)
+		n, forcible, err := l.d.IncrInitNum(zk, -1, l.limit, l.window)
+		if forcible || err != nil {
+			err = l.settle(l.d, forcible, err, func() (f bool, err error) {
+				n, f, err = l.d.IncrInitNum(zk, -1, l.limit, l.window)
+				return f, err
+			})
 		}
-		if err := checkCount(l.d, key, n); err != nil {
+		if err != nil {
+			return Decision{}, dictErr(zk, err)
+		}
+		if err := checkCount(l.d, zk, n); err != nil {
 			return Decision{}, err
 		}
 		rem = n
 	} else {
-		v, found, err := read(l.d, key, nil, isNumber)
+		v, found, err := read(l.d, zk, nil, isNumber)
 		if err != nil {
 			return Decision{}, err
 		}
 		if why := badCount(v); found && why != "" {
-			return Decision{}, badOf(v, why).err(key)
+			return Decision{}, badOf(v, why).err(zk)
 		}
 		rem = float64(l.limit) - 1
 		if found {
@@ -82,7 +95,7 @@ func (l *Count) incomingAt(_ int64, key string, commit bool) (Decision, error) {
 		}
 	}
 	if rem < 0 {
-		reset, err := l.ResetAfter(context.Background(), key)
+		reset, err := l.resetAfter(zk)
 		if err != nil {
 			return Decision{}, err
 		}
@@ -95,12 +108,18 @@ func (l *Count) incomingAt(_ int64, key string, commit bool) (Decision, error) {
 // back: the key's TTL, 0 when no window is open. It reads the dictionary
 // once; package httplimit calls it for its reset headers.
 func (l *Count) ResetAfter(ctx context.Context, key string) (time.Duration, error) {
-	ttl, err := l.d.TTL(key)
+	var kb keyBuf
+	return l.resetAfter(l.key(&kb, key))
+}
+
+// resetAfter is ResetAfter of zone key zk.
+func (l *Count) resetAfter(zk string) (time.Duration, error) {
+	ttl, err := l.d.TTL(zk)
 	if errors.Is(err, dict.ErrNotFound) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, dictErr(key, err)
+		return 0, dictErr(zk, err)
 	}
 	return ttl, nil
 }
@@ -109,12 +128,14 @@ func (l *Count) ResetAfter(ctx context.Context, key string) (time.Duration, erro
 // module does. A key without a window is left absent: nothing to give back.
 // Errors: ErrAbused, the dictionary's errors.
 func (l *Count) Uncommit(ctx context.Context, key string) error {
-	n, err := l.d.Incr(key, 1)
+	var kb keyBuf
+	zk := l.key(&kb, key)
+	n, err := l.d.Incr(zk, 1)
 	if errors.Is(err, dict.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
-		return dictErr(key, err)
+		return dictErr(zk, err)
 	}
-	return checkCount(l.d, key, float64(n))
+	return checkCount(l.d, zk, float64(n))
 }

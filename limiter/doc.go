@@ -13,9 +13,8 @@
 //   - ParseRate, the rate strings of nginx and lua-resty-redis-ratelimit
 //     ("10r/s", "30r/m", "0.5r/s").
 //
-// Each limiter's key holds one value in the dictionary (state.go), so one
-// dictionary serves many limiters as long as their keys differ; prefix keys
-// by limiter ("login:" + ip). Semantics follow the Lua modules (vectors in
+// Each limiter's key holds one value in the dictionary (state.go).
+// Semantics follow the Lua modules (vectors in
 // spec/limiters.md), except that every read-modify-write is atomic across
 // processes: the Lua req does get-then-set and may overshoot by a request
 // per worker. Req differs in one more place: a decision stamped earlier than
@@ -77,6 +76,25 @@
 //   - A Decision says more than the Lua modules return: RetryAfter,
 //     ResetAfter, Remaining, and the state of a rejected request.
 //
+// Names. Every constructor takes a name, and a limiter keeps key k's state
+// under the zone key "kind|name|k" (names.go): one dictionary serves any
+// number of limiters, keyed alike (httplimit's default key, the client's
+// address, for all of them), and none reads another's state. Every process
+// that builds a limiter of the same kind and name over the same zone shares
+// it; two limiters with different names, or of different kinds under one
+// name, never meet: a kind's state means nothing to another kind, so a
+// shared name gets each its own state rather than ErrAbused (the Lua
+// modules, which take the dictionary's keys as given, answer "shdict
+// abused" there). The name is the DESIGN contract's one addition to the
+// constructors, the second argument of each.
+//
+// A full zone. A decision that must store a new key in a full shard evicts
+// the shard's least used entries (the dictionary's forcible), and tries
+// again while the dictionary's eviction rounds leave no room (full.go): it
+// fails only for an entry that cannot fit in an empty shard. Stats counts,
+// per limiter and process, the operations that evicted (Forcible) and the
+// attempts repeated (Retries).
+//
 // Decision is the DESIGN contract's with one field added: Committed, the
 // Lua conn's is_committed, which Combine and the middleware need to know
 // whether a Conn must be left.
@@ -104,14 +122,21 @@
 //	    and flags included. Nor does it do arithmetic on contents it cannot
 //	    have written: it returns ErrBadState (below).
 //	I6. Incoming and Uncommit of Req, Count, plain Conn, SlidingWindow and
-//	    GCRA allocate nothing (alloc_test.go).
+//	    GCRA allocate nothing (alloc_test.go), for keys of up to 56 bytes
+//	    with a name of up to 64 (the zone key is built on the stack).
+//	I7. A limiter reads and writes only zone keys of its own namespace,
+//	    "kind|name|"; names hold no '|', so two namespaces share no key.
+//	I8. A full zone is never a decision's error: a write evicts and tries
+//	    again until it fits; only an entry larger than an empty shard
+//	    fails (ErrNoMemory or dict.ErrValueTooLarge).
 //
 // Concurrency: every limiter is safe for use by many goroutines; its
 // configuration is immutable but for Conn's SetMax and SetBurst, which are
 // atomic and per process, like Conn's unit delay. Across processes, limiters
-// built with the same parameters over the same zone share each key's state
-// exactly: N processes together admit what one would. Limiters with other
-// parameters may share a key (as Lua workers may), each deciding by its own.
+// built with the same kind, name and parameters over the same zone share
+// each key's state exactly: N processes together admit what one would. Ones
+// of the same kind and name with other parameters share it too (as Lua
+// workers may), each deciding by its own: a new rate takes over the state.
 // A decision waits for a key's shard at most the dictionary's lock timeout
 // (dict.Options.LockTimeout, 1 s by default); past it, a process that
 // holds the shard stopped or stuck, the decision returns ErrLockTimeout and

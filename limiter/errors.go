@@ -35,6 +35,10 @@ var (
 	// it too (as redistier.ErrBadState) for a Redis value it did not write.
 	// It is not an outage: no failure policy applies to it.
 	ErrBadState = errors.New("limiter: bad state")
+	// ErrBadName is returned by the constructors (and CheckName) for a
+	// limiter name that is empty, longer than MaxNameLen bytes, or holds
+	// '|' or an ASCII control character.
+	ErrBadName = errors.New("limiter: bad name")
 	// ErrAbused is returned when the dictionary holds, under a limiter's key,
 	// a value of another kind or size than that limiter stores: another
 	// limiter or other code writes the same key ("shdict abused" in

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/shmzone/shmzone/dict"
@@ -32,14 +33,14 @@ func ExampleReq() {
 	// nginx's limit_req zone=... rate=2r/s burst=2: every process that
 	// opens the zone shares the bucket of each key.
 	rate, _ := limiter.ParseRate("2r/s")
-	l, _ := limiter.NewReq(d, rate, 2)
+	l, _ := limiter.NewReq(d, "per-client", rate, 2)
 	ctx := context.Background()
 	for i := range 4 {
-		dec, _ := l.Incoming(ctx, "client:192.0.2.1", true)
+		dec, _ := l.Incoming(ctx, "192.0.2.1", true)
 		fmt.Printf("request %d: allowed %v, wait %v\n", i+1, dec.Allowed, dec.Delay)
 	}
 	now += 1000 // a second later, two requests have leaked out
-	dec, _ := l.Incoming(ctx, "client:192.0.2.1", true)
+	dec, _ := l.Incoming(ctx, "192.0.2.1", true)
 	fmt.Printf("a second later: allowed %v, wait %v\n", dec.Allowed, dec.Delay)
 	// Output:
 	// request 1: allowed true, wait 0s
@@ -53,10 +54,10 @@ func ExampleCount() {
 	now := int64(1_700_000_000_000)
 	d, done := openZone(&now)
 	defer done()
-	l, _ := limiter.NewCount(d, 2, time.Minute)
+	l, _ := limiter.NewCount(d, "per-user", 2, time.Minute)
 	ctx := context.Background()
 	for range 3 {
-		dec, _ := l.Incoming(ctx, "user:42", true)
+		dec, _ := l.Incoming(ctx, "42", true)
 		fmt.Printf("allowed %v, remaining %d, retry after %v\n", dec.Allowed, dec.Remaining, dec.RetryAfter)
 	}
 	// Output:
@@ -71,7 +72,7 @@ func ExampleConn() {
 	defer done()
 	// 1 request at once, 1 more waits; leases of 30 s so that a killed
 	// process's slots come back.
-	l, _ := limiter.NewLeasedConn(d, 1, 1, 200*time.Millisecond, 30*time.Second)
+	l, _ := limiter.NewLeasedConn(d, "backends", 1, 1, 200*time.Millisecond, 30*time.Second)
 	ctx := context.Background()
 	a, _ := l.Incoming(ctx, "backend", true)
 	b, _ := l.Incoming(ctx, "backend", true)
@@ -88,7 +89,7 @@ func ExampleGCRA() {
 	now := int64(1_700_000_000_000)
 	d, done := openZone(&now)
 	defer done()
-	l, _ := limiter.NewGCRA(d, 10, 10) // 10 per second, bursts of 10
+	l, _ := limiter.NewGCRA(d, "api", 10, 10) // 10 per second, bursts of 10
 	ctx := context.Background()
 	dec, _ := l.AllowN(ctx, "api:key", 1)
 	fmt.Println(dec.Allowed, dec.Remaining, dec.ResetAfter)
@@ -103,11 +104,11 @@ func ExampleCombine() {
 	now := int64(1_700_000_000_000)
 	d, done := openZone(&now)
 	defer done()
-	perIP, _ := limiter.NewReq(d, 1, 1)
-	perUser, _ := limiter.NewCount(d, 100, time.Hour)
+	perIP, _ := limiter.NewReq(d, "per-ip", 1, 1)
+	perUser, _ := limiter.NewCount(d, "per-user", 100, time.Hour)
 	ctx := context.Background()
 	ls := []limiter.Limiter{perIP, perUser}
-	keys := []string{"ip:192.0.2.1", "user:42"}
+	keys := []string{"192.0.2.1", "42"}
 	for range 3 {
 		dec, _ := limiter.Combine(ctx, ls, keys)
 		fmt.Println(dec.Allowed, dec.Delay, dec.Remaining)
@@ -116,4 +117,30 @@ func ExampleCombine() {
 	// true 0s 1
 	// true 1s 0
 	// false 0s 0
+}
+
+// Two limits on the same client key in one zone: each limiter counts under
+// its own name, so /api's budget does not lift /login's.
+func Example_names() {
+	now := int64(1_700_000_000_000)
+	d, done := openZone(&now)
+	defer done()
+	login, _ := limiter.NewCount(d, "login", 3, time.Minute)
+	api, _ := limiter.NewCount(d, "api", 100, time.Minute)
+	ctx := context.Background()
+	for range 5 {
+		api.Incoming(ctx, "192.0.2.1", true)
+	}
+	var allowed []bool
+	for range 4 {
+		dec, _ := login.Incoming(ctx, "192.0.2.1", true)
+		allowed = append(allowed, dec.Allowed)
+	}
+	keys, _ := d.Keys(0)
+	slices.Sort(keys)
+	fmt.Println(allowed)
+	fmt.Println(keys)
+	// Output:
+	// [true true true false]
+	// [count|api|192.0.2.1 count|login|192.0.2.1]
 }

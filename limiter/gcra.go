@@ -17,20 +17,26 @@ import (
 // reports Remaining 9 (redis_rate's float version reports 8 since
 // go-redis #3404).
 type GCRA struct {
+	space
 	d     *dict.Dict
 	t     int64 // emission interval T: nanoseconds per request
 	tau   int64 // burst tolerance τ = T·burst
 	burst int64
 }
 
-// NewGCRA returns a GCRA limiter over d of rate requests per second (0.1 is
-// one per ten seconds) with bursts of up to burst requests. Errors:
-// ErrNilDict, ErrBadRate for a rate that is not positive and finite or whose
-// interval is not between 1 ns and a year, ErrBadBurst for a burst below 1
-// or one whose tolerance τ exceeds 100 years.
-func NewGCRA(d *dict.Dict, rate float64, burst int64) (*GCRA, error) {
+// NewGCRA returns a GCRA limiter named name over d (names.go) of rate
+// requests per second (0.1 is one per ten seconds) with bursts of up to
+// burst requests. Errors: ErrNilDict, ErrBadName, ErrBadRate for a rate
+// that is not positive and finite or whose interval is not between 1 ns and
+// a year, ErrBadBurst for a burst below 1 or one whose tolerance τ exceeds
+// 100 years.
+func NewGCRA(d *dict.Dict, name string, rate float64, burst int64) (*GCRA, error) {
 	if d == nil {
 		return nil, ErrNilDict
+	}
+	sp, err := newSpace(kindGCRA, name)
+	if err != nil {
+		return nil, err
 	}
 	if err := checkRate(rate); err != nil {
 		return nil, err
@@ -43,7 +49,7 @@ func NewGCRA(d *dict.Dict, rate float64, burst int64) (*GCRA, error) {
 	if burst < 1 || burst > 100*year/int64(t) {
 		return nil, fmt.Errorf("%w: %d", ErrBadBurst, burst)
 	}
-	return &GCRA{d: d, t: int64(t), tau: int64(t) * burst, burst: burst}, nil
+	return &GCRA{space: sp, d: d, t: int64(t), tau: int64(t) * burst, burst: burst}, nil
 }
 
 // Policy returns burst requests per τ = burst/rate.
@@ -80,13 +86,15 @@ func (l *GCRA) incomingAt(now int64, key string, commit bool) (Decision, error) 
 func (l *GCRA) allowAt(now int64, key string, n int64, commit bool) (Decision, error) {
 	nowNs := now * int64(time.Millisecond)
 	stored := nowNs // the TAT the requests are decided on
+	var kb keyBuf
+	zk := l.key(&kb, key)
 	if !commit {
-		v, found, err := read(l.d, key, nil, isInt)
+		v, found, err := read(l.d, zk, nil, isInt)
 		if err != nil {
 			return Decision{}, err
 		}
 		if bad := checkTAT(v, nowNs); found && bad.found() {
-			return Decision{}, bad.err(key)
+			return Decision{}, bad.err(zk)
 		}
 		if found {
 			stored = v.Int()
@@ -94,8 +102,8 @@ func (l *GCRA) allowAt(now int64, key string, n int64, commit bool) (Decision, e
 		return l.decide(nowNs, stored, n, false), nil
 	}
 	var bad foreign
-	err := l.d.Update(key, func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
-		stored = nowNs // fn may run twice (dict.Update): each call starts afresh
+	fn := func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
+		stored = nowNs // fn may run twice (dict.Update), and again on a retry: each call starts afresh
 		if found {
 			if bad = checkTAT(cur, nowNs); bad.found() {
 				return dict.Value{}, 0, true // leave it as it is
@@ -109,12 +117,16 @@ func (l *GCRA) allowAt(now int64, key string, n int64, commit bool) (Decision, e
 			return dict.Value{}, 0, true // unchanged, TTL and all
 		}
 		return cur, 0, false // a TAT in the past is no state
-	})
+	}
+	forcible, err := l.d.UpdateForcible(zk, fn)
+	if forcible || err != nil {
+		err = l.settle(l.d, forcible, err, func() (bool, error) { return l.d.UpdateForcible(zk, fn) })
+	}
 	if err != nil {
-		return Decision{}, dictErr(key, err)
+		return Decision{}, dictErr(zk, err)
 	}
 	if bad.found() {
-		return Decision{}, bad.err(key)
+		return Decision{}, bad.err(zk)
 	}
 	return l.decide(nowNs, stored, n, n > 0), nil
 }
@@ -167,8 +179,10 @@ func satAdd(a, b int64) int64 {
 // errors.
 func (l *GCRA) Uncommit(ctx context.Context, key string) error {
 	nowNs := l.d.Now() * int64(time.Millisecond)
+	var kb keyBuf
+	zk := l.key(&kb, key)
 	var bad foreign
-	err := l.d.Update(key, func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
+	fn := func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
 		if !found {
 			return cur, 0, false
 		}
@@ -180,12 +194,16 @@ func (l *GCRA) Uncommit(ctx context.Context, key string) error {
 			return cur, 0, false
 		}
 		return dict.Int(tat), time.Duration(tat - nowNs), true
-	})
+	}
+	forcible, err := l.d.UpdateForcible(zk, fn)
+	if forcible || err != nil {
+		err = l.settle(l.d, forcible, err, func() (bool, error) { return l.d.UpdateForcible(zk, fn) })
+	}
 	if err != nil {
-		return dictErr(key, err)
+		return dictErr(zk, err)
 	}
 	if bad.found() {
-		return bad.err(key)
+		return bad.err(zk)
 	}
 	return nil
 }

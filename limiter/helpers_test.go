@@ -89,3 +89,20 @@ func do(t *testing.T, clk *fakeClock, l Limiter, c call) Decision {
 	}
 	return got
 }
+
+// zoneKey returns the dictionary key under which l keeps key's state.
+func zoneKey(l Limiter, key string) string {
+	switch l := l.(type) {
+	case *Req:
+		return l.prefix + key
+	case *Count:
+		return l.prefix + key
+	case *Conn:
+		return l.prefix + key
+	case *SlidingWindow:
+		return l.prefix + key
+	case *GCRA:
+		return l.prefix + key
+	}
+	panic(fmt.Sprintf("zoneKey of a %T", l))
+}

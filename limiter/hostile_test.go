@@ -18,35 +18,35 @@ func TestConstructorsRejectBadInput(t *testing.T) {
 		err  error
 		new  func() (any, error)
 	}{
-		{"Req/nil dict", ErrNilDict, func() (any, error) { return NewReq(nil, 1, 1) }},
-		{"Req/rate 0", ErrBadRate, func() (any, error) { return NewReq(d, 0, 1) }},
-		{"Req/rate -1", ErrBadRate, func() (any, error) { return NewReq(d, -1, 1) }},
-		{"Req/rate NaN", ErrBadRate, func() (any, error) { return NewReq(d, nan, 1) }},
-		{"Req/rate Inf", ErrBadRate, func() (any, error) { return NewReq(d, inf, 1) }},
-		{"Req/rate 1e308", ErrBadRate, func() (any, error) { return NewReq(d, 1e308, 1) }},
-		{"Req/burst -1", ErrBadBurst, func() (any, error) { return NewReq(d, 1, -1) }},
-		{"Req/burst NaN", ErrBadBurst, func() (any, error) { return NewReq(d, 1, nan) }},
-		{"Req/burst Inf", ErrBadBurst, func() (any, error) { return NewReq(d, 1, inf) }},
-		{"Count/nil dict", ErrNilDict, func() (any, error) { return NewCount(nil, 1, time.Second) }},
-		{"Count/limit 0", ErrBadLimit, func() (any, error) { return NewCount(d, 0, time.Second) }},
-		{"Count/window 0", ErrBadWindow, func() (any, error) { return NewCount(d, 1, 0) }},
-		{"Count/window 999µs", ErrBadWindow, func() (any, error) { return NewCount(d, 1, 999*time.Microsecond) }},
-		{"Conn/nil dict", ErrNilDict, func() (any, error) { return NewConn(nil, 1, 0, 0) }},
-		{"Conn/max 0", ErrBadLimit, func() (any, error) { return NewConn(d, 0, 0, 0) }},
-		{"Conn/burst -1", ErrBadBurst, func() (any, error) { return NewConn(d, 1, -1, 0) }},
-		{"Conn/delay -1", ErrBadDelay, func() (any, error) { return NewConn(d, 1, 0, -1) }},
-		{"LeasedConn/lease 0", ErrBadDelay, func() (any, error) { return NewLeasedConn(d, 1, 0, 0, 0) }},
-		{"LeasedConn/max 0", ErrBadLimit, func() (any, error) { return NewLeasedConn(d, 0, 0, 0, time.Second) }},
-		{"SlidingWindow/nil dict", ErrNilDict, func() (any, error) { return NewSlidingWindow(nil, 1, time.Second) }},
-		{"SlidingWindow/limit 0", ErrBadLimit, func() (any, error) { return NewSlidingWindow(d, 0, time.Second) }},
-		{"SlidingWindow/window 0", ErrBadWindow, func() (any, error) { return NewSlidingWindow(d, 1, 0) }},
-		{"SlidingWindow/overflow", ErrBadWindow, func() (any, error) { return NewSlidingWindow(d, math.MaxInt64/2, time.Hour) }},
-		{"GCRA/nil dict", ErrNilDict, func() (any, error) { return NewGCRA(nil, 1, 1) }},
-		{"GCRA/rate 0", ErrBadRate, func() (any, error) { return NewGCRA(d, 0, 1) }},
-		{"GCRA/rate below 1 per year", ErrBadRate, func() (any, error) { return NewGCRA(d, 1e-9, 1) }},
-		{"GCRA/rate above 1 per ns", ErrBadRate, func() (any, error) { return NewGCRA(d, 1e10, 1) }},
-		{"GCRA/burst 0", ErrBadBurst, func() (any, error) { return NewGCRA(d, 1, 0) }},
-		{"GCRA/burst overflow", ErrBadBurst, func() (any, error) { return NewGCRA(d, 1, math.MaxInt64) }},
+		{"Req/nil dict", ErrNilDict, func() (any, error) { return NewReq(nil, "t", 1, 1) }},
+		{"Req/rate 0", ErrBadRate, func() (any, error) { return NewReq(d, "t", 0, 1) }},
+		{"Req/rate -1", ErrBadRate, func() (any, error) { return NewReq(d, "t", -1, 1) }},
+		{"Req/rate NaN", ErrBadRate, func() (any, error) { return NewReq(d, "t", nan, 1) }},
+		{"Req/rate Inf", ErrBadRate, func() (any, error) { return NewReq(d, "t", inf, 1) }},
+		{"Req/rate 1e308", ErrBadRate, func() (any, error) { return NewReq(d, "t", 1e308, 1) }},
+		{"Req/burst -1", ErrBadBurst, func() (any, error) { return NewReq(d, "t", 1, -1) }},
+		{"Req/burst NaN", ErrBadBurst, func() (any, error) { return NewReq(d, "t", 1, nan) }},
+		{"Req/burst Inf", ErrBadBurst, func() (any, error) { return NewReq(d, "t", 1, inf) }},
+		{"Count/nil dict", ErrNilDict, func() (any, error) { return NewCount(nil, "t", 1, time.Second) }},
+		{"Count/limit 0", ErrBadLimit, func() (any, error) { return NewCount(d, "t", 0, time.Second) }},
+		{"Count/window 0", ErrBadWindow, func() (any, error) { return NewCount(d, "t", 1, 0) }},
+		{"Count/window 999µs", ErrBadWindow, func() (any, error) { return NewCount(d, "t", 1, 999*time.Microsecond) }},
+		{"Conn/nil dict", ErrNilDict, func() (any, error) { return NewConn(nil, "t", 1, 0, 0) }},
+		{"Conn/max 0", ErrBadLimit, func() (any, error) { return NewConn(d, "t", 0, 0, 0) }},
+		{"Conn/burst -1", ErrBadBurst, func() (any, error) { return NewConn(d, "t", 1, -1, 0) }},
+		{"Conn/delay -1", ErrBadDelay, func() (any, error) { return NewConn(d, "t", 1, 0, -1) }},
+		{"LeasedConn/lease 0", ErrBadDelay, func() (any, error) { return NewLeasedConn(d, "t", 1, 0, 0, 0) }},
+		{"LeasedConn/max 0", ErrBadLimit, func() (any, error) { return NewLeasedConn(d, "t", 0, 0, 0, time.Second) }},
+		{"SlidingWindow/nil dict", ErrNilDict, func() (any, error) { return NewSlidingWindow(nil, "t", 1, time.Second) }},
+		{"SlidingWindow/limit 0", ErrBadLimit, func() (any, error) { return NewSlidingWindow(d, "t", 0, time.Second) }},
+		{"SlidingWindow/window 0", ErrBadWindow, func() (any, error) { return NewSlidingWindow(d, "t", 1, 0) }},
+		{"SlidingWindow/overflow", ErrBadWindow, func() (any, error) { return NewSlidingWindow(d, "t", math.MaxInt64/2, time.Hour) }},
+		{"GCRA/nil dict", ErrNilDict, func() (any, error) { return NewGCRA(nil, "t", 1, 1) }},
+		{"GCRA/rate 0", ErrBadRate, func() (any, error) { return NewGCRA(d, "t", 0, 1) }},
+		{"GCRA/rate below 1 per year", ErrBadRate, func() (any, error) { return NewGCRA(d, "t", 1e-9, 1) }},
+		{"GCRA/rate above 1 per ns", ErrBadRate, func() (any, error) { return NewGCRA(d, "t", 1e10, 1) }},
+		{"GCRA/burst 0", ErrBadBurst, func() (any, error) { return NewGCRA(d, "t", 1, 0) }},
+		{"GCRA/burst overflow", ErrBadBurst, func() (any, error) { return NewGCRA(d, "t", 1, math.MaxInt64) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,14 +55,14 @@ func TestConstructorsRejectBadInput(t *testing.T) {
 			}
 		})
 	}
-	c, _ := NewConn(d, 1, 0, 0)
+	c, _ := NewConn(d, "t", 1, 0, 0)
 	if err := c.SetMax(0); !errors.Is(err, ErrBadLimit) {
 		t.Errorf("SetMax(0) = %v, want ErrBadLimit", err)
 	}
 	if err := c.SetBurst(-1); !errors.Is(err, ErrBadBurst) {
 		t.Errorf("SetBurst(-1) = %v, want ErrBadBurst", err)
 	}
-	g, _ := NewGCRA(d, 1, 1)
+	g, _ := NewGCRA(d, "t", 1, 1)
 	if _, err := g.AllowN(context.Background(), "k", -1); !errors.Is(err, ErrBadLimit) {
 		t.Errorf("AllowN(-1) = %v, want ErrBadLimit", err)
 	}
@@ -73,12 +73,12 @@ func TestConstructorsRejectBadInput(t *testing.T) {
 // TTL as they were.
 func TestAbused(t *testing.T) {
 	d, _ := newDict(t)
-	req, _ := NewReq(d, 1, 1)
-	count, _ := NewCount(d, 1, time.Second)
-	conn, _ := NewConn(d, 1, 0, 0)
-	leased, _ := NewLeasedConn(d, 1, 0, 0, time.Second)
-	sw, _ := NewSlidingWindow(d, 1, time.Second)
-	gcra, _ := NewGCRA(d, 1, 1)
+	req, _ := NewReq(d, "t", 1, 1)
+	count, _ := NewCount(d, "t", 1, time.Second)
+	conn, _ := NewConn(d, "t", 1, 0, 0)
+	leased, _ := NewLeasedConn(d, "t", 1, 0, 0, time.Second)
+	sw, _ := NewSlidingWindow(d, "t", 1, time.Second)
+	gcra, _ := NewGCRA(d, "t", 1, 1)
 	ints := dict.Int(5)
 	foreign := map[string]dict.Value{
 		"bytes(3)":  dict.String("abc"),
@@ -91,6 +91,7 @@ func TestAbused(t *testing.T) {
 	ctx := context.Background()
 	type call struct {
 		name string
+		l    Limiter
 		fn   func(key string) error
 		// ok lists the kinds the limiter accepts.
 		ok func(v dict.Value) bool
@@ -102,24 +103,24 @@ func TestAbused(t *testing.T) {
 	uncommit := func(l Limiter) func(string) error { return func(k string) error { return l.Uncommit(ctx, k) } }
 	never := func(dict.Value) bool { return false }
 	calls := []call{
-		{"Req.Incoming", incoming(req, true), never},
-		{"Req.dry", incoming(req, false), never},
-		{"Req.Uncommit", uncommit(req), never},
-		{"Count.Incoming", incoming(count, true), isNum},
-		{"Count.dry", incoming(count, false), isNum},
-		{"Count.Uncommit", uncommit(count), isNum},
-		{"Conn.Incoming", incoming(conn, true), isNum},
-		{"Conn.dry", incoming(conn, false), isNum},
-		{"Conn.Uncommit", uncommit(conn), isNum},
-		{"LeasedConn.Incoming", incoming(leased, true), never},
-		{"LeasedConn.dry", incoming(leased, false), never},
-		{"LeasedConn.Uncommit", uncommit(leased), never},
-		{"SlidingWindow.Incoming", incoming(sw, true), never},
-		{"SlidingWindow.dry", incoming(sw, false), never},
-		{"SlidingWindow.Uncommit", uncommit(sw), never},
-		{"GCRA.Incoming", incoming(gcra, true), func(v dict.Value) bool { return v.Kind() == dict.KindInt }},
-		{"GCRA.dry", incoming(gcra, false), func(v dict.Value) bool { return v.Kind() == dict.KindInt }},
-		{"GCRA.Uncommit", uncommit(gcra), func(v dict.Value) bool { return v.Kind() == dict.KindInt }},
+		{"Req.Incoming", req, incoming(req, true), never},
+		{"Req.dry", req, incoming(req, false), never},
+		{"Req.Uncommit", req, uncommit(req), never},
+		{"Count.Incoming", count, incoming(count, true), isNum},
+		{"Count.dry", count, incoming(count, false), isNum},
+		{"Count.Uncommit", count, uncommit(count), isNum},
+		{"Conn.Incoming", conn, incoming(conn, true), isNum},
+		{"Conn.dry", conn, incoming(conn, false), isNum},
+		{"Conn.Uncommit", conn, uncommit(conn), isNum},
+		{"LeasedConn.Incoming", leased, incoming(leased, true), never},
+		{"LeasedConn.dry", leased, incoming(leased, false), never},
+		{"LeasedConn.Uncommit", leased, uncommit(leased), never},
+		{"SlidingWindow.Incoming", sw, incoming(sw, true), never},
+		{"SlidingWindow.dry", sw, incoming(sw, false), never},
+		{"SlidingWindow.Uncommit", sw, uncommit(sw), never},
+		{"GCRA.Incoming", gcra, incoming(gcra, true), func(v dict.Value) bool { return v.Kind() == dict.KindInt }},
+		{"GCRA.dry", gcra, incoming(gcra, false), func(v dict.Value) bool { return v.Kind() == dict.KindInt }},
+		{"GCRA.Uncommit", gcra, uncommit(gcra), func(v dict.Value) bool { return v.Kind() == dict.KindInt }},
 	}
 	for _, c := range calls {
 		for name, v := range foreign {
@@ -127,24 +128,26 @@ func TestAbused(t *testing.T) {
 				continue
 			}
 			t.Run(c.name+"/"+name, func(t *testing.T) {
-				if _, err := d.Set("k", v, time.Hour, 7); err != nil {
+				zk := zoneKey(c.l, "k")
+				if _, err := d.Set(zk, v, time.Hour, 7); err != nil {
 					t.Fatal(err)
 				}
 				if err := c.fn("k"); !errors.Is(err, ErrAbused) {
 					t.Errorf("err = %v, want ErrAbused", err)
 				}
-				if got, flags, err := d.Get("k"); err != nil || !got.Equal(v) || flags != 7 {
+				if got, flags, err := d.Get(zk); err != nil || !got.Equal(v) || flags != 7 {
 					t.Errorf("value afterwards = %v, flags %d, %v; want %v, flags 7 unchanged", got, flags, err, v)
 				}
-				if ttl, err := d.TTL("k"); err != nil || ttl <= 0 {
+				if ttl, err := d.TTL(zk); err != nil || ttl <= 0 {
 					t.Errorf("TTL afterwards = %v, %v; want the hour it had", ttl, err)
 				}
 			})
 		}
 		t.Run(c.name+"/list", func(t *testing.T) {
-			d.Delete("k")
-			d.RPush("k", ints)
-			defer d.Delete("k")
+			zk := zoneKey(c.l, "k")
+			d.Delete(zk)
+			d.RPush(zk, ints)
+			defer d.Delete(zk)
 			if err := c.fn("k"); !errors.Is(err, ErrAbused) {
 				t.Errorf("err = %v, want ErrAbused", err)
 			}
@@ -191,11 +194,11 @@ func hostileValues() []hostileValue {
 func TestBadState(t *testing.T) {
 	d, _ := newDict(t)
 	ctx := context.Background()
-	req, _ := NewReq(d, 1, 1)
-	count, _ := NewCount(d, 10, time.Minute)
-	conn, _ := NewConn(d, 10, 0, 0)
-	sw, _ := NewSlidingWindow(d, 10, time.Minute)
-	gcra, _ := NewGCRA(d, 10, 10)
+	req, _ := NewReq(d, "t", 1, 1)
+	count, _ := NewCount(d, "t", 10, time.Minute)
+	conn, _ := NewConn(d, "t", 10, 0, 0)
+	sw, _ := NewSlidingWindow(d, "t", 10, time.Minute)
+	gcra, _ := NewGCRA(d, "t", 10, 10)
 	// decides lists the values each limiter can have written.
 	numbers := map[string]bool{"5e15": true, "5e15 int": true}
 	limiters := []struct {
@@ -222,10 +225,11 @@ func TestBadState(t *testing.T) {
 		for _, hv := range hostileValues() {
 			for _, c := range calls {
 				t.Run(lt.name+"/"+hv.name+"/"+c.name, func(t *testing.T) {
-					d.Delete("k")
+					zk := zoneKey(lt.l, "k")
+					d.Delete(zk)
 					if hv.list {
-						d.RPush("k", dict.Int(1))
-					} else if _, err := d.Set("k", hv.v, time.Hour, 7); err != nil {
+						d.RPush(zk, dict.Int(1))
+					} else if _, err := d.Set(zk, hv.v, time.Hour, 7); err != nil {
 						t.Fatal(err)
 					}
 					dec, err := c.fn(lt.l)
@@ -240,12 +244,12 @@ func TestBadState(t *testing.T) {
 						t.Fatalf("= %+v, %v; want ErrBadState and the zero Decision", dec, err)
 					}
 					if hv.list {
-						if n, err := d.LLen("k"); err != nil || n != 1 {
+						if n, err := d.LLen(zk); err != nil || n != 1 {
 							t.Errorf("list afterwards: %d elements, %v; want it unchanged", n, err)
 						}
 						return
 					}
-					if got, flags, err := d.Get("k"); err != nil || !got.Equal(hv.v) || flags != 7 {
+					if got, flags, err := d.Get(zk); err != nil || !got.Equal(hv.v) || flags != 7 {
 						t.Errorf("value afterwards = %v, flags %d, %v; want %v, flags 7, unchanged", got, flags, err, hv.v)
 					}
 				})
@@ -253,12 +257,12 @@ func TestBadState(t *testing.T) {
 		}
 	}
 	// A count of 5e15 is a count: 5e15−1 left after a commit.
-	d.Set("k", dict.Float(5e15), time.Hour, 0)
+	d.Set(zoneKey(count, "k"), dict.Float(5e15), time.Hour, 0)
 	if dec, err := count.Incoming(ctx, "k", true); err != nil || !dec.Allowed || dec.Remaining != 5e15-1 {
 		t.Errorf("Count on 5e15 = %+v, %v; want allowed with 5e15−1 left", dec, err)
 	}
 	// Conn's Leaving is checked too.
-	d.Set("k", dict.Float(math.NaN()), 0, 0)
+	d.Set(zoneKey(conn, "k"), dict.Float(math.NaN()), 0, 0)
 	if _, err := conn.Leaving(ctx, "k", 0); !errors.Is(err, ErrBadState) {
 		t.Errorf("Conn.Leaving on NaN: %v, want ErrBadState", err)
 	}
@@ -282,9 +286,9 @@ func TestStateContents(t *testing.T) {
 	ctx := context.Background()
 	now := clk.now()
 	nowNs := now * int64(time.Millisecond)
-	set := func(v dict.Value) {
+	set := func(l Limiter, v dict.Value) {
 		t.Helper()
-		if _, err := d.Set("k", v, 0, 0); err != nil {
+		if _, err := d.Set(zoneKey(l, "k"), v, 0, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -298,10 +302,10 @@ func TestStateContents(t *testing.T) {
 		putSW(b[:], s)
 		return dict.Bytes(b[:])
 	}
-	req, _ := NewReq(d, 1, 2e7)
-	sw, _ := NewSlidingWindow(d, 10, time.Second)
+	req, _ := NewReq(d, "t", 1, 2e7)
+	sw, _ := NewSlidingWindow(d, "t", 10, time.Second)
 	win := now / 1000
-	gcra, _ := NewGCRA(d, 1000, 1000)
+	gcra, _ := NewGCRA(d, "t", 1000, 1000)
 	const year = int64(365 * 24 * time.Hour)
 	tests := []struct {
 		name string
@@ -347,13 +351,13 @@ func TestStateContents(t *testing.T) {
 				name = tt.name + "/dry"
 			}
 			t.Run(name, func(t *testing.T) {
-				set(tt.v)
+				set(tt.l, tt.v)
 				dec, err := tt.l.Incoming(ctx, "k", commit)
 				if tt.bad {
 					if !errors.Is(err, ErrBadState) || errors.Is(err, ErrAbused) {
 						t.Fatalf("= %+v, %v; want ErrBadState (not ErrAbused)", dec, err)
 					}
-					if got, _, err := d.Get("k"); err != nil || !got.Equal(tt.v) {
+					if got, _, err := d.Get(zoneKey(tt.l, "k")); err != nil || !got.Equal(tt.v) {
 						t.Errorf("value afterwards = %v, %v; want it unchanged", got, err)
 					}
 					if err := tt.l.Uncommit(ctx, "k"); !errors.Is(err, ErrBadState) {
@@ -374,7 +378,7 @@ func TestStateContents(t *testing.T) {
 	// AllowN of any n on a TAT GCRA can have written.
 	for _, tat := range []int64{0, nowNs, nowNs + 50*year} {
 		for _, n := range []int64{0, 1, 1000, math.MaxInt64} {
-			set(dict.Int(tat))
+			set(gcra, dict.Int(tat))
 			if dec, err := gcra.AllowN(ctx, "k", n); err != nil || dec.RetryAfter < 0 || dec.ResetAfter < 0 {
 				t.Errorf("GCRA.AllowN(%d) on TAT %d = %+v, %v", n, tat, dec, err)
 			}
@@ -382,13 +386,13 @@ func TestStateContents(t *testing.T) {
 	}
 	// A leased Conn's records with extreme slot counts: no panic.
 	var b [MaxHolders * leaseSize]byte
-	leased, _ := NewLeasedConn(d, 3, 0, 0, time.Minute)
+	leased, _ := NewLeasedConn(d, "t", 3, 0, 0, time.Minute)
 	far := now + int64(time.Hour/time.Millisecond)
 	for _, slots := range []int64{math.MaxInt64, math.MinInt64, -1} {
 		for i := range MaxHolders {
 			putLease(b[i*leaseSize:], lease{holder: uint64(i), slots: slots, expiry: far})
 		}
-		set(dict.Bytes(b[:]))
+		set(leased, dict.Bytes(b[:]))
 		if _, err := leased.Incoming(ctx, "k", true); err != nil && !errors.Is(err, ErrTooManyHolders) {
 			t.Errorf("leased Incoming on %d-slot records: %v", slots, err)
 		}

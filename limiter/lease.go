@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,11 +47,11 @@ var leaseBufs = sync.Pool{New: func() any { return new([MaxHolders * leaseSize]b
 
 // NewLeasedConn is NewConn with leases: slots of a holder that stops
 // writing the key and renewing (a killed process) come back within lease.
-// Every process sharing a key must use the same kind of Conn: a plain Conn
-// finds a leased key's value ErrAbused, and the reverse. Errors: those of
-// NewConn, and ErrBadDelay for a lease shorter than a millisecond.
-func NewLeasedConn(d *dict.Dict, max, burst int64, delay, lease time.Duration) (*Conn, error) {
-	c, err := NewConn(d, max, burst, delay)
+// A leased Conn is a kind of its own (names.go): it never shares a key with
+// a plain Conn of the same name, whose value it could not read. Errors:
+// those of NewConn, and ErrBadDelay for a lease shorter than a millisecond.
+func NewLeasedConn(d *dict.Dict, name string, max, burst int64, delay, lease time.Duration) (*Conn, error) {
+	c, err := newConn(d, kindLeasedConn, name, max, burst, delay)
 	if err != nil {
 		return nil, err
 	}
@@ -74,17 +75,19 @@ type leaseEdit struct {
 	rejected bool
 }
 
-// edit rewrites key's records at now under the shard lock: it drops dead
-// records, adds delta (+1 or −1) to this holder's slots unless the result
-// would pass limit or go negative, renews the holder's lease when it holds
-// slots, and stores the live records (or deletes the key when none is
+// edit rewrites c's key's records at now under the shard lock: it drops
+// dead records, adds delta (+1 or −1) to this holder's slots unless the
+// result would pass limit or go negative, renews the holder's lease when it
+// holds slots, and stores the live records (or deletes the key when none is
 // left). With delta 0 it only renews.
-func (ls *leases) edit(d *dict.Dict, key string, now, delta, limit int64) (leaseEdit, error) {
+func (ls *leases) edit(c *Conn, key string, now, delta, limit int64) (leaseEdit, error) {
 	buf := leaseBufs.Get().(*[MaxHolders * leaseSize]byte)
 	defer leaseBufs.Put(buf)
+	var kb keyBuf
+	zk := c.key(&kb, key)
 	var e leaseEdit
-	err := d.Update(key, func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
-		e = leaseEdit{} // fn may run twice (dict.Update): each call starts afresh
+	fn := func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
+		e = leaseEdit{} // fn may run twice (dict.Update), and again on a retry: each call starts afresh
 		var b []byte
 		if found {
 			if !validLeases(cur) {
@@ -115,15 +118,19 @@ func (ls *leases) edit(d *dict.Dict, key string, now, delta, limit int64) (lease
 			return cur, 0, false
 		}
 		return dict.Bytes(buf[:n]), time.Duration(ttlOf(buf[:n], now)) * time.Millisecond, true
-	})
+	}
+	forcible, err := c.d.UpdateForcible(zk, fn)
+	if forcible || err != nil {
+		err = c.settle(c.d, forcible, err, func() (bool, error) { return c.d.UpdateForcible(zk, fn) })
+	}
 	if err != nil {
-		return e, dictErr(key, err)
+		return e, dictErr(zk, err)
 	}
 	if e.bad.found() {
-		return e, e.bad.err(key)
+		return e, e.bad.err(zk)
 	}
 	if e.tooMany {
-		return e, fmt.Errorf("%w: key %q", ErrTooManyHolders, key)
+		return e, fmt.Errorf("%w: key %q", ErrTooManyHolders, strings.Clone(zk))
 	}
 	return e, nil
 }
@@ -171,7 +178,8 @@ func (ls *leases) incoming(c *Conn, now int64, key string, commit bool) (Decisio
 	if !commit {
 		buf := leaseBufs.Get().(*[MaxHolders * leaseSize]byte)
 		defer leaseBufs.Put(buf)
-		v, _, err := read(c.d, key, buf[:], validLeases)
+		var kb keyBuf
+		v, _, err := read(c.d, c.key(&kb, key), buf[:], validLeases)
 		if err != nil {
 			return Decision{}, err
 		}
@@ -181,7 +189,7 @@ func (ls *leases) incoming(c *Conn, now int64, key string, commit bool) (Decisio
 		}
 		return c.decide(float64(total+1), limit, false), nil
 	}
-	e, err := ls.edit(c.d, key, now, 1, limit)
+	e, err := ls.edit(c, key, now, 1, limit)
 	if err != nil {
 		return Decision{}, err
 	}
@@ -196,7 +204,7 @@ func (ls *leases) incoming(c *Conn, now int64, key string, commit bool) (Decisio
 
 // leave is Conn.Leaving with leases.
 func (ls *leases) leave(c *Conn, now int64, key string) (int64, error) {
-	e, err := ls.edit(c.d, key, now, -1, 0)
+	e, err := ls.edit(c, key, now, -1, 0)
 	if err != nil {
 		return 0, err
 	}
@@ -230,7 +238,7 @@ func (c *Conn) Renew(ctx context.Context) error {
 	now := c.d.Now()
 	var first error
 	for _, k := range keys {
-		e, err := ls.edit(c.d, k, now, 0, 0)
+		e, err := ls.edit(c, k, now, 0, 0)
 		if err == nil && e.own <= 0 {
 			ls.mu.Lock()
 			delete(ls.held, k) // expired: nothing left to renew

@@ -13,8 +13,8 @@ func TestLeaseRenew(t *testing.T) {
 		name := map[bool]string{true: "renewed", false: "not renewed"}[renew]
 		t.Run(name, func(t *testing.T) {
 			d, clk := newDict(t)
-			holder, _ := NewLeasedConn(d, 1, 0, 0, lease)
-			other, _ := NewLeasedConn(d, 1, 0, 0, lease)
+			holder, _ := NewLeasedConn(d, "t", 1, 0, 0, lease)
+			other, _ := NewLeasedConn(d, "t", 1, 0, 0, lease)
 			ctx := context.Background()
 			allowed := func(at int64) bool {
 				t.Helper()
@@ -61,7 +61,7 @@ func TestLeaseHolders(t *testing.T) {
 	ctx := context.Background()
 	conns := make([]*Conn, MaxHolders+1)
 	for i := range conns {
-		conns[i], _ = NewLeasedConn(d, 1000, 0, 0, time.Minute)
+		conns[i], _ = NewLeasedConn(d, "t", 1000, 0, 0, time.Minute)
 	}
 	for i, c := range conns[:MaxHolders] {
 		for range 2 {

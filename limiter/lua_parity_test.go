@@ -246,7 +246,7 @@ func TestLuaParityReq(t *testing.T) {
 	for seq := range 400 {
 		rate, burst := parityRate(r), parityBurst(r)
 		back := seq%4 == 3 // a sequence with earlier stamps
-		l, err := NewReq(d, rate, burst)
+		l, err := NewReq(d, "t", rate, burst)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -280,7 +280,7 @@ func TestLuaParityReq(t *testing.T) {
 				}
 			}
 			want, wantFound := lua.recs[key]
-			v, _, err := d.Get(key)
+			v, _, err := d.Get(zoneKey(l, key))
 			found := err == nil
 			if err != nil && !errors.Is(err, dict.ErrNotFound) {
 				t.Fatal(err)
@@ -315,7 +315,7 @@ func TestLuaParityReqIssue(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.rate, tt.at), func(t *testing.T) {
 			d, clk := newDict(t)
-			l, _ := NewReq(d, tt.rate, 1)
+			l, _ := NewReq(d, "t", tt.rate, 1)
 			lua := newLuaReq(tt.rate, 1, false)
 			for i, at := range tt.at {
 				clk.at(at)
@@ -324,7 +324,7 @@ func TestLuaParityReqIssue(t *testing.T) {
 					t.Fatal(err)
 				}
 				_, _, rej := lua.incoming("k", true, t0+at)
-				v, _, _ := d.Get("k")
+				v, _, _ := d.Get(zoneKey(l, "k"))
 				s := getReq(v.Bytes())
 				if rej != (tt.stored[i] < 0) {
 					t.Fatalf("call %d at +%d ms: the rendering of the Lua module rejected %v, want %v", i, at, rej, tt.stored[i] < 0)
@@ -355,7 +355,7 @@ func TestLuaParityCount(t *testing.T) {
 	for seq := range 300 {
 		limit := int64(1 + r.IntN(6))
 		window := time.Duration(100+r.IntN(2900)) * time.Millisecond
-		l, err := NewCount(d, limit, window)
+		l, err := NewCount(d, "t", limit, window)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -369,12 +369,12 @@ func TestLuaParityCount(t *testing.T) {
 			switch op := r.IntN(12); {
 			case op == 0: // a Lua writer's set
 				v := parityFrac(r)
-				if _, err := d.Set(key, dict.Float(v), window, 0); err != nil {
+				if _, err := d.Set(zoneKey(l, key), dict.Float(v), window, 0); err != nil {
 					t.Fatal(err)
 				}
 				lua.sh.set(key, v, window, now)
 			case op == 1: // IncrFloat, as dict:incr on a float
-				_, err := d.IncrFloat(key, 0.5)
+				_, err := d.IncrFloat(zoneKey(l, key), 0.5)
 				if _, ok := lua.sh.incr(key, 0.5, nil, 0, now); ok != (err == nil) {
 					t.Fatalf("%s: IncrFloat(%q) = %v, Lua found %v", what, key, err, ok)
 				}
@@ -400,7 +400,7 @@ func TestLuaParityCount(t *testing.T) {
 				}
 			}
 			want, wantFound := lua.sh.get(key, now)
-			have, found := storedNum(t, d, key)
+			have, found := storedNum(t, d, zoneKey(l, key))
 			if found != wantFound || math.Float64bits(have) != math.Float64bits(want) {
 				t.Fatalf("%s: stored %v (found %v); Lua stores %v (found %v)", what, have, found, want, wantFound)
 			}
@@ -418,7 +418,7 @@ func TestLuaParityConn(t *testing.T) {
 	for seq := range 300 {
 		max, burst := int64(1+r.IntN(4)), int64(r.IntN(4))
 		unit := time.Duration(1+r.IntN(500)) * time.Millisecond
-		l, err := NewConn(d, max, burst, unit)
+		l, err := NewConn(d, "t", max, burst, unit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -429,12 +429,12 @@ func TestLuaParityConn(t *testing.T) {
 			switch op := r.IntN(12); {
 			case op == 0:
 				v := parityFrac(r)
-				if _, err := d.Set(key, dict.Float(v), 0, 0); err != nil {
+				if _, err := d.Set(zoneKey(l, key), dict.Float(v), 0, 0); err != nil {
 					t.Fatal(err)
 				}
 				lua.sh.set(key, v, 0, 0)
 			case op == 1:
-				_, err := d.IncrFloat(key, 0.5)
+				_, err := d.IncrFloat(zoneKey(l, key), 0.5)
 				if _, ok := lua.sh.incr(key, 0.5, nil, 0, 0); ok != (err == nil) {
 					t.Fatalf("%s: IncrFloat(%q) = %v, Lua found %v", what, key, err, ok)
 				}
@@ -461,7 +461,7 @@ func TestLuaParityConn(t *testing.T) {
 				}
 			}
 			want, wantFound := lua.sh.get(key, 0)
-			have, found := storedNum(t, d, key)
+			have, found := storedNum(t, d, zoneKey(l, key))
 			if found != wantFound || math.Float64bits(have) != math.Float64bits(want) {
 				t.Fatalf("%s: stored %v (found %v); Lua stores %v (found %v)", what, have, found, want, wantFound)
 			}

@@ -18,11 +18,11 @@ func TestModel(t *testing.T) {
 	r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
 	d, clk := newDict(t)
 	ctx := context.Background()
-	req, _ := NewReq(d, 3, 2)
-	count, _ := NewCount(d, 4, 900*time.Millisecond)
-	conn, _ := NewConn(d, 2, 2, time.Second)
-	gcra, _ := NewGCRA(d, 3, 4) // T = 333,333,333 ns: TATs off the ms grid
-	sw, _ := NewSlidingWindow(d, 5, 700*time.Millisecond)
+	req, _ := NewReq(d, "t", 3, 2)
+	count, _ := NewCount(d, "t", 4, 900*time.Millisecond)
+	conn, _ := NewConn(d, "t", 2, 2, time.Second)
+	gcra, _ := NewGCRA(d, "t", 3, 4) // T = 333,333,333 ns: TATs off the ms grid
+	sw, _ := NewSlidingWindow(d, "t", 5, 700*time.Millisecond)
 	m := newModel()
 	now := int64(0)
 	for i := range 20000 {

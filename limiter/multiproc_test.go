@@ -81,7 +81,7 @@ func TestCountAcrossProcesses(t *testing.T) {
 	if got := allowed.Load(); got != limit {
 		t.Errorf("allowed %d of %d calls in %d processes, want exactly %d", got, procs*calls, procs, limit)
 	}
-	if v, _, err := d.Get("shared"); err != nil || v.Int() != limit-procs*calls {
+	if v, _, err := d.Get("count|t|shared"); err != nil || v.Int() != limit-procs*calls {
 		t.Errorf("stored %v, %v; want %d", v, err, limit-procs*calls)
 	}
 	if err := d.Check(); err != nil {
@@ -99,7 +99,7 @@ func helperCount(args []string) error {
 	defer d.Close()
 	calls, _ := strconv.Atoi(args[1])
 	limit, _ := strconv.ParseInt(args[2], 10, 64)
-	l, err := NewCount(d, limit, time.Hour)
+	l, err := NewCount(d, "t", limit, time.Hour)
 	if err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func helperReqRounds(args []string) error {
 		return err
 	}
 	defer d.Close()
-	l, err := NewReq(d, 100, 0)
+	l, err := NewReq(d, "t", 100, 0)
 	if err != nil {
 		return err
 	}
@@ -249,7 +249,7 @@ func TestConnHolderKilled(t *testing.T) {
 			if try(time.Hour) {
 				t.Errorf("a slot came back without leases; the documented leak is gone: update the docs")
 			}
-			if v, _, err := d.Get("k"); err != nil || v.Int() != 2 {
+			if v, _, err := d.Get(zoneKey(l, "k")); err != nil || v.Int() != 2 {
 				t.Errorf("stored %v, %v; want the 2 leaked slots", v, err)
 			}
 		})
@@ -259,9 +259,9 @@ func TestConnHolderKilled(t *testing.T) {
 // newHoldConn is TestConnHolderKilled's Conn: max 2, no burst.
 func newHoldConn(d *dict.Dict, leased bool, lease time.Duration) (*Conn, error) {
 	if leased {
-		return NewLeasedConn(d, 2, 0, 0, lease)
+		return NewLeasedConn(d, "t", 2, 0, 0, lease)
 	}
-	return NewConn(d, 2, 0, 0)
+	return NewConn(d, "t", 2, 0, 0)
 }
 
 // helperConnHold: path leased clock. Takes both slots of key "k" at clock

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/shmzone/shmzone/dict"
@@ -24,18 +25,24 @@ import (
 // the one difference doc.go states: a decision stamped earlier than the
 // stored one leaks nothing.
 type Req struct {
+	space
 	d      *dict.Dict
 	rateM  float64 // milli-requests per second: rate*1000, as the Lua new()
 	burstM float64 // milli-requests: burst*1000
 }
 
-// NewReq returns a leaky bucket over d that drains rate requests per second
-// and lets burst requests wait; the first request of a key always passes.
-// Errors: ErrNilDict, ErrBadRate for a rate that is not positive and
-// finite, ErrBadBurst for a negative or non-finite burst.
-func NewReq(d *dict.Dict, rate, burst float64) (*Req, error) {
+// NewReq returns a leaky bucket named name over d (names.go) that drains
+// rate requests per second and lets burst requests wait; the first request
+// of a key always passes. Errors: ErrNilDict, ErrBadName, ErrBadRate for a
+// rate that is not positive and finite, ErrBadBurst for a negative or
+// non-finite burst.
+func NewReq(d *dict.Dict, name string, rate, burst float64) (*Req, error) {
 	if d == nil {
 		return nil, ErrNilDict
+	}
+	sp, err := newSpace(kindReq, name)
+	if err != nil {
+		return nil, err
 	}
 	if err := checkRate(rate); err != nil {
 		return nil, err
@@ -43,7 +50,7 @@ func NewReq(d *dict.Dict, rate, burst float64) (*Req, error) {
 	if !(burst >= 0) || math.IsInf(burst*1000, 0) {
 		return nil, fmt.Errorf("%w: %v", ErrBadBurst, burst)
 	}
-	return &Req{d: d, rateM: rate * 1000, burstM: burst * 1000}, nil
+	return &Req{space: sp, d: d, rateM: rate * 1000, burstM: burst * 1000}, nil
 }
 
 // checkRate validates a rate in requests per second.
@@ -85,10 +92,12 @@ func (l *Req) incomingAt(now int64, key string, commit bool) (Decision, error) {
 // request, and whether it is allowed; a commit stores it when it is.
 func (l *Req) step(ms int64, key string, commit bool) (excess float64, ok bool, err error) {
 	now := luaMs(ms)
+	var kb keyBuf
+	zk := l.key(&kb, key)
 	if !commit {
 		buf := bufs.Get().(*[bufSize]byte)
 		defer bufs.Put(buf)
-		v, found, err := read(l.d, key, buf[:], isReqState)
+		v, found, err := read(l.d, zk, buf[:], isReqState)
 		if err != nil || !found {
 			return 0, err == nil, err
 		}
@@ -97,7 +106,7 @@ func (l *Req) step(ms int64, key string, commit bool) (excess float64, ok bool, 
 	}
 	// The state changes in place under the shard lock: nothing is copied,
 	// and a rejection writes nothing.
-	err = l.d.Mutate(key, reqSize, 0, func(b []byte, found bool) bool {
+	fn := func(b []byte, found bool) bool {
 		var s reqState
 		if found {
 			s = getReq(b)
@@ -113,9 +122,13 @@ func (l *Req) step(ms int64, key string, commit bool) (excess float64, ok bool, 
 			putReq(b, reqState{excess: truncExcess(excess), last: last})
 		}
 		return ok
-	})
+	}
+	forcible, err := l.d.MutateForcible(zk, reqSize, 0, fn)
+	if forcible || err != nil {
+		err = l.settle(l.d, forcible, err, func() (bool, error) { return l.d.MutateForcible(zk, reqSize, 0, fn) })
+	}
 	if err != nil {
-		return 0, false, dictErr(key, err)
+		return 0, false, dictErr(zk, err)
 	}
 	return excess, ok, nil
 }
@@ -222,9 +235,12 @@ func truncExcess(excess float64) uint64 {
 func (l *Req) Uncommit(ctx context.Context, key string) error {
 	buf := bufs.Get().(*[bufSize]byte)
 	defer bufs.Put(buf)
+	var kb keyBuf
+	zk := l.key(&kb, key)
 	var bad foreign
 	missing := false
-	err := l.d.Update(key, func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
+	fn := func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
+		missing, bad = false, foreign{}
 		switch {
 		case !found:
 			missing = true
@@ -237,14 +253,18 @@ func (l *Req) Uncommit(ctx context.Context, key string) error {
 		s.excess -= min(s.excess, 1000)
 		putReq(buf[:], s)
 		return dict.Bytes(buf[:reqSize]), 0, true
-	})
+	}
+	forcible, err := l.d.UpdateForcible(zk, fn)
+	if forcible || err != nil {
+		err = l.settle(l.d, forcible, err, func() (bool, error) { return l.d.UpdateForcible(zk, fn) })
+	}
 	switch {
 	case err != nil:
-		return dictErr(key, err)
+		return dictErr(zk, err)
 	case missing:
-		return fmt.Errorf("limiter: uncommit %q: %w", key, ErrNotFound)
+		return fmt.Errorf("limiter: uncommit %q: %w", strings.Clone(zk), ErrNotFound)
 	case bad.found():
-		return bad.err(key)
+		return bad.err(zk)
 	}
 	return nil
 }

@@ -26,18 +26,24 @@ import (
 // reject early instead. The arithmetic is in integer milliseconds: no
 // rounding.
 type SlidingWindow struct {
+	space
 	d     *dict.Dict
 	limit int64
 	w     int64 // window in ms
 }
 
-// NewSlidingWindow returns a sliding window over d of limit requests per
-// window; the window is truncated to whole milliseconds. Errors:
-// ErrNilDict, ErrBadLimit for a limit below 1, ErrBadWindow for a window
-// shorter than a millisecond or one for which limit·window overflows.
-func NewSlidingWindow(d *dict.Dict, limit int64, window time.Duration) (*SlidingWindow, error) {
+// NewSlidingWindow returns a sliding window named name over d (names.go)
+// of limit requests per window; the window is truncated to whole
+// milliseconds. Errors: ErrNilDict, ErrBadName, ErrBadLimit for a limit
+// below 1, ErrBadWindow for a window shorter than a millisecond or one for
+// which limit·window overflows.
+func NewSlidingWindow(d *dict.Dict, name string, limit int64, window time.Duration) (*SlidingWindow, error) {
 	if d == nil {
 		return nil, ErrNilDict
+	}
+	sp, err := newSpace(kindSW, name)
+	if err != nil {
+		return nil, err
 	}
 	if limit < 1 {
 		return nil, fmt.Errorf("%w: %d", ErrBadLimit, limit)
@@ -46,7 +52,7 @@ func NewSlidingWindow(d *dict.Dict, limit int64, window time.Duration) (*Sliding
 	if w < 1 || limit > math.MaxInt64/4/w {
 		return nil, fmt.Errorf("%w: %v for a limit of %d", ErrBadWindow, window, limit)
 	}
-	return &SlidingWindow{d: d, limit: limit, w: w}, nil
+	return &SlidingWindow{space: sp, d: d, limit: limit, w: w}, nil
 }
 
 // Policy returns limit requests per window.
@@ -70,14 +76,16 @@ func (l *SlidingWindow) incomingAt(now int64, key string, commit bool) (Decision
 	defer bufs.Put(buf)
 	win := floorDiv(now, l.w)
 	elapsed := min(now-win*l.w, l.w)
+	var kb keyBuf
+	zk := l.key(&kb, key)
 	var pre swState // the state the request is decided on
 	if !commit {
-		v, found, err := read(l.d, key, buf[:], isSWState)
+		v, found, err := read(l.d, zk, buf[:], isSWState)
 		if err != nil {
 			return Decision{}, err
 		}
 		if bad := checkSW(v, now, l.w); found && bad.found() {
-			return Decision{}, bad.err(key)
+			return Decision{}, bad.err(zk)
 		}
 		if found {
 			pre = getSW(v.Bytes())
@@ -86,7 +94,7 @@ func (l *SlidingWindow) incomingAt(now int64, key string, commit bool) (Decision
 		return l.decide(pre, elapsed, false), nil
 	}
 	var bad foreign
-	err := l.d.Update(key, func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
+	fn := func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
 		var s swState
 		if found {
 			if bad = checkSW(cur, now, l.w); bad.found() {
@@ -107,12 +115,16 @@ func (l *SlidingWindow) incomingAt(now int64, key string, commit bool) (Decision
 		}
 		putSW(buf[:], s)
 		return dict.Bytes(buf[:swSize]), time.Duration(ttl) * time.Millisecond, true
-	})
+	}
+	forcible, err := l.d.UpdateForcible(zk, fn)
+	if forcible || err != nil {
+		err = l.settle(l.d, forcible, err, func() (bool, error) { return l.d.UpdateForcible(zk, fn) })
+	}
 	if err != nil {
-		return Decision{}, dictErr(key, err)
+		return Decision{}, dictErr(zk, err)
 	}
 	if bad.found() {
-		return Decision{}, bad.err(key)
+		return Decision{}, bad.err(zk)
 	}
 	return l.decide(pre, elapsed, true), nil
 }
@@ -204,8 +216,10 @@ func (l *SlidingWindow) Uncommit(ctx context.Context, key string) error {
 	win := floorDiv(now, l.w)
 	buf := bufs.Get().(*[bufSize]byte)
 	defer bufs.Put(buf)
+	var kb keyBuf
+	zk := l.key(&kb, key)
 	var bad foreign
-	err := l.d.Update(key, func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
+	fn := func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
 		if !found {
 			return cur, 0, false
 		}
@@ -220,12 +234,16 @@ func (l *SlidingWindow) Uncommit(ctx context.Context, key string) error {
 		}
 		putSW(buf[:], s)
 		return dict.Bytes(buf[:swSize]), time.Duration(ttl) * time.Millisecond, true
-	})
+	}
+	forcible, err := l.d.UpdateForcible(zk, fn)
+	if forcible || err != nil {
+		err = l.settle(l.d, forcible, err, func() (bool, error) { return l.d.UpdateForcible(zk, fn) })
+	}
 	if err != nil {
-		return dictErr(key, err)
+		return dictErr(zk, err)
 	}
 	if bad.found() {
-		return bad.err(key)
+		return bad.err(zk)
 	}
 	return nil
 }

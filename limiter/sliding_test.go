@@ -39,7 +39,7 @@ func TestSlidingWindowSteps(t *testing.T) {
 		{at: 4000, op: "c", left: 2, reset: 2000},
 	}
 	d, clk := newDict(t)
-	l, err := NewSlidingWindow(d, 3, time.Second)
+	l, err := NewSlidingWindow(d, "t", 3, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestSlidingWindowSteps(t *testing.T) {
 				want.Allowed, want.State, floorCount(s.left), want.RetryAfter, want.ResetAfter)
 		}
 	}
-	if ttl, err := d.TTL("k"); err != nil || ttl != 2*time.Second {
+	if ttl, err := d.TTL(zoneKey(l, "k")); err != nil || ttl != 2*time.Second {
 		t.Errorf("TTL = %v, %v; want 2s, to the end of the next window", ttl, err)
 	}
 }
@@ -67,7 +67,7 @@ func TestSlidingWindowBound(t *testing.T) {
 	const limit, w = 10, 1000
 	r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
 	d, clk := newDict(t)
-	l, _ := NewSlidingWindow(d, limit, w*time.Millisecond)
+	l, _ := NewSlidingWindow(d, "t", limit, w*time.Millisecond)
 	ctx := context.Background()
 	var admitted []int64
 	now := int64(0)
@@ -87,7 +87,7 @@ func TestSlidingWindowBound(t *testing.T) {
 	// Worst case: limit requests at the last ms of a window, then requests
 	// every ms: by the end of the next window nearly 2·limit in one window.
 	d2, clk2 := newDict(t)
-	l2, _ := NewSlidingWindow(d2, limit, w*time.Millisecond)
+	l2, _ := NewSlidingWindow(d2, "t", limit, w*time.Millisecond)
 	base := (t0/w+1)*w - t0 + w // the start of a window, after t0
 	admitted = admitted[:0]
 	for at := base + w - 1; at < base+2*w; at++ {

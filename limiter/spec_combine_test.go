@@ -14,10 +14,10 @@ import (
 func traffic(t *testing.T, clk *fakeClock, countLimit int64) ([]Limiter, []string, *dict.Dict, *dict.Dict) {
 	t.Helper()
 	reqs, conns, counts := newDictClock(t, clk), newDictClock(t, clk), newDictClock(t, clk)
-	req1, err1 := NewReq(reqs, 3, 2)
-	req2, err2 := NewReq(reqs, 2, 3)
-	conn, err3 := NewConn(conns, 4, 1, 2*time.Second)
-	count, err4 := NewCount(counts, countLimit, 100*time.Second)
+	req1, err1 := NewReq(reqs, "t", 3, 2)
+	req2, err2 := NewReq(reqs, "t", 2, 3)
+	conn, err3 := NewConn(conns, "t", 4, 1, 2*time.Second)
+	count, err4 := NewCount(counts, "t", countLimit, 100*time.Second)
 	for _, err := range []error{err1, err2, err3, err4} {
 		if err != nil {
 			t.Fatal(err)
@@ -57,10 +57,10 @@ func TestCombineVectors(t *testing.T) {
 					t.Errorf("call %d: Combine at +%d = (allowed %v, delay %v), want (%v, %v)", i+1, c.at, got.Allowed, got.Delay, !c.rej, secs(c.delay))
 				}
 			}
-			if v, _, err := conns.Get("foo"); err != nil || v.Int() != tt.conn {
+			if v, _, err := conns.Get(zoneKey(ls[2], "foo")); err != nil || v.Int() != tt.conn {
 				t.Errorf("conn on foo = %v, %v; want %d", v, err, tt.conn)
 			}
-			if v, _, err := counts.Get("bar"); err != nil || v.Int() != tt.count {
+			if v, _, err := counts.Get(zoneKey(ls[3], "bar")); err != nil || v.Int() != tt.count {
 				t.Errorf("count on bar = %v, %v; want %d", v, err, tt.count)
 			}
 		})
@@ -92,15 +92,15 @@ func TestCombinePass2Rejection(t *testing.T) {
 	// process got there between the passes): limiters 1, 2 and 4 are
 	// uncommitted, and 3 is not.
 	d, _ := newDict(t)
-	count, _ := NewCount(d, 10, time.Minute)
-	req, _ := NewReq(d, 1, 5)
+	count, _ := NewCount(d, "t", 10, time.Minute)
+	req, _ := NewReq(d, "t", 1, 5)
 	f := &fakeLimiter{rejectCommit: true}
 	last := &fakeLimiter{}
 	got, err := Combine(context.Background(), []Limiter{count, req, f, last}, []string{"c", "r", "f", "l"})
 	if err != nil || got.Allowed {
 		t.Fatalf("Combine = %+v, %v; want rejected", got, err)
 	}
-	if v, _, _ := d.Get("c"); v.Int() != 10 {
+	if v, _, _ := d.Get(zoneKey(count, "c")); v.Int() != 10 {
 		t.Errorf("count after the uncommit = %d, want 10", v.Int())
 	}
 	if s := storedReq(t, req, "r"); s.excess != 0 {
@@ -115,8 +115,8 @@ func TestCombineOneNow(t *testing.T) {
 	// The clock moves on while Combine runs; every limiter still decides
 	// at the time Combine read once.
 	d, clk := newDict(t)
-	a, _ := NewReq(d, 1, 10)
-	b, _ := NewReq(d, 1, 10)
+	a, _ := NewReq(d, "t", 1, 10)
+	b, _ := NewReq(d, "t", 1, 10)
 	ctx := context.Background()
 	a.Incoming(ctx, "a", true) // excess 0 at t0
 	b.Incoming(ctx, "b", true)
@@ -137,7 +137,7 @@ func TestCombineOneNow(t *testing.T) {
 
 func TestCombineMismatch(t *testing.T) {
 	d, _ := newDict(t)
-	c, _ := NewCount(d, 1, time.Second)
+	c, _ := NewCount(d, "t", 1, time.Second)
 	for _, tc := range []struct {
 		ls   []Limiter
 		keys []string

@@ -62,9 +62,9 @@ func TestConnVectors(t *testing.T) {
 				var l *Conn
 				var err error
 				if leased {
-					l, err = NewLeasedConn(d, v.max, v.burst, time.Second, time.Minute)
+					l, err = NewLeasedConn(d, "t", v.max, v.burst, time.Second, time.Minute)
 				} else {
-					l, err = NewConn(d, v.max, v.burst, time.Second)
+					l, err = NewConn(d, "t", v.max, v.burst, time.Second)
 				}
 				if err != nil {
 					t.Fatal(err)
@@ -118,13 +118,13 @@ func TestConnVectors(t *testing.T) {
 func inFlight(t *testing.T, l *Conn, key string) int64 {
 	t.Helper()
 	if l.lease == nil {
-		v, _, err := l.d.Get(key)
+		v, _, err := l.d.Get(zoneKey(l, key))
 		if err != nil {
 			t.Fatalf("Get(%q): %v", key, err)
 		}
 		return v.Int()
 	}
-	v, _, err := l.d.Get(key)
+	v, _, err := l.d.Get(zoneKey(l, key))
 	if err != nil {
 		return 0
 	}
@@ -134,7 +134,7 @@ func inFlight(t *testing.T, l *Conn, key string) int64 {
 
 func TestConnLeavingAdjustsDelay(t *testing.T) {
 	d, _ := newDict(t)
-	l, _ := NewConn(d, 1, 5, time.Second)
+	l, _ := NewConn(d, "t", 1, 5, time.Second)
 	ctx := context.Background()
 	l.Incoming(ctx, "foo", true)
 	if _, err := l.Leaving(ctx, "foo", 3*time.Second); err != nil {

@@ -60,7 +60,7 @@ func TestCountVectors(t *testing.T) {
 	for _, v := range vecs {
 		t.Run(v.id, func(t *testing.T) {
 			d, clk := newDict(t)
-			l, err := NewCount(d, v.limit, v.window)
+			l, err := NewCount(d, "t", v.limit, v.window)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +71,7 @@ func TestCountVectors(t *testing.T) {
 						i+1, call{s.at, s.key, s.op}, got.Allowed, got.State, got.Remaining, !s.rej, s.rem, max(s.rem, 0))
 				}
 				if s.stored != nil {
-					v, _, err := d.Get(s.key)
+					v, _, err := d.Get(zoneKey(l, s.key))
 					if err != nil || v.Int() != *s.stored {
 						t.Errorf("step %d: stored %v, %v; want %d", i+1, v, err, *s.stored)
 					}
@@ -83,18 +83,18 @@ func TestCountVectors(t *testing.T) {
 
 func TestCountUncommitMissing(t *testing.T) {
 	d, _ := newDict(t)
-	l, _ := NewCount(d, 3, time.Second)
+	l, _ := NewCount(d, "t", 3, time.Second)
 	if err := l.Uncommit(context.Background(), "nope"); err != nil {
 		t.Errorf("Uncommit(absent) = %v, want nil", err)
 	}
-	if _, _, err := d.Get("nope"); err == nil {
+	if _, _, err := d.Get(zoneKey(l, "nope")); err == nil {
 		t.Errorf("Uncommit(absent) created the key")
 	}
 }
 
 func TestCountResetAfter(t *testing.T) {
 	d, clk := newDict(t)
-	l, _ := NewCount(d, 1, 10*time.Second)
+	l, _ := NewCount(d, "t", 1, 10*time.Second)
 	ctx := context.Background()
 	if got, err := l.ResetAfter(ctx, "foo"); got != 0 || err != nil {
 		t.Errorf("ResetAfter(absent) = %v, %v; want 0, nil", got, err)

@@ -46,7 +46,7 @@ func TestGCRAVectors(t *testing.T) {
 	for _, v := range vecs {
 		t.Run(v.id, func(t *testing.T) {
 			d, clk := newDict(t)
-			l, err := NewGCRA(d, v.rate, v.burst)
+			l, err := NewGCRA(d, "t", v.rate, v.burst)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,17 +69,17 @@ func TestGCRAVectors(t *testing.T) {
 
 func TestGCRAState(t *testing.T) {
 	d, clk := newDict(t)
-	l, _ := NewGCRA(d, 10, 10)
+	l, _ := NewGCRA(d, "t", 10, 10)
 	ctx := context.Background()
 	if _, err := l.AllowN(ctx, "foo", 3); err != nil {
 		t.Fatal(err)
 	}
 	// The TAT is stored in Unix ns with a TTL that ends at it.
-	v, _, err := d.Get("foo")
+	v, _, err := d.Get(zoneKey(l, "foo"))
 	if want := (t0 + 300) * int64(time.Millisecond); err != nil || v.Int() != want {
 		t.Errorf("stored TAT = %v, %v; want %d", v, err, want)
 	}
-	if ttl, err := d.TTL("foo"); err != nil || ttl != 300*time.Millisecond {
+	if ttl, err := d.TTL(zoneKey(l, "foo")); err != nil || ttl != 300*time.Millisecond {
 		t.Errorf("TTL = %v, %v; want 300ms", ttl, err)
 	}
 	// A dry run and a rejection write nothing; Uncommit moves the TAT back.
@@ -92,7 +92,7 @@ func TestGCRAState(t *testing.T) {
 		t.Errorf("Remaining after 3 requests and an Uncommit = %d, want 8", got.Remaining)
 	}
 	clk.at(300)
-	if _, _, err := d.Get("foo"); err == nil {
+	if _, _, err := d.Get(zoneKey(l, "foo")); err == nil {
 		t.Errorf("state alive past its TAT")
 	}
 }

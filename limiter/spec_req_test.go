@@ -84,7 +84,7 @@ func TestReqVectors(t *testing.T) {
 	for _, v := range vecs {
 		t.Run(v.id, func(t *testing.T) {
 			d, clk := newDict(t)
-			l, err := NewReq(d, v.rate, v.burst)
+			l, err := NewReq(d, "t", v.rate, v.burst)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +107,7 @@ func TestReqVectors(t *testing.T) {
 // storedReq reads a Req key's state from the dictionary.
 func storedReq(t *testing.T, l *Req, key string) reqState {
 	t.Helper()
-	v, _, err := l.d.Get(key)
+	v, _, err := l.d.Get(zoneKey(l, key))
 	if err != nil || v.Len() != reqSize {
 		t.Fatalf("Get(%q) = %v %d bytes, %v", key, v.Kind(), v.Len(), err)
 	}
@@ -116,7 +116,7 @@ func storedReq(t *testing.T, l *Req, key string) reqState {
 
 func TestReqUncommitMissing(t *testing.T) {
 	d, _ := newDict(t)
-	l, _ := NewReq(d, 1, 1)
+	l, _ := NewReq(d, "t", 1, 1)
 	if err := l.Uncommit(context.Background(), "nope"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Uncommit(absent) = %v, want ErrNotFound", err)
 	}

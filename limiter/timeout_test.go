@@ -54,12 +54,12 @@ func TestLockTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	req, _ := NewReq(d, 10, 5)
-	count, _ := NewCount(d, 10, time.Minute)
-	conn, _ := NewConn(d, 10, 0, time.Second)
-	leased, _ := NewLeasedConn(d, 10, 0, time.Second, time.Minute)
-	sliding, _ := NewSlidingWindow(d, 10, time.Minute)
-	gcra, _ := NewGCRA(d, 10, 5)
+	req, _ := NewReq(d, "t", 10, 5)
+	count, _ := NewCount(d, "t", 10, time.Minute)
+	conn, _ := NewConn(d, "t", 10, 0, time.Second)
+	leased, _ := NewLeasedConn(d, "t", 10, 0, time.Second, time.Minute)
+	sliding, _ := NewSlidingWindow(d, "t", 10, time.Minute)
+	gcra, _ := NewGCRA(d, "t", 10, 5)
 	keysBefore, err := d.Keys(0)
 	if err != nil {
 		t.Fatal(err)

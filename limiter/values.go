@@ -3,6 +3,7 @@ package limiter
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/shmzone/shmzone/dict"
 )
@@ -51,17 +52,19 @@ func (f foreign) found() bool { return f.kind != dict.KindNone }
 // err returns ErrAbused for a value of another kind or size under key, and
 // ErrBadState for bad contents.
 func (f foreign) err(key string) error {
+	k := strings.Clone(key) // key may alias a decision's buffer (names.go)
 	if f.bad != "" {
-		return fmt.Errorf("%w: key %q holds %s", ErrBadState, key, f.bad)
+		return fmt.Errorf("%w: key %q holds %s", ErrBadState, k, f.bad)
 	}
-	return fmt.Errorf("%w: key %q holds %s of %d bytes", ErrAbused, key, f.kind, f.n)
+	return fmt.Errorf("%w: key %q holds %s of %d bytes", ErrAbused, k, f.kind, f.n)
 }
 
 // dictErr wraps an error of the dictionary for key; a list, a non-number or
 // a value of another shape under the key is ErrAbused.
 func dictErr(key string, err error) error {
+	k := strings.Clone(key) // key may alias a decision's buffer (names.go)
 	if errors.Is(err, dict.ErrIsList) || errors.Is(err, dict.ErrNotNumber) || errors.Is(err, dict.ErrWrongShape) {
-		return fmt.Errorf("%w: key %q: %w", ErrAbused, key, err)
+		return fmt.Errorf("%w: key %q: %w", ErrAbused, k, err)
 	}
-	return fmt.Errorf("limiter: key %q: %w", key, err)
+	return fmt.Errorf("limiter: key %q: %w", k, err)
 }

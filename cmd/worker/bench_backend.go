@@ -121,19 +121,19 @@ func openZone(cfg benchConfig, keys []string) (*target, error) {
 	case "set":
 		t.do = func(i int) error { _, err := d.Set(keys[i], dict.Int(int64(i)), 0, 0); return err }
 	case "req":
-		l, err := limiter.NewReq(d, 1e9, 1e9)
+		l, err := limiter.NewReq(d, "bench", 1e9, 1e9)
 		if err != nil {
 			d.Close()
 			return nil, err
 		}
-		t.do = func(i int) error { _, err := l.Incoming(ctx, "req:"+keys[i], true); return err }
+		t.do = func(i int) error { _, err := l.Incoming(ctx, keys[i], true); return err }
 	case "count":
-		l, err := limiter.NewCount(d, 1<<60, time.Hour)
+		l, err := limiter.NewCount(d, "bench", 1<<60, time.Hour)
 		if err != nil {
 			d.Close()
 			return nil, err
 		}
-		t.do = func(i int) error { _, err := l.Incoming(ctx, "count:"+keys[i], true); return err }
+		t.do = func(i int) error { _, err := l.Incoming(ctx, keys[i], true); return err }
 	case "counter":
 		c, err := counter.New(d, time.Second)
 		if err != nil {

@@ -70,7 +70,7 @@ func serveChildRun(c serveConfig, ready *os.File, stderr io.Writer) error {
 		return err
 	}
 	defer d.Close()
-	req, err := limiter.NewReq(d, c.Rate, c.Burst)
+	req, err := limiter.NewReq(d, "serve", c.Rate, c.Burst)
 	if err != nil {
 		return err
 	}

@@ -118,7 +118,7 @@ func TestServeMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	l, err := limiter.NewReq(d, 1, 0)
+	l, err := limiter.NewReq(d, "t", 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

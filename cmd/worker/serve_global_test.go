@@ -41,7 +41,7 @@ func TestServeGlobalHandler(t *testing.T) {
 	}
 	defer g.close()
 	// Per client: one request now and one more (burst 1), then one a minute.
-	local, err := limiter.NewReq(d, 1.0/60, 1)
+	local, err := limiter.NewReq(d, "local", 1.0/60, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestServeGlobalRedisFails(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer g.close()
-			local, err := limiter.NewReq(d, 1000, 1000)
+			local, err := limiter.NewReq(d, "local", 1000, 1000)
 			if err != nil {
 				t.Fatal(err)
 			}

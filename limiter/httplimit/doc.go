@@ -2,9 +2,14 @@
 // the limiters of package limiter over a shared zone, every process of a
 // prefork server enforces one limit.
 //
-//	l, _ := limiter.NewReq(d, 10, 20)
+//	l, _ := limiter.NewReq(d, "api", 10, 20)
 //	mw, _ := httplimit.New(l, httplimit.Options{})
 //	http.ListenAndServe(addr, mw(handler))
+//
+// Middlewares over limiters of different names share one zone safely, with
+// the same keys: each limiter counts under its own name (package limiter's
+// Names), so a /login limited to 3 per minute stays so beside an /api
+// allowed 100.
 //
 // A request is keyed by its client's address (IPv6 by its /64), read from
 // X-Forwarded-For only when the peer is a trusted proxy, and then the

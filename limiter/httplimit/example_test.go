@@ -22,7 +22,7 @@ func Example() {
 		panic(err)
 	}
 	defer d.Close()
-	l, _ := limiter.NewCount(d, 2, time.Minute)
+	l, _ := limiter.NewCount(d, "api", 2, time.Minute)
 	proxies, _ := httplimit.ParsePrefixes("10.0.0.0/8")
 	mw, err := httplimit.New(l, httplimit.Options{TrustedProxies: proxies})
 	if err != nil {

@@ -69,9 +69,9 @@ func TestHeaders(t *testing.T) {
 	dc, clk := newDict(t, nil)
 	dr, _ := newDict(t, clk)
 	dn, _ := newDict(t, clk)
-	count, _ := limiter.NewCount(dc, 2, time.Minute)
-	req, _ := limiter.NewReq(dr, 1, 1)
-	conn, _ := limiter.NewConn(dn, 3, 1, time.Second)
+	count, _ := limiter.NewCount(dc, "t", 2, time.Minute)
+	req, _ := limiter.NewReq(dr, "t", 1, 1)
+	conn, _ := limiter.NewConn(dn, "t", 3, 1, time.Second)
 	type want struct {
 		code                          int
 		policy, rl, limit, rem, reset string
@@ -93,7 +93,7 @@ func TestHeaders(t *testing.T) {
 		{"req/rejected", req, Options{PolicyName: "per-ip"}, 500, want{429, `"per-ip";q=2;w=2`, `"per-ip";r=0;t=1`, "2", "0", "1", "1"}, nil},
 		{"fixed policy", req, Options{Policy: limiter.Policy{Limit: 60, Window: time.Minute}}, 3000, want{200, `"default";q=60;w=60`, `"default";r=1`, "60", "1", "0", ""}, nil},
 		{"conn", conn, Options{}, 0, want{200, `"default";q=4;qu="concurrent-requests"`, `"default";r=3`, "4", "3", "0", ""}, func(t *testing.T) {
-			if v, _, err := dn.Get("198.51.100.1"); err != nil || v.Int() != 0 {
+			if v, _, err := dn.Get("conn|t|198.51.100.1"); err != nil || v.Int() != 0 {
 				t.Errorf("conn after the request = %v, %v; want 0: Leaving was not called", v, err)
 			}
 		}},
@@ -128,7 +128,7 @@ func TestHeaders(t *testing.T) {
 	}
 	t.Run("NoHeaders", func(t *testing.T) {
 		d, _ := newDict(t, nil)
-		l, _ := limiter.NewCount(d, 1, time.Minute)
+		l, _ := limiter.NewCount(d, "t", 1, time.Minute)
 		h := mustNew(t, l, Options{NoHeaders: true})(okHandler(new(atomic.Int64)))
 		for i, code := range []int{200, 429} {
 			w := serve(h, "198.51.100.1:1")
@@ -144,7 +144,7 @@ func TestHeaders(t *testing.T) {
 
 func TestRejectedHandler(t *testing.T) {
 	d, _ := newDict(t, nil)
-	l, _ := limiter.NewGCRA(d, 1, 1)
+	l, _ := limiter.NewGCRA(d, "t", 1, 1)
 	var got limiter.Decision
 	h := mustNew(t, l, Options{Rejected: func(w http.ResponseWriter, r *http.Request, d limiter.Decision) {
 		got = d
@@ -167,7 +167,7 @@ func TestDelay(t *testing.T) {
 		name := map[bool]string{false: "delay", true: "nodelay"}[noDelay]
 		t.Run(name, func(t *testing.T) {
 			d, _ := newDict(t, nil)
-			l, _ := limiter.NewReq(d, 2, 2)
+			l, _ := limiter.NewReq(d, "t", 2, 2)
 			var waited []time.Duration
 			var calls atomic.Int64
 			h := mustNew(t, l, Options{NoDelay: noDelay, Wait: func(ctx context.Context, d time.Duration) error {
@@ -201,9 +201,9 @@ func TestDelayCancelled(t *testing.T) {
 			d, _ := newDict(t, nil)
 			var l limiter.Limiter
 			if kind == "req" {
-				l, _ = limiter.NewReq(d, 0.001, 10) // the second request waits 1,000 s
+				l, _ = limiter.NewReq(d, "t", 0.001, 10) // the second request waits 1,000 s
 			} else {
-				l, _ = limiter.NewConn(d, 1, 5, time.Hour) // the second waits an hour
+				l, _ = limiter.NewConn(d, "t", 1, 5, time.Hour) // the second waits an hour
 			}
 			waiting := make(chan struct{}, 1)
 			var calls atomic.Int64
@@ -262,7 +262,7 @@ func TestDelayCancelled(t *testing.T) {
 
 func TestSpoofedXFF(t *testing.T) {
 	d, _ := newDict(t, nil)
-	l, _ := limiter.NewCount(d, 1, time.Minute)
+	l, _ := limiter.NewCount(d, "t", 1, time.Minute)
 	trusted, _ := ParsePrefixes("10.0.0.0/8")
 	h := mustNew(t, l, Options{TrustedProxies: trusted})(okHandler(new(atomic.Int64)))
 	// An untrusted peer that sends a fresh X-Forwarded-For each time is
@@ -294,8 +294,8 @@ func TestSpoofedXFF(t *testing.T) {
 
 func TestErrors(t *testing.T) {
 	d, _ := newDict(t, nil)
-	l, _ := limiter.NewReq(d, 1, 1)
-	d.Set("198.51.100.1", dict.Int(1), 0, 0) // not a Req's state: ErrAbused
+	l, _ := limiter.NewReq(d, "t", 1, 1)
+	d.Set("req|t|198.51.100.1", dict.Int(1), 0, 0) // under the Req's key, not a Req's state: ErrAbused
 	var calls atomic.Int64
 	h := mustNew(t, l, Options{})(okHandler(&calls))
 	if w := serve(h, "198.51.100.1:1"); w.Code != 500 || calls.Load() != 0 {
@@ -313,8 +313,8 @@ func TestErrors(t *testing.T) {
 		t.Errorf("fail open: %d, %v; want 200 and ErrAbused, a bad state", w.Code, gotErr)
 	}
 	// A state of the limiter's kind that no limiter writes fails too.
-	count, _ := limiter.NewCount(d, 10, time.Minute)
-	d.Set("198.51.100.2", dict.Float(math.NaN()), 0, 0)
+	count, _ := limiter.NewCount(d, "t", 10, time.Minute)
+	d.Set("count|t|198.51.100.2", dict.Float(math.NaN()), 0, 0) // under the Count's key
 	var badCalls atomic.Int64
 	if w := serve(mustNew(t, count, Options{})(okHandler(&badCalls)), "198.51.100.2:1"); w.Code != 500 || badCalls.Load() != 0 {
 		t.Errorf("bad state: %d, handler calls %d; want 500 and none", w.Code, badCalls.Load())
@@ -331,7 +331,7 @@ func TestErrors(t *testing.T) {
 
 func TestNewRejectsBadOptions(t *testing.T) {
 	d, _ := newDict(t, nil)
-	l, _ := limiter.NewReq(d, 1, 1)
+	l, _ := limiter.NewReq(d, "t", 1, 1)
 	tests := []struct {
 		name string
 		l    limiter.Limiter

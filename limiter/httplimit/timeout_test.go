@@ -22,7 +22,7 @@ func TestLockTimeoutFailurePolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	l, err := limiter.NewReq(d, 10, 5)
+	l, err := limiter.NewReq(d, "t", 10, 5)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,7 @@ func policyCases() []policyCase {
 func newPolicyLimiters(t *testing.T, c redis.UniversalClient, d *dict.Dict, cases []policyCase) []*GCRA {
 	ls := make([]*GCRA, len(cases))
 	for i, pc := range cases {
-		local, err := limiter.NewCount(d, 3, time.Hour)
+		local, err := limiter.NewCount(d, "local", 3, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -279,7 +279,7 @@ func TestCombineWithLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	local, err := limiter.NewCount(d, 2, time.Hour)
+	local, err := limiter.NewCount(d, "local", 2, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

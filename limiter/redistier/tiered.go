@@ -108,12 +108,18 @@ var tieredSeq atomic.Int64
 // Options.Now is the clock of the windows (the hosts' clocks should agree
 // to well within a window); OnFailure and Local apply while Redis is failed
 // (see Tiered); Clock is not used.
+// The host's zone keys are "tier|prefix|…", a namespace of their own
+// beside the local limiters' (package limiter's names), so prefix must be
+// a limiter name (limiter.CheckName).
 // Errors: ErrNilClient, ErrNoContextTimeout, ErrNoLocal, limiter.ErrNilDict,
-// limiter.ErrBadLimit, limiter.ErrBadWindow for a window or interval below
-// 1 ms or an interval longer than the window.
+// limiter.ErrBadName, limiter.ErrBadLimit, limiter.ErrBadWindow for a window
+// or interval below 1 ms or an interval longer than the window.
 func NewTiered(d *dict.Dict, c redis.UniversalClient, prefix string, limit int64, window, interval time.Duration, o Options) (*Tiered, error) {
 	if d == nil {
 		return nil, limiter.ErrNilDict
+	}
+	if err := limiter.CheckName(prefix); err != nil {
+		return nil, err
 	}
 	if limit < 1 {
 		return nil, fmt.Errorf("%w: %d", limiter.ErrBadLimit, limit)

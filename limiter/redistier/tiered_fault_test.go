@@ -40,7 +40,7 @@ func TestTieredPolicies(t *testing.T) {
 		var runs sync.WaitGroup
 		defer func() { cancel(); runs.Wait(); c.Close() }()
 		for i, pc := range cases {
-			local, err := limiter.NewCount(d, 3, time.Hour)
+			local, err := limiter.NewCount(d, "local", 3, time.Hour)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,7 +174,7 @@ func TestTieredStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	local, err := limiter.NewCount(d, 1, time.Hour)
+	local, err := limiter.NewCount(d, "local", 1, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -296,7 +296,7 @@ func (p *parity) req(seq int) int {
 	r := p.r
 	rate, burst := p.rateRS(), p.burst()
 	name := fmt.Sprintf("req%d", seq)
-	l, err := limiter.NewReq(p.d, rate, burst)
+	l, err := limiter.NewReq(p.d, name, rate, burst)
 	if err != nil {
 		fatal(err)
 	}
@@ -322,7 +322,7 @@ func (p *parity) req(seq int) int {
 			d, err := l.Incoming(ctx, key, commit)
 			s.ask(p.decision(what, d, err), "in", name, key, flag01(commit))
 		}
-		s.ask(p.stored(what, key), "get", key)
+		s.ask(p.stored(what, zoneKey("req", name, key)), "get", key)
 	}
 	p.replay(s)
 	return len(s.wants)
@@ -343,7 +343,7 @@ func (p *parity) count(seq int) int {
 	r := p.r
 	limit := int64(1 + r.IntN(6))
 	name := fmt.Sprintf("count%d", seq)
-	l, err := limiter.NewCount(p.d, limit, window)
+	l, err := limiter.NewCount(p.d, name, limit, window)
 	if err != nil {
 		fatal(err)
 	}
@@ -353,7 +353,7 @@ func (p *parity) count(seq int) int {
 	for i := range 40 {
 		key := fmt.Sprintf("%s:%c", name, 'a'+r.IntN(2))
 		what := fmt.Sprintf("count seq %d (limit %d) call %d on %s", seq, limit, i, key)
-		p.numberOp(s, what, key, window, func() {
+		p.numberOp(s, what, key, zoneKey("count", name, key), window, func() {
 			switch r.IntN(5) {
 			case 0:
 				if err := l.Uncommit(ctx, key); err != nil {
@@ -373,18 +373,19 @@ func (p *parity) count(seq int) int {
 }
 
 // numberOp makes, now and then, what a Lua writer does to a number key (a
-// set to a fraction, an incr by 0.5), on both sides; otherwise op.
-func (p *parity) numberOp(s *script, what, key string, ttl time.Duration, op func()) {
+// set to a fraction, an incr by 0.5), on both sides: on key in nginx, on
+// the limiter's zone key zk in the zone; otherwise op.
+func (p *parity) numberOp(s *script, what, key, zk string, ttl time.Duration, op func()) {
 	r := p.r
 	switch r.IntN(8) {
 	case 0:
 		v := float64(r.IntN(29))/4 - 1
-		if _, err := p.d.Set(key, dict.Float(v), ttl, 0); err != nil {
+		if _, err := p.d.Set(zk, dict.Float(v), ttl, 0); err != nil {
 			fatal(err)
 		}
 		s.cmd("set", key, num(v), num(ttl.Seconds()))
 	case 1:
-		_, err := p.d.IncrFloat(key, 0.5)
+		_, err := p.d.IncrFloat(zk, 0.5)
 		s.ask(func(got string) {
 			if strings.HasPrefix(got, "ok") != (err == nil) {
 				p.differ("%s: IncrFloat %v, Lua incr %q", what, err, got)
@@ -393,15 +394,20 @@ func (p *parity) numberOp(s *script, what, key string, ttl time.Duration, op fun
 	default:
 		op()
 	}
-	s.ask(p.stored(what, key), "get", key)
+	s.ask(p.stored(what, zk), "get", key)
 }
+
+// zoneKey returns the zone key under which a limiter of kind named name
+// keeps key's state: kind|name|key (package limiter's names), where the
+// Lua module keeps it under key.
+func zoneKey(kind, name, key string) string { return kind + "|" + name + "|" + key }
 
 func (p *parity) conn(seq int) int {
 	r := p.r
 	max, burst := int64(1+r.IntN(4)), int64(r.IntN(4))
 	unit := time.Duration(1+r.IntN(500)) * time.Millisecond
 	name := fmt.Sprintf("conn%d", seq)
-	l, err := limiter.NewConn(p.d, max, burst, unit)
+	l, err := limiter.NewConn(p.d, name, max, burst, unit)
 	if err != nil {
 		fatal(err)
 	}
@@ -411,7 +417,7 @@ func (p *parity) conn(seq int) int {
 	for i := range 40 {
 		key := fmt.Sprintf("%s:%c", name, 'a'+r.IntN(2))
 		what := fmt.Sprintf("conn seq %d (max %d, burst %d) call %d on %s", seq, max, burst, i, key)
-		p.numberOp(s, what, key, 0, func() {
+		p.numberOp(s, what, key, zoneKey("conn", name, key), 0, func() {
 			if r.IntN(3) == 0 {
 				n, err := l.Leaving(ctx, key, 0)
 				s.ask(func(got string) {

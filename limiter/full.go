@@ -1,0 +1,70 @@
+package limiter
+
+import (
+	"errors"
+
+	"github.com/shmzone/shmzone/dict"
+)
+
+// A full zone. A write that does not fit in its key's shard makes the
+// dictionary evict: expired entries, then live ones least used first, in up
+// to 30 rounds of up to 3 entries (package dict). When the shard's memory
+// is split among entries of other sizes, those rounds may free no chunk of
+// the size the write needs, and the dictionary answers ErrNoMemory while it
+// is evicting. A decision must not fail so: the limiter tries the write
+// again, each attempt evicting more, until it fits. An attempt that fails
+// freed at least 30 entries, or found nothing left to free, so attempts
+// beyond the entries a shard can hold (each takes at least 32 bytes) would
+// free nothing more: the write fails, with ErrNoMemory, only when its entry
+// does not fit in an empty shard (or the shard is refilled by others as
+// fast as it is emptied). An entry larger than any shard is
+// dict.ErrValueTooLarge at once.
+
+// Stats are a limiter's counts of its writes that met a full zone, in this
+// process, since the limiter was built.
+type Stats struct {
+	// Forcible counts the operations (a decision, an Uncommit, a Leaving,
+	// a Renew of one key) whose write evicted live entries of other keys
+	// to make room: what the dictionary reports as forcible. Each eviction
+	// forgets some key's state, which starts afresh on its next request:
+	// a zone whose limiters often report Forcible is too small for its
+	// keys.
+	Forcible uint64
+	// Retries counts the writes tried again because the key's shard was
+	// still full after the dictionary's eviction rounds.
+	Retries uint64
+}
+
+// Stats returns the limiter's counts.
+func (sp *space) Stats() Stats {
+	return Stats{Forcible: sp.counts.forcible.Load(), Retries: sp.counts.retries.Load()}
+}
+
+// settle finishes a write that returned forcible and err: while err is
+// ErrNoMemory it calls again, the same write, up to attemptsOf(d) times;
+// it counts the operation in Forcible when any attempt evicted, and
+// returns the last error. Callers call it only when forcible is true or
+// err is not nil, so that a write that fits costs nothing more.
+func (sp *space) settle(d *dict.Dict, forcible bool, err error, again func() (bool, error)) error {
+	if errors.Is(err, dict.ErrNoMemory) {
+		for n := attemptsOf(d); n > 0; n-- {
+			sp.counts.retries.Add(1)
+			var f bool
+			f, err = again()
+			forcible = forcible || f
+			if !errors.Is(err, dict.ErrNoMemory) {
+				break
+			}
+		}
+	}
+	if forcible {
+		sp.counts.forcible.Add(1)
+	}
+	return err
+}
+
+// attemptsOf returns how many attempts of one write empty any shard of d:
+// one per 30 entries of 32 bytes, and one more.
+func attemptsOf(d *dict.Dict) int {
+	return int(d.Header().ShardSize/(30*32)) + 1
+}

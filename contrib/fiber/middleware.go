@@ -1,0 +1,209 @@
+package shmfiber
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v3"
+	"github.com/shmzone/shmzone/contrib/fiber/internal/headers"
+	"github.com/shmzone/shmzone/limiter"
+	"github.com/shmzone/shmzone/limiter/httplimit"
+)
+
+// Options configures the middleware, as httplimit.Options does net/http's.
+// The zero value keys requests by fiber's client address, writes the
+// headers of the limiter's policy, waits out delays, answers rejections with
+// 429 and errors with 500.
+type Options struct {
+	// Next skips the middleware for a request when it returns true (fiber's
+	// convention): no decision, no headers.
+	Next func(c fiber.Ctx) bool
+	// Key returns a request's limiter key. Nil keys by c.IP(), which
+	// follows the app's TrustProxy, TrustProxyConfig and ProxyHeader, made
+	// a key as httplimit.AddrKey does (an IPv6 client by its /64). An error
+	// fails the request through Error.
+	Key func(c fiber.Ctx) (string, error)
+	// Policy is the quota the headers announce. Its zero value takes the
+	// limiter's own (a Policy() limiter.Policy method, as the limiters of
+	// package limiter have); with neither, RateLimit-Policy and
+	// X-RateLimit-Limit are left out.
+	Policy limiter.Policy
+	// PolicyName names the policy in RateLimit-Policy and RateLimit; empty
+	// means "default".
+	PolicyName string
+	// NoHeaders leaves out every rate limit header but Retry-After.
+	NoHeaders bool
+	// NoDelay lets a delayed request through at once, as nginx's nodelay.
+	NoDelay bool
+	// Wait waits out a decision's delay and returns ctx's error if ctx ends
+	// first. Nil uses a timer.
+	Wait func(ctx context.Context, d time.Duration) error
+	// Rejected answers a rejected request, after the headers and
+	// Retry-After are set. Nil answers 429 Too Many Requests.
+	Rejected func(c fiber.Ctx, d limiter.Decision) error
+	// Error answers a request whose key or decision failed, a decision that
+	// timed out on a stuck shard lock (limiter.ErrLockTimeout) included.
+	// Nil answers 500 Internal Server Error; to let such requests through
+	// (fail open), return c.Next() from here, for outages only.
+	Error func(c fiber.Ctx, err error) error
+}
+
+type leaver interface {
+	Leaving(ctx context.Context, key string, latency time.Duration) (int64, error)
+}
+
+type resetter interface {
+	ResetAfter(ctx context.Context, key string) (time.Duration, error)
+}
+
+type policer interface {
+	Policy() limiter.Policy
+}
+
+// New returns fiber middleware that asks l about every request, with
+// commit: a rejected request gets o.Rejected, an allowed one waits out its
+// delay (unless o.NoDelay) and goes on with c.Next(); a Conn's request is
+// left (Leaving, with its latency) when the rest of the chain returns. One
+// decision is one atomic dictionary operation, so every prefork child over
+// the same zone admits from one budget. Errors: ErrNilLimiter, ErrBadPolicy
+// for a bad PolicyName or a negative Policy.
+func New(l limiter.Limiter, o Options) (fiber.Handler, error) {
+	if l == nil {
+		return nil, ErrNilLimiter
+	}
+	if o.Policy.Limit < 0 || o.Policy.Window < 0 {
+		return nil, fmt.Errorf("%w: %+v", ErrBadPolicy, o.Policy)
+	}
+	m := &middleware{l: l, o: o}
+	var fixed *limiter.Policy
+	if o.Policy.Limit > 0 {
+		fixed = &o.Policy
+	} else if p, ok := l.(policer); ok {
+		m.policer = p
+		pol := p.Policy()
+		fixed = &pol
+	}
+	w, err := headers.New(o.PolicyName, fixed)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadPolicy, err)
+	}
+	m.w.Store(&policyWriter{w: w, p: fixed})
+	m.leaver, _ = l.(leaver)
+	m.resetter, _ = l.(resetter)
+	if m.o.Key == nil {
+		m.o.Key = ipKey
+	}
+	if m.o.Wait == nil {
+		m.o.Wait = sleep
+	}
+	if m.o.Rejected == nil {
+		m.o.Rejected = tooManyRequests
+	}
+	if m.o.Error == nil {
+		m.o.Error = internalError
+	}
+	return m.serve, nil
+}
+
+// policyWriter is the headers' Writer of one policy.
+type policyWriter struct {
+	w *headers.Writer
+	p *limiter.Policy
+}
+
+type middleware struct {
+	l        limiter.Limiter
+	o        Options
+	w        atomic.Pointer[policyWriter] // the current policy's
+	policer  policer                      // the limiter's, when Options has none
+	leaver   leaver
+	resetter resetter
+}
+
+func (m *middleware) serve(c fiber.Ctx) error {
+	if m.o.Next != nil && m.o.Next(c) {
+		return c.Next()
+	}
+	ctx := c.Context()
+	key, err := m.o.Key(c)
+	if err != nil {
+		return m.o.Error(c, err)
+	}
+	d, err := m.l.Incoming(ctx, key, true)
+	if err != nil {
+		return m.o.Error(c, err)
+	}
+	if !m.o.NoHeaders {
+		m.headers(ctx, c, key, d)
+	}
+	if !d.Allowed {
+		c.Set(headers.RetryAfter, headers.RetryAfterValue(d))
+		return m.o.Rejected(c, d)
+	}
+	if m.leaver != nil && d.Committed {
+		start := time.Now()
+		defer func() { m.leaver.Leaving(context.WithoutCancel(ctx), key, time.Since(start)) }()
+	}
+	if d.Delay > 0 && !m.o.NoDelay {
+		if err := m.o.Wait(ctx, d.Delay); err != nil {
+			if m.leaver == nil && d.Committed {
+				m.l.Uncommit(context.WithoutCancel(ctx), key)
+			}
+			return c.Status(fiber.StatusServiceUnavailable).SendString("request cancelled while delayed")
+		}
+	}
+	return c.Next()
+}
+
+// headers writes the rate limit headers of d.
+func (m *middleware) headers(ctx context.Context, c fiber.Ctx, key string, d limiter.Decision) {
+	pw := m.w.Load()
+	if m.policer != nil {
+		if p := m.policer.Policy(); pw.p == nil || p != *pw.p {
+			// The limiter's policy changed (a Conn's SetMax): a new
+			// Writer, whose name was checked by New.
+			w, err := headers.New(m.o.PolicyName, &p)
+			if err == nil {
+				pw = &policyWriter{w: w, p: &p}
+				m.w.Store(pw)
+			}
+		}
+	}
+	reset := d.ResetAfter
+	if reset == 0 && d.Allowed && m.resetter != nil {
+		reset, _ = m.resetter.ResetAfter(ctx, key) // the headers go without it on error
+	}
+	pw.w.Write(d, reset, c.Set)
+}
+
+// ipKey is the default key: fiber's client address, as httplimit keys it.
+func ipKey(c fiber.Ctx) (string, error) {
+	a, err := netip.ParseAddr(c.IP())
+	if err != nil {
+		return "", fmt.Errorf("shmfiber: client address %q: %w", c.IP(), err)
+	}
+	return httplimit.AddrKey(a.Unmap().WithZone("")), nil
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func tooManyRequests(c fiber.Ctx, d limiter.Decision) error {
+	return c.SendStatus(fiber.StatusTooManyRequests)
+}
+
+func internalError(c fiber.Ctx, err error) error {
+	return c.SendStatus(fiber.StatusInternalServerError)
+}

@@ -1,0 +1,274 @@
+package shmfiber_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v3"
+	"github.com/shmzone/shmzone/contrib/fiber"
+	"github.com/shmzone/shmzone/limiter"
+)
+
+// newApp returns an app whose "/" answers "ok" behind the middleware of l
+// with o; cfg configures the app.
+func newApp(t *testing.T, l limiter.Limiter, o shmfiber.Options, cfg ...fiber.Config) *fiber.App {
+	t.Helper()
+	mw, err := shmfiber.New(l, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := fiber.New(cfg...)
+	app.Use(mw)
+	app.Get("/", func(c fiber.Ctx) error { return c.SendString("ok") })
+	return app
+}
+
+func do(t *testing.T, app *fiber.App, header ...string) *http.Response {
+	t.Helper()
+	req := httptest.NewRequest("GET", "/", nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := app.Test(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
+func TestMiddlewareHeaders(t *testing.T) {
+	now := int64(1_700_000_000_000)
+	d := openZone(t, func() int64 { return now })
+	l, err := limiter.NewCount(d, "per-client", 2, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := newApp(t, l, shmfiber.Options{PolicyName: "api"})
+	tests := []struct {
+		name       string
+		status     int
+		remaining  string
+		rateLimit  string
+		reset      string
+		retryAfter string
+	}{
+		{"first", 200, "1", `"api";r=1;t=60`, "60", ""},
+		{"second", 200, "0", `"api";r=0;t=60`, "60", ""},
+		{"third", 429, "0", `"api";r=0;t=60`, "60", "60"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := do(t, app)
+			h := resp.Header
+			got := []string{strconv.Itoa(resp.StatusCode), h.Get("X-RateLimit-Remaining"), h.Get("RateLimit"), h.Get("X-RateLimit-Reset"), h.Get("Retry-After")}
+			want := []string{strconv.Itoa(tt.status), tt.remaining, tt.rateLimit, tt.reset, tt.retryAfter}
+			for i := range got {
+				if got[i] != want[i] {
+					t.Errorf("status, remaining, RateLimit, reset, Retry-After = %q, want %q", got, want)
+					break
+				}
+			}
+			if p := h.Get("RateLimit-Policy"); p != `"api";q=2;w=60` {
+				t.Errorf("RateLimit-Policy = %q", p)
+			}
+			if p := h.Get("X-RateLimit-Limit"); p != "2" {
+				t.Errorf("X-RateLimit-Limit = %q", p)
+			}
+		})
+	}
+}
+
+// The default key is c.IP(), which follows the app's proxy settings: a
+// trusted peer's X-Forwarded-For names the client, an untrusted one's is
+// ignored.
+func TestMiddlewareKeyFollowsTrustProxy(t *testing.T) {
+	d := openZone(t, nil)
+	trusting := fiber.Config{
+		TrustProxy:       true,
+		ProxyHeader:      fiber.HeaderXForwardedFor,
+		TrustProxyConfig: fiber.TrustProxyConfig{Proxies: []string{"0.0.0.0"}}, // app.Test's peer
+	}
+	untrusting := fiber.Config{ProxyHeader: fiber.HeaderXForwardedFor}
+	for _, tc := range []struct {
+		name   string
+		cfg    fiber.Config
+		second int // status of a second request from another forwarded client
+	}{
+		{"trusted", trusting, 200},
+		{"untrusted", untrusting, 429},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, _ := limiter.NewCount(d, tc.name, 1, time.Minute)
+			app := newApp(t, l, shmfiber.Options{}, tc.cfg)
+			if r := do(t, app, "X-Forwarded-For", "192.0.2.1"); r.StatusCode != 200 {
+				t.Fatalf("first request: %d", r.StatusCode)
+			}
+			if r := do(t, app, "X-Forwarded-For", "192.0.2.2"); r.StatusCode != tc.second {
+				t.Fatalf("second client: %d, want %d", r.StatusCode, tc.second)
+			}
+			if r := do(t, app, "X-Forwarded-For", "192.0.2.1"); r.StatusCode != 429 {
+				t.Fatalf("first client again: %d, want 429", r.StatusCode)
+			}
+		})
+	}
+}
+
+func TestMiddlewareOptions(t *testing.T) {
+	d := openZone(t, nil)
+	newCount := func(name string, limit int64) *limiter.Count {
+		l, err := limiter.NewCount(d, name, limit, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	t.Run("Next skips", func(t *testing.T) {
+		app := newApp(t, newCount("next", 1), shmfiber.Options{Next: func(c fiber.Ctx) bool { return c.Get("X-Skip") != "" }})
+		for range 3 {
+			if r := do(t, app, "X-Skip", "1"); r.StatusCode != 200 || r.Header.Get("RateLimit") != "" {
+				t.Fatalf("skipped request: %d, RateLimit %q", r.StatusCode, r.Header.Get("RateLimit"))
+			}
+		}
+		if r := do(t, app); r.StatusCode != 200 {
+			t.Fatalf("first counted request: %d", r.StatusCode)
+		}
+		if r := do(t, app); r.StatusCode != 429 {
+			t.Fatalf("second counted request: %d, want 429", r.StatusCode)
+		}
+	})
+	t.Run("Key", func(t *testing.T) {
+		app := newApp(t, newCount("key", 1), shmfiber.Options{Key: func(c fiber.Ctx) (string, error) { return c.Get("X-User"), nil }})
+		for _, u := range []string{"alice", "bob"} {
+			if r := do(t, app, "X-User", u); r.StatusCode != 200 {
+				t.Fatalf("%s: %d", u, r.StatusCode)
+			}
+		}
+		if r := do(t, app, "X-User", "alice"); r.StatusCode != 429 {
+			t.Fatalf("alice again: %d, want 429", r.StatusCode)
+		}
+	})
+	t.Run("Key error", func(t *testing.T) {
+		app := newApp(t, newCount("keyerr", 1), shmfiber.Options{Key: func(c fiber.Ctx) (string, error) { return "", errors.New("no user") }})
+		if r := do(t, app); r.StatusCode != 500 {
+			t.Fatalf("status %d, want 500", r.StatusCode)
+		}
+	})
+	t.Run("Error fails open", func(t *testing.T) {
+		var got error
+		app := newApp(t, newCount("open", 1), shmfiber.Options{
+			Key:   func(c fiber.Ctx) (string, error) { return "", nil }, // the empty key: dict.ErrEmptyKey
+			Error: func(c fiber.Ctx, err error) error { got = err; return c.Next() },
+		})
+		if r := do(t, app); r.StatusCode != 200 || got == nil {
+			t.Fatalf("status %d, error %v; want 200 through Error", r.StatusCode, got)
+		}
+	})
+	t.Run("Rejected and NoHeaders", func(t *testing.T) {
+		app := newApp(t, newCount("rej", 1), shmfiber.Options{
+			NoHeaders: true,
+			Rejected:  func(c fiber.Ctx, d limiter.Decision) error { return c.Status(503).SendString("busy") },
+		})
+		do(t, app)
+		r := do(t, app)
+		if r.StatusCode != 503 {
+			t.Fatalf("status %d, want 503", r.StatusCode)
+		}
+		for _, h := range []string{"RateLimit", "RateLimit-Policy", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
+			if v := r.Header.Get(h); v != "" {
+				t.Errorf("NoHeaders wrote %s: %q", h, v)
+			}
+		}
+		if v := r.Header.Get("Retry-After"); v != "60" {
+			t.Errorf("Retry-After = %q, want 60", v)
+		}
+	})
+	t.Run("fixed Policy", func(t *testing.T) {
+		app := newApp(t, newCount("pol", 5), shmfiber.Options{Policy: limiter.Policy{Limit: 100, Window: time.Hour}})
+		r := do(t, app)
+		if v := r.Header.Get("RateLimit-Policy"); v != `"default";q=100;w=3600` {
+			t.Errorf("RateLimit-Policy = %q", v)
+		}
+	})
+	t.Run("bad options", func(t *testing.T) {
+		if _, err := shmfiber.New(nil, shmfiber.Options{}); !errors.Is(err, shmfiber.ErrNilLimiter) {
+			t.Errorf("New(nil) = %v, want ErrNilLimiter", err)
+		}
+		if _, err := shmfiber.New(newCount("bad", 1), shmfiber.Options{PolicyName: "a\nb"}); !errors.Is(err, shmfiber.ErrBadPolicy) {
+			t.Errorf("New(bad name) = %v, want ErrBadPolicy", err)
+		}
+		if _, err := shmfiber.New(newCount("bad", 1), shmfiber.Options{Policy: limiter.Policy{Limit: -1}}); !errors.Is(err, shmfiber.ErrBadPolicy) {
+			t.Errorf("New(negative policy) = %v, want ErrBadPolicy", err)
+		}
+	})
+}
+
+// A Req's delay is waited out through Wait, or not with NoDelay; a Conn's
+// request is left when the handler returns.
+func TestMiddlewareDelayAndConn(t *testing.T) {
+	now := int64(1_700_000_000_000)
+	d := openZone(t, func() int64 { return now })
+	req, err := limiter.NewReq(d, "req", 1, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var waited []time.Duration
+	wait := func(ctx context.Context, d time.Duration) error { waited = append(waited, d); return nil }
+	app := newApp(t, req, shmfiber.Options{Wait: wait})
+	do(t, app)
+	do(t, app)
+	if len(waited) != 1 || waited[0] != time.Second {
+		t.Fatalf("waited %v, want [1s]", waited)
+	}
+	app = newApp(t, req, shmfiber.Options{Wait: wait, NoDelay: true})
+	do(t, app)
+	if len(waited) != 1 {
+		t.Fatalf("NoDelay waited: %v", waited)
+	}
+	// A cancelled wait gives the request up and uncounts it.
+	app = newApp(t, req, shmfiber.Options{Wait: func(ctx context.Context, d time.Duration) error { return context.Canceled }})
+	before, _ := req.Incoming(context.Background(), "0.0.0.0", false)
+	if r := do(t, app); r.StatusCode != 503 {
+		t.Fatalf("cancelled wait: %d, want 503", r.StatusCode)
+	}
+	after, _ := req.Incoming(context.Background(), "0.0.0.0", false)
+	if after.State != before.State {
+		t.Fatalf("cancelled wait left excess %v, want %v", after.State, before.State)
+	}
+
+	conn, err := limiter.NewConn(d, "conn", 1, 0, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mw, err := shmfiber.New(conn, shmfiber.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	capp := fiber.New()
+	capp.Use(mw)
+	var inside limiter.Decision
+	capp.Get("/", func(c fiber.Ctx) error {
+		inside, _ = conn.Incoming(context.Background(), "0.0.0.0", false)
+		return c.SendString("ok")
+	})
+	for i := range 3 {
+		r, err := capp.Test(httptest.NewRequest("GET", "/", nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.StatusCode != 200 {
+			t.Fatalf("request %d: %d, want 200 (the previous one left)", i, r.StatusCode)
+		}
+		if inside.Allowed {
+			t.Fatalf("request %d: a second connection was allowed while one was in", i)
+		}
+		if v := r.Header.Get("RateLimit-Policy"); v != `"default";q=1;qu="concurrent-requests"` {
+			t.Fatalf("RateLimit-Policy = %q", v)
+		}
+	}
+}

@@ -1,0 +1,48 @@
+package shmfasthttp
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+
+	"github.com/shmzone/shmzone/limiter/httplimit"
+	"github.com/valyala/fasthttp"
+)
+
+// ClientAddr returns the address of the client that sent ctx's request, as
+// httplimit.ClientAddr does for net/http: the peer's address unless the
+// peer is a trusted proxy; then X-Forwarded-For is read from the right and
+// the first untrusted address is the client. Errors: ErrNoClientAddr when
+// the connection's remote address is no IP address.
+func ClientAddr(ctx *fasthttp.RequestCtx, trusted []netip.Prefix) (netip.Addr, error) {
+	ta, ok := ctx.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		return netip.Addr{}, fmt.Errorf("%w: %v", ErrNoClientAddr, ctx.RemoteAddr())
+	}
+	peer, _ := netip.AddrFromSlice(ta.IP)
+	peer = peer.Unmap()
+	if !peer.IsValid() {
+		return netip.Addr{}, fmt.Errorf("%w: %v", ErrNoClientAddr, ctx.RemoteAddr())
+	}
+	trustedPeer := false
+	for _, p := range trusted {
+		if p.Contains(peer) {
+			trustedPeer = true
+			break
+		}
+	}
+	if !trustedPeer {
+		return peer, nil
+	}
+	// A trusted proxy: httplimit walks its X-Forwarded-For.
+	r := &http.Request{RemoteAddr: peer.String(), Header: http.Header{}}
+	for _, v := range ctx.Request.Header.PeekAll(fasthttp.HeaderXForwardedFor) {
+		r.Header.Add(fasthttp.HeaderXForwardedFor, string(v))
+	}
+	a, err := httplimit.ClientAddr(r, trusted)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("%w: %w", ErrNoClientAddr, err)
+	}
+	return a, nil
+}

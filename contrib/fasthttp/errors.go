@@ -1,0 +1,18 @@
+package shmfasthttp
+
+import "errors"
+
+var (
+	// ErrNilLimiter is returned by New for a nil limiter.
+	ErrNilLimiter = errors.New("shmfasthttp: nil limiter")
+	// ErrBadProxy is returned by New for a trusted proxy prefix that is not
+	// valid.
+	ErrBadProxy = errors.New("shmfasthttp: bad trusted proxy")
+	// ErrBadPolicy is returned by New for a policy name that is not
+	// printable ASCII, or a negative limit or window.
+	ErrBadPolicy = errors.New("shmfasthttp: bad policy")
+	// ErrNoClientAddr is returned by ClientAddr when the connection's
+	// remote address holds no IP address (a Unix socket, for one); the
+	// default key function then fails the request through Options.Error.
+	ErrNoClientAddr = errors.New("shmfasthttp: no client address")
+)

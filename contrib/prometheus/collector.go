@@ -1,0 +1,147 @@
+package shmprom
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/limiter"
+)
+
+// The metrics. The dictionary's carry a zone label, the limiters' a
+// limiter label; the names are those of `worker serve`'s /metrics.
+var (
+	descCapacity    = dictDesc("shmzone_capacity_bytes", "Zone size in bytes.")
+	descFree        = dictDesc("shmzone_free_bytes", "Bytes allocatable without eviction.")
+	descShards      = dictDesc("shmzone_shards", "Shard count.")
+	descEntries     = dictDesc("shmzone_entries", "Entries, expired ones not yet reclaimed included.")
+	descBusy        = dictDesc("shmzone_busy_shards", "Shards left out of this scrape because a live process held their lock past the lock timeout.")
+	descHits        = dictDesc("shmzone_hits_total", "Reads and increments that found a live key.")
+	descMisses      = dictDesc("shmzone_misses_total", "Reads and increments that did not.")
+	descWrites      = dictDesc("shmzone_writes_total", "Successful writes.")
+	descEvictions   = dictDesc("shmzone_evictions_total", "Live entries evicted to make room.")
+	descExpirations = dictDesc("shmzone_expirations_total", "Expired entries reclaimed.")
+	descLockWaits   = dictDesc("shmzone_lock_waits_total", "Lock acquisitions that had to wait.")
+	descRecoveries  = dictDesc("shmzone_recoveries_total", "Shards rebuilt after a dead lock owner or corruption.")
+
+	descDecisions = prometheus.NewDesc("shmzone_limiter_decisions_total",
+		"Decisions of this process's limiter, by decision: allowed, rejected or error.", []string{"limiter", "decision"}, nil)
+	descForcible = prometheus.NewDesc("shmzone_limiter_forcible_total",
+		"Operations of this process's limiter whose write evicted other entries (limiter.Stats.Forcible).", []string{"limiter"}, nil)
+	descRetries = prometheus.NewDesc("shmzone_limiter_retries_total",
+		"Writes of this process's limiter tried again because the key's shard was full (limiter.Stats.Retries).", []string{"limiter"}, nil)
+)
+
+func dictDesc(name, help string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, []string{"zone"}, nil)
+}
+
+// statser is a limiter that counts its full-zone writes, as the limiters of
+// package limiter do.
+type statser interface {
+	Stats() limiter.Stats
+}
+
+// Collector is a prometheus.Collector of dictionaries and limiters. The
+// zero value is not usable: call NewCollector. Register it once with a
+// registry; dictionaries and limiters may be added before or after.
+type Collector struct {
+	mu       sync.Mutex
+	dicts    []namedDict
+	limiters []*Limiter
+	names    map[string]bool // "zone/" and "limiter/" names taken
+}
+
+type namedDict struct {
+	name string
+	d    *dict.Dict
+}
+
+// NewCollector returns a Collector of nothing yet.
+func NewCollector() *Collector {
+	return &Collector{names: map[string]bool{}}
+}
+
+// AddDict exports d's Stats under the label zone=name. Errors: ErrNilDict,
+// ErrDuplicate for a name already added.
+func (c *Collector) AddDict(name string, d *dict.Dict) error {
+	if d == nil {
+		return ErrNilDict
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.names["zone/"+name] {
+		return fmt.Errorf("%w: zone %q", ErrDuplicate, name)
+	}
+	c.names["zone/"+name] = true
+	c.dicts = append(c.dicts, namedDict{name, d})
+	return nil
+}
+
+// AddLimiter returns l wrapped to count its decisions, exported under the
+// label limiter=name with l's limiter.Stats when it has them. Use the
+// returned Limiter in l's place. Errors: ErrNilLimiter, ErrDuplicate for a
+// name already added.
+func (c *Collector) AddLimiter(name string, l limiter.Limiter) (limiter.Limiter, error) {
+	if l == nil {
+		return nil, ErrNilLimiter
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.names["limiter/"+name] {
+		return nil, fmt.Errorf("%w: limiter %q", ErrDuplicate, name)
+	}
+	c.names["limiter/"+name] = true
+	w := &Limiter{name: name, l: l}
+	c.limiters = append(c.limiters, w)
+	return w.wrapped(), nil
+}
+
+// Describe sends every metric's description.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descCapacity, descFree, descShards, descEntries, descBusy,
+		descHits, descMisses, descWrites, descEvictions, descExpirations, descLockWaits, descRecoveries,
+		descDecisions, descForcible, descRetries} {
+		ch <- d
+	}
+}
+
+// Collect reads every dictionary's Stats and every limiter's counts.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	dicts := c.dicts
+	limiters := c.limiters
+	c.mu.Unlock()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	for _, nd := range dicts {
+		s := nd.d.Stats()
+		gauge(descCapacity, float64(s.Capacity), nd.name)
+		gauge(descFree, float64(s.FreeSpace), nd.name)
+		gauge(descShards, float64(s.Shards), nd.name)
+		gauge(descEntries, float64(s.Entries), nd.name)
+		gauge(descBusy, float64(s.Busy), nd.name)
+		counter(descHits, s.Hits, nd.name)
+		counter(descMisses, s.Misses, nd.name)
+		counter(descWrites, s.Writes, nd.name)
+		counter(descEvictions, s.Evictions, nd.name)
+		counter(descExpirations, s.Expirations, nd.name)
+		counter(descLockWaits, s.LockWaits, nd.name)
+		counter(descRecoveries, s.Recoveries, nd.name)
+	}
+	for _, l := range limiters {
+		counter(descDecisions, l.allowed.Load(), l.name, "allowed")
+		counter(descDecisions, l.rejected.Load(), l.name, "rejected")
+		counter(descDecisions, l.errors.Load(), l.name, "error")
+		if s, ok := l.l.(statser); ok {
+			st := s.Stats()
+			counter(descForcible, st.Forcible, l.name)
+			counter(descRetries, st.Retries, l.name)
+		}
+	}
+}

@@ -1,0 +1,220 @@
+package shmprom_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/shmzone/shmzone/contrib/prometheus"
+	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/limiter"
+)
+
+func openZone(t *testing.T) *dict.Dict {
+	t.Helper()
+	d, err := dict.Open(filepath.Join(t.TempDir(), "test.zone"), dict.Options{Size: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+// scrape fetches url and parses it as the Prometheus text format.
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d", url, resp.StatusCode)
+	}
+	if f := expfmt.ResponseFormat(resp.Header); f.FormatType() != expfmt.TypeTextPlain {
+		t.Fatalf("GET %s: Content-Type %q is not the text format", url, resp.Header.Get("Content-Type"))
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parsing %s: %v", url, err)
+	}
+	return mfs
+}
+
+// value returns the value of the sample of family name whose labels
+// include want, and whether there is one.
+func value(mfs map[string]*dto.MetricFamily, name string, want map[string]string) (float64, bool) {
+	mf := mfs[name]
+	if mf == nil {
+		return 0, false
+	}
+	for _, m := range mf.GetMetric() {
+		match := 0
+		for _, lp := range m.GetLabel() {
+			if v, ok := want[lp.GetName()]; ok && v == lp.GetValue() {
+				match++
+			}
+		}
+		if match != len(want) {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue(), true
+		case m.Gauge != nil:
+			return m.Gauge.GetValue(), true
+		case m.Untyped != nil:
+			return m.Untyped.GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+func TestCollectorScrape(t *testing.T) {
+	d := openZone(t)
+	c := shmprom.NewCollector()
+	reg := prometheus.NewPedanticRegistry() // checks the descriptions against the metrics
+	if err := reg.Register(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddDict("main", d); err != nil {
+		t.Fatal(err)
+	}
+	count, err := limiter.NewCount(d, "per-client", 3, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.AddLimiter("per-client", count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for range 5 { // 3 allowed, 2 rejected
+		if _, err := l.Incoming(ctx, "192.0.2.1", true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Incoming(ctx, "", true); err == nil { // the empty key: an error
+		t.Fatal("Incoming(\"\") succeeded")
+	}
+	if err := d.SafeSet("other", dict.Int(1), 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}))
+	defer srv.Close()
+	mfs := scrape(t, srv.URL)
+
+	st := d.Stats()
+	zone := map[string]string{"zone": "main"}
+	per := func(decision string) map[string]string {
+		return map[string]string{"limiter": "per-client", "decision": decision}
+	}
+	tests := []struct {
+		name   string
+		labels map[string]string
+		want   float64
+		typ    dto.MetricType
+	}{
+		{"shmzone_limiter_decisions_total", per("allowed"), 3, dto.MetricType_COUNTER},
+		{"shmzone_limiter_decisions_total", per("rejected"), 2, dto.MetricType_COUNTER},
+		{"shmzone_limiter_decisions_total", per("error"), 1, dto.MetricType_COUNTER},
+		{"shmzone_limiter_forcible_total", map[string]string{"limiter": "per-client"}, 0, dto.MetricType_COUNTER},
+		{"shmzone_limiter_retries_total", map[string]string{"limiter": "per-client"}, 0, dto.MetricType_COUNTER},
+		{"shmzone_capacity_bytes", zone, float64(d.Capacity()), dto.MetricType_GAUGE},
+		{"shmzone_shards", zone, float64(st.Shards), dto.MetricType_GAUGE},
+		{"shmzone_entries", zone, 2, dto.MetricType_GAUGE}, // the client's window and "other"
+		{"shmzone_busy_shards", zone, 0, dto.MetricType_GAUGE},
+		{"shmzone_evictions_total", zone, 0, dto.MetricType_COUNTER},
+		{"shmzone_recoveries_total", zone, 0, dto.MetricType_COUNTER},
+	}
+	for _, tt := range tests {
+		got, ok := value(mfs, tt.name, tt.labels)
+		if !ok {
+			t.Errorf("%s%v missing", tt.name, tt.labels)
+			continue
+		}
+		if got != tt.want {
+			t.Errorf("%s%v = %v, want %v", tt.name, tt.labels, got, tt.want)
+		}
+		if typ := mfs[tt.name].GetType(); typ != tt.typ {
+			t.Errorf("%s is a %v, want a %v", tt.name, typ, tt.typ)
+		}
+	}
+	// Counts that moved: the increments and the write are hits, misses and
+	// writes; the free space is below the capacity.
+	if v, _ := value(mfs, "shmzone_writes_total", zone); v < 6 {
+		t.Errorf("shmzone_writes_total = %v, want at least 6", v)
+	}
+	if v, _ := value(mfs, "shmzone_free_bytes", zone); v <= 0 || v >= float64(d.Capacity()) {
+		t.Errorf("shmzone_free_bytes = %v, want in (0, %d)", v, d.Capacity())
+	}
+}
+
+func TestCollectorErrors(t *testing.T) {
+	d := openZone(t)
+	c := shmprom.NewCollector()
+	if err := c.AddDict("z", nil); !errors.Is(err, shmprom.ErrNilDict) {
+		t.Errorf("AddDict(nil) = %v, want ErrNilDict", err)
+	}
+	if _, err := c.AddLimiter("l", nil); !errors.Is(err, shmprom.ErrNilLimiter) {
+		t.Errorf("AddLimiter(nil) = %v, want ErrNilLimiter", err)
+	}
+	c.AddDict("z", d)
+	if err := c.AddDict("z", d); !errors.Is(err, shmprom.ErrDuplicate) {
+		t.Errorf("second AddDict(z) = %v, want ErrDuplicate", err)
+	}
+	l, _ := limiter.NewCount(d, "c", 1, time.Second)
+	c.AddLimiter("c", l)
+	if _, err := c.AddLimiter("c", l); !errors.Is(err, shmprom.ErrDuplicate) {
+		t.Errorf("second AddLimiter(c) = %v, want ErrDuplicate", err)
+	}
+}
+
+// The wrapper keeps exactly the optional methods of the limiter it wraps,
+// which middleware looks for: a Count's Policy and ResetAfter, a Conn's
+// Policy and Leaving, a Req's Policy, nothing for a limiter without them.
+func TestLimiterKeepsMethods(t *testing.T) {
+	d := openZone(t)
+	c := shmprom.NewCollector()
+	count, _ := limiter.NewCount(d, "count", 5, time.Minute)
+	conn, _ := limiter.NewConn(d, "conn", 2, 0, time.Second)
+	req, _ := limiter.NewReq(d, "req", 1, 1)
+	bare := struct{ limiter.Limiter }{count} // Incoming and Uncommit only
+	type methods struct{ policy, reset, leaving bool }
+	has := func(l limiter.Limiter) methods {
+		_, p := l.(interface{ Policy() limiter.Policy })
+		_, r := l.(interface {
+			ResetAfter(context.Context, string) (time.Duration, error)
+		})
+		_, lv := l.(interface {
+			Leaving(context.Context, string, time.Duration) (int64, error)
+		})
+		return methods{p, r, lv}
+	}
+	for _, tc := range []struct {
+		name string
+		l    limiter.Limiter
+	}{{"count", count}, {"conn", conn}, {"req", req}, {"bare", bare}} {
+		w, err := c.AddLimiter(tc.name, tc.l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := has(w), has(tc.l); got != want {
+			t.Errorf("%s: wrapper has %+v, the limiter %+v", tc.name, got, want)
+		}
+	}
+	w, _ := c.AddLimiter("conn2", conn)
+	if p := w.(interface{ Policy() limiter.Policy }).Policy(); p != conn.Policy() {
+		t.Errorf("wrapped Conn's Policy = %+v, want %+v", p, conn.Policy())
+	}
+}

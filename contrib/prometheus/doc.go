@@ -1,0 +1,22 @@
+// Package shmprom exports shmzone's figures to Prometheus through
+// client_golang: a Collector of dictionaries' Stats and of limiters'
+// decisions and full-zone counts (limiter.Stats).
+//
+// A limiter's decisions are counted by the Limiter that AddLimiter returns,
+// which wraps the limiter and keeps its optional methods (Policy,
+// ResetAfter, Leaving), so that middleware over it (httplimit, shmfiber,
+// shmfasthttp) writes the same headers and leaves a Conn's requests as
+// over the limiter itself.
+//
+// Invariants:
+//
+//	I1. Every decision of a wrapped limiter is counted once, as allowed,
+//	    rejected or error; dry runs (commit false) included.
+//	I2. A scrape reads each dictionary's Stats once, one shard at a time,
+//	    as dict.Stats does.
+//
+// Concurrency: a Collector and its Limiters are safe for concurrent use by
+// goroutines. The counts are this process's: each process, a prefork child
+// among them, exports its own decisions, while every process that opens a
+// zone exports the same zone-wide dictionary figures.
+package shmprom

@@ -1,0 +1,111 @@
+package shmprom
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/shmzone/shmzone/limiter"
+)
+
+// Limiter counts the decisions of the limiter it wraps (AddLimiter).
+type Limiter struct {
+	name                      string
+	l                         limiter.Limiter
+	allowed, rejected, errors atomic.Uint64
+}
+
+// Incoming is the wrapped limiter's, counted.
+func (w *Limiter) Incoming(ctx context.Context, key string, commit bool) (limiter.Decision, error) {
+	d, err := w.l.Incoming(ctx, key, commit)
+	switch {
+	case err != nil:
+		w.errors.Add(1)
+	case d.Allowed:
+		w.allowed.Add(1)
+	default:
+		w.rejected.Add(1)
+	}
+	return d, err
+}
+
+// Uncommit is the wrapped limiter's.
+func (w *Limiter) Uncommit(ctx context.Context, key string) error {
+	return w.l.Uncommit(ctx, key)
+}
+
+// The optional methods middleware looks for, each passed through only when
+// the wrapped limiter has it: a wrapper that claimed Leaving for a limiter
+// without it would make httplimit skip its Uncommit.
+type (
+	policer  interface{ Policy() limiter.Policy }
+	resetter interface {
+		ResetAfter(ctx context.Context, key string) (time.Duration, error)
+	}
+	leaver interface {
+		Leaving(ctx context.Context, key string, latency time.Duration) (int64, error)
+	}
+	withPolicy     struct{ p policer }
+	withResetAfter struct{ r resetter }
+	withLeaving    struct{ l leaver }
+)
+
+func (x withPolicy) Policy() limiter.Policy { return x.p.Policy() }
+func (x withResetAfter) ResetAfter(ctx context.Context, key string) (time.Duration, error) {
+	return x.r.ResetAfter(ctx, key)
+}
+func (x withLeaving) Leaving(ctx context.Context, key string, latency time.Duration) (int64, error) {
+	return x.l.Leaving(ctx, key, latency)
+}
+
+// wrapped returns w with exactly the optional methods of the limiter it
+// wraps.
+func (w *Limiter) wrapped() limiter.Limiter {
+	p, hasP := w.l.(policer)
+	r, hasR := w.l.(resetter)
+	l, hasL := w.l.(leaver)
+	P, R, L := withPolicy{p}, withResetAfter{r}, withLeaving{l}
+	switch {
+	case hasP && hasR && hasL:
+		return struct {
+			*Limiter
+			withPolicy
+			withResetAfter
+			withLeaving
+		}{w, P, R, L}
+	case hasP && hasR:
+		return struct {
+			*Limiter
+			withPolicy
+			withResetAfter
+		}{w, P, R}
+	case hasP && hasL:
+		return struct {
+			*Limiter
+			withPolicy
+			withLeaving
+		}{w, P, L}
+	case hasR && hasL:
+		return struct {
+			*Limiter
+			withResetAfter
+			withLeaving
+		}{w, R, L}
+	case hasP:
+		return struct {
+			*Limiter
+			withPolicy
+		}{w, P}
+	case hasR:
+		return struct {
+			*Limiter
+			withResetAfter
+		}{w, R}
+	case hasL:
+		return struct {
+			*Limiter
+			withLeaving
+		}{w, L}
+	}
+	return w
+}

@@ -23,9 +23,12 @@ const (
 
 // runChild is Run in a child.
 func runChild(ctx context.Context, child func(ctx context.Context, ln net.Listener) error) error {
-	ppid, err := strconv.Atoi(os.Getenv(EnvChild))
+	ppid, err := strconv.Atoi(masterPid)
 	if err != nil || ppid <= 0 {
-		return fmt.Errorf("%w: %s=%q", ErrBadChild, EnvChild, os.Getenv(EnvChild))
+		return fmt.Errorf("%w: %s=%q", ErrBadChild, EnvChild, masterPid)
+	}
+	if child == nil {
+		return fmt.Errorf("%w: no child function", ErrBadOptions)
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()

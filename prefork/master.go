@@ -15,7 +15,6 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -295,7 +294,7 @@ func (m *master) start(s, roll int) (int, error) {
 		return 0, err
 	}
 	cmd := exec.Command(m.exe, m.o.Args...)
-	cmd.Env = append(environ(), EnvChild+"="+strconv.Itoa(os.Getpid()))
+	cmd.Env = append(os.Environ(), EnvChild+"="+strconv.Itoa(os.Getpid()))
 	if m.o.Env != nil {
 		cmd.Env = append(cmd.Env, m.o.Env(s, roll)...)
 	}
@@ -329,19 +328,6 @@ func (m *master) send(e event) {
 	case m.events <- e:
 	case <-m.done:
 	}
-}
-
-// environ is the master's environment without EnvChild, which a master
-// started by another master's child would otherwise pass on twice.
-func environ() []string {
-	env := os.Environ()
-	out := env[:0:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, EnvChild+"=") {
-			out = append(out, kv)
-		}
-	}
-	return out
 }
 
 // drain tells every child to drain and waits for all of them to exit; a

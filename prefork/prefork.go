@@ -11,7 +11,9 @@ import (
 )
 
 // EnvChild is the environment variable the master sets in each child it
-// starts: its value is the master's process id. Run, and IsChild, read it.
+// starts: its value is the master's process id. The package reads it, for
+// Run and IsChild, and removes it from the environment when the program
+// starts, so that the programs a child starts do not inherit it.
 const EnvChild = "PREFORK_CHILD"
 
 // The defaults of Options' zero fields.
@@ -67,7 +69,16 @@ type Options struct {
 // IsChild reports whether this process is a child started by a prefork
 // master, so that a program may skip, in its children, what only the master
 // does (creating a zone file, checking its configuration).
-func IsChild() bool { return os.Getenv(EnvChild) != "" }
+func IsChild() bool { return masterPid != "" }
+
+// masterPid is the value of EnvChild this process started with. The
+// variable is removed from the environment at once, so that a program a
+// child runs is not taken for a child in its turn.
+var masterPid = func() string {
+	v := os.Getenv(EnvChild)
+	os.Unsetenv(EnvChild)
+	return v
+}()
 
 // Run runs the master, or, in a child it started (IsChild), the child.
 //
@@ -84,7 +95,9 @@ func IsChild() bool { return os.Getenv(EnvChild) != "" }
 // does both for an http.Server). The child is ready for the master when it
 // first calls ln's Accept (or Addr); one that never does is killed after
 // o.ReadyTimeout. Run returns ErrOrphan, without calling child, when the
-// master died before the child started.
+// master died before the child started. A master whose children take
+// another path to Run (Options.Args or Env choosing it) may pass a nil
+// child.
 func Run(ctx context.Context, o Options, child func(ctx context.Context, ln net.Listener) error) error {
 	if IsChild() {
 		return runChild(ctx, child)

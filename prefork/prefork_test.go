@@ -368,3 +368,87 @@ func TestREADMEExample(t *testing.T) {
 		t.Errorf("README.md has no copy of Example as a main:\n%s", want)
 	}
 }
+
+// lines is output written by many processes, read while it is written.
+type lines struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// The end of Run's context drains as SIGTERM does, and Run returns nil once
+// every child has exited. The master runs in the test process; its
+// children are helpers.
+func TestContextEndDrains(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	helper := testutil.Helper(t, "server", addr, "2")
+	out := &lines{}
+	o := Options{
+		Addr:         addr,
+		Children:     2,
+		ReadyTimeout: hang,
+		DrainTimeout: hang,
+		Args:         helper.Args[1:],
+		Env:          func(slot, roll int) []string { return helper.Env },
+		Stdout:       out,
+		Stderr:       out,
+		Logf:         func(format string, a ...any) { fmt.Fprintf(out, format+"\n", a...) },
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() {
+		ran <- Run(ctx, o, func(context.Context, net.Listener) error { return errors.New("child called in the master") })
+	}()
+	count := func(re *regexp.Regexp) int { return len(re.FindAllString(out.String(), -1)) }
+	if !waitFor(func() bool { return count(readyRE) == 2 }) {
+		cancel()
+		t.Fatalf("children not ready; Run: %v; output:\n%s", <-ran, out)
+	}
+	type answer struct {
+		body string
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		body, err := get(addr, "/slow")
+		done <- answer{body, err}
+	}()
+	if !waitFor(func() bool { return count(flightRE) == 1 }) {
+		cancel()
+		t.Fatalf("no request in flight; Run: %v; output:\n%s", <-ran, out)
+	}
+	cancel()
+	a := <-done
+	if a.err != nil || !strings.HasPrefix(a.body, "drained pid=") {
+		t.Errorf("request in flight when the context ended: %q, %v; output:\n%s", a.body, a.err, out)
+	}
+	if err := <-ran; err != nil {
+		t.Fatalf("Run = %v, want nil after a drain; output:\n%s", err, out)
+	}
+	if n := count(retiredRE); n != 2 {
+		t.Errorf("%d children retired, want 2; output:\n%s", n, out)
+	}
+	for _, m := range readyRE.FindAllStringSubmatch(out.String(), -1) {
+		pid, _ := strconv.Atoi(m[1])
+		if !gone(pid) {
+			t.Errorf("child %d running after Run returned", pid)
+		}
+	}
+}

@@ -17,31 +17,6 @@ func (d *Dict) IncrInitNum(key string, delta, init int64, initTTL time.Duration)
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
 	}
-	if initTTL < 0 {
-		return 0, false, ErrBadTTL
-	}
-	_, f, found, err := d.incr(key, delta, float64(delta), false)
-	if err != nil || found {
-		return f, false, err
-	}
-	h := hashKey(d.seed, key)
-	s := d.shardFor(h)
-	if err := d.lock(s); err != nil {
-		return 0, false, err
-	}
-	defer d.unlock(s)
-	// Another process may have created it since: add to it then.
-	_, f, found, err = d.incrLocked(s, key, h, delta, float64(delta), false)
-	if err != nil || found {
-		return f, false, err
-	}
-	expiry, err := d.expiryFor(initTTL)
-	if err != nil {
-		return 0, false, err
-	}
-	forcible, err = d.findStoreLocked(s, key, h, put{v: Int(init + delta), expiry: expiry, evict: true})
-	if err != nil {
-		return 0, forcible, err
-	}
-	return float64(init + delta), forcible, nil
+	_, sum, forcible, err = d.incrInit(key, delta, init, initTTL)
+	return sum, forcible, err
 }

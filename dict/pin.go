@@ -138,15 +138,24 @@ func (s *shard) pin(key string, h uint64) (off uint32, pw *uint64, found, ok boo
 		if pw := s.pinFirst(off, seq); pw != nil {
 			return off, pw, true, true
 		}
+		// Another writer holds the page (or the shard changed): wait on
+		// the page's word and Seq alone, not looking at the entry again,
+		// whose line the holder is writing.
+		if pw := s.tryPin(off, seq); pw != nil {
+			return off, pw, true, true
+		}
 	}
 	return s.pinSlow(key, h)
 }
 
 // pinFirst is tryPin without the spin, for the first try, which almost
-// always succeeds: small enough to inline.
+// always succeeds. It swaps the word without loading it first: a load
+// would fetch the word's line shared, and the swap fetch it again to own
+// it, two transfers of a line that another process writes (a hot key's
+// page) where one does.
 func (s *shard) pinFirst(off uint32, seq uint64) *uint64 {
 	pw := s.slab.PageWord(off)
-	if pw == nil || atomic.LoadUint64(pw) != 0 || !s.z.TryLock(pw) {
+	if pw == nil || !s.z.TryLock(pw) {
 		return nil
 	}
 	if s.seq() != seq {

@@ -279,33 +279,39 @@ func (d *Dict) IncrInit(key string, delta, init int64, initTTL time.Duration) (n
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
 	}
+	n, _, forcible, err = d.incrInit(key, delta, init, initTTL)
+	return n, forcible, err
+}
+
+// incrInit is IncrInit and IncrInitNum: the sum as an int and as a float.
+func (d *Dict) incrInit(key string, delta, init int64, initTTL time.Duration) (n int64, f float64, forcible bool, err error) {
 	if initTTL < 0 {
-		return 0, false, ErrBadTTL
+		return 0, 0, false, ErrBadTTL
 	}
-	n, _, found, err := d.incr(key, delta, float64(delta), false)
+	n, f, found, err := d.incr(key, delta, float64(delta), false)
 	if err != nil || found {
-		return n, false, err
+		return n, f, false, err
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
 	if err := d.lock(s); err != nil {
-		return 0, false, err
+		return 0, 0, false, err
 	}
 	defer d.unlock(s)
 	// Another process may have created it since: add to it then.
-	n, _, found, err = d.incrLocked(s, key, h, delta, float64(delta), false)
+	n, f, found, err = d.incrLocked(s, key, h, delta, float64(delta), false)
 	if err != nil || found {
-		return n, false, err
+		return n, f, false, err
 	}
 	expiry, err := d.expiryFor(initTTL)
 	if err != nil {
-		return 0, false, err
+		return 0, 0, false, err
 	}
 	forcible, err = d.findStoreLocked(s, key, h, put{v: Int(init + delta), expiry: expiry, evict: true})
 	if err != nil {
-		return 0, forcible, err
+		return 0, 0, forcible, err
 	}
-	return init + delta, forcible, nil
+	return init + delta, float64(init + delta), forcible, nil
 }
 
 // incr adds to key's live number (incrEntry): under the entry's page lock

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/leak"
 )
 
 // Req is a leaky bucket with delay, as lua-resty-limit-traffic's
@@ -208,18 +209,8 @@ func (l *Req) rejected(excess float64) Decision {
 }
 
 // leakTime returns how long the bucket takes to leak excess
-// milli-requests: excess/rate seconds, as the Lua module returns its delay,
-// to the nearest ns; none for excess <= 0.
-func (l *Req) leakTime(excess float64) time.Duration {
-	if !(excess > 0) {
-		return 0
-	}
-	ns := math.Round(excess / l.rateM * 1e9)
-	if ns >= math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return time.Duration(ns)
-}
+// milli-requests (leak.Time).
+func (l *Req) leakTime(excess float64) time.Duration { return leak.Time(excess, l.rateM) }
 
 // truncExcess truncates an excess to the stored integer, saturating.
 func truncExcess(excess float64) uint64 {

@@ -38,7 +38,6 @@ type serveConfig struct {
 	Drain      time.Duration `json:"drain"`
 	SlowPath   string        `json:"slow_path,omitempty"`
 	Slow       time.Duration `json:"slow,omitempty"`
-	MasterPid  int           `json:"master_pid"`
 
 	// The global limit (serve_global.go); none when Redis is empty.
 	Redis          string        `json:"redis,omitempty"`
@@ -154,17 +153,6 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		}
 		d.Close()
 	}
-	c.MasterPid = os.Getpid()
-	exe, err := os.Executable()
-	if err != nil {
-		fmt.Fprintln(stderr, "worker serve:", err)
-		return 1
-	}
 	cfg, _ := json.Marshal(c)
-	m := &serveMaster{
-		addr: c.Addr, exe: exe, procs: procs, config: string(cfg),
-		drainTO: c.Drain, readyTO: c.ReadyTimeout, unreadyRoll: c.UnreadyRoll,
-		stdout: stdout, stderr: stderr,
-	}
-	return m.run()
+	return serveMaster(c, procs, string(cfg), stdout, stderr)
 }

@@ -19,7 +19,7 @@
 // RateLimit-Policy and RateLimit headers of
 // draft-ietf-httpapi-ratelimit-headers (the -08 and later syntax,
 // `"default";q=100;w=60` and `"default";r=42;t=17`) and X-RateLimit-Limit,
-// -Remaining and -Reset (delta seconds). A request whose key or decision
+// -Remaining and -Reset (delta seconds), written by package headers. A request whose key or decision
 // fails goes to Options.Error, 500 by default: that includes a decision that
 // timed out on a shard held by a stopped or stuck process
 // (limiter.ErrLockTimeout), so the failure policy (fail closed, or fail open
@@ -48,6 +48,7 @@
 //	    no longer, reaches no handler, and gets 503.
 //
 // Concurrency: the middleware is safe for use by many goroutines; it keeps
-// no state of its own beyond its Options, which must not change after New.
+// no state of its own beyond its Options, which must not change after New,
+// and the header writer of its limiter's last policy, swapped atomically.
 // Across processes, it shares what its limiter shares.
 package httplimit

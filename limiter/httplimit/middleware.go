@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/shmzone/shmzone/limiter"
+	"github.com/shmzone/shmzone/limiter/headers"
 )
 
 // Options configures the middleware. The zero value keys requests by client
@@ -83,20 +85,18 @@ func New(l limiter.Limiter, o Options) (func(http.Handler) http.Handler, error) 
 	if o.Policy.Limit < 0 || o.Policy.Window < 0 {
 		return nil, fmt.Errorf("%w: %+v", ErrBadPolicy, o.Policy)
 	}
-	name := o.PolicyName
-	if name == "" {
-		name = "default"
-	}
-	quoted, err := quoteName(name)
-	if err != nil {
-		return nil, err
-	}
-	m := &middleware{l: l, o: o, quoted: quoted}
+	var fixed *limiter.Policy
+	m := &middleware{l: l, o: o}
 	if o.Policy.Limit > 0 {
-		m.policy = &o.Policy
+		fixed = &o.Policy
 	} else if p, ok := l.(policer); ok {
 		m.policer = p
 	}
+	hw, err := headers.New(o.PolicyName, fixed)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadPolicy, err)
+	}
+	m.writer.Store(&policyWriter{w: hw})
 	m.leaver, _ = l.(leaver)
 	m.resetter, _ = l.(resetter)
 	if m.o.Key == nil {
@@ -126,9 +126,8 @@ func New(l limiter.Limiter, o Options) (func(http.Handler) http.Handler, error) 
 type middleware struct {
 	l        limiter.Limiter
 	o        Options
-	quoted   string          // the policy name as an sf-string
-	policy   *limiter.Policy // fixed by Options, or nil
-	policer  policer         // the limiter's, when Options has none
+	writer   atomic.Pointer[policyWriter] // of the last policy seen
+	policer  policer                      // the limiter's, when Options has none
 	leaver   leaver
 	resetter resetter
 }
@@ -149,7 +148,7 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		m.headers(ctx, w.Header(), key, d)
 	}
 	if !d.Allowed {
-		w.Header().Set(hdrRetryAfter, retryAfter(d))
+		w.Header().Set(headers.RetryAfter, headers.RetryAfterValue(d))
 		m.o.Rejected(w, r, d)
 		return
 	}
@@ -171,16 +170,27 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 
 // headers writes the rate limit headers of d.
 func (m *middleware) headers(ctx context.Context, h http.Header, key string, d limiter.Decision) {
-	policy := m.policy
-	if policy == nil && m.policer != nil {
-		p := m.policer.Policy()
-		policy = &p
+	pw := m.writer.Load()
+	if m.policer != nil {
+		if p := m.policer.Policy(); !pw.known || p != pw.p {
+			w, _ := headers.New(m.o.PolicyName, &p) // the name passed New
+			pw = &policyWriter{p: p, known: true, w: w}
+			m.writer.Store(pw)
+		}
 	}
 	reset := d.ResetAfter
 	if reset == 0 && d.Allowed && m.resetter != nil {
 		reset, _ = m.resetter.ResetAfter(ctx, key) // the headers go without it on error
 	}
-	setHeaders(h, m.quoted, policy, d, reset)
+	pw.w.Write(d, reset, h.Set)
+}
+
+// policyWriter is the headers.Writer of a policy: the limiter's policy p
+// when known, else the one fixed by Options, or none.
+type policyWriter struct {
+	p     limiter.Policy
+	known bool // p is the limiter's
+	w     *headers.Writer
 }
 
 // sleep waits d or until ctx ends.

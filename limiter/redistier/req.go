@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/shmzone/shmzone/internal/leak"
 	"github.com/shmzone/shmzone/limiter"
 )
 
@@ -170,19 +171,9 @@ func (l *Req) decide(code, excess, pttl int64, commit bool) limiter.Decision {
 	return d
 }
 
-// leakTime returns how long the bucket takes to leak excess milli-requests,
-// excess/rate seconds to the nearest ns, as the Lua module's excess / rate
-// in seconds; none for excess <= 0, saturating at the longest Duration.
-func (l *Req) leakTime(excess float64) time.Duration {
-	if !(excess > 0) {
-		return 0
-	}
-	ns := math.Round(excess / l.rateM * 1e9)
-	if ns >= math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return time.Duration(ns)
-}
+// leakTime returns how long the bucket takes to leak excess
+// milli-requests (leak.Time).
+func (l *Req) leakTime(excess float64) time.Duration { return leak.Time(excess, l.rateM) }
 
 // Uncommit gives one request back: the stored excess drops by one request,
 // not below 0. A key without state is left so. Errors: ErrBadKey,

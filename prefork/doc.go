@@ -1,0 +1,68 @@
+// Package prefork runs a net/http server as a master process and N child
+// processes that each accept on their own SO_REUSEPORT socket of one
+// address, so that the kernel spreads connections over the children. With
+// the limiters of package limiter over one zone file, every child enforces
+// one limit.
+//
+// A program calls Run from main with the same Options in the master and in
+// its children: the master re-executes the program's binary (os.Executable,
+// with its arguments) once per child, and Run tells the two apart by the
+// environment variable EnvChild, which the master sets in each child. In a
+// child, Run calls the child function with the child's listener and a
+// context that ends on SIGTERM or SIGINT; the function serves (Serve does it
+// for an http.Server) and drains when the context ends.
+//
+//	err := prefork.Run(ctx, prefork.Options{Addr: ":8080", Children: 4},
+//		func(ctx context.Context, ln net.Listener) error {
+//			srv := &http.Server{Handler: h}
+//			return prefork.Serve(ctx, srv, ln, 10*time.Second)
+//		})
+//
+// The master keeps one socket per child slot open for its whole life and
+// hands it to each child of the slot (fd 4), so connections queued on a
+// socket wait for the slot's next child instead of being reset when a child
+// dies or is replaced. A child is ready when it first accepts; it says so to
+// the master through a pipe (fd 3). The master
+//
+//   - replaces a child that dies: at once if it had served for
+//     Options.StableAfter, else after a delay that doubles from
+//     Options.BackoffMin to Options.BackoffMax, so that a child that cannot
+//     start is not restarted in a tight loop;
+//   - kills a child that is not ready within Options.ReadyTimeout, and
+//     replaces it the same way;
+//   - on SIGTERM or SIGINT, or when Run's context ends, tells every child to
+//     drain (SIGTERM), waits for them, killing any still running after
+//     Options.DrainTimeout, and returns;
+//   - on SIGHUP, rolls the children one slot at a time: it starts the
+//     slot's new child and tells the old one to drain only once the new one
+//     is ready, so that the address always has a listener; a new child that
+//     dies or is not ready in time is given up and the slot keeps the old.
+//
+// A child gets SIGTERM when the master dies, even by SIGKILL (Linux's
+// parent-death signal), and so drains and exits.
+//
+// Invariants:
+//
+//	I1. A slot's socket is opened once, by the master, before any child,
+//	    and closed only when Run returns: while the master lives, the
+//	    address is bound and no queued connection is reset by a child's
+//	    exit.
+//	I2. A child never outlives its master: it gets SIGTERM when the master
+//	    dies, and a child whose master died before it started returns
+//	    ErrOrphan at once.
+//	I3. In a roll, a slot's old child is told to drain only after its new
+//	    child is ready.
+//	I4. A child that dies is replaced, unless it was told to drain; two
+//	    quick deaths in a row of a slot's children are BackoffMin apart at
+//	    least.
+//
+// Concurrency: Run is meant to be called once per process, from main; it
+// installs signal handlers for SIGTERM, SIGINT and, in the master, SIGHUP,
+// and removes them when it returns. Serve may be called from any goroutine.
+// Across processes, the master and the children share nothing but the
+// listening sockets, the ready pipes, their stdout and stderr, and what the
+// program shares itself (a zone file).
+//
+// The package is for Linux: it relies on SO_REUSEPORT and the parent-death
+// signal.
+package prefork

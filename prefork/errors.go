@@ -1,0 +1,15 @@
+package prefork
+
+import "errors"
+
+var (
+	// ErrOrphan is returned by Run in a child whose master has died
+	// before the child could start.
+	ErrOrphan = errors.New("prefork: master gone")
+	// ErrBadOptions is returned by Run for options that cannot work: no
+	// address, or a negative count or duration.
+	ErrBadOptions = errors.New("prefork: bad options")
+	// ErrBadChild is returned by Run in a child whose environment
+	// variable EnvChild, or inherited files, are not what a master sets.
+	ErrBadChild = errors.New("prefork: bad child environment")
+)

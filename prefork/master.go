@@ -1,0 +1,363 @@
+package prefork
+
+// master.go: the master keeps Children children running, one per slot: a
+// child that dies is replaced; SIGTERM, SIGINT or the end of Run's context
+// drains every child; SIGHUP rolls the slots one at a time, starting the new
+// child and waiting until it is ready before the old one is told to drain.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+type master struct {
+	o   Options
+	exe string
+
+	sockets  []*os.File // slot -> its listening socket, kept across children
+	nextID   int
+	children map[int]*proc // by id
+	slots    []int         // slot -> id of the child serving it; 0 when none
+	events   chan event
+	done     chan struct{}   // closed when run returns: no more events
+	rolls    int             // SIGHUPs so far
+	backoff  []time.Duration // slot -> the delay before its next quick restart
+}
+
+// roll is a slot to roll and the SIGHUP (1 = the first) that asked.
+type roll struct{ slot, roll int }
+
+type proc struct {
+	id, slot int
+	cmd      *exec.Cmd
+	started  time.Time
+	ready    bool
+	retiring bool // told to drain; its exit is not replaced
+}
+
+// event reports that a child is ready, has exited, or has not been ready
+// within the ready timeout (late); or, with respawn set, that slot's
+// restart delay is over.
+type event struct {
+	id      int
+	ready   bool
+	late    bool
+	err     error
+	respawn bool
+	slot    int
+}
+
+// exited reports whether e is a child's exit.
+func (e event) exited() bool { return !e.ready && !e.late && !e.respawn }
+
+func newMaster(o Options) *master {
+	return &master{
+		o:        o,
+		children: map[int]*proc{},
+		slots:    make([]int, o.Children),
+		backoff:  make([]time.Duration, o.Children),
+		events:   make(chan event, 4*o.Children+4),
+		done:     make(chan struct{}),
+	}
+}
+
+func (m *master) run(ctx context.Context) error {
+	// The parent-death signal fires when the thread that started the
+	// child exits, not the process: start every child from this one
+	// locked thread.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	defer close(m.done)
+
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("prefork: %w", err)
+	}
+	m.exe = exe
+	defer func() {
+		for _, f := range m.sockets {
+			f.Close()
+		}
+	}()
+	if err := m.listen(); err != nil {
+		return fmt.Errorf("prefork: %w", err)
+	}
+	for s := range m.slots {
+		if err := m.spawn(s, 0); err != nil {
+			m.drain()
+			return fmt.Errorf("prefork: %w", err)
+		}
+	}
+
+	var rollQueue []roll // slots still to roll
+	rolling := 0         // id of the new child being waited for; 0 when none
+	for {
+		if rolling == 0 && len(rollQueue) > 0 {
+			r := rollQueue[0]
+			rollQueue = rollQueue[1:]
+			id, err := m.start(r.slot, r.roll)
+			if err != nil {
+				m.o.Logf("roll slot %d: %v", r.slot, err)
+				continue
+			}
+			rolling = id
+		}
+		select {
+		case <-ctx.Done():
+			m.o.Logf("%v: draining", context.Cause(ctx))
+			m.drain()
+			return nil
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				m.rolls++
+				m.o.Logf("SIGHUP: rolling children")
+				for s := range m.slots {
+					rollQueue = append(rollQueue, roll{slot: s, roll: m.rolls})
+				}
+				continue
+			}
+			m.o.Logf("%v: draining", sig)
+			m.drain()
+			return nil
+		case e := <-m.events:
+			if e.respawn {
+				if m.slots[e.slot] == 0 {
+					if err := m.spawn(e.slot, 0); err != nil {
+						m.o.Logf("%v", err)
+					}
+				}
+				continue
+			}
+			c := m.children[e.id]
+			if c == nil {
+				continue
+			}
+			if e.late {
+				if c.ready {
+					continue
+				}
+				// A rolled-in child is given up and its slot keeps the
+				// old child; any other is killed and replaced (after a
+				// delay, as it never served).
+				if e.id == rolling {
+					m.o.Logf("child pid=%d not ready in %v; killing it, slot %d keeps its child", c.cmd.Process.Pid, m.o.ReadyTimeout, c.slot)
+					c.retiring = true
+					rolling = 0
+				} else {
+					m.o.Logf("child pid=%d not ready in %v; killing it", c.cmd.Process.Pid, m.o.ReadyTimeout)
+				}
+				c.cmd.Process.Kill()
+				continue
+			}
+			if e.ready {
+				c.ready = true
+				m.o.Logf("child pid=%d ready (slot %d)", c.cmd.Process.Pid, c.slot)
+				if e.id == rolling {
+					// The new child is ready: the old one may go.
+					if old := m.children[m.slots[c.slot]]; old != nil && old != c {
+						old.retiring = true
+						old.cmd.Process.Signal(syscall.SIGTERM)
+					}
+					m.slots[c.slot] = c.id
+					rolling = 0
+				}
+				continue
+			}
+			delete(m.children, e.id)
+			if c.retiring {
+				m.o.Logf("child pid=%d retired: %v", c.cmd.Process.Pid, exitText(e.err))
+				continue
+			}
+			if e.id == rolling {
+				m.o.Logf("child pid=%d died: %v; slot %d keeps its child", c.cmd.Process.Pid, exitText(e.err), c.slot)
+				rolling = 0
+				continue
+			}
+			delay := m.restartDelay(c)
+			m.o.Logf("child pid=%d died: %v; replacing it in %v", c.cmd.Process.Pid, exitText(e.err), delay)
+			if delay == 0 {
+				if err := m.spawn(c.slot, 0); err != nil {
+					m.o.Logf("%v", err)
+				}
+				continue
+			}
+			m.slots[c.slot] = 0
+			slot := c.slot
+			time.AfterFunc(delay, func() { m.send(event{respawn: true, slot: slot}) })
+		}
+	}
+}
+
+// restartDelay is how long to wait before replacing c, which died: 0 for a
+// child that served for StableAfter, else the slot's backoff, which doubles
+// for the next time.
+func (m *master) restartDelay(c *proc) time.Duration {
+	if c.ready && time.Since(c.started) >= m.o.StableAfter {
+		m.backoff[c.slot] = 0
+		return 0
+	}
+	d := max(m.backoff[c.slot], m.o.BackoffMin)
+	m.backoff[c.slot] = min(2*d, m.o.BackoffMax)
+	return d
+}
+
+// listen opens one SO_REUSEPORT socket per slot. The master keeps them and
+// each child of a slot serves its slot's socket (fd 4): the kernel spreads
+// connections over the sockets, and since no socket is closed while the
+// master lives, connections queued on one are not reset when its child
+// dies or is rolled (closing one of several SO_REUSEPORT listeners resets
+// its queue unless net.ipv4.tcp_migrate_req is set); the next child takes
+// them.
+func (m *master) listen() error {
+	lc := net.ListenConfig{Control: reusePort}
+	for range m.slots {
+		ln, err := lc.Listen(context.Background(), "tcp", m.o.Addr)
+		if err != nil {
+			return err
+		}
+		f, err := ln.(*net.TCPListener).File()
+		ln.Close()
+		if err != nil {
+			return err
+		}
+		if f, err = nonblockingFile(f); err != nil {
+			return err
+		}
+		m.sockets = append(m.sockets, f)
+	}
+	return nil
+}
+
+// reusePort sets SO_REUSEPORT so that every socket binds the same address.
+func reusePort(network, address string, rc syscall.RawConn) error {
+	var serr error
+	err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
+	})
+	return errors.Join(err, serr)
+}
+
+// nonblockingFile returns a File of f's socket that leaves it non-blocking,
+// and closes f. The socket's open file description is shared with every
+// child of its slot, whose accept loop needs it non-blocking: in blocking
+// mode an accept with nothing queued sleeps in the kernel, where closing
+// the listener does not wake it, so the child cannot drain. A File from net
+// (TCPListener.File) turns the description blocking whenever its Fd is
+// read, as os/exec does at each child's start; one from os.NewFile leaves
+// the mode as it is.
+func nonblockingFile(f *os.File) (*os.File, error) {
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	nfd, derr := -1, error(nil)
+	if err := rc.Control(func(fd uintptr) { nfd, derr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return nil, err
+	}
+	if derr != nil {
+		return nil, fmt.Errorf("dup listener: %w", derr)
+	}
+	return os.NewFile(uintptr(nfd), f.Name()), nil
+}
+
+// spawn starts a child that serves slot s at once.
+func (m *master) spawn(s, roll int) error {
+	id, err := m.start(s, roll)
+	if err == nil {
+		m.slots[s] = id
+	}
+	return err
+}
+
+// start starts a child for slot s, for the SIGHUP roll (0 for none), and
+// returns its id. The child serves the slot's socket at its fd 4 and writes
+// one byte to the pipe at its fd 3 once it accepts; its exit is reported
+// too.
+func (m *master) start(s, roll int) (int, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	cmd := exec.Command(m.exe, m.o.Args...)
+	cmd.Env = append(os.Environ(), EnvChild+"="+strconv.Itoa(os.Getpid()))
+	if m.o.Env != nil {
+		cmd.Env = append(cmd.Env, m.o.Env(s, roll)...)
+	}
+	cmd.Stdout, cmd.Stderr = m.o.Stdout, m.o.Stderr
+	cmd.ExtraFiles = []*os.File{w, m.sockets[s]}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
+		return 0, fmt.Errorf("start child: %w", err)
+	}
+	m.nextID++
+	id := m.nextID
+	m.children[id] = &proc{id: id, slot: s, cmd: cmd, started: time.Now()}
+	go func() {
+		var b [1]byte
+		if n, _ := r.Read(b[:]); n == 1 {
+			m.send(event{id: id, ready: true})
+		}
+		r.Close()
+	}()
+	go func() { m.send(event{id: id, err: cmd.Wait()}) }()
+	time.AfterFunc(m.o.ReadyTimeout, func() { m.send(event{id: id, late: true}) })
+	return id, nil
+}
+
+// send reports e to run, unless run has returned.
+func (m *master) send(e event) {
+	select {
+	case m.events <- e:
+	case <-m.done:
+	}
+}
+
+// drain tells every child to drain and waits for all of them to exit; a
+// child still running after DrainTimeout is killed.
+func (m *master) drain() {
+	for _, c := range m.children {
+		c.retiring = true
+		c.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	deadline := time.After(m.o.DrainTimeout)
+	for len(m.children) > 0 {
+		select {
+		case e := <-m.events:
+			if c := m.children[e.id]; c != nil && e.exited() {
+				m.o.Logf("child pid=%d retired: %v", c.cmd.Process.Pid, exitText(e.err))
+				delete(m.children, e.id)
+			}
+		case <-deadline:
+			for _, c := range m.children {
+				m.o.Logf("child pid=%d still draining after %v; killing it", c.cmd.Process.Pid, m.o.DrainTimeout)
+				c.cmd.Process.Kill()
+			}
+			deadline = nil
+		}
+	}
+}
+
+func exitText(err error) string {
+	if err == nil {
+		return "exit 0"
+	}
+	return err.Error()
+}

@@ -1,0 +1,156 @@
+package prefork
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"time"
+)
+
+// EnvChild is the environment variable the master sets in each child it
+// starts: its value is the master's process id. The package reads it, for
+// Run and IsChild, and removes it from the environment when the program
+// starts, so that the programs a child starts do not inherit it.
+const EnvChild = "PREFORK_CHILD"
+
+// The defaults of Options' zero fields.
+const (
+	DefaultReadyTimeout = 10 * time.Second
+	DefaultDrainTimeout = 15 * time.Second
+	DefaultStableAfter  = time.Second
+	DefaultBackoffMin   = 100 * time.Millisecond
+	DefaultBackoffMax   = 5 * time.Second
+)
+
+// Options configures the master. A child reads none of them: it gets its
+// socket from the master, whatever Options it is given.
+type Options struct {
+	// Addr is the TCP address every child listens on, as for net.Listen
+	// ("127.0.0.1:8080", ":8080"). A port of 0 is refused: each socket
+	// would get its own port.
+	Addr string
+	// Children is how many children serve at once; 0 means
+	// runtime.NumCPU().
+	Children int
+	// ReadyTimeout is how long a new child may take to accept; one that
+	// takes longer is killed (and replaced, but in a roll the slot keeps
+	// its old child). 0 means DefaultReadyTimeout.
+	ReadyTimeout time.Duration
+	// DrainTimeout is how long the master waits, once it told its
+	// children to drain, before it kills those still running. It should
+	// exceed the children's own drain time. 0 means DefaultDrainTimeout.
+	DrainTimeout time.Duration
+	// StableAfter is how long a ready child must have run for its death
+	// to be replaced at once; a child that dies sooner, or before it is
+	// ready, is replaced after a delay of BackoffMin, doubling at each
+	// such death of its slot up to BackoffMax. Zero fields mean
+	// DefaultStableAfter, DefaultBackoffMin and DefaultBackoffMax.
+	StableAfter, BackoffMin, BackoffMax time.Duration
+	// Args are a child's arguments, without the program name; nil means
+	// the master's own (os.Args[1:]).
+	Args []string
+	// Env, when set, returns the environment a child adds to the
+	// master's: slot is the child's slot (0 to Children-1), roll the
+	// SIGHUP that started it (1 for the first), or 0 for a child that
+	// was not started by a roll.
+	Env func(slot, roll int) []string
+	// Stdout and Stderr are the children's; nil means the master's
+	// os.Stdout and os.Stderr.
+	Stdout, Stderr io.Writer
+	// Logf, when set, receives the master's reports: a child ready, dead,
+	// replaced, retired, a roll, a drain. Each is one line without its
+	// newline, and names the child by "child pid=N". Nil discards them.
+	Logf func(format string, args ...any)
+}
+
+// IsChild reports whether this process is a child started by a prefork
+// master, so that a program may skip, in its children, what only the master
+// does (creating a zone file, checking its configuration).
+func IsChild() bool { return masterPid != "" }
+
+// masterPid is the value of EnvChild this process started with. The
+// variable is removed from the environment at once, so that a program a
+// child runs is not taken for a child in its turn.
+var masterPid = func() string {
+	v := os.Getenv(EnvChild)
+	os.Unsetenv(EnvChild)
+	return v
+}()
+
+// Run runs the master, or, in a child it started (IsChild), the child.
+//
+// In the master, Run opens the sockets, starts o.Children children and
+// keeps them running until SIGTERM or SIGINT arrives or ctx ends; then it
+// drains them and returns nil. It returns an error, having stopped any
+// child it started, when it cannot listen on o.Addr or start the first
+// children, and ErrBadOptions for bad Options.
+//
+// In a child, Run calls child with the child's listener and a context
+// that ends on SIGTERM or SIGINT (sent by the master to drain it, or when
+// the master dies), and returns what child returns. child should serve ln
+// until the context ends and then finish its requests in flight (Serve
+// does both for an http.Server). The child is ready for the master when it
+// first calls ln's Accept (or Addr); one that never does is killed after
+// o.ReadyTimeout. Run returns ErrOrphan, without calling child, when the
+// master died before the child started. A master whose children take
+// another path to Run (Options.Args or Env choosing it) may pass a nil
+// child.
+func Run(ctx context.Context, o Options, child func(ctx context.Context, ln net.Listener) error) error {
+	if IsChild() {
+		return runChild(ctx, child)
+	}
+	if err := o.check(); err != nil {
+		return err
+	}
+	return newMaster(o.withDefaults()).run(ctx)
+}
+
+func (o Options) check() error {
+	if o.Addr == "" {
+		return fmt.Errorf("%w: no address", ErrBadOptions)
+	}
+	if o.Children < 0 || o.ReadyTimeout < 0 || o.DrainTimeout < 0 || o.StableAfter < 0 || o.BackoffMin < 0 || o.BackoffMax < 0 {
+		return fmt.Errorf("%w: negative count or duration: %+v", ErrBadOptions, o)
+	}
+	_, port, err := net.SplitHostPort(o.Addr)
+	if err != nil {
+		return fmt.Errorf("%w: address %q: %v", ErrBadOptions, o.Addr, err)
+	}
+	if port == "0" || port == "" {
+		return fmt.Errorf("%w: address %q has no fixed port", ErrBadOptions, o.Addr)
+	}
+	return nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.Children == 0 {
+		o.Children = runtime.NumCPU()
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&o.ReadyTimeout, DefaultReadyTimeout)
+	def(&o.DrainTimeout, DefaultDrainTimeout)
+	def(&o.StableAfter, DefaultStableAfter)
+	def(&o.BackoffMin, DefaultBackoffMin)
+	def(&o.BackoffMax, DefaultBackoffMax)
+	o.BackoffMax = max(o.BackoffMax, o.BackoffMin)
+	if o.Args == nil {
+		o.Args = os.Args[1:]
+	}
+	if o.Stdout == nil {
+		o.Stdout = os.Stdout
+	}
+	if o.Stderr == nil {
+		o.Stderr = os.Stderr
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	return o
+}

@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/shmzone/shmzone/contrib/fasthttp/internal/headers"
 	"github.com/shmzone/shmzone/limiter"
+	"github.com/shmzone/shmzone/limiter/headers"
 	"github.com/shmzone/shmzone/limiter/httplimit"
 	"github.com/valyala/fasthttp"
 )

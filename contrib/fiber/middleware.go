@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v3"
-	"github.com/shmzone/shmzone/contrib/fiber/internal/headers"
 	"github.com/shmzone/shmzone/limiter"
+	"github.com/shmzone/shmzone/limiter/headers"
 	"github.com/shmzone/shmzone/limiter/httplimit"
 )
 

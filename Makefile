@@ -1,6 +1,12 @@
 # shmzone build and test targets.
 GO ?= go
 PKGS ?= ./...
+## CONTRIB: the contrib modules (contrib/*/go.mod), each its own Go module
+## with its own dependencies, so that the core module never pulls them; ./...
+## stops at their go.mod, and every target below runs them one by one.
+CONTRIB := $(patsubst %/go.mod,%,$(wildcard contrib/*/go.mod))
+# in_contrib runs $(1) in every contrib module, stopping at the first failure.
+in_contrib = @for m in $(CONTRIB); do echo "$$m: $(1)"; (cd $$m && $(1)) || exit 1; done
 
 .PHONY: test deps lint vet fmt race unit bench fuzz
 
@@ -16,15 +22,18 @@ deps:
 
 unit: deps
 	$(GO) test -count=1 $(PKGS)
+	$(call in_contrib,$(GO) test -count=1 ./...)
 
 race: deps
 	$(GO) test -race -count=1 $(PKGS)
+	$(call in_contrib,$(GO) test -race -count=1 ./...)
 
 ## lint: gofmt and go vet must be clean.
 lint: vet fmt
 
 vet:
 	$(GO) vet $(PKGS)
+	$(call in_contrib,$(GO) vet ./...)
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -22,9 +23,11 @@ type Options struct {
 	// convention): no decision, no headers.
 	Next func(c fiber.Ctx) bool
 	// Key returns a request's limiter key. Nil keys by c.IP(), which
-	// follows the app's TrustProxy, TrustProxyConfig and ProxyHeader, made
-	// a key as httplimit.AddrKey does (an IPv6 client by its /64). An error
-	// fails the request through Error.
+	// follows the app's TrustProxy, TrustProxyConfig and ProxyHeader (its
+	// first address when the header holds a list), made a key as
+	// httplimit.AddrKey does (an IPv6 client by its /64); a c.IP() that
+	// holds no address is ErrNoClientAddr. An error fails the request
+	// through Error.
 	Key func(c fiber.Ctx) (string, error)
 	// Policy is the quota the headers announce. Its zero value takes the
 	// limiter's own (a Policy() limiter.Policy method, as the limiters of
@@ -180,10 +183,23 @@ func (m *middleware) headers(ctx context.Context, c fiber.Ctx, key string, d lim
 }
 
 // ipKey is the default key: fiber's client address, as httplimit keys it.
+// Behind a trusted proxy c.IP() is the proxy header's value, whole (a
+// list) unless the app sets EnableIPValidation; the key is then its first
+// address, the one fiber's validation would take.
 func ipKey(c fiber.Ctx) (string, error) {
-	a, err := netip.ParseAddr(c.IP())
+	ip := c.IP()
+	s := ip
+	if i := strings.IndexByte(s, ','); i >= 0 {
+		s = s[:i]
+	}
+	s = strings.TrimSpace(s)
+	a, err := netip.ParseAddr(s)
 	if err != nil {
-		return "", fmt.Errorf("shmfiber: client address %q: %w", c.IP(), err)
+		ap, err2 := netip.ParseAddrPort(s)
+		if err2 != nil {
+			return "", fmt.Errorf("%w: %q", ErrNoClientAddr, ip)
+		}
+		a = ap.Addr()
 	}
 	return httplimit.AddrKey(a.Unmap().WithZone("")), nil
 }

@@ -115,8 +115,20 @@ func TestMiddlewareKeyFollowsTrustProxy(t *testing.T) {
 			if r := do(t, app, "X-Forwarded-For", "192.0.2.1"); r.StatusCode != 429 {
 				t.Fatalf("first client again: %d, want 429", r.StatusCode)
 			}
+			// A list: fiber's client is its first address.
+			if r := do(t, app, "X-Forwarded-For", "192.0.2.1, 10.0.0.9"); r.StatusCode != 429 {
+				t.Fatalf("first client through two proxies: %d, want 429", r.StatusCode)
+			}
 		})
 	}
+	t.Run("no address", func(t *testing.T) {
+		l, _ := limiter.NewCount(d, "noaddr", 1, time.Minute)
+		var got error
+		app := newApp(t, l, shmfiber.Options{Error: func(c fiber.Ctx, err error) error { got = err; return c.SendStatus(500) }}, trusting)
+		if r := do(t, app, "X-Forwarded-For", "unknown"); r.StatusCode != 500 || !errors.Is(got, shmfiber.ErrNoClientAddr) {
+			t.Fatalf("X-Forwarded-For: unknown: %d, error %v; want 500 with ErrNoClientAddr", r.StatusCode, got)
+		}
+	})
 }
 
 func TestMiddlewareOptions(t *testing.T) {

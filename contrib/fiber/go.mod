@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/gofiber/fiber/v3 v3.1.0
 	github.com/shmzone/shmzone v0.0.0
+	github.com/valyala/fasthttp v1.69.0
 )
 
 require (
@@ -19,7 +20,6 @@ require (
 	github.com/philhofer/fwd v1.2.0 // indirect
 	github.com/tinylib/msgp v1.6.3 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
-	github.com/valyala/fasthttp v1.69.0 // indirect
 	golang.org/x/crypto v0.48.0 // indirect
 	golang.org/x/net v0.50.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect

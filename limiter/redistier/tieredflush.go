@@ -123,6 +123,9 @@ func (l *Tiered) Flush(ctx context.Context) (bool, error) {
 	l.flushes.Add(1)
 	win := l.o.Now().UnixMilli() / l.window
 	items, first := l.collect(win)
+	if len(items) == 0 {
+		return true, errors.Join(first, l.probe(ctx))
+	}
 	sent, err := l.send(ctx, host, seq, items)
 	first = errors.Join(first, err)
 	// The previous window's keys whose count Redis did not get stay listed.
@@ -395,6 +398,31 @@ func (l *Tiered) roundTrip(ctx context.Context, host string, seq int64, trip [][
 		replies[r] = rep
 	}
 	return replies, errs, nil
+}
+
+// probe is a flush with nothing to send: it asks Redis nothing while the
+// host considers Redis healthy, and a PING while it considers it failed,
+// whose answer is judged as a round trip's, so that a host with no key
+// counted (its decisions go by the policy) learns that Redis is back.
+func (l *Tiered) probe(ctx context.Context) error {
+	if h, err := l.intAt(l.hk); err != nil || h >= 0 {
+		return err
+	}
+	start := time.Now()
+	pctx, cancel := context.WithTimeout(ctx, l.o.Timeout)
+	defer cancel()
+	if err := l.c.Ping(pctx).Err(); err != nil {
+		err = fmt.Errorf("%w: tiered %s: %w", ErrUnavailable, l.prefix, err)
+		if ctx.Err() == nil && l.judge(start, err) {
+			err = errors.Join(err, l.mark(false))
+		}
+		return err
+	}
+	l.fails = 0
+	if held, err := l.renewLease(); !held || err != nil {
+		return err
+	}
+	return l.mark(true)
 }
 
 // judge records that a round trip sent at start failed with err and

@@ -26,8 +26,9 @@
 // Redis returns reaches it. A script's own error (a key holding a value of
 // another shape) is ErrScript and no policy applies. Tiered's decisions never
 // call Redis: the same policies apply while its host considers Redis failed,
-// from the moment a flush could not reach it, or no flush succeeded for 5
-// intervals plus the timeout, until a flush succeeds (see Tiered).
+// which it judges by Redis's answers to its flushes (two flushes in a row
+// failed, over 5 intervals plus the timeout when they timed out), not by how
+// late a busy process flushes, until a round trip is answered (see Tiered).
 //
 // Invariants:
 //

@@ -31,41 +31,49 @@ import (
 //
 //	limit + 2 · hosts · rate · interval
 //
-// where rate is the most requests per second one host admits; with flushes
-// spread over the interval the overshoot is about hosts · rate · interval.
-// Redis load, per host and interval, whatever the request rate: one script
-// run per 256 keys (per hash slot on a Cluster) and one round trip per
-// 4,096 keys, plus the same again at a window's end for the keys whose
-// last requests were not yet sent; a flush of 10,000 keys takes a few
-// round trips, not 10,000 (bench/RESULTS.md). A flush writes the host's
-// whole count of the window with a sequence number, not a delta, so a round
-// trip that timed out but ran later, or a server that restarted empty,
-// never leaves the global count wrong beyond the next flush.
+// where rate is the most requests per second one host admits and interval
+// the time between a host's flushes (the interval, or a flush's time if it
+// is longer); with flushes spread over the interval the overshoot is about
+// hosts · rate · interval. Redis load, per host and interval, whatever the
+// request rate: a script run per 256 keys (per hash slot on a Cluster) and
+// a round trip per 2,048 keys, plus as much again at a window's end to send
+// the previous window's last counts; 10,000 keys take 5 round trips where
+// they took 10,000 (bench/RESULTS.md gives a flush's time). A flush writes
+// the host's whole count of the window with a sequence number, not a
+// delta, so a round trip that timed out but ran later, or a server that
+// restarted empty, never leaves the global count wrong beyond the next
+// flush.
 //
 // Failure. Decisions never call Redis, so each returns in the time of a few
 // zone operations, whatever Redis does. The host judges Redis by its
-// answers to the flushes: it considers Redis failed when the round trips of
-// two flushes in a row failed (a flush stops at its first failed round
-// trip, so a hung server costs it one timeout, not one per key) and, when
-// they timed out, the first was sent at least 5 intervals plus the timeout
-// before the second failed: a process too busy to read an answer in time
-// times out too, and a healthy Redis answers one flush in that span. A
-// flush with nothing to send asks Redis nothing and changes nothing. No
-// answer is also failure when no flusher is left: no successful answer for
-// 5 intervals plus the timeout by the windows' clock, the flusher lease
-// lapsed (it passes on after 3 intervals) and Run not running in this
-// instance. A flush that is late because the process is busy is therefore
-// not a failure: it still happens, and while it runs the instance's
-// decisions yield to it. Until Redis is failed, the host decides on its last
-// global count. While it is failed, Incoming decides by Options.OnFailure as
-// the other limiters do: FailError returns ErrUnavailable with a rejecting
-// zero Decision; FailOpen allows, counting nothing; FailClosed rejects with
+// answers to the flushes, not by how late a flush is. It considers Redis
+// failed when the round trips of two flushes in a row failed (a flush stops
+// at its first failed round trip, so a hung server costs it one timeout,
+// not one per key) and, when the second timed out, the first was sent at
+// least 5 intervals plus the timeout earlier: a process too busy to read
+// an answer in time sees a timeout too, and a healthy Redis answers some
+// flush in that span. Each answer is stamped, by the windows' clock, in the
+// zone. A flush late because its process is busy is no failure: it still
+// happens, and its instance's decisions yield to it while it runs. No
+// answer is a failure only when no flush is coming: none for 5 intervals
+// plus the timeout while the flusher lease has lapsed (it passes on after 3
+// intervals) and this instance neither runs Run nor called Flush in that
+// time. A flush with nothing to send asks a healthy Redis nothing and
+// changes nothing; it sends a failed one a PING, whose answer counts as a
+// round trip's. Until Redis is failed, the host decides on its last global
+// count. While it is failed, Incoming decides by Options.OnFailure as the
+// other limiters do: FailError returns ErrUnavailable with a rejecting zero
+// Decision; FailOpen allows, counting nothing; FailClosed rejects with
 // RetryAfter set to the timeout; FailLocal returns Options.Local's decision.
 // Every fallback is counted in Stats, whose Calls and Errors count this
 // instance's flushes' script runs. Processes keep flushing the counts the
-// host had, and the first round trip answered returns the host to normal:
+// host had, and the first answered round trip returns the host to normal:
 // requests admitted meanwhile by FailOpen or FailLocal are not in the global
 // count. A host that has not flushed yet is not failed.
+//
+// Capacity: a window's keys are listed in one list of the zone, so one
+// shard of the zone must hold a list element per active key (40 bytes for
+// a client address) besides its share of the counts.
 type Tiered struct {
 	base
 	d                *dict.Dict
@@ -132,8 +140,8 @@ func NewTiered(d *dict.Dict, c redis.UniversalClient, prefix string, limit int64
 
 // Zone keys, per window: "tier|prefix|win|key|c" the host's count, "|c|o"
 // the other hosts' count last read (named so that the count's key is a
-// prefix of it), "|m" a marker that the key is
-// listed in "tier|prefix|win|keys"; all expire two windows on. Per host:
+// prefix of it), "|m" a marker that the key is listed in
+// "tier|prefix|win|keys"; all expire two windows on. Per host:
 // "tier|prefix|host" the host's id in Redis, "|seq" the flush sequence,
 // "|lease" the flusher's lease, "|ok" Redis's health: the time in ms (by
 // the windows' clock) of the last answer to a flush, negated while Redis is

@@ -96,9 +96,10 @@ type flushItem struct {
 // has lapsed (a flusher stalled past it), so that the answers it read never
 // overwrite those of a flusher that took over. Each answered round trip
 // marks Redis healthy for the host, with the time of the answer; failed
-// round trips mark it failed as Tiered says. Flush returns the first error:
-// ErrUnavailable (wrapped) for a failed round trip, ErrScript, or the
-// dictionary's.
+// round trips mark it failed as Tiered says. With nothing to send, Flush
+// asks Redis nothing, unless Redis is failed: then it sends a PING. Flush
+// returns its errors joined (errors.Join): ErrUnavailable (wrapped) for a
+// failed round trip, ErrScript for a key, the dictionary's.
 //
 // One flush of an instance runs at a time. While it runs, the instance's
 // decisions yield the processor to it (runtime.Gosched), so that a process

@@ -57,8 +57,8 @@ import (
 // happens, and its instance's decisions yield to it while it runs. No
 // answer is a failure only when no flush is coming: none for 5 intervals
 // plus the timeout while the flusher lease has lapsed (it passes on after 3
-// intervals) and this instance neither runs Run nor called Flush in that
-// time. A flush with nothing to send asks a healthy Redis nothing and
+// intervals plus the timeout, so that no round trip outlasts it) and this
+// instance neither runs Run nor called Flush in that time. A flush with nothing to send asks a healthy Redis nothing and
 // changes nothing; it sends a failed one a PING, whose answer counts as a
 // round trip's. Until Redis is failed, the host decides on its last global
 // count. While it is failed, Incoming decides by Options.OnFailure as the
@@ -82,6 +82,7 @@ type Tiered struct {
 	id               int64  // this instance's lease id, unique on the host
 	zp               string // zone key prefix "tier|prefix|"
 	hk               string // zone key of the host's Redis health, zp+"ok"
+	lease            int64  // ms a flusher's lease lasts: 3 intervals plus the timeout
 	stale            int64  // ms: 5 intervals plus the timeout
 	flushes          atomic.Uint64
 	wp               atomic.Pointer[winPrefix] // the current window's key prefix
@@ -134,6 +135,7 @@ func NewTiered(d *dict.Dict, c redis.UniversalClient, prefix string, limit int64
 	if err := l.init(c, prefix, o, false); err != nil {
 		return nil, err
 	}
+	l.lease = 3*l.interval + l.o.Timeout.Milliseconds()
 	l.stale = 5*l.interval + l.o.Timeout.Milliseconds()
 	return l, nil
 }

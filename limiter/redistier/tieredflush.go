@@ -467,7 +467,7 @@ func (l *Tiered) mark(good bool) error {
 // holds it, and reports whether it holds it. It records when the lease
 // ends by the zone's clock (at the earliest).
 func (l *Tiered) takeLease() (bool, error) {
-	k, lease := l.zp+"lease", time.Duration(3*l.interval)*time.Millisecond
+	k, lease := l.zp+"lease", time.Duration(l.lease)*time.Millisecond
 	at := l.d.Now()
 	_, err := l.d.Add(k, dict.Int(l.id), lease, 0)
 	if errors.Is(err, dict.ErrExists) {
@@ -483,7 +483,7 @@ func (l *Tiered) takeLease() (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("redistier: tiered lease: %w", err)
 	}
-	l.leaseEnd = at + 3*l.interval
+	l.leaseEnd = at + l.lease
 	return true, nil
 }
 
@@ -492,7 +492,7 @@ func (l *Tiered) takeLease() (bool, error) {
 // expired meanwhile (another process may have flushed since) or another
 // instance holds it.
 func (l *Tiered) renewLease() (bool, error) {
-	k, lease := l.zp+"lease", time.Duration(3*l.interval)*time.Millisecond
+	k, lease := l.zp+"lease", time.Duration(l.lease)*time.Millisecond
 	at := l.d.Now()
 	mine, err := l.d.CompareAndSwap(k, dict.Int(l.id), dict.Int(l.id), lease)
 	switch {
@@ -501,7 +501,7 @@ func (l *Tiered) renewLease() (bool, error) {
 	case err != nil:
 		return false, fmt.Errorf("redistier: tiered lease: %w", err)
 	case mine:
-		l.leaseEnd = at + 3*l.interval
+		l.leaseEnd = at + l.lease
 	}
 	return mine, nil
 }

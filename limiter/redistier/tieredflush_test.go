@@ -382,7 +382,8 @@ func TestTieredStalledFlusher(t *testing.T) {
 	if _, err := c.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	clk.Set(3*interval + time.Millisecond) // a's lease lapses
+	lease := 3*interval + callTimeout
+	clk.Set(lease + time.Millisecond) // a's lease lapses
 	if ok, err := b.Flush(ctx); !ok || err != nil {
 		t.Fatalf("b.Flush = %v, %v; want it to take the lapsed lease over", ok, err)
 	}
@@ -390,7 +391,7 @@ func TestTieredStalledFlusher(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk.Set(3*interval + 50*time.Millisecond) // a would stamp a later time
+	clk.Set(lease + 50*time.Millisecond) // a would stamp a later time
 	close(h.release)
 	if err := <-stalled; err != nil {
 		t.Fatalf("stalled a.Flush: %v", err)

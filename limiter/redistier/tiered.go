@@ -36,8 +36,8 @@ import (
 // is longer); with flushes spread over the interval the overshoot is about
 // hosts · rate · interval. Redis load, per host and interval, whatever the
 // request rate: a script run per 256 keys (per hash slot on a Cluster) and
-// a round trip per 2,048 keys, plus as much again at a window's end to send
-// the previous window's last counts; 10,000 keys take 5 round trips where
+// a round trip per 1,024 keys, plus as much again at a window's end to send
+// the previous window's last counts; 10,000 keys take 10 round trips where
 // they took 10,000 (bench/RESULTS.md gives a flush's time). A flush writes
 // the host's whole count of the window with a sequence number, not a
 // delta, so a round trip that timed out but ran later, or a server that

@@ -20,10 +20,11 @@ import (
 // A flush sends the host's counts in round trips of at most flushTripKeys
 // keys, each a pipeline of script runs of at most flushScriptKeys keys (one
 // hash slot each on a Cluster). A script run holds Redis for under a
-// millisecond, a round trip for a few: well within a timeout of tens of ms.
+// millisecond, a round trip for a few: well within a timeout of tens of ms,
+// even for a process that the race detector or a busy processor slows.
 const (
 	flushScriptKeys = 256
-	flushTripKeys   = 2048
+	flushTripKeys   = 1024
 )
 
 // tieredScript records the host's count of each of its keys in one window

@@ -91,7 +91,7 @@ func TestTieredFlushScaleCluster(t *testing.T) {
 
 // testFlushScale flushes two hosts of n active keys each, for 10,000 and
 // 100,000 keys, on one server or a cluster. A flush must go in few round
-// trips (at most one per 1,024 keys, where it was one per key) and few
+// trips (at most one per 512 keys, where it was one per key) and few
 // script runs (on one server, exactly one per 256 keys); every key's count
 // must reach the other host; and a flush must take less than the interval
 // a host with that many keys may use: 40 µs per key (400 ms for 10,000,
@@ -147,7 +147,7 @@ func testFlushScale(t *testing.T, cluster bool, addrs []string) {
 			pipes := h.pipes.Load()
 			t.Logf("%d keys: flushes took %v (budget %v), %d round trips and %d script runs each",
 				n, took, budget, pipes/flushes, runs/flushes)
-			if max := int64(flushes * (n/1024 + 1)); pipes > max {
+			if max := int64(flushes * (n/512 + 1)); pipes > max {
 				t.Errorf("%d round trips in %d flushes of %d keys, want ≤ %d", pipes, flushes, n, max)
 			}
 			if !cluster {

@@ -35,11 +35,13 @@ const (
 // twice nor overwrites a newer count. A key expires two windows after it
 // opened. KEYS: prefix:key:window for each key; ARGV: host, seq, ttl_ms,
 // then the host's count of each key. Reply: per key {1, others, own}, or
-// {0, 0, 0} for a key that holds what no flush writes (another type, a
-// field that is not an integer), which it leaves as it is.
+// {0, 0, 0} for a key that holds what no flush writes, which it leaves as it
+// is: another type, a field named other than "host" or "host:s" (a host
+// being decimal digits), a value that is not an integer in decimal as Lua
+// prints it, a value or a total beyond ±2^53.
 var tieredScript = redis.NewScript(`
 local host, seq, ttl = ARGV[1], tonumber(ARGV[2]), ARGV[3]
-local seqf, find, lim = host .. ':s', string.find, 2^53
+local seqf, match, format, lim = host .. ':s', string.match, string.format, 2^53
 local out, o = {}, 0
 for i = 1, #KEYS do
   local k = KEYS[i]
@@ -48,11 +50,13 @@ for i = 1, #KEYS do
   if ok then
     for j = 1, #all, 2 do
       local f, v = all[j], tonumber(all[j + 1])
-      if not v or v % 1 ~= 0 or v >= lim or v <= -lim then ok = false break end
+      if not (v and v % 1 == 0 and v >= -lim and v <= lim and format('%d', v) == all[j + 1]) then ok = false break end
       if f == seqf then s = v
       elseif f == host then own = v
-      elseif not find(f, ':', 1, true) then others = others + v end
+      elseif match(f, '^%d+$') then others = others + v
+      elseif not match(f, '^%d+:s$') then ok = false break end
     end
+    ok = ok and others >= -lim and others <= lim
   end
   if not ok then
     out[o + 1], out[o + 2], out[o + 3] = 0, 0, 0

@@ -471,7 +471,8 @@ func TestTieredNothingToSend(t *testing.T) {
 
 // TestTieredFlushBadKey puts, among 600 keys of one flush (three script
 // runs), keys whose Redis value no flush writes: a string, and hashes with
-// a count or a sequence number that is not an integer Lua holds exactly.
+// a count or a sequence number that is not an integer written as Lua writes
+// it and holds exactly, a field that names no host, a total beyond 2^53.
 // Each must fail alone (ErrScript, the key left as it is), and every other
 // key's count must reach Redis.
 func TestTieredFlushBadKey(t *testing.T) {
@@ -485,6 +486,10 @@ func TestTieredFlushBadKey(t *testing.T) {
 		keys[1]:   {"HSET", rk(keys[1]), "7", "x"},
 		keys[300]: {"HSET", rk(keys[300]), "7", "1e308"},
 		keys[599]: {"HSET", rk(keys[599]), "7", "2", "7:s", "inf"},
+		keys[2]:   {"HSET", rk(keys[2]), "7", "05"},
+		keys[3]:   {"HSET", rk(keys[3]), "7", "1e3"},
+		keys[4]:   {"HSET", rk(keys[4]), "x", "1"},
+		keys[5]:   {"HSET", rk(keys[5]), "7", "9007199254740992", "8", "9007199254740992"},
 	}
 	for _, cmd := range bad {
 		if _, err := testutil.RedisDo(r.Addr, cmd...); err != nil {

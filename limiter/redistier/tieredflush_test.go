@@ -406,6 +406,67 @@ func TestTieredStalledFlusher(t *testing.T) {
 	}
 }
 
+// TestTieredStalledFlusherBadKey stalls a flusher (a) after Redis answered
+// that a key's hash holds a bad state, and until its lease has lapsed;
+// meanwhile the bad value is deleted and another process of the host (b)
+// takes the lease over and reads the key's good state. The stalled flusher
+// must not mark the key bad then: the key decides on b's reading.
+func TestTieredStalledFlusherBadKey(t *testing.T) {
+	r := testutil.StartRedis(t)
+	clk := newFakeClock()
+	d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: 1 << 20, Clock: func() int64 { return clk.Now().UnixMilli() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	const interval = 100 * time.Millisecond
+	o := Options{Timeout: callTimeout, Now: clk.Now}
+	h := &stallHook{held: make(chan struct{}), release: make(chan struct{})}
+	ca := dial(t, false, []string{r.Addr})
+	ca.AddHook(h)
+	a, err := NewTiered(d, ca, "stallbad", 100, time.Hour, interval, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewTiered(d, dial(t, false, []string{r.Addr}), "stallbad", 100, time.Hour, interval, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for range 5 {
+		incoming(t, a, "k", true)
+	}
+	rk := "stallbad:k:" + strconv.FormatInt(clk.Now().UnixMilli()/time.Hour.Milliseconds(), 10)
+	if _, err := testutil.RedisDo(r.Addr, "HSET", rk, "7", "x"); err != nil {
+		t.Fatal(err)
+	}
+	// Loaded, so that the pipeline held is the one that reads the state
+	// (not one whose EVALSHA Redis refuses, run again after the stall).
+	if err := tieredScript.Load(ctx, ca).Err(); err != nil {
+		t.Fatal(err)
+	}
+	h.armed.Store(true)
+	stalled := make(chan error, 1)
+	go func() { _, err := a.Flush(ctx); stalled <- err }()
+	<-h.held // a has read the bad state
+	if _, err := testutil.RedisDo(r.Addr, "DEL", rk); err != nil {
+		t.Fatal(err)
+	}
+	clk.Set(3*interval + callTimeout + time.Millisecond) // a's lease lapses
+	if ok, err := b.Flush(ctx); !ok || err != nil {
+		t.Fatalf("b.Flush = %v, %v; want it to take the lapsed lease over and read a good state", ok, err)
+	}
+	close(h.release)
+	if err := <-stalled; err != nil && !errors.Is(err, ErrBadState) {
+		t.Fatalf("stalled a.Flush: %v", err)
+	}
+	// 100 − other hosts' 0 − the host's 5 − this request.
+	dec, err := b.Incoming(ctx, "k", false)
+	if err != nil || dec.Remaining != 94 {
+		t.Errorf("after the stalled flusher went on: Incoming(k) = %+v, %v; want Remaining 94, as b read it", dec, err)
+	}
+}
+
 // TestTieredNothingToSend checks that a flush with nothing to send does not
 // count as Redis answering: once Redis, killed, is failed for the host, a
 // flush after the windows turned (no key counted: the policy decides) leaves

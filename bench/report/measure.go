@@ -99,7 +99,7 @@ var goSteps = []struct {
 	{id: "dict-procs", pkg: "./dict", bench: "BenchmarkProcs"},
 	{id: "counter", pkg: "./counter", bench: "BenchmarkCounter"},
 	{id: "limiter", pkg: "./limiter", bench: "BenchmarkLimiter"},
-	{id: "redistier", pkg: "./limiter/redistier", bench: "BenchmarkDecision", extra: []string{"-benchtime", "2s"}, needsRedis: true},
+	{id: "redistier", pkg: "./limiter/redistier", bench: "BenchmarkDecision|BenchmarkTieredFlush", extra: []string{"-benchtime", "2s"}, needsRedis: true},
 }
 
 func (m *measurer) measure(ctx context.Context, chartPath string) (*results, error) {

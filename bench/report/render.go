@@ -26,7 +26,7 @@ type view struct {
 	DictOps, DictProcs               table
 	DensityLo, DensityHi, PerCounter string
 	Counter, Limiter, LimiterProcs   table
-	Redistier                        table
+	Redistier, TieredFlush           table
 	MatrixRatios, Matrix, Matrix100k table
 	// MatrixOwn is the zone's worker bench runs at -keyset own.
 	MatrixOwn        table
@@ -292,6 +292,13 @@ func (v *view) redistierTable() {
 		p99, ok99 := v.goVal("redistier", name, "p99-ns")
 		mean, okm := v.goVal("redistier", name, "ns/op")
 		v.Redistier.add(l, latency(p50, ok50), latency(p99, ok99), latency(mean, okm), v.allocs("redistier", name))
+	}
+	v.TieredFlush = table{head: []string{"backend", "keys", "flush", "keys/s", "allocs/op"}}
+	for _, b := range []string{"redis-loopback", "cluster-loopback"} {
+		name := "BenchmarkTieredFlush/keys=10000/backend=" + b
+		t, okt := v.goVal("redistier", name, "ns/op")
+		r, okr := v.goVal("redistier", name, "keys/s")
+		v.TieredFlush.add(b, "10,000", latency(t, okt), rate(r, okr), v.allocs("redistier", name))
 	}
 }
 

@@ -140,7 +140,14 @@ func TestServeGlobalRedisFails(t *testing.T) {
 			if !serveWaitFor(2*time.Second, func() bool { return strings.Contains(logs.String(), "-redis-policy "+tc.policy) }) {
 				t.Fatalf("no log of the failure: %q", logs)
 			}
-			if rec := get("/"); rec.Code != tc.code {
+			// The host turns to the policy once its flushes have failed as
+			// Tiered judges (two in a row, over 5 intervals and the
+			// timeout); until then its requests are decided in the zone.
+			var rec *httptest.ResponseRecorder
+			if !serveWaitFor(2*time.Second, func() bool { rec = get("/"); return g.t.Stats().Fallbacks > 0 }) {
+				t.Fatalf("the global limit did not turn to -redis-policy: %+v", g.t.Stats())
+			}
+			if rec.Code != tc.code {
 				t.Errorf("request while Redis is down = %d, want %d", rec.Code, tc.code)
 			}
 			if m := get("/metrics").Body.String(); !strings.Contains(m, "worker_serve_global_fallbacks_total 1\n") {

@@ -59,8 +59,9 @@
 // ErrBadState, any other error of a script ErrScript, and no policy applies
 // to either (see below). Tiered's decisions never
 // call Redis: the same policies apply while its host considers Redis failed,
-// from the moment a flush could not reach it, or no flush succeeded for 5
-// intervals plus the timeout, until a flush succeeds (see Tiered).
+// which it judges by Redis's answers to its flushes (two flushes in a row
+// failed, over 5 intervals plus the timeout when they timed out), not by how
+// late a busy process flushes, until a round trip is answered (see Tiered).
 //
 // State a limiter did not write. Each script checks its key's state before
 // any arithmetic on it (state.go), and a state that no limiter of its type
@@ -73,7 +74,8 @@
 // integer TAT, from 0 to 100 years (the largest τ) ahead; for SlidingWindow
 // a hash of other than exactly i, c and p, a window more than a day ahead,
 // or a count negative or above any limit of its window; for Tiered a field
-// not named by a host id, or a count that is not an integer within ±2^53.
+// not named by a host id, a count that is not an integer within ±2^53, or
+// counts whose total is beyond it.
 // The bounds are those of every limiter of the type, so that a changed
 // configuration still reads the old states. lua-resty-redis-ratelimit reads
 // a value that is no array of three as a fresh key, and computes on whatever

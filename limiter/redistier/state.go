@@ -39,12 +39,14 @@ const (
 // before any arithmetic: reqState (the decoded JSON [excess_m, last_ms,
 // forbidden]: numbers in range, a flag 0 or 1, and a TTL when forbidden),
 // countState (an integer as INCR writes it), gcraState (an integer TAT, not
-// further ahead than the largest tolerance), swState (a hash of exactly i, c
-// and p: a window not a day ahead, counts within any limit) and tieredState
-// (fields named by host ids, each an integer as the flush writes it). Each returns the checked
-// state, or nothing for an absent key, and raises badstate on anything
-// else: the error reply that run reads as ErrBadState. A key of another type
-// fails its first read with WRONGTYPE, which run reads as ErrBadState too.
+// further ahead than the largest tolerance) and swState (a hash of exactly
+// i, c and p: a window not a day ahead, counts within any limit). Each
+// returns the checked state, or nothing for an absent key, and raises
+// badstate on anything else: the error reply that run reads as ErrBadState.
+// A key of another type fails its first read with WRONGTYPE, which run
+// reads as ErrBadState too. Tiered's flush script checks its hashes itself
+// (tieredScript): it sends many keys in one run, so it answers a bad state
+// per key rather than failing the run.
 var luaState = fmt.Sprintf(`
 local function badstate(what)
   error({err = 'BADSTATE holds ' .. what})
@@ -99,18 +101,6 @@ local function swState(key, v, now, w)
   local most = math.floor(%[2]d / w)
   if not integer(c, 0, most) then badstate('a count of ' .. describe(c or v[2])) end
   if not integer(p, 0, most) then badstate('a previous count of ' .. describe(p or v[3])) end
-end
-local function tieredState(key)
-  local all, total = redis.call('HGETALL', key), 0
-  for i = 1, #all, 2 do
-    if not (string.match(all[i], '^%%d+$') or string.match(all[i], '^%%d+:s$')) then
-      badstate('a field that is no host count nor sequence')
-    end
-    local n = canonical(all[i + 1], -%[2]d, %[2]d)
-    if not n then badstate('a count of ' .. describe(tonumber(all[i + 1]) or all[i + 1])) end
-    if not string.find(all[i], ':', 1, true) then total = total + n end
-  end
-  if not within(total, -%[2]d, %[2]d) then badstate('a total of ' .. describe(total)) end
 end
 `, int64(maxExcessM), int64(maxExact), maxTauUs, maxAheadMs)
 
@@ -167,17 +157,11 @@ func span(n int64, unit time.Duration) time.Duration {
 // count that no longer comes.
 var badMark = dict.String("redistier: bad state in redis")
 
-// markBad returns err, the error of key's flush in window win, after
-// marking the key bad when err is ErrBadState.
-func (l *Tiered) markBad(win int64, key string, err error) error {
-	if !errors.Is(err, ErrBadState) {
-		return err
-	}
-	ttl := time.Duration(2*l.window) * time.Millisecond
-	if _, serr := l.d.Set(l.zkey(win, key, "|c|o"), badMark, ttl, 0); serr != nil {
-		return errors.Join(err, fmt.Errorf("redistier: tiered %s: %w", key, serr))
-	}
-	return err
+// markBad marks the key of item it bad in the zone, whose Redis hash its
+// flush found in a bad state, unless this instance's lease has ended (see
+// fencedSet); it reports whether it marked it.
+func (l *Tiered) markBad(it flushItem) (bool, error) {
+	return l.fencedSet(it.others, badMark, time.Duration(2*l.window)*time.Millisecond)
 }
 
 // zoneValueErr is the error of a zone value v under k that is not an int:

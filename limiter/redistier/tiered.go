@@ -2,12 +2,12 @@ package redistier
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,34 +16,12 @@ import (
 	"github.com/shmzone/shmzone/limiter"
 )
 
-// tieredScript records a host's count of a key in one window and returns
-// the total of every host. The Redis key is a hash: per host its count and
-// the sequence number of the flush that wrote it, so that a flush that timed
-// out on the caller's side but ran later, or runs twice, never counts twice
-// nor overwrites a newer count. The key expires two windows after it opened.
-// KEYS[1] prefix:key:window; ARGV host, seq, count, ttl_ms. Reply {total of
-// every host, this host's count}.
-var tieredScript = redis.NewScript(luaState + `
-tieredState(KEYS[1])
-local seqf = ARGV[1] .. ':s'
-local seq = tonumber(redis.call('HGET', KEYS[1], seqf)) or -1
-if tonumber(ARGV[2]) > seq then
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3], seqf, ARGV[2])
-end
-if redis.call('PTTL', KEYS[1]) < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
-local all, total = redis.call('HGETALL', KEYS[1]), 0
-for i = 1, #all, 2 do
-  if not string.find(all[i], ':', 1, true) then total = total + tonumber(all[i + 1]) end
-end
-return {total, tonumber(redis.call('HGET', KEYS[1], ARGV[1]))}
-`)
-
 // Tiered is a global limit of limit requests per fixed window across hosts,
 // at a fraction of the Redis traffic of a Redis limiter. Decisions never
 // wait for Redis: the processes of a host count in the host's zone (one
 // dict shared by them), and one process per host at a time, the holder of a
 // lease in the zone, flushes the host's count of each key to Redis every
-// interval and reads back the global count (one script run per key).
+// interval and reads back the global count.
 //
 // A host admits a request when the other hosts' counts it last read, plus
 // its own count, stay within limit, so it never rejects below the global
@@ -53,32 +31,49 @@ return {total, tonumber(redis.call('HGET', KEYS[1], ARGV[1]))}
 //
 //	limit + 2 · hosts · rate · interval
 //
-// where rate is the most requests per second one host admits; with flushes
-// spread over the interval the overshoot is about hosts · rate · interval.
-// Redis load: one round trip per host per key per interval (plus one per
-// host and key at a window's end for the last requests), whatever the request
-// rate. A flush writes the host's whole count of the window with a sequence
-// number, not a delta, so a flush that timed out but ran later, or a server
-// that restarted empty, never leaves the global count wrong beyond the next
+// where rate is the most requests per second one host admits and interval
+// the time between a host's flushes (the interval, or a flush's time if it
+// is longer); with flushes spread over the interval the overshoot is about
+// hosts · rate · interval. Redis load, per host and interval, whatever the
+// request rate: a script run per 256 keys (per hash slot on a Cluster) and
+// a round trip per 1,024 keys, plus as much again at a window's end to send
+// the previous window's last counts; 10,000 keys take 10 round trips where
+// they took 10,000 (bench/RESULTS.md gives a flush's time). A flush writes
+// the host's whole count of the window with a sequence number, not a
+// delta, so a round trip that timed out but ran later, or a server that
+// restarted empty, never leaves the global count wrong beyond the next
 // flush.
 //
 // Failure. Decisions never call Redis, so each returns in the time of a few
-// zone operations, whatever Redis does. The host considers Redis failed when
-// its last flush could not reach it (ErrUnavailable on a key: the flush stops
-// there, so a hung server costs it one timeout, not one per key), or when no
-// flush has succeeded for 5 intervals plus the timeout (no process of the
-// host flushes: the lease of a flusher that died passes on after 3
-// intervals). Until then, while a flush is failing for the first time, the
-// host decides on its last global count. While Redis is failed, Incoming
-// decides by Options.OnFailure as the other limiters do: FailError returns
-// ErrUnavailable with a rejecting zero Decision; FailOpen allows, counting
-// nothing; FailClosed rejects with RetryAfter set to the timeout; FailLocal
-// returns Options.Local's decision. Every fallback is counted in Stats, whose
-// Calls and Errors count this instance's flushes' script runs. Processes keep
-// flushing the counts the host had, and the first flush that succeeds
-// returns the host to normal: requests admitted meanwhile by FailOpen or
-// FailLocal are not in the global count. A host that has not flushed yet is
-// not failed.
+// zone operations, whatever Redis does. The host judges Redis by its
+// answers to the flushes, not by how late a flush is. It considers Redis
+// failed when the round trips of two flushes in a row failed (a flush stops
+// at its first failed round trip, so a hung server costs it one timeout,
+// not one per key) and, when the second timed out, the first was sent at
+// least 5 intervals plus the timeout earlier: a process too busy to read
+// an answer in time sees a timeout too, and a healthy Redis answers some
+// flush in that span. Each answer is stamped, by the windows' clock, in the
+// zone. A flush late because its process is busy is no failure: it still
+// happens, and its instance's decisions yield to it while it runs. No
+// answer is a failure only when no flush is coming: none for 5 intervals
+// plus the timeout while the flusher lease has lapsed (it passes on after 3
+// intervals plus the timeout, so that no round trip outlasts it) and this
+// instance neither runs Run nor called Flush in that time. A flush with nothing to send asks a healthy Redis nothing and
+// changes nothing; it sends a failed one a PING, whose answer counts as a
+// round trip's. Until Redis is failed, the host decides on its last global
+// count. While it is failed, Incoming decides by Options.OnFailure as the
+// other limiters do: FailError returns ErrUnavailable with a rejecting zero
+// Decision; FailOpen allows, counting nothing; FailClosed rejects with
+// RetryAfter set to the timeout; FailLocal returns Options.Local's decision.
+// Every fallback is counted in Stats, whose Calls and Errors count this
+// instance's flushes' script runs. Processes keep flushing the counts the
+// host had, and the first answered round trip returns the host to normal:
+// requests admitted meanwhile by FailOpen or FailLocal are not in the global
+// count. A host that has not flushed yet is not failed.
+//
+// Capacity: a window's keys are listed in one list of the zone, so one
+// shard of the zone must hold a list element per active key (40 bytes for
+// a client address) besides its share of the counts.
 type Tiered struct {
 	base
 	d                *dict.Dict
@@ -87,9 +82,18 @@ type Tiered struct {
 	id               int64  // this instance's lease id, unique on the host
 	zp               string // zone key prefix "tier|prefix|"
 	hk               string // zone key of the host's Redis health, zp+"ok"
-	stale            int64  // ms without a good flush after which Redis is failed
+	lease            int64  // ms a flusher's lease lasts: 3 intervals plus the timeout
+	stale            int64  // ms: 5 intervals plus the timeout
 	flushes          atomic.Uint64
 	wp               atomic.Pointer[winPrefix] // the current window's key prefix
+	flushing         atomic.Bool               // a Flush of this instance is running
+	runs             atomic.Int32              // Run loops of this instance
+	called           atomic.Int64              // when Flush was last called, ms by the windows' clock
+
+	fmu       sync.Mutex // one Flush at a time; guards the fields below
+	leaseEnd  int64      // zone ms when the lease this instance holds ends, at the earliest
+	fails     int        // flushes in a row whose round trip failed
+	failSince time.Time  // when the first of them sent it
 }
 
 // winPrefix is a window's zone key prefix "tier|prefix|win|", kept so that
@@ -137,17 +141,19 @@ func NewTiered(d *dict.Dict, c redis.UniversalClient, prefix string, limit int64
 	if err := l.init(c, prefix, o, false); err != nil {
 		return nil, err
 	}
+	l.lease = 3*l.interval + l.o.Timeout.Milliseconds()
 	l.stale = 5*l.interval + l.o.Timeout.Milliseconds()
 	return l, nil
 }
 
 // Zone keys, per window: "tier|prefix|win|key|c" the host's count, "|c|o"
 // the other hosts' count last read (named so that the count's key is a
-// prefix of it), "|f" the count last flushed, "|m" a marker that the key is
-// listed in "tier|prefix|win|keys"; all expire two windows on. Per host:
+// prefix of it), "|m" a marker that the key is listed in
+// "tier|prefix|win|keys"; all expire two windows on. Per host:
 // "tier|prefix|host" the host's id in Redis, "|seq" the flush sequence,
-// "|lease" the flusher's lease, "|ok" Redis's health: the time in ms of the
-// last flush that succeeded, negated when the last flush failed.
+// "|lease" the flusher's lease, "|ok" Redis's health: the time in ms (by
+// the windows' clock) of the last answer to a flush, negated while Redis is
+// failed (-1 when it never answered).
 func (l *Tiered) zkey(win int64, key, suffix string) string {
 	p := l.wp.Load()
 	if p == nil || p.win != win {
@@ -167,6 +173,9 @@ func (l *Tiered) zkey(win int64, key, suffix string) string {
 func (l *Tiered) Incoming(ctx context.Context, key string, commit bool) (limiter.Decision, error) {
 	if key == "" {
 		return limiter.Decision{}, ErrBadKey
+	}
+	if l.flushing.Load() {
+		runtime.Gosched() // let the flush run (see Flush)
 	}
 	now := l.o.Now().UnixMilli()
 	if err := l.health(now); err != nil {
@@ -216,18 +225,39 @@ func (l *Tiered) Incoming(ctx context.Context, key string, commit bool) (limiter
 }
 
 // health returns nil while the host considers Redis reachable, an error
-// wrapping ErrUnavailable when it considers it failed, or the dictionary's.
+// wrapping ErrUnavailable when it considers it failed (see Tiered), or the
+// dictionary's.
 func (l *Tiered) health(now int64) error {
 	ok, err := l.intAt(l.hk)
 	switch {
 	case err != nil:
 		return err
 	case ok < 0:
-		return fmt.Errorf("%w: tiered %s: the last flush failed", ErrUnavailable, l.prefix)
+		return fmt.Errorf("%w: tiered %s: flushes failed", ErrUnavailable, l.prefix)
 	case ok > 0 && now-ok > l.stale:
-		return fmt.Errorf("%w: tiered %s: no flush for %d ms", ErrUnavailable, l.prefix, now-ok)
+		if live, err := l.flusherLive(now); live || err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: tiered %s: no answer to a flush for %d ms, and no flusher", ErrUnavailable, l.prefix, now-ok)
 	}
 	return nil
+}
+
+// flusherLive reports whether a flush will come: Run runs in this
+// instance, or its Flush was called in the stale time, or some process of
+// the host holds the flusher lease.
+func (l *Tiered) flusherLive(now int64) (bool, error) {
+	if l.runs.Load() > 0 || now-l.called.Load() <= l.stale {
+		return true, nil
+	}
+	_, _, err := l.d.Get(l.zp + "lease")
+	switch {
+	case errors.Is(err, dict.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("redistier: tiered lease: %w", err)
+	}
+	return true, nil
 }
 
 // list adds key to its window's list of keys to flush, once per window.
@@ -284,133 +314,14 @@ func (l *Tiered) Uncommit(ctx context.Context, key string) error {
 	return nil
 }
 
-// Flush takes or renews the host's flusher lease and, when this instance
-// holds it, flushes the count of every key of the current window (and the
-// rest of the previous window's) to Redis, reading back each global count.
-// It reports whether this instance flushed. A key whose flush fails keeps its
-// count for the next flush. When Redis cannot be reached (ErrUnavailable)
-// Flush stops and marks Redis failed for the host; otherwise it goes on with
-// the other keys and returns the first error. A flush without error marks
-// Redis reachable, and so does one whose only errors are ErrBadState: Redis
-// answered, and each key whose hash holds a state no Tiered writes is marked
-// so in the zone, for its decisions to return ErrBadState until a flush
-// reads a good state.
-func (l *Tiered) Flush(ctx context.Context) (bool, error) {
-	leaseKey, lease := l.zp+"lease", time.Duration(3*l.interval)*time.Millisecond
-	_, err := l.d.Add(leaseKey, dict.Int(l.id), lease, 0)
-	if errors.Is(err, dict.ErrExists) {
-		var mine bool
-		mine, err = l.d.CompareAndSwap(leaseKey, dict.Int(l.id), dict.Int(l.id), lease)
-		if err == nil && !mine {
-			return false, nil
-		}
-	}
-	if err != nil {
-		return false, fmt.Errorf("redistier: tiered lease: %w", err)
-	}
-	host, err := l.hostID()
-	if err != nil {
-		return false, err
-	}
-	l.flushes.Add(1)
-	now := l.o.Now().UnixMilli()
-	win := now / l.window
-	err = l.flushWindow(ctx, host, win-1, false)
-	if !errors.Is(err, ErrUnavailable) {
-		err = errors.Join(err, l.flushWindow(ctx, host, win, true))
-	}
-	switch {
-	case errors.Is(err, ErrUnavailable):
-		now = -now
-	case err != nil && !errors.Is(err, ErrBadState): // Redis answered a bad state
-		return true, err
-	}
-	if _, serr := l.d.Set(l.hk, dict.Int(now), 0, 0); serr != nil {
-		err = errors.Join(err, fmt.Errorf("redistier: tiered health: %w", serr))
-	}
-	return true, err
-}
-
-// flushWindow flushes the keys listed for window win. The current window's
-// keys are flushed every time and stay listed; the previous window's are
-// flushed once more only when their count changed, then dropped.
-func (l *Tiered) flushWindow(ctx context.Context, host string, win int64, current bool) error {
-	lk := l.zkey(win, "keys", "")
-	n, err := l.d.LLen(lk)
-	if err != nil && !errors.Is(err, dict.ErrNotFound) {
-		return fmt.Errorf("redistier: tiered key list: %w", err)
-	}
-	var first error
-	for i := 0; i < n; i++ {
-		v, err := l.d.LPop(lk)
-		if err != nil {
-			break // expired meanwhile
-		}
-		key := v.String()
-		err = l.flushKey(ctx, host, win, key, current)
-		if err != nil && first == nil {
-			first = err
-		}
-		if current || err != nil {
-			if _, err := l.d.RPush(lk, v); err != nil && first == nil {
-				first = err
-			}
-		}
-		if errors.Is(err, ErrUnavailable) {
-			break // the keys not popped stay listed
-		}
-	}
-	return first
-}
-
-// flushKey writes the host's count of key to Redis and stores the other
-// hosts' count it reads back. The previous window's keys are written only
-// when their count changed since the last flush.
-func (l *Tiered) flushKey(ctx context.Context, host string, win int64, key string, current bool) error {
-	n, err := l.intAt(l.zkey(win, key, "|c"))
-	if err != nil {
-		return err
-	}
-	fk := l.zkey(win, key, "|f")
-	if !current {
-		if f, err := l.intAt(fk); err != nil || f == n {
-			return err
-		}
-	}
-	seq, _, err := l.d.IncrInit(l.zp+"seq", 1, 0, 0)
-	if err != nil {
-		return fmt.Errorf("redistier: tiered sequence: %w", err)
-	}
-	r, err := l.runN(ctx, 2, tieredScript, key+":"+strconv.FormatInt(win, 10), host, seq, n, 2*l.window)
-	if err != nil {
-		return l.markBad(win, key, err)
-	}
-	ttl := time.Duration(2*l.window) * time.Millisecond
-	if _, err := l.d.Set(l.zkey(win, key, "|c|o"), dict.Int(r[0]-r[1]), ttl, 0); err != nil {
-		return fmt.Errorf("redistier: tiered %s: %w", key, err)
-	}
-	if _, err := l.d.Set(fk, dict.Int(r[1]), ttl, 0); err != nil {
-		return fmt.Errorf("redistier: tiered %s: %w", key, err)
-	}
-	return nil
-}
-
-// hostID returns the host's id in Redis, drawn at random by the first
-// flusher of the zone and kept there.
-func (l *Tiered) hostID() (string, error) {
-	k := l.zp + "host"
-	var b [8]byte
-	rand.Read(b[:])
-	if _, err := l.d.Add(k, dict.Int(int64(binary.LittleEndian.Uint64(b[:])>>1)), 0, 0); err != nil && !errors.Is(err, dict.ErrExists) {
-		return "", fmt.Errorf("redistier: tiered host id: %w", err)
-	}
-	id, err := l.intAt(k)
-	return strconv.FormatInt(id, 10), err
-}
-
 // Run calls Flush every interval until ctx is done; errors are counted in
 // Stats. Every process of a host runs it (one of them flushes at a time).
+// A flush that takes longer than the interval is followed by the next at
+// once. While Run runs, the instance's decisions do not take a late flush
+// for a failed Redis (see Tiered).
 func (l *Tiered) Run(ctx context.Context) {
+	l.runs.Add(1)
+	defer l.runs.Add(-1)
 	t := time.NewTicker(time.Duration(l.interval) * time.Millisecond)
 	defer t.Stop()
 	for {

@@ -17,7 +17,8 @@ import (
 // TestTieredPolicies runs a Tiered per failure policy, each flushing every
 // 20 ms with Run, while redis-server is SIGKILLed and restarted, then
 // SIGSTOPped and continued. In each outage every host must turn to its
-// policy (once a flush fails) and decide as the policy says (policyCases),
+// policy (once flushes have failed as Tiered says: two in a row, over 5
+// intervals and the timeout) and decide as the policy says (policyCases),
 // and no decision may send a command to Redis; after it, every host must
 // decide in its zone again and flush to Redis; at the end no goroutine is
 // left. The windows' clock (and the zone's) stands still: a flush reaches
@@ -101,8 +102,8 @@ func TestTieredPolicies(t *testing.T) {
 					}
 					// Until the host turns to its policy it decides in its
 					// zone; a dry run probes without counting. It turns once
-					// a flush fails, which its timeout bounds: the guard is
-					// against a hang. Its flushes reach Redis for "k", which
+					// flushes have failed for 5 intervals and the timeout:
+					// the guard is against a hang. Its flushes reach Redis for "k", which
 					// normal counted in the window, still the current one.
 					start := time.Now()
 					for {
@@ -164,8 +165,9 @@ func TestTieredPolicies(t *testing.T) {
 }
 
 // TestTieredStale checks the other way a host considers Redis failed: no
-// flush has succeeded for 5 intervals plus the timeout. Then Incoming and
-// Uncommit follow the policy, and a good flush ends it.
+// flush has been answered for 5 intervals plus the timeout and no flush is
+// coming (the lease lapsed, no Run, no Flush called in that time). Then
+// Incoming and Uncommit follow the policy, and an answered flush ends it.
 func TestTieredStale(t *testing.T) {
 	_, c := newClient(t)
 	clk := newFakeClock()
@@ -225,5 +227,19 @@ func TestTieredStale(t *testing.T) {
 	}
 	if _, err := l2.Incoming(ctx, "k", true); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("another process of the host under FailError: %v, want ErrUnavailable", err)
+	}
+	// An idle host: once the windows counted turned, a flush has nothing
+	// to send and asks a healthy Redis nothing, so the last answer grows
+	// old; while flushes come, that is no failure.
+	clk.Set(25 * time.Second)
+	if ok, err := l2.Flush(ctx); !ok || err != nil {
+		t.Fatalf("Flush with nothing to send = %v, %v", ok, err)
+	}
+	if dec, err := l2.Incoming(ctx, "k", true); err != nil || !dec.Allowed {
+		t.Fatalf("idle host, flushing: Incoming = %+v, %v; want allowed in the zone", dec, err)
+	}
+	clk.Set(25*time.Second + stale + time.Millisecond) // no flush since
+	if _, err := l2.Incoming(ctx, "k", true); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("idle host, no flush for the stale time: %v, want ErrUnavailable", err)
 	}
 }

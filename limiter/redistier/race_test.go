@@ -1,0 +1,5 @@
+//go:build race
+
+package redistier
+
+func init() { raceBuild = true }

@@ -3,10 +3,10 @@
 //
 // It runs, in order, each reporting progress on stderr:
 //
-//   - the Go benchmarks of dict, counter, limiter and limiter/redistier
-//     (`go test -bench`, -count runs each, medians), among them dict's and
-//     limiter's one- and two-process benchmarks on random client keys, and
-//     dict's density test;
+//   - the Go benchmarks of dict, counter, limiter, limiter/redistier and
+//     the contrib/fiber middleware (`go test -bench`, -count runs each,
+//     medians), among them dict's and limiter's one- and two-process
+//     benchmarks on random client keys, and dict's density test;
 //   - the `worker bench` matrix: incr, get, set, req and count on the zone,
 //     Redis (a redis-server it starts on loopback, when one is installed),
 //     flock and mutex backends at -procs 1,2 and 1,000 keys, incr/get/set

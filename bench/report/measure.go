@@ -90,16 +90,19 @@ func newMeasurer(c config, run runner, prog *progress) *measurer {
 }
 
 // goSteps are the Go benchmark runs, by id, with their package and flags.
+// dir is the module the step runs in, relative to the root: "" for shmzone
+// itself, or a contrib module, which is its own Go module.
 var goSteps = []struct {
-	id, pkg, bench string
-	extra          []string
-	needsRedis     bool
+	id, dir, pkg, bench string
+	extra               []string
+	needsRedis          bool
 }{
 	{id: "dict-ops", pkg: "./dict", bench: "BenchmarkOps|BenchmarkHashKey"},
 	{id: "dict-procs", pkg: "./dict", bench: "BenchmarkProcs"},
 	{id: "counter", pkg: "./counter", bench: "BenchmarkCounter"},
 	{id: "limiter", pkg: "./limiter", bench: "BenchmarkLimiter"},
 	{id: "redistier", pkg: "./limiter/redistier", bench: "BenchmarkDecision|BenchmarkTieredFlush", extra: []string{"-benchtime", "2s"}, needsRedis: true},
+	{id: "fiber", dir: "contrib/fiber", pkg: ".", bench: "BenchmarkMiddleware"},
 }
 
 func (m *measurer) measure(ctx context.Context, chartPath string) (*results, error) {
@@ -134,13 +137,16 @@ func (m *measurer) measure(ctx context.Context, chartPath string) (*results, err
 		}
 		args = append(args, s.pkg)
 		cmd := "go " + shellJoin(args)
+		if s.dir != "" {
+			cmd = "cd " + s.dir + " && " + cmd
+		}
 		if s.needsRedis && redisErr != nil {
 			m.prog.skip(cmd, "redis-server not installed")
 			res.Missing = append(res.Missing, "limiter/redistier benchmarks: redis-server is not installed")
 			continue
 		}
 		m.prog.step(cmd)
-		out, err := m.run(ctx, m.c.root, nil, "go", args...)
+		out, err := m.run(ctx, filepath.Join(m.c.root, s.dir), nil, "go", args...)
 		if err != nil {
 			return nil, err
 		}

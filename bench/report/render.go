@@ -27,6 +27,9 @@ type view struct {
 	DensityLo, DensityHi, PerCounter string
 	Counter, Limiter, LimiterProcs   table
 	Redistier, TieredFlush           table
+	// Fiber is contrib/fiber's middleware next to fiber's own limiter
+	// and no limiter, at each goroutine count of its benchmark.
+	Fiber                            table
 	MatrixRatios, Matrix, Matrix100k table
 	// MatrixOwn is the zone's worker bench runs at -keyset own.
 	MatrixOwn        table
@@ -65,6 +68,7 @@ func render(r *results) ([]byte, error) {
 	v.counterTables()
 	v.limiterTables()
 	v.redistierTable()
+	v.fiberTable()
 	v.matrixTables()
 	v.nginxTable()
 	var b bytes.Buffer
@@ -436,5 +440,56 @@ func (v *view) nginxTable() {
 		}
 		v.Nginx.add(r.Op, commas(float64(r.Keys)), ns(r.Nginx, true), ns(r.Zone, true),
 			ratio(r.Nginx, r.Zone, true), redis, zr)
+	}
+}
+
+// fiberMiddlewares are the mw= cases of contrib/fiber's BenchmarkMiddleware,
+// the baseline without a limiter first.
+var fiberMiddlewares = []string{"none", "shmfiber", "fiberlimiter"}
+
+func (v *view) fiberTable() {
+	v.Fiber = table{head: []string{"middleware", "goroutines", "ns/op", "allocs/op", "overhead over none"}}
+	const prefix = "BenchmarkMiddleware/mw="
+	var gs []int
+	for name := range v.Go["fiber"].Samples {
+		_, g, ok := strings.Cut(name, "/goroutines=")
+		n, err := strconv.Atoi(g)
+		if ok && err == nil && strings.HasPrefix(name, prefix) && !slices.Contains(gs, n) {
+			gs = append(gs, n)
+		}
+	}
+	if len(gs) == 0 {
+		// Not measured: the rows the benchmark would have had, one
+		// goroutine and GOMAXPROCS's default.
+		gs = []int{1}
+		if c := v.results.Machine.CPUs; c > 1 {
+			gs = append(gs, c)
+		}
+	}
+	slices.Sort(gs)
+	for _, g := range gs {
+		suffix := "/goroutines=" + itoa(g)
+		base, bok := v.goVal("fiber", prefix+"none"+suffix, "ns/op")
+		for _, mw := range fiberMiddlewares {
+			name := prefix + mw + suffix
+			n, ok := v.goVal("fiber", name, "ns/op")
+			over := "baseline"
+			if mw != "none" {
+				over = overhead(n-base, ok && bok)
+			}
+			v.Fiber.add(mw, itoa(g), ns(n, ok), v.allocs("fiber", name), over)
+		}
+	}
+}
+
+// overhead formats a difference of nanoseconds per op with its sign.
+func overhead(d float64, ok bool) string {
+	switch {
+	case !ok:
+		return missing
+	case d < 0:
+		return "−" + ns(-d, true) + " ns"
+	default:
+		return "+" + ns(d, true) + " ns"
 	}
 }

@@ -289,12 +289,14 @@ func TestFromRewritesPage(t *testing.T) {
 type fakeRunner struct {
 	t     *testing.T
 	calls []string
-	fail  string // a command line containing this fails
+	dirs  []string // the directory of each call
+	fail  string   // a command line containing this fails
 }
 
 func (f *fakeRunner) run(ctx context.Context, dir string, env []string, name string, args ...string) ([]byte, error) {
 	line := filepath.Base(name) + " " + strings.Join(args, " ")
 	f.calls = append(f.calls, line)
+	f.dirs = append(f.dirs, dir)
 	if f.fail != "" && strings.Contains(line, f.fail) {
 		return nil, errors.New(line + ": exit status 1")
 	}
@@ -346,7 +348,7 @@ func TestMeasureSteps(t *testing.T) {
 	if b, _ := os.ReadFile(chart); string(b) != "<svg/>" {
 		t.Errorf("chart = %q, want the worker's SVG", b)
 	}
-	// 4 Go steps, redistier skipped, density, build, the matrix without
+	// 5 Go steps, redistier skipped, density, build, the matrix without
 	// its redis and tiered runs twice each, the chart; browser and nginx
 	// skipped.
 	wantRuns := len(matrixPlan(false)) * 2
@@ -365,6 +367,25 @@ func TestMeasureSteps(t *testing.T) {
 	if r := res.run("zone", "incr", 1000); r == nil || r.Keyset != "" || strings.Contains(r.Command, "-keyset") {
 		t.Errorf("zone incr run at the default keyset = %+v", r)
 	}
+	// contrib/fiber is its own module: its benchmark runs in its directory,
+	// and the page's command says so.
+	ran := false
+	for i, c := range f.calls {
+		if strings.Contains(c, "BenchmarkMiddleware") {
+			ran = true
+			if want := filepath.Join(".", "contrib/fiber"); f.dirs[i] != want {
+				t.Errorf("%q ran in %q, want %q", c, f.dirs[i], want)
+			}
+		} else if strings.HasPrefix(c, "go test") && f.dirs[i] != "." {
+			t.Errorf("%q ran in %q, want the root", c, f.dirs[i])
+		}
+	}
+	if !ran {
+		t.Errorf("no BenchmarkMiddleware run among %q", f.calls)
+	}
+	if cmd := res.Go["fiber"].Command; !strings.HasPrefix(cmd, "cd contrib/fiber && go test ") || !strings.HasSuffix(cmd, " .") {
+		t.Errorf("fiber command = %q, want cd contrib/fiber && go test … .", cmd)
+	}
 	if len(res.Missing) != 4 {
 		t.Errorf("Missing = %q, want redistier, redis rows, browser and nginx", res.Missing)
 	}
@@ -380,7 +401,7 @@ func TestMeasureSteps(t *testing.T) {
 // TestMeasureFails: a failing step fails the run, and the chart is not
 // written.
 func TestMeasureFails(t *testing.T) {
-	for _, step := range []string{"BenchmarkProcs", "TestDensity", "go build", "-op set"} {
+	for _, step := range []string{"BenchmarkProcs", "BenchmarkMiddleware", "TestDensity", "go build", "-op set"} {
 		f := &fakeRunner{t: t, fail: step}
 		m, _ := fakeMeasurer(t, f)
 		chart := filepath.Join(t.TempDir(), "scaling.svg")
@@ -462,5 +483,48 @@ func TestKeyMemory(t *testing.T) {
 	}
 	if want := "CPU count (it sets the stripes per key):\n**223 B** a key."; !strings.Contains(string(page), want) {
 		t.Errorf("page with B/key 223, 222.1, 240 lacks %q (the median)", want)
+	}
+}
+
+// TestFiberTable: each middleware's overhead is its ns/op less the no-limiter
+// baseline's at the same goroutine count, and a run without the fiber step
+// shows the rows unmeasured, without a command.
+func TestFiberTable(t *testing.T) {
+	res, err := readResults("testdata/results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	smp := res.Go["fiber"].Samples
+	smp["BenchmarkMiddleware/mw=none/goroutines=2"]["ns/op"] = []float64{700, 600, 900}
+	smp["BenchmarkMiddleware/mw=shmfiber/goroutines=2"]["ns/op"] = []float64{950}
+	smp["BenchmarkMiddleware/mw=fiberlimiter/goroutines=2"]["ns/op"] = []float64{650}
+	delete(smp, "BenchmarkMiddleware/mw=shmfiber/goroutines=1")
+	v := &view{results: res}
+	v.fiberTable()
+	want := [][]string{
+		{"none", "1", "817.7", "1", "baseline"},
+		{"shmfiber", "1", "—", "—", "—"},
+		{"fiberlimiter", "1", "977.0", "5", "+159.3 ns"},
+		{"none", "2", "700.0", "1", "baseline"},
+		{"shmfiber", "2", "950.0", "7", "+250.0 ns"},
+		{"fiberlimiter", "2", "650.0", "5", "−50.0 ns"},
+	}
+	if fmt.Sprint(v.Fiber.rows) != fmt.Sprint(want) {
+		t.Errorf("fiber rows = %q, want %q", v.Fiber.rows, want)
+	}
+
+	delete(res.Go, "fiber")
+	page, err := render(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, _ := strings.Cut(string(page), "## fiber middleware overhead per request\n")
+	if strings.Contains(sec, "```sh") {
+		t.Errorf("page without the fiber step shows a command:\n%s", sec)
+	}
+	for _, row := range []string{"| none | 1 | — | — | baseline |", "| shmfiber | 2 | — | — | — |"} {
+		if !strings.Contains(sec, row) {
+			t.Errorf("page without the fiber step lacks %q (the machine's 2 CPUs give goroutines=2):\n%s", row, sec)
+		}
 	}
 }

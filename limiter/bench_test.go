@@ -22,7 +22,7 @@ var benchOps = map[string]func(d *dict.Dict) (func(ctx context.Context, key stri
 		return commitOp(l), err
 	},
 	"count": func(d *dict.Dict) (func(context.Context, string) error, error) {
-		l, err := NewCount(d, "t", 1<<62, time.Hour)
+		l, err := NewCount(d, "t", 1<<53, time.Hour)
 		return commitOp(l), err
 	},
 	"conn": func(d *dict.Dict) (func(context.Context, string) error, error) {
@@ -52,7 +52,7 @@ var benchOps = map[string]func(d *dict.Dict) (func(ctx context.Context, key stri
 	},
 	"combine": func(d *dict.Dict) (func(context.Context, string) error, error) {
 		req, err1 := NewReq(d, "t", 1e9, 1e9)
-		count, err2 := NewCount(d, "t", 1<<62, time.Hour)
+		count, err2 := NewCount(d, "t", 1<<53, time.Hour)
 		ls := []Limiter{req, count}
 		// One key for both: each keeps it in its own namespace.
 		return func(ctx context.Context, key string) error {

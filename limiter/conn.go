@@ -205,7 +205,7 @@ func (c *Conn) leave(key string) (int64, error) {
 		return 0, dictErr(zk, err)
 	}
 	if n != 0 { // the last request of a key leaves 0: a count, read no more
-		if err := checkCount(c.d, zk, float64(n)); err != nil {
+		if err := checkCountInt(c.d, zk, n); err != nil {
 			return 0, err
 		}
 	}

@@ -22,7 +22,9 @@ type Count struct {
 
 // NewCount returns a fixed window named name over d (names.go) of limit
 // requests per window. Errors: ErrNilDict, ErrBadName, ErrBadLimit for a
-// limit below 1, ErrBadWindow for a window shorter than a millisecond.
+// limit below 1 or above 2^53 (the allowance is a float, as in the Lua
+// module, exact up to 2^53), ErrBadWindow for a window shorter than a
+// millisecond.
 func NewCount(d *dict.Dict, name string, limit int64, window time.Duration) (*Count, error) {
 	if d == nil {
 		return nil, ErrNilDict
@@ -31,7 +33,7 @@ func NewCount(d *dict.Dict, name string, limit int64, window time.Duration) (*Co
 	if err != nil {
 		return nil, err
 	}
-	if limit < 1 {
+	if limit < 1 || limit > maxExact {
 		return nil, fmt.Errorf("%w: %d", ErrBadLimit, limit)
 	}
 	if window < time.Millisecond {
@@ -137,5 +139,5 @@ func (l *Count) Uncommit(ctx context.Context, key string) error {
 	if err != nil {
 		return dictErr(zk, err)
 	}
-	return checkCount(l.d, zk, float64(n))
+	return checkCountInt(l.d, zk, n)
 }

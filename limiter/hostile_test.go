@@ -29,6 +29,7 @@ func TestConstructorsRejectBadInput(t *testing.T) {
 		{"Req/burst Inf", ErrBadBurst, func() (any, error) { return NewReq(d, "t", 1, inf) }},
 		{"Count/nil dict", ErrNilDict, func() (any, error) { return NewCount(nil, "t", 1, time.Second) }},
 		{"Count/limit 0", ErrBadLimit, func() (any, error) { return NewCount(d, "t", 0, time.Second) }},
+		{"Count/limit beyond 2^53", ErrBadLimit, func() (any, error) { return NewCount(d, "t", 1<<53+1, time.Second) }},
 		{"Count/window 0", ErrBadWindow, func() (any, error) { return NewCount(d, "t", 1, 0) }},
 		{"Count/window 999µs", ErrBadWindow, func() (any, error) { return NewCount(d, "t", 1, 999*time.Microsecond) }},
 		{"Conn/nil dict", ErrNilDict, func() (any, error) { return NewConn(nil, "t", 1, 0, 0) }},

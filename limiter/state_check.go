@@ -44,18 +44,33 @@ func badCount(v dict.Value) string {
 	return ""
 }
 
-// checkCount returns ErrBadState when key's number, which the Incr family
-// returned as n, is no count. Count and Conn decide with one IncrInit, which
-// adds to any number: NaN, an infinity or a float beyond 2^54 absorbs the ±1
-// unchanged (one between 2^53 and 2^54 may move by 2), and n, the float's
-// conversion to int64, is outside (0, 2^53] on every platform. So n in
-// (0, 2^53] is a count and costs nothing more; any other n reads the value
-// once to tell a count (a rejection's negative n, a window's last 0) from a
-// float that is none.
+// checkCount returns ErrBadState when key's number, whose sum IncrInitNum
+// returned as n, is no count. Count and Conn decide with one IncrInitNum,
+// which adds to any number: NaN, an infinity or a float beyond 2^54 absorbs
+// the ±1 unchanged, and its sum is NaN, infinite or beyond 2^53. So n within
+// ±2^53 is a count (a rejection's negative allowance included) and costs
+// nothing more; any other n reads the value once to tell an int, which is
+// always a count, from a float that is none.
 func checkCount(d *dict.Dict, key string, n float64) error {
+	if math.Abs(n) <= maxExact {
+		return nil
+	}
+	return readCount(d, key)
+}
+
+// checkCountInt is checkCount for the int64 that Incr returned, the
+// float's conversion, which is platform-dependent for NaN and the
+// infinities but outside (0, 2^53] on every platform: n in (0, 2^53] is a
+// count; any other n reads the value once.
+func checkCountInt(d *dict.Dict, key string, n int64) error {
 	if n > 0 && n <= maxExact {
 		return nil
 	}
+	return readCount(d, key)
+}
+
+// readCount returns ErrBadState when key's number is no count.
+func readCount(d *dict.Dict, key string) error {
 	v, _, err := d.Get(key)
 	if errors.Is(err, dict.ErrNotFound) {
 		return nil // expired since: nothing to tell

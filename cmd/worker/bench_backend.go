@@ -128,7 +128,7 @@ func openZone(cfg benchConfig, keys []string) (*target, error) {
 		}
 		t.do = func(i int) error { _, err := l.Incoming(ctx, keys[i], true); return err }
 	case "count":
-		l, err := limiter.NewCount(d, "bench", 1<<60, time.Hour)
+		l, err := limiter.NewCount(d, "bench", 1<<53, time.Hour)
 		if err != nil {
 			d.Close()
 			return nil, err

@@ -1,0 +1,33 @@
+package testutil
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// READMEShows checks that the README at readme shows, word for word and
+// indented as there, the lines of the Go file example between a line
+// "\t// README:" and a line "\t// README end." (the body of an Example,
+// which the README shows as a func main), so that the copy users paste is
+// the code the tests compile and run.
+func READMEShows(t testing.TB, example, readme string) {
+	t.Helper()
+	src, err := os.ReadFile(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(readme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const begin, end = "\t// README:\n", "\t// README end.\n"
+	s := string(src)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
+	if i < 0 || j < i {
+		t.Fatalf("%s: no %q … %q", example, begin, end)
+	}
+	if snippet := s[i+len(begin) : j]; !strings.Contains(string(doc), snippet) {
+		t.Errorf("%s lacks the example of %s, which reads:\n%s", readme, example, snippet)
+	}
+}

@@ -30,6 +30,6 @@ func ShardOf(d *Dict, key string) int { return int(hashKey(d.seed, key) & d.mask
 // UpdateLocked is Update under the shard's lock whatever fn returns: for
 // the tests whose helper must hold a shard's lock, not an entry's.
 func UpdateLocked(d *Dict, key string, fn func(cur Value, ok bool) (Value, time.Duration, bool)) error {
-	var forcible bool
-	return d.updateLocked(key, fn, &forcible)
+	var out Outcome
+	return d.updateLocked(key, fn, &out)
 }

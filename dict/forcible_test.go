@@ -7,8 +7,14 @@ import (
 	"time"
 )
 
-// TestUpdateMutateForcible checks that UpdateForcible and MutateForcible
-// report forcible exactly when they evicted live entries, as Set does: on
+// updateForcible is UpdateOutcome's Forcible.
+func updateForcible(d *Dict, key string, fn func(Value, bool) (Value, time.Duration, bool)) (bool, error) {
+	out, err := d.UpdateOutcome(key, fn)
+	return out.Forcible, err
+}
+
+// TestUpdateMutateForcible checks that UpdateOutcome and MutateOutcome
+// report Forcible exactly when they evicted live entries, as Set does: on
 // every call, forcible is true iff Stats().Evictions grew.
 func TestUpdateMutateForcible(t *testing.T) {
 	store := func(v Value) func(Value, bool) (Value, time.Duration, bool) {
@@ -18,11 +24,12 @@ func TestUpdateMutateForcible(t *testing.T) {
 		name string
 		do   func(d *Dict, key string) (bool, error)
 	}{
-		{"UpdateForcible", func(d *Dict, key string) (bool, error) {
-			return d.UpdateForcible(key, store(Bytes(make([]byte, 24))))
+		{"UpdateOutcome", func(d *Dict, key string) (bool, error) {
+			return updateForcible(d, key, store(Bytes(make([]byte, 24))))
 		}},
-		{"MutateForcible", func(d *Dict, key string) (bool, error) {
-			return d.MutateForcible(key, 16, 0, func(b []byte, found bool) bool { b[0]++; return true })
+		{"MutateOutcome", func(d *Dict, key string) (bool, error) {
+			out, err := d.MutateOutcome(key, 16, func(b []byte, found bool) (bool, time.Duration) { b[0]++; return true, 0 })
+			return out.Forcible, err
 		}},
 	}
 	for _, op := range ops {
@@ -77,20 +84,20 @@ func TestUpdateMutateForcible(t *testing.T) {
 		for i := 0; i < 400; i++ {
 			n := 16 + (i%64)*32 // another length on every call
 			before := d.Stats().Evictions
-			f, err := d.UpdateForcible("grow", store(Bytes(make([]byte, n))))
+			f, err := updateForcible(d, "grow", store(Bytes(make([]byte, n))))
 			if err != nil && !errors.Is(err, ErrNoMemory) {
-				t.Fatalf("UpdateForcible(%q) to %d bytes = %v", "grow", n, err)
+				t.Fatalf("UpdateOutcome(%q) to %d bytes = %v", "grow", n, err)
 			}
 			if grew := d.Stats().Evictions > before; f != grew {
-				t.Fatalf("UpdateForcible(%q) to %d bytes = forcible %v, err %v; evictions grew: %v", "grow", n, f, err, grew)
+				t.Fatalf("UpdateOutcome(%q) to %d bytes = forcible %v, err %v; evictions grew: %v", "grow", n, f, err, grew)
 			}
 			if f {
 				seen++
 			}
 			// The same length again is an entry write: no eviction.
 			if err == nil {
-				if f, err := d.UpdateForcible("grow", store(Bytes(make([]byte, n)))); f || err != nil {
-					t.Fatalf("UpdateForcible(%q) again at %d bytes = %v, %v; want false, nil", "grow", n, f, err)
+				if f, err := updateForcible(d, "grow", store(Bytes(make([]byte, n)))); f || err != nil {
+					t.Fatalf("UpdateOutcome(%q) again at %d bytes = %v, %v; want false, nil", "grow", n, f, err)
 				}
 			}
 		}
@@ -105,7 +112,7 @@ func TestUpdateMutateForcible(t *testing.T) {
 			t.Fatal(err)
 		}
 		del := func(Value, bool) (Value, time.Duration, bool) { return Value{}, 0, false }
-		if f, err := d.UpdateForcible("k", del); f || err != nil {
+		if f, err := updateForcible(d, "k", del); f || err != nil {
 			t.Fatalf("UpdateForcible(delete) = %v, %v; want false, nil", f, err)
 		}
 	})

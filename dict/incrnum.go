@@ -11,12 +11,12 @@ import (
 // IncrInit truncates it (a float 2.5 less 1 is 1.5, which IncrInit returns
 // as 1). The kind stays, as with IncrInit: an int stays an int, a float a
 // float, and an absent or expired key becomes the int init+delta with
-// initTTL (0 = never). forcible reports evictions made to create it.
+// initTTL (0 = never). out says what creating it did (Outcome).
 // Errors as IncrInit.
-func (d *Dict) IncrInitNum(key string, delta, init int64, initTTL time.Duration) (sum float64, forcible bool, err error) {
+func (d *Dict) IncrInitNum(key string, delta, init int64, initTTL time.Duration) (sum float64, out Outcome, err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
 	}
-	_, sum, forcible, err = d.incrInit(key, delta, init, initTTL)
-	return sum, forcible, err
+	_, sum, out, err = d.incrInit(key, delta, init, initTTL)
+	return sum, out, err
 }

@@ -33,20 +33,39 @@ var zeros [MaxMutateSize]byte
 // another kind or size; ErrBadValue for a size outside 1..MaxMutateSize;
 // ErrBadTTL; and those of Set for a new entry.
 func (d *Dict) Mutate(key string, size int, ttl time.Duration, fn func(b []byte, found bool) bool) error {
-	var forcible bool
-	return d.mutate(key, size, ttl, fn, &forcible)
+	var out Outcome
+	return d.mutate(key, size, ttl, mutateFn{keep: fn}, &out)
 }
 
-// MutateForcible is Mutate that also reports, as Set does, whether live
-// entries of other keys were evicted to make room for a new entry; it may
-// be true with ErrNoMemory too.
-func (d *Dict) MutateForcible(key string, size int, ttl time.Duration, fn func(b []byte, found bool) bool) (forcible bool, err error) {
-	err = d.mutate(key, size, ttl, fn, &forcible)
-	return forcible, err
+// MutateOutcome is Mutate whose fn also sets the entry's TTL, and which
+// reports the write's Outcome. fn returns, besides whether to keep a new
+// entry (ignored for a found one, as Mutate's), a TTL: ttl > 0 makes the
+// entry expire ttl after now; 0 leaves a found entry's TTL as it is and
+// gives a new entry none. So a state can expire at the moment it stops
+// meaning anything, set where it is computed.
+func (d *Dict) MutateOutcome(key string, size int, fn func(b []byte, found bool) (keep bool, ttl time.Duration)) (out Outcome, err error) {
+	err = d.mutate(key, size, 0, mutateFn{ttl: fn}, &out)
+	return out, err
 }
 
-// mutate is Mutate; it sets *forcible when it evicted live entries.
-func (d *Dict) mutate(key string, size int, ttl time.Duration, fn func(b []byte, found bool) bool, forcible *bool) (err error) {
+// mutateFn is Mutate's or MutateOutcome's fn: one of the two is set.
+type mutateFn struct {
+	keep func(b []byte, found bool) bool
+	ttl  func(b []byte, found bool) (bool, time.Duration)
+}
+
+// call calls the fn with b, returning whether to keep a new entry and the
+// TTL to set (0: none set).
+func (f mutateFn) call(b []byte, found bool) (bool, time.Duration) {
+	if f.keep != nil {
+		return f.keep(b, found), 0
+	}
+	keep, ttl := f.ttl(b, found)
+	return keep, max(ttl, 0)
+}
+
+// mutate is Mutate; it records in *out what the write did.
+func (d *Dict) mutate(key string, size int, ttl time.Duration, fn mutateFn, out *Outcome) (err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
 	}
@@ -97,7 +116,7 @@ func (d *Dict) mutate(key string, size int, ttl time.Duration, fn func(b []byte,
 	if err != nil {
 		return err
 	}
-	if *forcible, err = d.storeLocked(s, key, h, off, put{v: Bytes(zeros[:size]), expiry: expiry, evict: true}); err != nil {
+	if *out, err = d.storeLocked(s, key, h, off, put{v: Bytes(zeros[:size]), expiry: expiry, evict: true}); err != nil {
 		return err
 	}
 	if off, _, err = s.findLocked(key, h); err != nil || off == 0 {
@@ -117,22 +136,25 @@ func (d *Dict) mutate(key string, size int, ttl time.Duration, fn func(b []byte,
 // return (a panic, runtime.Goexit) the entry gets the bytes it had back
 // before the panic goes on. A process that dies inside fn leaves Ver odd:
 // the entry is dropped by the repair that finds it.
-func (d *Dict) mutatePinned(s *shard, off uint32, pw *uint64, fn func(b []byte, found bool) bool) {
+func (d *Dict) mutatePinned(s *shard, off uint32, pw *uint64, fn mutateFn) {
 	e := s.entryAt(off)
 	b := capped(s.valueOf(off, e))
 	var old [MaxMutateSize]byte
 	copy(old[:], b)
 	w := e.beginWrite()
+	expiry := expiryOf(w)
 	returned := false
 	defer func() {
 		if !returned {
 			copy(b, old[:len(b)])
 		}
-		e.endWrite(w, expiryOf(w))
+		e.endWrite(w, expiry)
 		e.use()
 		shm.Unlock(pw)
 	}()
-	fn(b, true)
+	if _, ttl := fn.call(b, true); ttl > 0 {
+		expiry, _ = d.expiryFor(ttl) // a positive TTL is no error
+	}
 	returned = true
 }
 
@@ -141,7 +163,7 @@ func (d *Dict) mutatePinned(s *shard, off uint32, pw *uint64, fn func(b []byte, 
 // words one by one. When fn does not return (a panic, runtime.Goexit) it
 // undoes fn's work as the stack unwinds: a found entry gets the bytes it
 // had, a new one is removed. It does not recover: the panic goes on.
-func (d *Dict) mutateLocked(s *shard, off uint32, found bool, fn func(b []byte, found bool) bool) bool {
+func (d *Dict) mutateLocked(s *shard, off uint32, found bool, fn mutateFn) bool {
 	hd := s.hdr()
 	b := capped(s.valueOf(off, s.entryAt(off)))
 	var old [MaxMutateSize]byte
@@ -163,7 +185,11 @@ func (d *Dict) mutateLocked(s *shard, off uint32, found bool, fn func(b []byte, 
 		hd.Drop = dropNone
 	}()
 	hd.Drop = off
-	keep := fn(b, found)
+	keep, ttl := fn.call(b, found)
+	if ttl > 0 && (keep || found) {
+		expiry, _ := d.expiryFor(ttl) // a positive TTL is no error
+		s.entryAt(off).setExpiry(expiry)
+	}
 	hd.Drop = dropNone
 	returned = true
 	return keep

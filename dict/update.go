@@ -129,20 +129,20 @@ func (s *shard) equalLocked(off uint32, e *entry, v Value) bool {
 // is released, and the panic goes on, unrecovered and unchanged, to the
 // caller. Errors: ErrIsList for a list, and the errors of Set.
 func (d *Dict) Update(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool)) error {
-	var forcible bool
-	return d.update(key, fn, &forcible)
+	var out Outcome
+	return d.update(key, fn, &out)
 }
 
-// UpdateForcible is Update that also reports, as Set does, whether live
-// entries of other keys were evicted to make room for the next value; it
-// may be true with ErrNoMemory too.
-func (d *Dict) UpdateForcible(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool)) (forcible bool, err error) {
-	err = d.update(key, fn, &forcible)
-	return forcible, err
+// UpdateOutcome is Update that also reports the write's Outcome: whether
+// live entries of other keys were evicted to make room for the next value,
+// as Set does, and whether the key's own entry had been evicted.
+func (d *Dict) UpdateOutcome(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool)) (out Outcome, err error) {
+	err = d.update(key, fn, &out)
+	return out, err
 }
 
-// update is Update; it sets *forcible when it evicted live entries.
-func (d *Dict) update(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool), forcible *bool) (err error) {
+// update is Update; it records in *out what the write did.
+func (d *Dict) update(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool), out *Outcome) (err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
 	}
@@ -150,16 +150,16 @@ func (d *Dict) update(key string, fn func(cur Value, ok bool) (next Value, ttl t
 		return err
 	}
 	h := hashKey(d.seed, key)
-	// An entry write never evicts: forcible stays false.
+	// An entry write never evicts and finds its key: out stays zero.
 	if done, err := d.updatePinned(d.shardFor(h), key, h, fn); done {
 		return err
 	}
-	return d.updateLocked(key, fn, forcible)
+	return d.updateLocked(key, fn, out)
 }
 
-// updateLocked is Update under the shard's lock; it sets *forcible when
-// storing the next value evicted live entries.
-func (d *Dict) updateLocked(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool), forcible *bool) error {
+// updateLocked is Update under the shard's lock; it records in *out what
+// storing the next value did.
+func (d *Dict) updateLocked(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool), out *Outcome) error {
 	s, h, off, err := d.lookup(key, true)
 	if err != nil {
 		return err
@@ -196,6 +196,6 @@ func (d *Dict) updateLocked(key string, fn func(cur Value, ok bool) (next Value,
 	if err != nil {
 		return err
 	}
-	*forcible, err = d.storeLocked(s, key, h, off, put{v: next, expiry: expiry, evict: true, keepFlags: true})
+	*out, err = d.storeLocked(s, key, h, off, put{v: next, expiry: expiry, evict: true, keepFlags: true})
 	return err
 }

@@ -70,16 +70,16 @@ func (d *Dict) store(key string, v Value, ttl time.Duration, flags uint32, m mod
 	if err := d.lock(s); err != nil {
 		return false, err
 	}
-	forcible, err := d.findStoreLocked(s, key, h, put{v: v, expiry: expiry, flags: flags, mode: m, evict: evict})
+	out, err := d.findStoreLocked(s, key, h, put{v: v, expiry: expiry, flags: flags, mode: m, evict: evict})
 	d.unlock(s)
-	return forcible, err
+	return out.Forcible, err
 }
 
 // findStoreLocked finds key's entry and writes p under it (storeLocked).
-func (d *Dict) findStoreLocked(s *shard, key string, h uint64, p put) (bool, error) {
+func (d *Dict) findStoreLocked(s *shard, key string, h uint64, p put) (Outcome, error) {
 	off, _, err := s.findLocked(key, h)
 	if err != nil {
-		return false, d.corruptLocked(s, "index")
+		return Outcome{}, d.corruptLocked(s, "index")
 	}
 	return d.storeLocked(s, key, h, off, p)
 }
@@ -96,16 +96,16 @@ type put struct {
 
 // storeLocked writes p.v under key, whose entry is at off (0 when absent) as
 // findLocked found it under this hold of the lock.
-func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, p put) (bool, error) {
+func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, p put) (out Outcome, err error) {
 	v, expiry, flags, m, evict, keepFlags := p.v, p.expiry, p.flags, p.mode, p.evict, p.keepFlags
 	if off != 0 {
 		// Writers already in the entry's page finish before it changes;
 		// one that died there lost it.
 		if err := s.drainPage(off); err != nil {
-			return false, d.failLocked(s, err, "page")
+			return out, d.failLocked(s, err, "page")
 		}
 		if gone, err := d.settleLocked(s, off); err != nil {
-			return false, err
+			return out, err
 		} else if gone {
 			off = 0
 		}
@@ -121,9 +121,9 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, p put) (b
 	}
 	switch {
 	case m == modeAdd && live:
-		return false, ErrExists
+		return out, ErrExists
 	case m == modeReplace && !live:
-		return false, ErrNotFound
+		return out, ErrNotFound
 	}
 	if keepFlags && !live {
 		flags = 0
@@ -137,7 +137,7 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, p put) (b
 		hd.Drop = off
 		if e.kind() == KindList {
 			if err := s.freeNodesLocked(off, e); err != nil {
-				return false, d.corruptLocked(s, "list")
+				return out, d.corruptLocked(s, "list")
 			}
 		}
 		e.Flags, e.VLen = flags, uint32(vlen)
@@ -147,23 +147,24 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, p put) (b
 		hd.Drop = dropNone
 		e.use()
 		d.tally(s, tWrites)
-		return false, nil
+		return out, nil
 	}
 	if !live && !evict && off != 0 {
 		// An expired entry of another size: free it first so SafeSet can use
 		// its memory.
 		if err := s.removeLocked(off); err != nil {
-			return false, d.failLocked(s, err, "remove")
+			return out, d.failLocked(s, err, "remove")
 		}
 		off = 0
 	}
 	noff, forcible, err := s.allocLocked(need, evict, off, d.clock)
+	out.Forcible = forcible
 	if err != nil {
 		hd.Drop = dropNone
 		if err == errCorruptArena {
-			return forcible, d.corruptLocked(s, "alloc")
+			return out, d.corruptLocked(s, "alloc")
 		}
-		return forcible, err
+		return out, err
 	}
 	hd.Drop = noff // half written: drop it
 	ne := s.entryAt(noff)
@@ -186,7 +187,7 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, p put) (b
 		p := &s.index[s.bucket(h)]
 		for n := 0; *p != off; n++ {
 			if *p == 0 || !s.okEntry(*p) || n > s.maxSteps() {
-				return forcible, d.corruptLocked(s, "chain")
+				return out, d.corruptLocked(s, "chain")
 			}
 			p = &s.entryAt(*p).Next
 		}
@@ -194,18 +195,18 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, p put) (b
 		*p = noff // the commit point: from here repair keeps the new entry
 		hd.Drop = off
 		if !s.queueUnlinkLocked(off, e) {
-			return forcible, d.corruptLocked(s, "queue")
+			return out, d.corruptLocked(s, "queue")
 		}
 		if err := s.freeEntryLocked(off, e); err != nil {
-			return forcible, d.corruptLocked(s, "free")
+			return out, d.corruptLocked(s, "free")
 		}
 		hd.Drop = dropNone
 	}
 	if !s.queuePushLocked(noff, ne) {
-		return forcible, d.corruptLocked(s, "queue")
+		return out, d.corruptLocked(s, "queue")
 	}
 	d.tally(s, tWrites)
-	return forcible, nil
+	return out, nil
 }
 
 // putValue writes v's bytes into an entry whose VLen is already set; the
@@ -279,39 +280,39 @@ func (d *Dict) IncrInit(key string, delta, init int64, initTTL time.Duration) (n
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
 	}
-	n, _, forcible, err = d.incrInit(key, delta, init, initTTL)
-	return n, forcible, err
+	n, _, out, err := d.incrInit(key, delta, init, initTTL)
+	return n, out.Forcible, err
 }
 
 // incrInit is IncrInit and IncrInitNum: the sum as an int and as a float.
-func (d *Dict) incrInit(key string, delta, init int64, initTTL time.Duration) (n int64, f float64, forcible bool, err error) {
+func (d *Dict) incrInit(key string, delta, init int64, initTTL time.Duration) (n int64, f float64, out Outcome, err error) {
 	if initTTL < 0 {
-		return 0, 0, false, ErrBadTTL
+		return 0, 0, out, ErrBadTTL
 	}
 	n, f, found, err := d.incr(key, delta, float64(delta), false)
 	if err != nil || found {
-		return n, f, false, err
+		return n, f, out, err
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
 	if err := d.lock(s); err != nil {
-		return 0, 0, false, err
+		return 0, 0, out, err
 	}
 	defer d.unlock(s)
 	// Another process may have created it since: add to it then.
 	n, f, found, err = d.incrLocked(s, key, h, delta, float64(delta), false)
 	if err != nil || found {
-		return n, f, false, err
+		return n, f, out, err
 	}
 	expiry, err := d.expiryFor(initTTL)
 	if err != nil {
-		return 0, 0, false, err
+		return 0, 0, out, err
 	}
-	forcible, err = d.findStoreLocked(s, key, h, put{v: Int(init + delta), expiry: expiry, evict: true})
+	out, err = d.findStoreLocked(s, key, h, put{v: Int(init + delta), expiry: expiry, evict: true})
 	if err != nil {
-		return 0, 0, forcible, err
+		return 0, 0, out, err
 	}
-	return init + delta, float64(init + delta), forcible, nil
+	return init + delta, float64(init + delta), out, nil
 }
 
 // incr adds to key's live number (incrEntry): under the entry's page lock

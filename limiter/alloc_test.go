@@ -13,7 +13,7 @@ func TestHotPathsAllocateNothing(t *testing.T) {
 	}
 	d, clk := newDict(t)
 	ctx := context.Background()
-	req, _ := NewReq(d, "t", 1e6, 1e6)
+	req, _ := NewReq(d, "t", 1, 1e6) // a state that lasts: Uncommit finds it
 	count, _ := NewCount(d, "t", 1<<40, time.Hour)
 	conn, _ := NewConn(d, "t", 1<<40, 0, time.Millisecond)
 	sw, _ := NewSlidingWindow(d, "t", 1<<30, time.Hour)
@@ -27,7 +27,12 @@ func TestHotPathsAllocateNothing(t *testing.T) {
 	}{
 		{"Req.Incoming", func() error { _, err := req.Incoming(ctx, key, true); return err }},
 		{"Req.dry", func() error { _, err := req.Incoming(ctx, key, false); return err }},
-		{"Req.Uncommit", func() error { return req.Uncommit(ctx, key) }},
+		{"Req.Incoming+Uncommit", func() error {
+			if _, err := req.Incoming(ctx, key, true); err != nil {
+				return err
+			}
+			return req.Uncommit(ctx, key)
+		}},
 		{"Count.Incoming", func() error { _, err := count.Incoming(ctx, "c"+key, true); return err }},
 		{"Count.dry", func() error { _, err := count.Incoming(ctx, "c"+key, false); return err }},
 		{"Count.Uncommit", func() error { return count.Uncommit(ctx, "c"+key) }},

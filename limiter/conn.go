@@ -115,11 +115,11 @@ func (c *Conn) incomingAt(now int64, key string, commit bool) (Decision, error) 
 	// fractional keeps its fraction, as in the Lua module.
 	var conn float64
 	if commit {
-		n, forcible, err := c.d.IncrInitNum(zk, 1, 0, 0)
-		if forcible || err != nil {
-			err = c.settle(c.d, forcible, err, func() (f bool, err error) {
-				n, f, err = c.d.IncrInitNum(zk, 1, 0, 0)
-				return f, err
+		n, out, err := c.d.IncrInitNum(zk, 1, 0, 0)
+		if out != (dict.Outcome{}) || err != nil {
+			err = c.settle(c.d, out, err, func() (o dict.Outcome, err error) {
+				n, o, err = c.d.IncrInitNum(zk, 1, 0, 0)
+				return o, err
 			})
 		}
 		if err != nil {

@@ -69,11 +69,11 @@ func (l *Count) incomingAt(_ int64, key string, commit bool) (Decision, error) {
 	// module, whose numbers are all doubles.
 	var rem float64
 	if commit {
-		n, forcible, err := l.d.IncrInitNum(zk, -1, l.limit, l.window)
-		if forcible || err != nil {
-			err = l.settle(l.d, forcible, err, func() (f bool, err error) {
-				n, f, err = l.d.IncrInitNum(zk, -1, l.limit, l.window)
-				return f, err
+		n, out, err := l.d.IncrInitNum(zk, -1, l.limit, l.window)
+		if out != (dict.Outcome{}) || err != nil {
+			err = l.settle(l.d, out, err, func() (o dict.Outcome, err error) {
+				n, o, err = l.d.IncrInitNum(zk, -1, l.limit, l.window)
+				return o, err
 			})
 		}
 		if err != nil {

@@ -33,32 +33,48 @@ type Stats struct {
 	// Retries counts the writes tried again because the key's shard was
 	// still full after the dictionary's eviction rounds.
 	Retries uint64
+	// Evicted counts the decisions (and Uncommits, Leavings, Renewals)
+	// that found their key's state evicted: the key had state that still
+	// meant something, and eviction made room for other keys with it, so
+	// the key started afresh (dict.Outcome's Lost). A client being limited
+	// whose state is evicted is admitted again: a zone whose limiters
+	// count Evicted is too small for its active keys (package doc).
+	Evicted uint64
 }
 
 // Stats returns the limiter's counts.
 func (sp *space) Stats() Stats {
-	return Stats{Forcible: sp.counts.forcible.Load(), Retries: sp.counts.retries.Load()}
+	return Stats{
+		Forcible: sp.counts.forcible.Load(),
+		Retries:  sp.counts.retries.Load(),
+		Evicted:  sp.counts.evicted.Load(),
+	}
 }
 
-// settle finishes a write that returned forcible and err: while err is
-// ErrNoMemory it calls again, the same write, up to attemptsOf(d) times;
-// it counts the operation in Forcible when any attempt evicted, and
-// returns the last error. Callers call it only when forcible is true or
-// err is not nil, so that a write that fits costs nothing more.
-func (sp *space) settle(d *dict.Dict, forcible bool, err error, again func() (bool, error)) error {
+// settle finishes a write whose Outcome was out and error err: while err
+// is ErrNoMemory it calls again, the same write, up to attemptsOf(d)
+// times; it counts the operation in Forcible when any attempt evicted, in
+// Evicted when one found its key's state evicted, and returns the last
+// error. Callers call it only when out is not zero or err is not nil, so
+// that a write that fits costs nothing more.
+func (sp *space) settle(d *dict.Dict, out dict.Outcome, err error, again func() (dict.Outcome, error)) error {
 	if errors.Is(err, dict.ErrNoMemory) {
 		for n := attemptsOf(d); n > 0; n-- {
 			sp.counts.retries.Add(1)
-			var f bool
-			f, err = again()
-			forcible = forcible || f
+			var o dict.Outcome
+			o, err = again()
+			out.Forcible = out.Forcible || o.Forcible
+			out.Lost = out.Lost || o.Lost
 			if !errors.Is(err, dict.ErrNoMemory) {
 				break
 			}
 		}
 	}
-	if forcible {
+	if out.Forcible {
 		sp.counts.forcible.Add(1)
+	}
+	if out.Lost {
+		sp.counts.evicted.Add(1)
 	}
 	return err
 }

@@ -118,9 +118,9 @@ func (l *GCRA) allowAt(now int64, key string, n int64, commit bool) (Decision, e
 		}
 		return cur, 0, false // a TAT in the past is no state
 	}
-	forcible, err := l.d.UpdateForcible(zk, fn)
-	if forcible || err != nil {
-		err = l.settle(l.d, forcible, err, func() (bool, error) { return l.d.UpdateForcible(zk, fn) })
+	out, err := l.d.UpdateOutcome(zk, fn)
+	if out != (dict.Outcome{}) || err != nil {
+		err = l.settle(l.d, out, err, func() (dict.Outcome, error) { return l.d.UpdateOutcome(zk, fn) })
 	}
 	if err != nil {
 		return Decision{}, dictErr(zk, err)
@@ -195,9 +195,9 @@ func (l *GCRA) Uncommit(ctx context.Context, key string) error {
 		}
 		return dict.Int(tat), time.Duration(tat - nowNs), true
 	}
-	forcible, err := l.d.UpdateForcible(zk, fn)
-	if forcible || err != nil {
-		err = l.settle(l.d, forcible, err, func() (bool, error) { return l.d.UpdateForcible(zk, fn) })
+	out, err := l.d.UpdateOutcome(zk, fn)
+	if out != (dict.Outcome{}) || err != nil {
+		err = l.settle(l.d, out, err, func() (dict.Outcome, error) { return l.d.UpdateOutcome(zk, fn) })
 	}
 	if err != nil {
 		return dictErr(zk, err)

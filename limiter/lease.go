@@ -119,9 +119,9 @@ func (ls *leases) edit(c *Conn, key string, now, delta, limit int64) (leaseEdit,
 		}
 		return dict.Bytes(buf[:n]), time.Duration(ttlOf(buf[:n], now)) * time.Millisecond, true
 	}
-	forcible, err := c.d.UpdateForcible(zk, fn)
-	if forcible || err != nil {
-		err = c.settle(c.d, forcible, err, func() (bool, error) { return c.d.UpdateForcible(zk, fn) })
+	out, err := c.d.UpdateOutcome(zk, fn)
+	if out != (dict.Outcome{}) || err != nil {
+		err = c.settle(c.d, out, err, func() (dict.Outcome, error) { return c.d.UpdateOutcome(zk, fn) })
 	}
 	if err != nil {
 		return e, dictErr(zk, err)

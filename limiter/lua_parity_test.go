@@ -42,18 +42,40 @@ func luaDelay(sec float64) time.Duration { return time.Duration(math.Round(sec *
 type luaReq struct {
 	rate, burst float64
 	recs        map[string]reqState
-	monotonic   bool // the package's documented difference
+	monotonic   bool // the package's documented differences: the following two
+	// expiry is each record's TTL as Req sets it (drainedAfter), in Unix
+	// ms, when monotonic: a record that has drained is gone, so a call
+	// stamped earlier than it finds none, where the Lua module's would
+	// find it again.
+	expiry map[string]int64
 }
 
 func newLuaReq(rate, burst float64, monotonic bool) *luaReq {
-	return &luaReq{rate: rate * 1000, burst: burst * 1000, recs: map[string]reqState{}, monotonic: monotonic}
+	return &luaReq{rate: rate * 1000, burst: burst * 1000, recs: map[string]reqState{}, monotonic: monotonic, expiry: map[string]int64{}}
+}
+
+// lookup returns key's record at ms: with the monotonic differences, none
+// once it has expired.
+func (l *luaReq) lookup(key string, ms int64) (reqState, bool) {
+	rec, found := l.recs[key]
+	if found && l.monotonic && ms >= l.expiry[key] {
+		return reqState{}, false
+	}
+	return rec, found
+}
+
+// setExpiry records the TTL Req gives key's record written at ms.
+func (l *luaReq) setExpiry(key string, ms int64) {
+	rec := l.recs[key]
+	at := int64(rec.last) + int64(math.Ceil((float64(rec.excess)+1000)*1000/l.rate)) + 1
+	l.expiry[key] = ms + max(at-ms, 1)
 }
 
 // incoming is req.lua's incoming(key, commit) at Unix ms: the delay in
 // seconds, the excess in requests, and whether it rejected.
 func (l *luaReq) incoming(key string, commit bool, ms int64) (delay, excess float64, rejected bool) {
 	now := luaNow(ms)
-	rec, found := l.recs[key]
+	rec, found := l.lookup(key, ms)
 	e := 0.0
 	if found {
 		elapsed := now - float64(uint64(rec.last))
@@ -71,19 +93,32 @@ func (l *luaReq) incoming(key string, commit bool, ms int64) (delay, excess floa
 			last = rec.last
 		}
 		l.recs[key] = reqState{excess: luaU64(e), last: last}
+		l.setExpiry(key, ms)
 	}
 	return e / l.rate, e / 1000, false
 }
 
 // uncommit is req.lua's uncommit; false for "not found".
-func (l *luaReq) uncommit(key string) bool {
-	rec, found := l.recs[key]
+func (l *luaReq) uncommit(key string, ms int64) bool {
+	rec, found := l.lookup(key, ms)
 	if !found {
 		return false
 	}
 	rec.excess = luaU64(math.Max(float64(rec.excess)-1000, 0))
 	l.recs[key] = rec
+	l.setExpiry(key, ms)
 	return true
+}
+
+// drainedAt reports whether key's record has drained at ms at: Req's TTL
+// ends at last + ⌈(excess+1000)/rate⌉ ms + 1 (drainedAfter), when a request
+// finds excess − rate·elapsed + 1000 ≤ 0 from the record, as from none.
+func (l *luaReq) drainedAt(key string, at int64) bool {
+	rec, found := l.recs[key]
+	if !found {
+		return false
+	}
+	return float64(at) >= float64(rec.last)+math.Ceil((float64(rec.excess)+1000)*1000/l.rate)+1
 }
 
 // shdict models the numbers of ngx.shared.DICT: doubles with an expiry in
@@ -264,7 +299,9 @@ func TestLuaParityReq(t *testing.T) {
 			switch op := r.IntN(10); {
 			case op == 0:
 				err := l.Uncommit(ctx, key)
-				if found := lua.uncommit(key); found != (err == nil) || (err != nil && !errors.Is(err, ErrNotFound)) {
+				drained := !lua.monotonic && lua.drainedAt(key, at) // then it may have expired here
+				found := lua.uncommit(key, at)
+				if (err != nil && !errors.Is(err, ErrNotFound)) || (found != (err == nil) && !(found && drained)) {
 					t.Fatalf("%s: Uncommit(%q) = %v, Lua found %v", what, key, err, found)
 				}
 			default:
@@ -279,13 +316,16 @@ func TestLuaParityReq(t *testing.T) {
 						what, key, commit, got.Allowed, got.State, got.Delay, rej, excess, luaDelay(delay))
 				}
 			}
-			want, wantFound := lua.recs[key]
+			want, wantFound := lua.lookup(key, at)
 			v, _, err := d.Get(zoneKey(l, key))
 			found := err == nil
 			if err != nil && !errors.Is(err, dict.ErrNotFound) {
 				t.Fatal(err)
 			}
-			if found != wantFound || (found && getReq(v.Bytes()) != want) {
+			// A record that has drained means what no record means: Req's
+			// TTL (drainedAfter) has let it expire, the Lua module keeps
+			// it, and either decides the next request alike.
+			if found != wantFound && !(wantFound && !lua.monotonic && lua.drainedAt(key, at)) || (found && getReq(v.Bytes()) != want) {
 				var have reqState
 				if found {
 					have = getReq(v.Bytes())

@@ -104,5 +104,5 @@ func (sp *space) key(buf *keyBuf, key string) string {
 
 // counts are a limiter's Stats, shared by the limiter's goroutines.
 type counts struct {
-	forcible, retries atomic.Uint64
+	forcible, retries, evicted atomic.Uint64
 }

@@ -14,11 +14,13 @@ import (
 // Req is a leaky bucket with delay, as lua-resty-limit-traffic's
 // resty.limit.req and nginx's limit_req: requests drain at rate per second,
 // up to burst requests above the rate wait (Decision.Delay) and more are
-// rejected. A key's state is 16 bytes without TTL (state.go), laid out as the
-// Lua module's record. A committing decision reads and rewrites it in place
-// under the key's shard lock (dict.Mutate), and Uncommit under it too
-// (dict.Update), so processes sharing the key never overshoot; a dry run
-// only reads it.
+// rejected. A key's state is 16 bytes (state.go), laid out as the Lua
+// module's record, with a TTL to the moment it has drained and means no
+// more than no state (drainedAfter), which the Lua module does not set: so a
+// full zone reclaims drained buckets before it evicts a client's live one.
+// A committing decision reads and rewrites it in place under the key's lock
+// (dict.MutateOutcome), and Uncommit under it too (dict.Update), so
+// processes sharing the key never overshoot; a dry run only reads it.
 //
 // The arithmetic is resty.limit.req's, in its units and its order of
 // operations, so that a key's state is the one the Lua module would store,
@@ -105,28 +107,32 @@ func (l *Req) step(ms int64, key string, commit bool) (excess float64, ok bool, 
 		excess, ok = l.leak(getReq(v.Bytes()), true, now)
 		return excess, ok, nil
 	}
-	// The state changes in place under the shard lock: nothing is copied,
-	// and a rejection writes nothing.
-	fn := func(b []byte, found bool) bool {
+	// The state changes in place under the key's lock: nothing is copied,
+	// and a rejection writes nothing. An allowed request's state expires
+	// when it has drained (drainedAfter), so the zone can tell it means
+	// nothing from then on.
+	fn := func(b []byte, found bool) (bool, time.Duration) {
 		var s reqState
 		if found {
 			s = getReq(b)
 		}
 		excess, ok = l.leak(s, found, now)
-		if ok {
-			// The time never goes back either, or the next decision
-			// would leak the lag again.
-			last := truncMs(now)
-			if found {
-				last = max(last, s.last)
-			}
-			putReq(b, reqState{excess: truncExcess(excess), last: last})
+		if !ok {
+			return false, 0
 		}
-		return ok
+		// The time never goes back either, or the next decision would
+		// leak the lag again.
+		last := truncMs(now)
+		if found {
+			last = max(last, s.last)
+		}
+		st := reqState{excess: truncExcess(excess), last: last}
+		putReq(b, st)
+		return true, l.drainedAfter(st, ms)
 	}
-	forcible, err := l.d.MutateForcible(zk, reqSize, 0, fn)
-	if forcible || err != nil {
-		err = l.settle(l.d, forcible, err, func() (bool, error) { return l.d.MutateForcible(zk, reqSize, 0, fn) })
+	out, err := l.d.MutateOutcome(zk, reqSize, fn)
+	if out != (dict.Outcome{}) || err != nil {
+		err = l.settle(l.d, out, err, func() (dict.Outcome, error) { return l.d.MutateOutcome(zk, reqSize, fn) })
 	}
 	if err != nil {
 		return 0, false, dictErr(zk, err)
@@ -158,6 +164,25 @@ func (l *Req) leak(s reqState, found bool, now float64) (excess float64, ok bool
 	}
 	return excess, excess <= l.burstM
 }
+
+// drainedAfter returns how long after now (Unix ms) state s stops meaning
+// anything: from then on every request finds excess − rate·elapsed + 1000
+// at most 0, and so decides and stores exactly as on no state at all. That
+// is at last + (excess+1000)/rate; a millisecond more covers the rounding
+// of leak's arithmetic. It is at least a millisecond, and saturates at
+// maxTTL.
+func (l *Req) drainedAfter(s reqState, now int64) time.Duration {
+	drain := math.Ceil((float64(s.excess) + 1000) * 1000 / l.rateM) // ms
+	at := float64(s.last) + drain + 1
+	if !(at-float64(now) < float64(maxTTL/time.Millisecond)) {
+		return maxTTL
+	}
+	return time.Duration(max(int64(at)-now, 1)) * time.Millisecond
+}
+
+// maxTTL is the longest TTL a limiter sets: a century, beyond any state's
+// meaning and within time.Duration.
+const maxTTL = 100 * 365 * 24 * time.Hour
 
 // luaMs returns Unix ms as resty.limit.req reads the time: ngx.now()*1000,
 // where ngx.now() is sec + msec/1000.0 in doubles. For times of this century
@@ -228,6 +253,7 @@ func (l *Req) Uncommit(ctx context.Context, key string) error {
 	defer bufs.Put(buf)
 	var kb keyBuf
 	zk := l.key(&kb, key)
+	now := l.d.Now()
 	var bad foreign
 	missing := false
 	fn := func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
@@ -235,7 +261,7 @@ func (l *Req) Uncommit(ctx context.Context, key string) error {
 		switch {
 		case !found:
 			missing = true
-			return cur, 0, false
+			return dict.Value{}, 0, true // leave it: an expired state stays for a clock that goes back
 		case cur.Kind() != dict.KindBytes || cur.Len() != reqSize:
 			bad = foreignOf(cur)
 			return dict.Value{}, 0, true // leave it as it is
@@ -243,11 +269,11 @@ func (l *Req) Uncommit(ctx context.Context, key string) error {
 		s := getReq(cur.Bytes())
 		s.excess -= min(s.excess, 1000)
 		putReq(buf[:], s)
-		return dict.Bytes(buf[:reqSize]), 0, true
+		return dict.Bytes(buf[:reqSize]), l.drainedAfter(s, now), true
 	}
-	forcible, err := l.d.UpdateForcible(zk, fn)
-	if forcible || err != nil {
-		err = l.settle(l.d, forcible, err, func() (bool, error) { return l.d.UpdateForcible(zk, fn) })
+	out, err := l.d.UpdateOutcome(zk, fn)
+	if out != (dict.Outcome{}) || err != nil {
+		err = l.settle(l.d, out, err, func() (dict.Outcome, error) { return l.d.UpdateOutcome(zk, fn) })
 	}
 	switch {
 	case err != nil:

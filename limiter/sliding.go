@@ -116,9 +116,9 @@ func (l *SlidingWindow) incomingAt(now int64, key string, commit bool) (Decision
 		putSW(buf[:], s)
 		return dict.Bytes(buf[:swSize]), time.Duration(ttl) * time.Millisecond, true
 	}
-	forcible, err := l.d.UpdateForcible(zk, fn)
-	if forcible || err != nil {
-		err = l.settle(l.d, forcible, err, func() (bool, error) { return l.d.UpdateForcible(zk, fn) })
+	out, err := l.d.UpdateOutcome(zk, fn)
+	if out != (dict.Outcome{}) || err != nil {
+		err = l.settle(l.d, out, err, func() (dict.Outcome, error) { return l.d.UpdateOutcome(zk, fn) })
 	}
 	if err != nil {
 		return Decision{}, dictErr(zk, err)
@@ -235,9 +235,9 @@ func (l *SlidingWindow) Uncommit(ctx context.Context, key string) error {
 		putSW(buf[:], s)
 		return dict.Bytes(buf[:swSize]), time.Duration(ttl) * time.Millisecond, true
 	}
-	forcible, err := l.d.UpdateForcible(zk, fn)
-	if forcible || err != nil {
-		err = l.settle(l.d, forcible, err, func() (bool, error) { return l.d.UpdateForcible(zk, fn) })
+	out, err := l.d.UpdateOutcome(zk, fn)
+	if out != (dict.Outcome{}) || err != nil {
+		err = l.settle(l.d, out, err, func() (dict.Outcome, error) { return l.d.UpdateOutcome(zk, fn) })
 	}
 	if err != nil {
 		return dictErr(zk, err)

@@ -100,7 +100,7 @@ var goSteps = []struct {
 	{id: "dict-ops", pkg: "./dict", bench: "BenchmarkOps|BenchmarkHashKey"},
 	{id: "dict-procs", pkg: "./dict", bench: "BenchmarkProcs"},
 	{id: "counter", pkg: "./counter", bench: "BenchmarkCounter"},
-	{id: "limiter", pkg: "./limiter", bench: "BenchmarkLimiter"},
+	{id: "limiter", pkg: "./limiter", bench: "BenchmarkLimiter|BenchmarkFlood"},
 	{id: "redistier", pkg: "./limiter/redistier", bench: "BenchmarkDecision|BenchmarkTieredFlush", extra: []string{"-benchtime", "2s"}, needsRedis: true},
 	{id: "fiber", dir: "contrib/fiber", pkg: ".", bench: "BenchmarkMiddleware"},
 }

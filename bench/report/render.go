@@ -26,7 +26,7 @@ type view struct {
 	DictOps, DictProcs               table
 	DensityLo, DensityHi, PerCounter string
 	Counter, Limiter, LimiterProcs   table
-	Redistier, TieredFlush           table
+	Flood, Redistier, TieredFlush    table
 	// Fiber is contrib/fiber's middleware next to fiber's own limiter
 	// and no limiter, at each goroutine count of its benchmark.
 	Fiber                            table
@@ -271,6 +271,21 @@ func (v *view) limiterTables() {
 	v.LimiterProcs = procsTable()
 	for _, l := range []string{"req", "count"} {
 		v.procsRow(&v.LimiterProcs, l, "own", "limiter", "BenchmarkLimiter/op="+l+"/keys=own")
+	}
+	v.Flood = table{head: []string{"limiter", "quiet ns/op", "quiet decisions/s", "flood ns/op", "flood decisions/s", "flood over quiet", "evictions/op", "allocs/op"}}
+	for _, l := range []string{"req", "count", "gcra", "sliding"} {
+		name := "BenchmarkFlood/kind=" + l + "/traffic="
+		q, okq := v.goVal("limiter", name+"quiet", "ns/op")
+		qr, okqr := v.goVal("limiter", name+"quiet", "decisions/s")
+		f, okf := v.goVal("limiter", name+"flood", "ns/op")
+		fr, okfr := v.goVal("limiter", name+"flood", "decisions/s")
+		ev, okev := v.goVal("limiter", name+"flood", "evictions/op")
+		evs := missing
+		if okev {
+			evs = fmt.Sprintf("%.2f", ev)
+		}
+		allocs := map[string]bool{v.allocs("limiter", name+"quiet"): true, v.allocs("limiter", name+"flood"): true}
+		v.Flood.add(l, ns(q, okq), rate(qr, okqr), ns(f, okf), rate(fr, okfr), ratio(fr, qr, okqr && okfr), evs, strings.Join(sortedKeys(allocs), ", "))
 	}
 }
 

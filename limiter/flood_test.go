@@ -12,8 +12,8 @@ import (
 	"github.com/shmzone/shmzone/internal/testutil"
 )
 
-// A key flood (package doc): clients held at their limit in a small zone
-// while a flood of one-request keys goes through the same limiter. Each held
+// A key flood: clients held at their limit in a small zone while a flood
+// of one-request keys goes through the same limiter. Each held
 // client's decisions must be those of a twin limiter of the same kind and
 // parameters on a zone too big to evict, fed only the held clients'
 // requests at the same injected times: eviction may forget the flood's
@@ -243,7 +243,7 @@ func openZone(t testing.TB, size int64, clk *fakeClock) *dict.Dict {
 	return d
 }
 
-// TestFloodHeldClients is the flood of the package doc: a 256 KiB zone, 200
+// TestFloodHeldClients is an address flood against a 256 KiB zone: 200
 // clients held at their limit, retrying every 100 ms, alone for 2 s, then
 // for 20 s with 1,000,000 one-request keys (5,000 every 100 ms). No held
 // client may be admitted above its limit, nor below it, no decision may
@@ -261,9 +261,9 @@ func TestFloodHeldClients(t *testing.T) {
 	}
 }
 
-// floodFullPlan is the package doc's flood; floodRacePlan the same for 2 s
-// of flood instead of 20 (100,000 keys), which still turns the zone over
-// many times, for the race detector's slower decisions.
+// floodFullPlan is that flood; floodRacePlan the same for 2 s of flood
+// instead of 20 (100,000 keys), which still turns the zone over many
+// times, for the race detector's decisions, ten times slower.
 var (
 	floodFullPlan = floodPlan{zone: 256 << 10, held: 200, perTick: 5000, warm: 2000, span: 20000}
 	floodRacePlan = floodPlan{zone: 256 << 10, held: 200, perTick: 5000, warm: 2000, span: 2000}

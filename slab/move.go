@@ -62,6 +62,8 @@ func (s *Slab) AllocAway(size int, away uint32) (uint32, error) {
 		s.unlinkClass(c, p)
 		defer s.pushClass(c, p)
 	}
-	atomic.CompareAndSwapUint32(&s.hint[c], p+1, 0) // not this view's own page either
+	if h := atomic.LoadUint32(&s.hint[c]); h&^hintOwn == p+1 {
+		atomic.StoreUint32(&s.hint[c], 0) // not this view's own page either
+	}
 	return s.allocSmall(c)
 }

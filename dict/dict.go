@@ -99,6 +99,9 @@ type shard struct {
 	z       *shm.Zone
 	timeout time.Duration // the Dict's lockTimeout, for page locks
 	tally   *tallies      // this process's counts of the shard (tally.go)
+	// clears, when not nil, records what clearPageLocked does, for the
+	// model test (export_test.go); nil otherwise.
+	clears *[]clearStep
 }
 
 // Open opens the dictionary in the zone file at path, creating the zone when

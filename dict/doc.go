@@ -12,18 +12,40 @@
 // Reads take no lock; operations on different keys rarely share a cache
 // line ("Who writes what", below).
 //
-// Eviction is CLOCK (second chance) per shard, chosen over exact LRU for
-// read speed: a read at most sets a bit in the entry it already holds, once
-// per pass of the hand (under its page's lock), where an LRU move writes
-// three other entries' cache lines (at 1,000 keys that move
-// cost a third of a Get). Entries sit in a queue, new ones at the head,
-// unreferenced; reads and writes set the entry's refBit. When an allocation
-// fails the shard reclaims from the queue's tail: expired entries are freed,
-// a referenced entry loses its bit and moves to the head, and an unreferenced
-// live entry is evicted — in up to 30 rounds of up to 3 freed entries
-// (nginx's bound). So an entry used since the hand last passed outlives one
-// that was not, and with Shards: 1 the zone has one eviction order. Keys
-// lists each shard's queue from the tail: oldest and least used first.
+// Eviction is CLOCK (second chance) per shard in two segments, chosen over
+// exact LRU for read speed: a read at most sets a bit in the entry it
+// already holds, once per pass of the hand (under its page's lock), where an
+// LRU move writes three other entries' cache lines (at 1,000 keys that move
+// cost a third of a Get). The queue holds, from its head, the protected
+// entries, then the probation entries; new ones join probation at its head,
+// unreferenced, and reads and writes set the entry's refBit. When an
+// allocation fails the shard reclaims from the queue's tail, probation's
+// oldest: expired entries are freed, a referenced entry loses its bit and
+// moves to the head of the protected segment (a promotion), and an
+// unreferenced live entry is evicted — in up to 30 rounds of up to 3 freed
+// entries (nginx's bound). The protected segment holds at most three
+// quarters of the entries (its last entry is demoted to probation, or gets
+// a second chance if referenced), and its live entries are evicted, CLOCK
+// again, only when no probation entry is left; before each round the
+// segment's last entry is freed if it has expired, else moved to the
+// segment's head, so that what expires there is reclaimed before anything
+// live is evicted for it. So a key used since the hand last passed outlives
+// one that was not, a key used twice outlives a flood of keys used once
+// (a rate limiter's clients under an address flood), and with Shards: 1
+// the zone has one eviction order. Keys lists each shard's queue from the
+// tail: probation's oldest first, the protected last.
+//
+// A live entry evicted leaves a ghost in the shard's header, its key's hash
+// and expiry (the last 16 such); a new key that finds its ghost, before
+// that expiry, lost what it held to eviction: Outcome.Lost, Stats.Lost.
+//
+// Protected entries stay where they were allocated, so they keep slab pages
+// of their size from being freed; when three rounds free no chunk of the
+// size an allocation needs, the shard clears the page of probation's
+// oldest entry: it evicts the page's entries not used, and moves the others
+// (the index and queue then point to the copy, which keeps its place) to
+// chunks of their size in other pages, evicting from probation's tail to
+// make room there.
 //
 // Invariants:
 //
@@ -67,7 +89,9 @@
 //	                        read (Seq) by every operation: it stays in every
 //	                        core's cache while the structure does not change
 //	shard header, line 1    Hits, Misses, Writes, Incrs: each process adds its
-//	                        own counts now and then (tally.go), never per op
+//	                        own counts now and then (tally.go), never per op;
+//	                        Lost, ProtTail, ProtCount, GhostNext: under Lock
+//	shard header, 2..5      the ghosts: written by evictions, under Lock
 //	index slots             written by inserts and deletes, under Lock
 //	slab page, first word   the page's lock (slab.PageLock): an entry writer's
 //	                        CAS; each process fills pages of its own
@@ -116,7 +140,10 @@
 //	    if Seq was even before and unchanged after.
 //	I8. An existing entry's Ver, Flags, kind and value change only under its
 //	    page's lock, or under Lock after its page was drained; its key, Tag,
-//	    KLen and place never change while it is linked.
+//	    KLen and place never change while it is linked, but that a page
+//	    clearing moves it, under Lock after draining its page: the copy
+//	    takes its place in the index and the queue, and the old chunk is
+//	    freed.
 //	I9. A page's first word is its lock while the page holds chunks of a
 //	    class or begins a run; Alloc zeroes it when it gives the page that
 //	    role. An entry writer swaps it only after validating, against Seq,
@@ -128,6 +155,10 @@
 //	    whose first word then happens to be zero, swaps that word of a value
 //	    and restores it at once; a reader copying that value in that instant
 //	    would see it torn. Every other interleaving is validated.
+//	I10. The queue's first ProtCount entries from its head, and only they,
+//	    have protBit, and ProtTail is the last of them (0 when none);
+//	    protBit, ProtTail and ProtCount change only under Lock. A repair
+//	    clears them all: every entry starts again in probation.
 //
 // Concurrency: a *Dict is safe for use by many goroutines; Close must not race
 // with other calls. Across processes, every operation on a key is atomic:

@@ -56,8 +56,8 @@ func TestKeysOrder(t *testing.T) {
 }
 
 // TestSecondChance fills a one-shard zone after reading some keys: the first
-// eviction passes over the keys read, moving them to the head, and evicts the
-// oldest key not read.
+// eviction passes over the keys read, moving them to the head of the
+// protected segment, and evicts the oldest key not read.
 func TestSecondChance(t *testing.T) {
 	d, _ := specOpen(t, Options{Size: specMinZone, Shards: 1})
 	var keys []string
@@ -78,8 +78,10 @@ func TestSecondChance(t *testing.T) {
 			keys = append(keys, specKey(i))
 			continue
 		}
-		// 1 and 2 got their second chance, 3 went; 4 was not reached.
-		want := append(append(append([]string{specKey(4)}, keys[4:]...), specKey(1), specKey(2)), specKey(i))
+		// 1 and 2 got their second chance, in the protected segment, 3
+		// went; 4 was not reached. The new key joins probation, which
+		// Keys lists before the protected segment.
+		want := append(append(append([]string{specKey(4)}, keys[4:]...), specKey(i)), specKey(1), specKey(2))
 		got, err := d.Keys(0)
 		if err != nil || strings.Join(got, " ") != strings.Join(want, " ") {
 			t.Fatalf("Keys(0) after the first eviction =\n%q, %v; want\n%q", got, err, want)

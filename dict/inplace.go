@@ -52,7 +52,7 @@ func (s *shard) rewritePinned(off uint32, e *entry, v Value, expiry int64, flags
 		atomic.StoreUint32(&e.Flags, flags)
 	}
 	if e.kind() != v.kind {
-		e.setBits(uint8(v.kind) | refBit)
+		e.setKindUsed(v.kind)
 	}
 	s.putValue(off, e, v)
 	e.endWrite(w, expiry)

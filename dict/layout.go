@@ -11,7 +11,7 @@ import (
 // A shard (shm.Zone.Shard(i)), offsets relative to its first byte, drawn for
 // a shard of 64 KiB (shm.MinShardSize) with an index of 8 slots:
 //
-//	0              128                  160     192                     65536
+//	0              384                  416     448                     65536
 //	+--------------+--------------------+-------+----------- ... -------+
 //	| shard header | index [8]uint32    | (pad) | arena                 |
 //	+--------------+--------------------+-------+----------- ... -------+
@@ -25,9 +25,10 @@ import (
 // covers, the page's lock word (slab.PageLock), and its chunks follow. Index
 // slots and every link in an entry or a node are offsets into the arena.
 //
-// The shard header, shardHdr, is two cache lines: the first written only by
+// The shard header, shardHdr, is six cache lines: the first written only by
 // whoever takes or holds Lock, the second by the counts processes add
-// atomically:
+// atomically and by eviction's own state (under Lock), the rest the ghosts
+// of the last entries evicted, under Lock:
 //
 //	0                8                16       20        24        28       32
 //	+----------------+----------------+--------+---------+---------+--------+
@@ -37,10 +38,26 @@ import (
 //	+----------------+----------------+----------------+----------------+
 //	| evictions      | expirations    | lockWaits      | recoveries     |
 //	+----------------+----------------+----------------+----------------+
-//	64               72               80               88               96              128
-//	+----------------+----------------+----------------+----------------+---------------+
-//	| hits           | misses         | writes         | incrs          | (pad)         |
-//	+----------------+----------------+----------------+----------------+---------------+
+//	64               72               80               88               96
+//	+----------------+----------------+----------------+----------------+
+//	| hits           | misses         | writes         | incrs          |
+//	+----------------+----------------+----------------+----------------+
+//	96               104        108        112        116               128
+//	+----------------+----------+----------+----------+-----------------+
+//	| lost           | protTail |protCount |ghostNext | (pad)           |
+//	+----------------+----------+----------+----------+-----------------+
+//	128                                                                 384
+//	+------------------------------------ ... --------------------------+
+//	| ghosts [ghostSlots]ghost                                          |
+//	+------------------------------------ ... --------------------------+
+//
+// A ghost is a key's hash and the expiry its entry had when it was evicted
+// live, with ghostUsed set (0: an empty slot):
+//
+//	0                8                16
+//	+----------------+----------------+
+//	| hash           | at             |
+//	+----------------+----------------+
 //
 // An entry is one slab chunk: its header, the key, a pad to 8 bytes and the
 // value at valOff(KLen), so that an 8-byte number is aligned. A counter with
@@ -64,8 +81,10 @@ import (
 //	+-------------------------------+---------------+-------+---+----+
 //
 // Next chains the index bucket. QPrev and QNext link the eviction queue, the
-// CLOCK queue: QPrev toward its head, where new entries go, QNext toward its
-// tail, where the hand starts. Ver is version<<expiryBits | expiry, the
+// CLOCK queue, in two segments (shard.go): from its head, the protected
+// entries, those used again after they were written, down to ProtTail; then
+// the probation entries, new ones first, down to its tail, where the hand
+// starts. QPrev points toward the head, QNext toward the tail. Ver is version<<expiryBits | expiry, the
 // expiry in Unix ms (0 = never). KLen, Tag and Bits share one 4-aligned word,
 // bitsWord. A 16-byte-key counter takes 32+16+8 = 56 bytes, a slab class of
 // its own, and 4 bytes of index slot.
@@ -87,30 +106,49 @@ import (
 // layout_test.go holds each drawing to its overlay and pins the offsets.
 
 // Layout identifies this layout in the zone header.
-const Layout = 0x44494334 // "DIC4": Seq, the entry's Ver word, page locks
+const Layout = 0x44494335 // "DIC5": DIC4 (Seq, the entry's Ver word, page locks) and the two-segment queue with ghosts
 
-// shardHdr is the overlay of a shard's header, a cache line pair of its own.
+// shardHdr is the overlay of a shard's header, cache lines of its own.
 // The first line is written only by changes to the shard's structure, under
 // Lock: operations on existing entries and reads leave it clean, so that it
 // stays in every core's cache. The second holds the counts that processes
-// add to it now and then (stats.go).
+// add to it now and then (stats.go) and the eviction's own state; the
+// ghosts follow.
 type shardHdr struct {
-	Lock        uint64   // CAS only: 0 or the owner's slot and generation (shm.Zone.Lock)
-	Seq         uint64   // under lock, read atomically: odd while Lock is held (doc.go)
-	Drop        uint32   // under lock: what repair must drop (dropNone, dropUnreachable, or an entry)
-	QueueHead   uint32   // under lock: head of the eviction queue: newest entry
-	QueueTail   uint32   // under lock: tail of the eviction queue: where the CLOCK hand starts
-	Count       uint32   // under lock: entries in the index, expired ones included
-	Evictions   uint64   // under lock: live entries evicted
-	Expirations uint64   // under lock: expired entries reclaimed
-	LockWaits   uint64   // under lock: acquisitions that had to wait
-	Recoveries  uint64   // under lock: takeovers from a dead owner, each followed by repair
-	Hits        uint64   // atomic: reads and increments that found a live key, as processes flush them
-	Misses      uint64   // atomic: those that did not
-	Writes      uint64   // atomic: successful writes
-	Incrs       uint64   // atomic: increments of a live key, each a hit and a write
-	_           [32]byte // padding to 128 bytes
+	Lock        uint64            // CAS only: 0 or the owner's slot and generation (shm.Zone.Lock)
+	Seq         uint64            // under lock, read atomically: odd while Lock is held (doc.go)
+	Drop        uint32            // under lock: what repair must drop (dropNone, dropUnreachable, or an entry)
+	QueueHead   uint32            // under lock: head of the eviction queue: the newest protected entry, else the newest
+	QueueTail   uint32            // under lock: tail of the eviction queue: where the CLOCK hand starts
+	Count       uint32            // under lock: entries in the index, expired ones included
+	Evictions   uint64            // under lock: live entries evicted
+	Expirations uint64            // under lock: expired entries reclaimed
+	LockWaits   uint64            // under lock: acquisitions that had to wait
+	Recoveries  uint64            // under lock: takeovers from a dead owner, each followed by repair
+	Hits        uint64            // atomic: reads and increments that found a live key, as processes flush them
+	Misses      uint64            // atomic: those that did not
+	Writes      uint64            // atomic: successful writes
+	Incrs       uint64            // atomic: increments of a live key, each a hit and a write
+	Lost        uint64            // under lock, read atomically: new keys found among the ghosts (Outcome.Lost)
+	ProtTail    uint32            // under lock: the last protected entry of the queue, 0 when none is
+	ProtCount   uint32            // under lock: the protected entries
+	GhostNext   uint32            // under lock: the ghost slot the next live eviction writes, modulo ghostSlots
+	_           [12]byte          // padding to the ghosts' line
+	Ghosts      [ghostSlots]ghost // under lock: the last live entries evicted
 }
+
+// ghost remembers an entry evicted while live: its key's hash and, in at,
+// ghostUsed with the expiry it had (0 = never). A new key whose hash a
+// ghost holds, before that expiry, lost what it held to eviction.
+type ghost struct {
+	Hash uint64
+	At   uint64
+}
+
+const (
+	ghostSlots = 16
+	ghostUsed  = uint64(1) << 63
+)
 
 // Drop values; any other value is the offset of the one entry to drop.
 const (
@@ -213,6 +251,7 @@ func (e *entry) next() uint32  { return atomic.LoadUint32(&e.Next) }
 // Bits of entry.Bits.
 const (
 	kindMask = 0x0f // the value's Kind
+	protBit  = 0x40 // in the queue's protected segment (shard.go); changes under the shard's lock
 	refBit   = 0x80 // used since the eviction hand last passed (CLOCK)
 )
 
@@ -224,6 +263,32 @@ func (e *entry) kind() Kind { return Kind(e.bits() & kindMask) }
 func (e *entry) use() {
 	if e.bits()&refBit == 0 {
 		atomic.OrUint32(e.bitsWord(), refBit<<bitsShift)
+	}
+}
+
+// protected reports whether the entry is in the queue's protected segment.
+func (e *entry) protected() bool { return e.bits()&protBit != 0 }
+
+// setProt sets or clears the entry's protBit, under the shard's lock; the
+// queue's links and counts are the caller's (shard.go).
+func (e *entry) setProt(on bool) {
+	if on {
+		atomic.OrUint32(e.bitsWord(), protBit<<bitsShift)
+	} else {
+		atomic.AndUint32(e.bitsWord(), ^uint32(protBit<<bitsShift))
+	}
+}
+
+// setKindUsed sets the entry's Kind to k and its refBit, keeping protBit:
+// a write that changes the kind of a value in place.
+func (e *entry) setKindUsed(k Kind) {
+	w := e.bitsWord()
+	for {
+		old := atomic.LoadUint32(w)
+		b := uint8(old>>bitsShift)&protBit | uint8(k) | refBit
+		if atomic.CompareAndSwapUint32(w, old, old&^(0xff<<bitsShift)|uint32(b)<<bitsShift) {
+			return
+		}
 	}
 }
 
@@ -262,8 +327,8 @@ const (
 )
 
 var (
-	_ [shardHdrSize - 128]struct{}
-	_ [128 - shardHdrSize]struct{}
+	_ [shardHdrSize - 384]struct{}
+	_ [384 - shardHdrSize]struct{}
 	_ [entryHdrSize - 32]struct{}
 	_ [32 - entryHdrSize]struct{}
 	_ [listHdrSize - 16]struct{}

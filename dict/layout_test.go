@@ -29,11 +29,21 @@ func TestLayoutShardHdr(t *testing.T) {
 		{Name: "Misses", Off: 72, Size: 8},
 		{Name: "Writes", Off: 80, Size: 8},
 		{Name: "Incrs", Off: 88, Size: 8},
-		{Name: "_", Off: 96, Size: 32},
+		{Name: "Lost", Off: 96, Size: 8},
+		{Name: "ProtTail", Off: 104, Size: 4},
+		{Name: "ProtCount", Off: 108, Size: 4},
+		{Name: "GhostNext", Off: 112, Size: 4},
+		{Name: "_", Off: 116, Size: 12},
+		{Name: "Ghosts", Off: 128, Size: 256},
 	})
+	testutil.CheckFields(t, ghost{}, []testutil.Field{
+		{Name: "Hash", Off: 0, Size: 8},
+		{Name: "At", Off: 8, Size: 8},
+	})
+	testutil.CheckDrawing(t, "layout.go", "hash", ghost{})
 	testutil.CheckDrawing(t, "layout.go", "lock", shardHdr{})
-	if shardHdrSize != 128 {
-		t.Errorf("shardHdrSize = %d, want 128", shardHdrSize)
+	if shardHdrSize != 384 {
+		t.Errorf("shardHdrSize = %d, want 384", shardHdrSize)
 	}
 	var h shardHdr
 	// Lock is CAS'd, Seq and the counts are read or added to atomically:
@@ -53,6 +63,8 @@ func TestLayoutShardHdr(t *testing.T) {
 		{"Misses", unsafe.Offsetof(h.Misses)},
 		{"Writes", unsafe.Offsetof(h.Writes)},
 		{"Incrs", unsafe.Offsetof(h.Incrs)},
+		{"Lost", unsafe.Offsetof(h.Lost)},
+		{"Ghosts", unsafe.Offsetof(h.Ghosts)},
 	} {
 		if f.off%8 != 0 {
 			t.Errorf("shardHdr.%s at %d: not 8-aligned", f.name, f.off)
@@ -226,14 +238,14 @@ func TestLayoutShard(t *testing.T) {
 		name      string
 		got, want int
 	}{
-		{"indexOff", indexOff, 128},
+		{"indexOff", indexOff, 384},
 		{"slotSize", slotSize, int(unsafe.Sizeof(uint32(0)))},
 		{"arenaAlign", arenaAlign, 64},
-		{"arenaOffset(1)", arenaOffset(1), 192},
-		{"arenaOffset(8)", arenaOffset(8), 192},
-		{"arenaOffset(16)", arenaOffset(16), 192},
-		{"arenaOffset(17)", arenaOffset(17), 256},
-		{"arenaOffset(1024)", arenaOffset(1024), 4224},
+		{"arenaOffset(1)", arenaOffset(1), 448},
+		{"arenaOffset(8)", arenaOffset(8), 448},
+		{"arenaOffset(16)", arenaOffset(16), 448},
+		{"arenaOffset(17)", arenaOffset(17), 512},
+		{"arenaOffset(1024)", arenaOffset(1024), 4480},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("%s = %d, want %d", tt.name, tt.got, tt.want)

@@ -310,7 +310,7 @@ func (h *mdlRun) push(key string, head bool) {
 			if _, wantErr = h.alloc(sh, m.entryChunk(len(key), listHdrSize), false, nil); wantErr != nil {
 				break
 			}
-			e, created = m.insert(key, Value{}, true, 0, 0), true
+			e, created = m.insert(key, Value{}, true, 0, 0, false), true
 		}
 		if _, wantErr = h.alloc(sh, m.nodeChunk(v), false, e); wantErr != nil {
 			if created {
@@ -323,7 +323,7 @@ func (h *mdlRun) push(key string, head bool) {
 			break
 		}
 		if e == nil {
-			e = m.insert(key, Value{}, true, 0, 0)
+			e = m.insert(key, Value{}, true, 0, 0, false)
 		}
 	}
 	if wantErr == nil && e != nil && e.isList {

@@ -20,6 +20,7 @@ type mdlEntry struct {
 	flags  uint32
 	expiry int64 // Unix ms, 0 = never
 	ref    bool  // the CLOCK bit
+	prot   bool  // in the protected segment
 	el     *list.Element
 	sh     int
 }
@@ -37,6 +38,8 @@ type mdlModel struct {
 	now         func() int64
 	entries     map[string]*mdlEntry
 	queues      []*list.List
+	protTail    []*mdlEntry // the last protected entry of each queue
+	protCount   []int
 	used        []int
 	evictions   []uint64
 	expirations []uint64
@@ -62,20 +65,73 @@ func (m *mdlModel) entryChunk(klen, vlen int) int {
 
 func (m *mdlModel) nodeChunk(v Value) int { return slab.ChunkSize(nodeHdrSize+v.Len(), m.pageSize) }
 
-// insert adds a new entry at the head of its queue, unreferenced.
-func (m *mdlModel) insert(key string, val Value, isList bool, flags uint32, expiry int64) *mdlEntry {
+// insert adds a new entry to its queue, unreferenced, in probation unless
+// prot.
+func (m *mdlModel) insert(key string, val Value, isList bool, flags uint32, expiry int64, prot bool) *mdlEntry {
 	sh := m.shardOf(key)
-	e := &mdlEntry{key: key, val: val, isList: isList, flags: flags, expiry: expiry, sh: sh}
-	e.el = m.queues[sh].PushFront(e)
+	e := &mdlEntry{key: key, val: val, isList: isList, flags: flags, expiry: expiry, sh: sh, prot: prot}
+	m.link(e)
 	m.entries[key] = e
 	return e
 }
 
+// link mirrors queueInsertLocked: a protected entry at the head, a
+// probation one after the last protected.
+func (m *mdlModel) link(e *mdlEntry) {
+	q := m.queues[e.sh]
+	switch {
+	case e.prot:
+		e.el = q.PushFront(e)
+		m.protCount[e.sh]++
+		if m.protTail[e.sh] == nil {
+			m.protTail[e.sh] = e
+		}
+	case m.protTail[e.sh] != nil:
+		e.el = q.InsertAfter(e, m.protTail[e.sh].el)
+	default:
+		e.el = q.PushFront(e)
+	}
+}
+
+// unlink mirrors queueUnlinkLocked.
+func (m *mdlModel) unlink(e *mdlEntry) {
+	if m.protTail[e.sh] == e {
+		m.protTail[e.sh] = nil
+		if p := e.el.Prev(); p != nil {
+			m.protTail[e.sh] = p.Value.(*mdlEntry)
+		}
+	}
+	if e.prot {
+		m.protCount[e.sh]--
+	}
+	m.queues[e.sh].Remove(e.el)
+}
+
 // drop removes an entry and frees its chunks.
 func (m *mdlModel) drop(e *mdlEntry) {
-	m.queues[e.sh].Remove(e.el)
+	m.unlink(e)
 	delete(m.entries, e.key)
 	m.used[e.sh] -= 1 + len(e.elems)
+}
+
+// balance mirrors balanceLocked.
+func (m *mdlModel) balance(sh int, pin *mdlEntry) {
+	count := m.queues[sh].Len()
+	for i := 0; i < 8 && m.protCount[sh] > count-count/4 && m.protTail[sh] != nil; i++ {
+		t := m.protTail[sh]
+		if t.ref && t != pin && m.protCount[sh] > 1 {
+			t.ref = false
+			m.unlink(t)
+			m.link(t)
+			continue
+		}
+		m.protTail[sh] = nil
+		if p := t.el.Prev(); p != nil {
+			m.protTail[sh] = p.Value.(*mdlEntry)
+		}
+		m.protCount[sh]--
+		t.prot = false
+	}
 }
 
 func (m *mdlModel) expiryFor(ttl time.Duration) int64 {
@@ -88,6 +144,17 @@ func (m *mdlModel) expiryFor(ttl time.Duration) int64 {
 // round is one reclaimLocked: up to 3 entries from the tail of shard sh.
 func (m *mdlModel) round(sh int, evict bool, pin *mdlEntry) (freed int, live bool) {
 	q := m.queues[sh]
+	if t := m.protTail[sh]; evict && t != nil && t.el != q.Back() && t != pin {
+		switch {
+		case m.expired(t):
+			m.drop(t)
+			m.expirations[sh]++
+			freed++
+		case m.protCount[sh] > 1:
+			m.unlink(t)
+			m.link(t)
+		}
+	}
 	for el := q.Back(); el != nil && freed < 3; {
 		e := el.Value.(*mdlEntry)
 		prev := el.Prev()
@@ -102,7 +169,13 @@ func (m *mdlModel) round(sh int, evict bool, pin *mdlEntry) (freed int, live boo
 			}
 			if e.ref {
 				e.ref = false
-				q.MoveToFront(el)
+				promote := !e.prot
+				m.unlink(e)
+				e.prot = true
+				m.link(e)
+				if promote {
+					m.balance(sh, pin)
+				}
 				el = prev
 				if el == nil {
 					el = q.Back()
@@ -155,6 +228,13 @@ func (h *mdlRun) alloc(sh, size int, evict bool, pin *mdlEntry) (forcible bool, 
 			if rounds == 30 {
 				return forcible, ErrNoMemory
 			}
+			if evict && rounds == clearRound {
+				cleared, live := h.replayClear()
+				forcible = forcible || live
+				if cleared {
+					continue
+				}
+			}
 			freed, live := m.round(sh, evict, pin)
 			forcible = forcible || live
 			if freed == 0 {
@@ -187,6 +267,17 @@ func (h *mdlRun) alloc(sh, size int, evict bool, pin *mdlEntry) (forcible bool, 
 		if rounds == 30 {
 			h.failf("the dict reclaimed %d entries after 30 rounds", h.budget)
 		}
+		if evict && rounds == clearRound {
+			cleared, live := h.replayClear()
+			forcible = forcible || live
+			if cleared {
+				rounds++
+				continue
+			}
+			if h.budget == 0 {
+				break
+			}
+		}
 		freed, live := m.round(sh, evict, pin)
 		if freed == 0 || freed > h.budget {
 			h.failf("round %d frees %d entries in the model, the dict %d in all", rounds, freed, h.budget)
@@ -204,6 +295,44 @@ func (h *mdlRun) alloc(sh, size int, evict bool, pin *mdlEntry) (forcible bool, 
 		return forcible, ErrNoMemory
 	}
 	return forcible, nil
+}
+
+// replayClear applies to the model what the dict's clearPageLocked did in
+// the current operation (h.clears): the entries it reclaimed go, those it
+// moved stay where they are in the queue. cleared reports a page freed.
+func (h *mdlRun) replayClear() (cleared, live bool) {
+	h.t.Helper()
+	m := h.m
+	for _, st := range *h.clears {
+		if st.what == stepCleared {
+			cleared = true
+			h.outcomes["page cleared"]++
+			continue
+		}
+		e := m.entries[st.key]
+		if e == nil {
+			h.failf("the dict's page clearing %c %q, which the model does not hold", st.what, short(st.key))
+		}
+		switch st.what {
+		case stepExpired:
+			if !m.expired(e) {
+				h.failf("the dict's page clearing expired %q, live in the model", short(st.key))
+			}
+			m.drop(e)
+			m.expirations[e.sh]++
+		case stepEvicted:
+			m.drop(e)
+			m.evictions[e.sh]++
+			live = true
+		default:
+			continue
+		}
+		if h.cfg.mode != mdlExact {
+			h.budget--
+		}
+	}
+	*h.clears = (*h.clears)[:0]
+	return cleared, live
 }
 
 // store mirrors storeLocked.
@@ -240,10 +369,11 @@ func (h *mdlRun) store(key string, v Value, expiry int64, flags uint32, m mode, 
 	if err != nil {
 		return forcible, err
 	}
+	prot := e != nil && e.prot // a rewritten entry keeps its segment
 	if e != nil {
 		md.drop(e) // the old chunk goes; alloc counted the new one
 	}
-	ne := md.insert(key, v, false, flags, expiry)
+	ne := md.insert(key, v, false, flags, expiry, prot)
 	ne.ref = live // a rewritten live key was just used; a new one starts unreferenced
 	return forcible, nil
 }

@@ -150,6 +150,9 @@ type mdlRun struct {
 	budget   int
 	noMemory bool // the operation returned ErrNoMemory
 	st0      Stats
+	// clears records the pages the dict cleared during the current
+	// operation (clearPageLocked), which the model's alloc replays.
+	clears *[]clearStep
 
 	outcomes map[string]int // "op result" → count, logged at the end
 }
@@ -183,6 +186,8 @@ func mdlRunTest(t *testing.T, cfg mdlConfig, seed uint64) {
 		now:         h.clock.Now,
 		entries:     map[string]*mdlEntry{},
 		queues:      make([]*list.List, n),
+		protTail:    make([]*mdlEntry, n),
+		protCount:   make([]int, n),
 		used:        make([]int, n),
 		evictions:   make([]uint64, n),
 		expirations: make([]uint64, n),
@@ -192,6 +197,10 @@ func mdlRunTest(t *testing.T, cfg mdlConfig, seed uint64) {
 	}
 	for i := range h.m.queues {
 		h.m.queues[i] = list.New()
+	}
+	h.clears = new([]clearStep)
+	for i := range h.d.shards {
+		h.d.shards[i].clears = h.clears
 	}
 	h.cap = h.d.shards[0].slab.Pages() * (h.m.pageSize / mdlChunk)
 	h.keys = make([]string, cfg.keys)
@@ -220,6 +229,9 @@ func mdlRunTest(t *testing.T, cfg mdlConfig, seed uint64) {
 		if h.outcomes[o] == 0 {
 			t.Errorf("no %q in %d ops", o, mdlOps)
 		}
+	}
+	if cfg.mode == mdlMixed && h.outcomes["page cleared"] == 0 {
+		t.Errorf("no page cleared for an entry of another size in %d ops", mdlOps)
 	}
 	switch {
 	case cfg.mode == mdlSpread && st.Evictions != 0:
@@ -276,6 +288,7 @@ func (h *mdlRun) flags() uint32 { return uint32(h.r.IntN(4)) * 0x1000_0001 }
 func (h *mdlRun) begin(key string) int {
 	sh := h.m.shardOf(key)
 	h.st0 = h.d.ShardStats(sh)
+	*h.clears = (*h.clears)[:0]
 	return sh
 }
 

@@ -25,7 +25,7 @@ func (s *shard) validEntryLocked(off uint32, size int, shards int, midWrite bool
 		return false
 	}
 	e := s.entryAt(off)
-	if e.KLen == 0 || e.kind() == KindNone || e.kind() > KindList || e.bits()&^(kindMask|refBit) != 0 || writing(e.ver()) && !midWrite {
+	if e.KLen == 0 || e.kind() == KindNone || e.kind() > KindList || e.bits()&^(kindMask|protBit|refBit) != 0 || writing(e.ver()) && !midWrite {
 		return false
 	}
 	switch e.kind() {
@@ -229,6 +229,12 @@ func (s *shard) repairLocked() error {
 		}
 	}
 	hd.QueueHead, hd.QueueTail = head, tail
+	// Every entry starts again in probation; the ghosts stay (a wrong one
+	// costs a count, never a decision).
+	for off := head; off != 0; off = s.entryAt(off).QNext {
+		s.entryAt(off).setProt(false)
+	}
+	hd.ProtTail, hd.ProtCount = 0, 0
 	hd.Drop = dropNone
 	return nil
 }
@@ -325,6 +331,9 @@ func (s *shard) checkLocked(max int, sc *scratch, copied bool) []string {
 		if !add("queue: tail %#x, list ends at %#x", hd.QueueTail, prev) {
 			return probs
 		}
+	}
+	if p := s.checkSegmentsLocked(); p != "" && !add("%s", p) {
+		return probs
 	}
 	if n != count {
 		if !add("queue holds %d entries, index %d", n, count) {
@@ -471,4 +480,30 @@ func (d *Dict) Repair() (_ int, err error) {
 		d.unlock(s)
 	}
 	return n, nil
+}
+
+// checkSegmentsLocked checks the queue's segments, on a queue whose links
+// were found sound: the first ProtCount entries from the head, and only
+// they, are protected, and ProtTail is the last of them. It returns the
+// first problem, or "".
+func (s *shard) checkSegmentsLocked() string {
+	hd := s.hdr()
+	var last uint32
+	n := uint32(0)
+	inProt := true
+	for off := hd.QueueHead; off != 0; off = s.entryAt(off).QNext {
+		switch p := s.entryAt(off).protected(); {
+		case p && !inProt:
+			return fmt.Sprintf("queue: protected entry %#x after probation ones", off)
+		case p:
+			last = off
+			n++
+		default:
+			inProt = false
+		}
+	}
+	if n != hd.ProtCount || last != hd.ProtTail {
+		return fmt.Sprintf("queue: %d protected entries ending at %#x; header says %d ending at %#x", n, last, hd.ProtCount, hd.ProtTail)
+	}
+	return ""
 }

@@ -2,6 +2,7 @@ package dict
 
 import (
 	"errors"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/shmzone/shmzone/slab"
@@ -51,6 +52,13 @@ func expired(e *entry, now func() int64) bool {
 	return x != 0 && now() >= x
 }
 
+// The eviction queue has two segments: from QueueHead down to ProtTail the
+// protected entries (protBit), ProtCount of them, those used again after
+// they were written; after them, down to QueueTail, the probation entries,
+// new ones first. The hand starts at the tail: a flood of keys used once
+// passes through probation and is evicted there, while the entries of
+// keys in use wait in the protected segment (reclaimLocked).
+
 // queueUnlinkLocked removes an entry from the eviction queue.
 func (s *shard) queueUnlinkLocked(off uint32, e *entry) bool {
 	h := s.hdr()
@@ -70,24 +78,69 @@ func (s *shard) queueUnlinkLocked(off uint32, e *entry) bool {
 	} else if h.QueueTail == off {
 		h.QueueTail = e.QPrev
 	}
+	if h.ProtTail == off {
+		h.ProtTail = e.QPrev
+	}
+	if e.protected() && h.ProtCount > 0 {
+		h.ProtCount--
+	}
 	e.QPrev, e.QNext = 0, 0
 	return true
 }
 
-// queuePushLocked puts an unlinked entry at the head of the eviction queue.
-func (s *shard) queuePushLocked(off uint32, e *entry) bool {
+// queueInsertLocked puts an unlinked entry in the eviction queue: a
+// protected one at the head, a probation one at the head of probation,
+// right after ProtTail.
+func (s *shard) queueInsertLocked(off uint32, e *entry) bool {
 	h := s.hdr()
-	e.QPrev, e.QNext = 0, h.QueueHead
-	if h.QueueHead != 0 {
-		if !s.okEntry(h.QueueHead) {
+	if e.protected() {
+		h.ProtCount++
+		if h.ProtTail == 0 {
+			h.ProtTail = off
+		}
+		return s.queueAfterLocked(0, off, e)
+	}
+	return s.queueAfterLocked(h.ProtTail, off, e)
+}
+
+// queueAfterLocked links an unlinked entry into the queue after the entry
+// at prev, or at the head when prev is 0.
+func (s *shard) queueAfterLocked(prev, off uint32, e *entry) bool {
+	h := s.hdr()
+	next := h.QueueHead
+	if prev != 0 {
+		if !s.okEntry(prev) {
 			return false
 		}
-		s.entryAt(h.QueueHead).QPrev = off
+		next = s.entryAt(prev).QNext
+	}
+	e.QPrev, e.QNext = prev, next
+	if next != 0 {
+		if !s.okEntry(next) {
+			return false
+		}
+		s.entryAt(next).QPrev = off
 	} else {
 		h.QueueTail = off
 	}
-	h.QueueHead = off
+	if prev != 0 {
+		s.entryAt(prev).QNext = off
+	} else {
+		h.QueueHead = off
+	}
 	return true
+}
+
+// requeueLocked moves a linked entry to the head of its segment, protected
+// when protect: the hand's second chance, or a promotion.
+func (s *shard) requeueLocked(off uint32, e *entry, protect bool) bool {
+	if !s.queueUnlinkLocked(off, e) {
+		return false
+	}
+	if protect {
+		e.setProt(true)
+	}
+	return s.queueInsertLocked(off, e)
 }
 
 // chainUnlinkLocked removes an entry from its bucket chain.
@@ -169,6 +222,19 @@ func (s *shard) allocLocked(size int, evict bool, pin uint32, now func() int64) 
 		if round == 30 {
 			return 0, forcible, ErrNoMemory
 		}
+		if evict && round == clearRound {
+			// Rounds of evictions made no chunk of this size: the shard's
+			// pages hold chunks of other sizes, kept by entries in use.
+			// Free a whole page.
+			cleared, live, err := s.clearPageLocked(pin, now)
+			if err != nil {
+				return 0, forcible, err
+			}
+			forcible = forcible || live
+			if cleared {
+				continue
+			}
+		}
 		freed, live, err := s.reclaimLocked(evict, pin, now)
 		if err != nil {
 			return 0, forcible, err
@@ -180,13 +246,263 @@ func (s *shard) allocLocked(size int, evict bool, pin uint32, now func() int64) 
 	}
 }
 
-// reclaimLocked frees up to 3 entries from the queue's tail: expired ones, and
-// when evict, the first live one it meets that was not used since the hand
-// last passed it. A used entry gets a second chance (CLOCK): its bit is
-// cleared and it moves to the head. Without evict it stops at the first live
-// entry.
+// clearRound is the round of allocLocked after which it frees a page.
+const clearRound = 3
+
+// clearPageLocked frees the page of the probation segment's last entry,
+// for an allocation of another size that eviction from the tail does not
+// serve: protected entries are spread over every page and keep them all. It
+// evicts the page's probation entries not used since they were written,
+// and moves every other entry (protected, or used) to a chunk of its size
+// in another page, where it keeps its place in the queue and its segment.
+// It does nothing when the page holds anything but entries (list nodes),
+// holds pin, or when a move finds no room: cleared false. A process killed
+// inside it loses at most the entry being moved (Drop is dropUnreachable:
+// of the two copies, repair keeps the one the index reaches).
+func (s *shard) clearPageLocked(pin uint32, now func() int64) (cleared, live bool, err error) {
+	h := s.hdr()
+	tail := h.QueueTail
+	if tail == 0 || !s.okEntry(tail) || s.entryAt(tail).protected() {
+		return false, false, nil
+	}
+	// Only entries, each linked: a chunk the index does not reach is a
+	// list's node.
+	var offs [maxPageChunks]uint32
+	n := 0
+	ok := s.slab.PageChunks(tail, func(off uint32) bool {
+		if off == pin || n == len(offs) || !s.okEntry(off) {
+			n = -1
+			return false
+		}
+		e := s.entryAt(off)
+		if !s.okBody(off, e) {
+			n = -1
+			return false
+		}
+		k := s.keyOf(off, e)
+		found, _, err := s.findLocked(unsafe.String(unsafe.SliceData(k), len(k)), hashKey(s.seed, unsafe.String(unsafe.SliceData(k), len(k))))
+		if err != nil || found != off {
+			n = -1
+			return false
+		}
+		offs[n] = off
+		n++
+		return true
+	})
+	if !ok || n <= 0 {
+		return false, false, nil
+	}
+	if err := s.drainPage(tail); err != nil {
+		return false, false, err
+	}
+	page := s.slab.PageWord(tail)
+	// First what goes: expired entries, and probation entries not used.
+	kept := 0
+	for _, off := range offs[:n] {
+		e := s.entryAt(off)
+		if !expired(e, now) && (e.protected() || e.bits()&refBit != 0) {
+			offs[kept] = off
+			kept++
+			continue
+		}
+		l, err := s.evictLocked(off, e, now)
+		if err != nil {
+			return false, live, err
+		}
+		live = live || l
+	}
+	// Then what stays moves, to room that eviction from the probation
+	// segment's tail makes in other pages when there is none.
+	for _, off := range offs[:kept] {
+		e := s.entryAt(off)
+		for {
+			moved, err := s.moveLocked(off, e)
+			if err != nil {
+				return false, live, err
+			}
+			if moved {
+				s.logClear(off, e, stepMoved)
+				break
+			}
+			l, freed, err := s.evictAwayLocked(page, e, pin, now)
+			if err != nil || !freed {
+				return false, live, err
+			}
+			live = live || l
+		}
+	}
+	s.logClear(0, nil, stepCleared)
+	return true, live, nil
+}
+
+// clearStep is one step of clearPageLocked as shard.clears records it: a
+// key and what became of it, or the page cleared.
+type clearStep struct {
+	key  string
+	what byte // stepExpired, stepEvicted, stepMoved, stepCleared
+}
+
+const (
+	stepExpired = 'x'
+	stepEvicted = 'e'
+	stepMoved   = 'm'
+	stepCleared = 'c'
+)
+
+// logClear records a step in s.clears, when it is set.
+func (s *shard) logClear(off uint32, e *entry, what byte) {
+	if s.clears == nil {
+		return
+	}
+	step := clearStep{what: what}
+	if e != nil {
+		step.key = string(s.keyOf(off, e))
+	}
+	*s.clears = append(*s.clears, step)
+}
+
+// evictLocked drops the entry at off, which passed okBody, for room:
+// counted as an expiration when it has expired, else as an eviction, which
+// leaves a ghost; live reports the latter.
+func (s *shard) evictLocked(off uint32, e *entry, now func() int64) (live bool, err error) {
+	h := s.hdr()
+	isExpired := expired(e, now)
+	if !isExpired {
+		s.ghostLocked(off, e)
+		s.logClear(off, e, stepEvicted)
+	} else {
+		s.logClear(off, e, stepExpired)
+	}
+	if err := s.dropLocked(off, e); err != nil {
+		return false, err
+	}
+	h.Count--
+	if isExpired {
+		h.Expirations++
+		return false, nil
+	}
+	h.Evictions++
+	return true, nil
+}
+
+// evictAwayLocked frees a chunk of like's size outside the page whose
+// first word is page: the probation entry nearest the queue's tail of that
+// size, elsewhere, and not used since it was written (or expired). freed
+// is false when probation holds none.
+func (s *shard) evictAwayLocked(page *uint64, like *entry, pin uint32, now func() int64) (live, freed bool, err error) {
+	h := s.hdr()
+	want := s.slab.ChunkSize(entrySize(int(like.KLen), int(like.VLen)))
+	off := h.QueueTail
+	for n := 0; off != 0; n++ {
+		if !s.okEntry(off) || n > s.maxSteps() {
+			return false, false, errCorruptArena
+		}
+		e := s.entryAt(off)
+		if e.protected() {
+			return false, false, nil // probation is behind
+		}
+		prev := e.QPrev
+		if off != pin && s.slab.PageWord(off) != page && s.okBody(off, e) &&
+			s.slab.ChunkSize(entrySize(int(e.KLen), int(e.VLen))) == want &&
+			(e.bits()&refBit == 0 || expired(e, now)) {
+			live, err = s.evictLocked(off, e, now)
+			return live, err == nil, err
+		}
+		off = prev
+	}
+	return false, false, nil
+}
+
+// maxPageChunks bounds the chunks of a page: (4096 - 8) / 16, for the
+// smallest class in the smallest page.
+const maxPageChunks = 256
+
+// moveLocked moves the linked entry at off, whose page is drained, to a
+// chunk of its size in another page: the index and the queue point to the
+// copy, which keeps the entry's bits, and the old chunk is freed. moved is
+// false when no other page has room.
+func (s *shard) moveLocked(off uint32, e *entry) (moved bool, err error) {
+	size, err := s.slab.Size(off)
+	if err != nil {
+		return false, errCorruptArena
+	}
+	noff, err := s.slab.AllocAway(size, off)
+	if err != nil {
+		if errors.Is(err, slab.ErrNoMemory) {
+			return false, nil
+		}
+		return false, errCorruptArena
+	}
+	h := s.hdr()
+	copy(s.arena[noff:int(noff)+size], s.arena[off:int(off)+size])
+	ne := s.entryAt(noff)
+	k := s.keyOf(noff, ne)
+	p := &s.index[s.bucket(hashKey(s.seed, unsafe.String(unsafe.SliceData(k), len(k))))]
+	for n := 0; *p != off; n++ {
+		if *p == 0 || !s.okEntry(*p) || n > s.maxSteps() {
+			return false, errCorruptArena
+		}
+		p = &s.entryAt(*p).Next
+	}
+	*p = noff // the commit point: repair keeps the copy from here
+	if ne.QPrev != 0 {
+		if !s.okEntry(ne.QPrev) {
+			return false, errCorruptArena
+		}
+		s.entryAt(ne.QPrev).QNext = noff
+	} else {
+		h.QueueHead = noff
+	}
+	if ne.QNext != 0 {
+		if !s.okEntry(ne.QNext) {
+			return false, errCorruptArena
+		}
+		s.entryAt(ne.QNext).QPrev = noff
+	} else {
+		h.QueueTail = noff
+	}
+	if h.ProtTail == off {
+		h.ProtTail = noff
+	}
+	e.setBits(0) // a freed chunk never looks like an entry to repair
+	if err := s.slab.Free(off); err != nil {
+		return false, errCorruptArena
+	}
+	return true, nil
+}
+
+// reclaimLocked frees up to 3 entries from the queue's tail: expired ones,
+// and when evict, the first live one it meets that was not used since it
+// was written or the hand last passed it. A used entry gets a second chance
+// at the head of the protected segment, which a probation entry thereby
+// joins (a promotion), so a live protected entry is evicted only when no
+// probation entry is left. Before the walk, when evict, it looks at the protected
+// segment's last entry: freed when expired, else moved to the segment's
+// head, so that, one entry a call, what expired among the protected is
+// found and reclaimed before any live entry is evicted for it. Without
+// evict it stops at the first live entry. Each live entry it evicts leaves
+// a ghost (ghostLocked).
 func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed int, live bool, err error) {
 	h := s.hdr()
+	if t := h.ProtTail; evict && t != 0 && t != h.QueueTail && t != pin {
+		if !s.okEntry(t) {
+			return 0, false, errCorruptArena
+		}
+		e := s.entryAt(t)
+		switch {
+		case expired(e, now):
+			if err := s.dropLocked(t, e); err != nil {
+				return 0, false, err
+			}
+			h.Count--
+			h.Expirations++
+			freed++
+		case h.ProtCount > 1:
+			if !s.requeueLocked(t, e, false) {
+				return 0, false, errCorruptArena
+			}
+		}
+	}
 	off := h.QueueTail
 	for n := 0; off != 0 && freed < 3; n++ {
 		// A pass moves each used entry to the head once, so two passes
@@ -208,8 +524,14 @@ func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed i
 			}
 			if e.bits()&refBit != 0 {
 				e.unuse()
-				if !s.queueUnlinkLocked(off, e) || !s.queuePushLocked(off, e) {
+				promote := !e.protected()
+				if !s.requeueLocked(off, e, true) {
 					return freed, live, errCorruptArena
+				}
+				if promote {
+					if err := s.balanceLocked(pin); err != nil {
+						return freed, live, err
+					}
 				}
 				off = prev
 				if off == 0 {
@@ -219,6 +541,10 @@ func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed i
 				}
 				continue
 			}
+			if !s.okBody(off, e) {
+				return freed, live, errCorruptArena
+			}
+			s.ghostLocked(off, e)
 		}
 		if err := s.dropLocked(off, e); err != nil {
 			return freed, live, err
@@ -234,6 +560,70 @@ func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed i
 		off = prev
 	}
 	return freed, live, nil
+}
+
+// balanceLocked keeps the protected segment to at most three quarters of
+// the shard's entries, so that new keys always have a probation segment to
+// prove themselves in: while it holds more, the segment's last entry gets
+// a second chance if it was used since the hand passed, and otherwise
+// becomes probation's first (a demotion: it stays where it is, and ProtTail
+// moves past it). It looks at a few entries a call.
+func (s *shard) balanceLocked(pin uint32) error {
+	h := s.hdr()
+	for i := 0; i < 8 && h.ProtCount > h.Count-h.Count/4 && h.ProtTail != 0; i++ {
+		t := h.ProtTail
+		if !s.okEntry(t) {
+			return errCorruptArena
+		}
+		e := s.entryAt(t)
+		if e.bits()&refBit != 0 && t != pin && h.ProtCount > 1 {
+			e.unuse()
+			if !s.requeueLocked(t, e, false) {
+				return errCorruptArena
+			}
+			continue
+		}
+		h.ProtTail = e.QPrev
+		h.ProtCount--
+		e.setProt(false)
+	}
+	return nil
+}
+
+// ghostLocked remembers that the live entry at off, which passed okBody,
+// is being evicted: its key's hash and its expiry, in the next ghost slot.
+func (s *shard) ghostLocked(off uint32, e *entry) {
+	h := s.hdr()
+	k := s.keyOf(off, e)
+	g := &h.Ghosts[h.GhostNext%ghostSlots]
+	g.Hash = hashKey(s.seed, unsafe.String(unsafe.SliceData(k), len(k)))
+	g.At = ghostUsed | uint64(e.expiry())
+	h.GhostNext = (h.GhostNext + 1) % ghostSlots
+}
+
+// lostLocked reports whether a new entry of the key of hash kh finds a
+// ghost that is still live at now: the key's state was evicted while it
+// meant something. The ghost is cleared either way, and a live one counted
+// in Lost.
+func (s *shard) lostLocked(kh uint64, now func() int64) bool {
+	h := s.hdr()
+	if h.Evictions == 0 {
+		return false // no ghost was ever written
+	}
+	for i := range h.Ghosts {
+		g := &h.Ghosts[i]
+		if g.At&ghostUsed == 0 || g.Hash != kh {
+			continue
+		}
+		x := int64(g.At & expiryMask)
+		g.Hash, g.At = 0, 0
+		if x == 0 || now() < x {
+			atomic.AddUint64(&h.Lost, 1)
+			return true
+		}
+		return false
+	}
+	return false
 }
 
 // dropLocked unlinks and frees an entry without touching Drop: for eviction,

@@ -16,17 +16,26 @@ import (
 // as much, and a process killed loses those it had not added. LockWaits
 // counts waits for a shard's lock, not for an entry's page lock.
 type Stats struct {
-	Capacity    int64  // zone size in bytes
-	FreeSpace   int64  // bytes allocatable without eviction
-	Shards      int    // shard count
-	Entries     int64  // entries, expired ones not yet reclaimed included
-	Hits        uint64 // reads and increments that found a live key
-	Misses      uint64 // reads and increments that did not
-	Writes      uint64 // successful writes
-	Evictions   uint64 // live entries evicted to make room
+	Capacity  int64  // zone size in bytes
+	FreeSpace int64  // bytes allocatable without eviction
+	Shards    int    // shard count
+	Entries   int64  // entries, expired ones not yet reclaimed included
+	Hits      uint64 // reads and increments that found a live key
+	Misses    uint64 // reads and increments that did not
+	Writes    uint64 // successful writes
+	Evictions uint64 // live entries evicted to make room
+	// Lost counts keys created anew while their previous entry, evicted
+	// live, would still have been live: what the key held was lost to
+	// eviction, not to its TTL (Outcome.Lost, which errs toward not
+	// counting). A zone whose Lost grows is too small for the keys in use.
+	Lost        uint64
 	Expirations uint64 // expired entries reclaimed
-	LockWaits   uint64 // lock acquisitions that had to wait
-	Recoveries  uint64 // shards rebuilt after a dead lock owner or corruption
+	// Protected counts the entries in the eviction queue's protected
+	// segment: used again after they were written, evicted only when no
+	// other is left (package doc).
+	Protected  int64
+	LockWaits  uint64 // lock acquisitions that had to wait
+	Recoveries uint64 // shards rebuilt after a dead lock owner or corruption
 	// Busy counts the shards left out of the other figures because a live
 	// process held their lock past LockTimeout.
 	Busy int
@@ -58,6 +67,8 @@ func (d *Dict) Stats() Stats {
 		st.Misses += d.counts(s, tMisses)
 		st.Writes += d.counts(s, tWrites) + incrs
 		st.Evictions += h.Evictions
+		st.Lost += h.Lost
+		st.Protected += int64(h.ProtCount)
 		st.Expirations += h.Expirations
 		st.LockWaits += h.LockWaits
 		st.Recoveries += h.Recoveries
@@ -90,6 +101,7 @@ func (d *Dict) ShardStats(i int) Stats {
 	incrs := d.counts(s, tIncrs)
 	st.Hits, st.Misses, st.Writes = d.counts(s, tHits)+incrs, d.counts(s, tMisses), d.counts(s, tWrites)+incrs
 	st.Evictions, st.Expirations = h.Evictions, h.Expirations
+	st.Lost, st.Protected = h.Lost, int64(h.ProtCount)
 	st.LockWaits, st.Recoveries = h.LockWaits, h.Recoveries
 	return st
 }

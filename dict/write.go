@@ -142,7 +142,7 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, p put) (o
 		}
 		e.Flags, e.VLen = flags, uint32(vlen)
 		e.setExpiry(expiry)
-		e.setBits(uint8(v.kind) | refBit)
+		e.setKindUsed(v.kind)
 		s.putValue(off, e, v)
 		hd.Drop = dropNone
 		e.use()
@@ -157,6 +157,9 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, p put) (o
 		}
 		off = 0
 	}
+	if off == 0 {
+		out.Lost = s.lostLocked(h, d.clock)
+	}
 	noff, forcible, err := s.allocLocked(need, evict, off, d.clock)
 	out.Forcible = forcible
 	if err != nil {
@@ -168,9 +171,12 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, p put) (o
 	}
 	hd.Drop = noff // half written: drop it
 	ne := s.entryAt(noff)
-	bits := uint8(v.kind) // a new key starts unreferenced
+	bits := uint8(v.kind) // a new key starts unreferenced, in probation
 	if live {
 		bits |= refBit // a rewritten one was just used
+	}
+	if off != 0 {
+		bits |= e.bits() & protBit // and keeps its segment
 	}
 	*ne = entry{Flags: flags, Ver: uint64(expiry), VLen: uint32(vlen), KLen: uint16(len(key)), Tag: tagOf(h), Bits: bits}
 	copy(s.keyOf(noff, ne), key)
@@ -202,7 +208,7 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, p put) (o
 		}
 		hd.Drop = dropNone
 	}
-	if !s.queuePushLocked(noff, ne) {
+	if !s.queueInsertLocked(noff, ne) {
 		return out, d.corruptLocked(s, "queue")
 	}
 	d.tally(s, tWrites)
@@ -425,7 +431,7 @@ func (d *Dict) incrEntry(s *shard, off uint32, idelta int64, fdelta float64, asF
 		n = int64(f)
 		bw := e.beginWrite() // two words change: a death between them leaves Ver odd
 		shm.StoreRelease(p, math.Float64bits(f))
-		e.setBits(uint8(KindFloat) | refBit)
+		e.setKindUsed(KindFloat)
 		e.endWrite(bw, expiryOf(w))
 	default:
 		f = math.Float64frombits(atomic.LoadUint64(p)) + fdelta

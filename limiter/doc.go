@@ -67,6 +67,11 @@
 //   - Req: a decision stamped earlier than the stored one leaks nothing and
 //     the stored time never goes back (above): |elapsed| over-admits when
 //     processes' decisions reach the zone out of order.
+//   - Req: the state expires when it has drained, the moment it means no
+//     more than no state, so that a full zone reclaims it before live
+//     state; the Lua module keeps it. Decisions are the same; Uncommit
+//     of a drained key finds nothing (ErrNotFound) where the Lua
+//     module's finds the drained record and leaves it drained.
 //   - Every read-modify-write is atomic across processes (above), where the
 //     Lua req's get-then-set may overshoot by a request per worker.
 //   - ParseRate refuses an infinite rate ("infr/s", "1e400r/s"), which the

@@ -7,10 +7,11 @@ import (
 )
 
 // A full zone. A write that does not fit in its key's shard makes the
-// dictionary evict: expired entries, then live ones least used first, in up
-// to 30 rounds of up to 3 entries (package dict). When the shard's memory
-// is split among entries of other sizes, those rounds may free no chunk of
-// the size the write needs, and the dictionary answers ErrNoMemory while it
+// dictionary evict: expired entries, then live ones used once, then the
+// least used, in up to 30 rounds of up to 3 entries (package dict), and it
+// clears a whole slab page when the shard's pages hold entries of other
+// sizes. A write that needs a run of pages (a key of pages) may still find
+// none after those rounds, and the dictionary answers ErrNoMemory while it
 // is evicting. A decision must not fail so: the limiter tries the write
 // again, each attempt evicting more, until it fits. An attempt that fails
 // freed at least 30 entries, or found nothing left to free, so attempts

@@ -73,6 +73,7 @@ func TestFullZoneFlood(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 0))
 			seen := make(map[string]bool, keys)
 			evicting := uint64(0) // decisions during which the zone evicted
+			evictions0 := d.Stats().Evictions
 			for i := range keys {
 				key := clientKey(r)
 				for seen[key] {
@@ -95,8 +96,10 @@ func TestFullZoneFlood(t *testing.T) {
 			if st.Forcible != evicting {
 				t.Errorf("Stats().Forcible = %d, want %d: the decisions that evicted", st.Forcible, evicting)
 			}
-			if evicting < keys/10 {
-				t.Errorf("only %d of %d decisions evicted: the zone was not full", evicting, keys)
+			// The zone holds a few thousand states: most keys evict one, in
+			// few decisions when each frees a whole slab page.
+			if ev := d.Stats().Evictions - evictions0; ev < keys/2 {
+				t.Errorf("only %d evictions in %d decisions: the zone was not full", ev, keys)
 			}
 			t.Logf("%d decisions, %d forcible, %d retries", keys, st.Forcible, st.Retries)
 			if err := d.Check(); err != nil {
@@ -106,16 +109,21 @@ func TestFullZoneFlood(t *testing.T) {
 	}
 }
 
-// TestFullZoneRetries makes the dictionary's eviction rounds too few for a
-// write, for sure: the zone is full of small entries in insertion order,
-// so that the 30 entries a write's rounds evict are on one slab page and
-// free none, and the limiter's entry is of another size, or a key of many
-// pages. Each decision succeeds, by trying again, and counts its retries.
+// TestFullZoneRetries fills the zone with small entries in insertion
+// order, so that the entries a write's eviction rounds evict are on one
+// slab page, and decides on a key of another size. A short key's entry
+// takes a chunk of another size: the dictionary frees a whole page for it
+// in the write's own rounds (dict's page clearing), with no retry. A key
+// of many pages needs a run of free pages, which the rounds do not make
+// for sure: the decision succeeds by trying again, and counts its retries.
 func TestFullZoneRetries(t *testing.T) {
 	ctx := context.Background()
-	keys := []struct{ name, key string }{
-		{"short key", "k"},
-		{"long key", strings.Repeat("k", 40000)}, // ten pages and more
+	keys := []struct {
+		name, key string
+		retries   bool // the decision must retry
+	}{
+		{"short key", "k", false},
+		{"long key", strings.Repeat("k", 40000), true}, // ten pages and more
 	}
 	for _, kk := range keys {
 		t.Run(kk.name, func(t *testing.T) {
@@ -135,8 +143,8 @@ func TestFullZoneRetries(t *testing.T) {
 						}
 						t.Fatalf("Incoming on a full zone = %+v, %s; want allowed", dec, msg)
 					}
-					if st := k.l.Stats(); st.Forcible != 1 || st.Retries == 0 {
-						t.Errorf("Stats() = %+v, want 1 forcible decision after retries", st)
+					if st := k.l.Stats(); st.Forcible != 1 || (st.Retries != 0) != kk.retries {
+						t.Errorf("Stats() = %+v, want 1 forcible decision, retries %v", st, kk.retries)
 					}
 					if err := d.Check(); err != nil {
 						t.Fatal(err)

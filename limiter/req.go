@@ -25,8 +25,8 @@ import (
 // The arithmetic is resty.limit.req's, in its units and its order of
 // operations, so that a key's state is the one the Lua module would store,
 // bit for bit, after any sequence of calls (lua_parity_test.go), except for
-// the one difference doc.go states: a decision stamped earlier than the
-// stored one leaks nothing.
+// the two differences doc.go states: a decision stamped earlier than the
+// stored one leaks nothing, and a drained state expires.
 type Req struct {
 	space
 	d      *dict.Dict

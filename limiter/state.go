@@ -6,7 +6,7 @@ import "encoding/binary"
 // keep a dict int, GCRA an int of Unix nanoseconds; the others keep bytes,
 // little-endian, laid out here:
 //
-//	Req (16 bytes, no TTL; lua-resty-limit-traffic's rec_t):
+//	Req (16 bytes, TTL to when it has drained; lua-resty-limit-traffic's rec_t):
 //	+-------------------+-------------------+
 //	| excess_m  uint64  | last_ms   uint64  |
 //	+-------------------+-------------------+

@@ -18,7 +18,8 @@ type Slab struct {
 	pageShift uint32 // log2(pageSize)
 	npages    uint32
 	pagesOff  uint32
-	// hint is, per class, the page this view last allocated from, + 1
+	// hint is, per class, the page this view last allocated from, + 1,
+	// with hintOwn when the view took that page from the free pages itself
 	// (ownPage). Accessed atomically: the region's lock is a word in
 	// shared memory, where the race detector sees no synchronisation.
 	hint [numClasses]uint32
@@ -166,6 +167,7 @@ func (s *Slab) allocSmall(c int) (uint32, error) {
 	size := uint32(classSizes[c])
 	n := chunksPerPage(c, s.pageSize)
 	p, own := s.ownPage(c, n)
+	took := false
 	if !own && (*head == 0 || atomic.LoadUint32(&s.hint[c]) != 0 && s.hdr().FreePages > 0) {
 		// A page of its own while free pages last (see ownPage).
 		q, err := s.takePages(1)
@@ -175,6 +177,7 @@ func (s *Slab) allocSmall(c int) (uint32, error) {
 			*s.desc(q) = desc{Kind: kindSmall, Class: uint8(c)}
 			s.hdr().FreeBytes -= uint64(s.pageSize) - uint64(n)*uint64(size)
 			s.pushClass(c, q)
+			took = true
 		case *head == 0 || !errors.Is(err, ErrNoMemory):
 			return 0, err
 		}
@@ -185,7 +188,11 @@ func (s *Slab) allocSmall(c int) (uint32, error) {
 	if p >= s.npages {
 		return 0, s.corrupt("class %d list head %d", c, p)
 	}
-	atomic.StoreUint32(&s.hint[c], p+1)
+	if own || took {
+		atomic.StoreUint32(&s.hint[c], p+1|hintOwn)
+	} else {
+		atomic.StoreUint32(&s.hint[c], p+1)
+	}
 	d := s.desc(p)
 	if d.Kind != kindSmall || int(d.Class) != c || int(d.Used) >= n {
 		return 0, s.corrupt("page %d in class %d list: kind %d class %d used %d", p, c, d.Kind, d.Class, d.Used)
@@ -211,11 +218,16 @@ func (s *Slab) allocSmall(c int) (uint32, error) {
 	return s.chunkOff(p, idx, size), nil
 }
 
-// ownPage returns the page this view last allocated chunks of class c from,
-// while it is still such a page with a chunk free. Each process has a view
-// of its own (Attach): its first chunk of a class comes from the class's
-// first page with room, as any would, and when that page is full it takes
-// a free page, of its own, while free pages last. The entries a process
+// hintOwn marks a hint whose page the view took for itself.
+const hintOwn = 1 << 31
+
+// ownPage returns the page this view took for itself and last allocated
+// chunks of class c from, while it is still such a page with a chunk free.
+// Each process has a view of its own (Attach): its first chunk of a class
+// comes from the class's first page with room, as any would, and its next
+// one from a free page it takes, of its own, while free pages last, and so
+// on from that page until it is full: a process puts at most one chunk of
+// a class in a page that others fill. The entries a process
 // creates then share cache lines, and page lock words, with its own entries
 // and not with those of other processes, whose writes would otherwise move
 // the lines between their cores; a process that allocates once, such as a
@@ -223,8 +235,11 @@ func (s *Slab) allocSmall(c int) (uint32, error) {
 // allocations fill whatever page has room, as they would without it.
 func (s *Slab) ownPage(c, n int) (uint32, bool) {
 	h := atomic.LoadUint32(&s.hint[c])
-	p := h - 1
-	if h == 0 || p >= s.npages {
+	if h&hintOwn == 0 {
+		return 0, false // none yet, or one it shares: its next chunk takes a page
+	}
+	p := h&^hintOwn - 1
+	if p >= s.npages {
 		return 0, false
 	}
 	d := s.desc(p)

@@ -288,3 +288,54 @@ func TestFreeBadOffset(t *testing.T) {
 		}
 	})
 }
+
+// TestViewsOwnPages allocates chunks of one class through two views of one
+// region in turn, as two processes creating their keys at the same time:
+// each puts at most its first chunk in a page the other fills, and every
+// later one in pages of its own, so that their chunks (and page lock words)
+// are not interleaved. Once no page is free, they share what has room.
+func TestViewsOwnPages(t *testing.T) {
+	const pageSize = 4096
+	a, err := Format(make([]byte, 64*pageSize), pageSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Attach(a.mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := map[uint32]map[string]int{} // page -> view -> chunks
+	for i := 0; i < 400; i++ {
+		for _, v := range []struct {
+			name string
+			s    *Slab
+		}{{"a", a}, {"b", b}} {
+			off, err := v.s.Alloc(56)
+			if err != nil {
+				t.Fatalf("Alloc %d of view %s: %v", i, v.name, err)
+			}
+			p, _ := a.pageOf(off)
+			if owner[p] == nil {
+				owner[p] = map[string]int{}
+			}
+			owner[p][v.name]++
+		}
+	}
+	for p, views := range owner {
+		if min(views["a"], views["b"]) > 1 {
+			t.Errorf("page %d holds %d chunks of view a and %d of view b: want at most one of a view in a page the other fills", p, views["a"], views["b"])
+		}
+	}
+	// Fill the region: with no free page left, the views share pages.
+	for {
+		if _, err := a.Alloc(56); err != nil {
+			break
+		}
+		if _, err := b.Alloc(56); err != nil {
+			break
+		}
+	}
+	if a.FreePages() != 0 {
+		t.Fatalf("%d free pages left after filling", a.FreePages())
+	}
+}

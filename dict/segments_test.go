@@ -1,0 +1,227 @@
+package dict
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// The eviction queue's two segments and the ghosts (shard.go): keys used
+// again outlive a flood of keys used once, expired entries go first, and a
+// key whose live entry was evicted is reported Lost when it comes back.
+
+// fill sets new keys prefix0, prefix1, ... until one evicts; it returns how
+// many it set before that one.
+func fill(t *testing.T, d *Dict, prefix string) int {
+	t.Helper()
+	for i := 0; ; i++ {
+		if i > 100_000 {
+			t.Fatalf("no eviction after %d keys", i)
+		}
+		f, err := d.Set(fmt.Sprintf("%s%d", prefix, i), Int(int64(i)), 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f {
+			return i
+		}
+	}
+}
+
+// TestFloodKeepsUsedKeys fills a one-shard zone, reads a third of its keys
+// again, and floods it with ten times as many new keys used once: every key
+// read again survives the flood, which evicts only keys of its own and the
+// keys never read again.
+func TestFloodKeepsUsedKeys(t *testing.T) {
+	d, _ := specOpen(t, Options{Size: specMinZone, Shards: 1})
+	n := fill(t, d, "old")
+	used := map[string]bool{}
+	for i := 0; i < n; i += 3 {
+		k := fmt.Sprintf("old%d", i)
+		if _, _, err := d.Get(k); err == nil {
+			used[k] = true
+		}
+	}
+	if len(used) < n/4 {
+		t.Fatalf("only %d of %d keys left to read", len(used), n)
+	}
+	for i := 0; i < 10*n; i++ {
+		if _, err := d.Set(fmt.Sprintf("flood%d", i), Int(1), 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		if i%97 == 0 {
+			specCheck(t, d)
+		}
+	}
+	lost := 0
+	for k := range used {
+		if _, _, err := d.Get(k); err != nil {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Errorf("%d of %d keys read again were evicted by a flood of %d keys used once", lost, len(used), 10*n)
+	}
+	st := d.Stats()
+	if st.Protected != int64(len(used)) {
+		t.Errorf("Stats().Protected = %d, want the %d keys read again", st.Protected, len(used))
+	}
+	if st.Lost != 0 {
+		t.Errorf("Stats().Lost = %d, want 0: no evicted key came back", st.Lost)
+	}
+	specCheck(t, d)
+}
+
+// TestProtectedSegmentBounded reads every key of a full zone again and
+// again while new keys arrive: the protected segment never holds more than
+// three quarters of the entries, so new keys can still prove themselves,
+// and keys read on every round outlive those read once.
+func TestProtectedSegmentBounded(t *testing.T) {
+	d, _ := specOpen(t, Options{Size: specMinZone, Shards: 1})
+	n := fill(t, d, "k")
+	for round := 0; round < 20; round++ {
+		for i := 0; i < n; i++ {
+			d.Get(fmt.Sprintf("k%d", i))
+		}
+		for i := 0; i < n/4; i++ {
+			if _, err := d.Set(fmt.Sprintf("r%d-%d", round, i), Int(1), 0, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st := d.Stats()
+		if st.Protected > st.Entries-st.Entries/4 {
+			t.Fatalf("round %d: %d protected of %d entries, more than three quarters", round, st.Protected, st.Entries)
+		}
+		specCheck(t, d)
+	}
+	if p := d.Stats().Protected; p == 0 {
+		t.Error("no entry protected after 20 rounds of reads")
+	}
+}
+
+// TestExpiredGoFirst protects keys with a short TTL, lets them expire, and
+// floods the zone: the expired protected entries are reclaimed as
+// expirations, each before a live entry is evicted in its place.
+func TestExpiredGoFirst(t *testing.T) {
+	d, c := specOpen(t, Options{Size: specMinZone, Shards: 1})
+	n := fill(t, d, "k")
+	short := 0
+	for i := 0; i < n; i += 2 {
+		k := fmt.Sprintf("k%d", i)
+		if err := d.Expire(k, time.Second); err == nil {
+			d.Get(k)
+			short++
+		}
+	}
+	// One more flood key promotes the keys read (the hand passes them).
+	for i := 0; i < n; i++ {
+		if _, err := d.Set(fmt.Sprintf("a%d", i), Int(1), 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p := d.Stats().Protected; p == 0 {
+		t.Fatal("no key protected after its read and a flood")
+	}
+	c.Advance(2 * time.Second)
+	before := d.Stats()
+	for i := 0; i < 4*n; i++ {
+		if _, err := d.Set(fmt.Sprintf("b%d", i), Int(1), 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := d.Stats()
+	if after.Protected != 0 {
+		t.Errorf("%d protected entries left after their TTL and a flood of %d keys", after.Protected, 4*n)
+	}
+	if got := after.Expirations - before.Expirations; got < uint64(before.Protected) {
+		t.Errorf("%d expirations during the flood, want at least the %d expired protected entries", got, before.Protected)
+	}
+	specCheck(t, d)
+}
+
+// TestLost evicts keys while live and brings them back: Outcome.Lost and
+// Stats.Lost count each once, and only while its entry would still have
+// been live; a key never stored, or one whose entry had expired by the time
+// it came back, is not lost.
+func TestLost(t *testing.T) {
+	d, c := specOpen(t, Options{Size: specMinZone, Shards: 1})
+	store := func(k string, ttl time.Duration) Outcome {
+		t.Helper()
+		out, err := d.UpdateOutcome(k, func(Value, bool) (Value, time.Duration, bool) { return Int(1), ttl, true })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if out := store("never", 0); out.Lost {
+		t.Fatal("a new key is Lost")
+	}
+	// "a" lives for a minute, "b" for a second, "c" for ever; the flood
+	// evicts them live.
+	store("a", time.Minute)
+	store("b", time.Second)
+	store("c", 0)
+	for i := 0; ; i++ {
+		if i > 100_000 {
+			t.Fatal("a, b and c were never evicted")
+		}
+		store(fmt.Sprintf("f%d", i), 0)
+		// TTL is no use of the key: a, b and c stay unused, in
+		// probation, and go in turn.
+		_, ea := d.TTL("a")
+		_, eb := d.TTL("b")
+		_, ec := d.TTL("c")
+		if ea != nil && eb != nil && ec != nil {
+			break
+		}
+	}
+	c.Advance(2 * time.Second) // b's entry would have expired by now
+	if out := store("b", 0); out.Lost {
+		t.Error("b came back after its TTL: Lost, want not")
+	}
+	if out := store("a", 0); !out.Lost {
+		t.Error("a came back within its TTL: not Lost")
+	}
+	if out := store("c", 0); !out.Lost {
+		t.Error("c, which had no TTL, came back: not Lost")
+	}
+	if got := d.Stats().Lost; got != 2 {
+		t.Errorf("Stats().Lost = %d, want 2 (a and c)", got)
+	}
+	// Each loss counts once: the ghost is gone with the key's return.
+	d.Delete("a")
+	if out := store("a", 0); out.Lost {
+		t.Error("a, deleted and stored again: Lost again")
+	}
+	specCheck(t, d)
+}
+
+// TestLostForgetsOldGhosts evicts more live keys than a shard keeps ghosts
+// of: the oldest come back unreported (Lost errs toward false), the newest
+// are reported.
+func TestLostForgetsOldGhosts(t *testing.T) {
+	d, _ := specOpen(t, Options{Size: specMinZone, Shards: 1})
+	n := fill(t, d, "k") // k0 was evicted by the last Set
+	for i := 1; i < n; i++ {
+		if _, err := d.Set(fmt.Sprintf("x%d", i), Int(1), 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Every kN is gone now, evicted in order; the shard keeps the ghosts
+	// of the last ghostSlots evicted. Back newest first: each return
+	// evicts an x key, whose ghost takes the oldest slot.
+	lost := 0
+	for i := n - 1; i >= 0; i-- {
+		out, err := d.UpdateOutcome(fmt.Sprintf("k%d", i), func(Value, bool) (Value, time.Duration, bool) { return Int(1), 0, true })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Lost {
+			lost++
+		}
+	}
+	if lost == 0 || lost > ghostSlots {
+		t.Errorf("%d of %d evicted keys reported Lost on their return, want 1 to %d", lost, n, ghostSlots)
+	}
+	specCheck(t, d)
+}

@@ -1,0 +1,69 @@
+package slab
+
+import (
+	"math/bits"
+	"sync/atomic"
+)
+
+// Moving chunks out of a page: a user of the region that must free a whole
+// page (for chunks of another size) while some of its chunks must stay
+// allocated moves those to other pages of their class.
+
+// PageChunks calls fn with the offset of each allocated chunk of the small
+// page that holds off, in order, while fn returns true; it reports whether
+// off lies in a page of chunks of a class (not a run, not free, not a
+// corrupt descriptor).
+func (s *Slab) PageChunks(off uint32, fn func(chunk uint32) bool) bool {
+	p, ok := s.pageOf(off)
+	if !ok {
+		return false
+	}
+	d := s.desc(p)
+	if d.Kind != kindSmall || int(d.Class) >= numClasses {
+		return false
+	}
+	size := uint32(classSizes[d.Class])
+	n := chunksPerPage(int(d.Class), s.pageSize)
+	for w, word := range d.Bitmap {
+		for word != 0 {
+			i := w*64 + bits.TrailingZeros64(word)
+			word &= word - 1
+			if i >= n {
+				return true
+			}
+			if !fn(s.chunkOff(p, i, size)) {
+				return true
+			}
+		}
+	}
+	return true
+}
+
+// AllocAway is Alloc of a chunk of the class of size, which must be small,
+// in any page but the one that holds away: where a chunk of that page moves
+// to. Errors: ErrNoMemory when no other page has a free chunk of the class
+// and no page is free, ErrTooLarge for a size of no class, ErrCorrupt.
+func (s *Slab) AllocAway(size int, away uint32) (uint32, error) {
+	if size <= 0 {
+		size = 1
+	}
+	if !isSmall(size, int(s.pageSize)) {
+		return 0, ErrTooLarge
+	}
+	p, ok := s.pageOf(away)
+	if !ok {
+		return 0, s.corrupt("offset %d outside pages", away)
+	}
+	c := classOf(size)
+	d := s.desc(p)
+	if d.Kind == kindSmall && int(d.Class) == c && int(d.Used) < chunksPerPage(c, s.pageSize) {
+		// The page has room, so it is in the class's list: out of it
+		// while allocating, back at the list's head after.
+		s.unlinkClass(c, p)
+		defer s.pushClass(c, p)
+	}
+	if h := atomic.LoadUint32(&s.hint[c]); h&^hintOwn == p+1 {
+		atomic.StoreUint32(&s.hint[c], 0) // not this view's own page either
+	}
+	return s.allocSmall(c)
+}

@@ -53,8 +53,8 @@
 //
 // Arithmetic. Req, Count and Conn compute as lua-resty-limit-traffic 0.09
 // does, in its units and its order of operations, so that a key's state is,
-// bit for bit, what the Lua module stores after the same calls
-// (lua_parity_test.go replays random sequences against a Go rendering of its
+// bit for bit, what the Lua module stores after the same calls, or, for a
+// Req that has drained, gone (below) (lua_parity_test.go replays random sequences against a Go rendering of its
 // arithmetic; bench/peers/luaparity.sh against the module itself in nginx).
 // Req works in milli-requests, excess − rate·|elapsed|/1000 + 1000, on
 // ngx.now()·1000, which near the epoch is not a whole number of ms (1001 ms

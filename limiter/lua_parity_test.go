@@ -17,10 +17,12 @@ import (
 // Req, Count and Conn and through a plain Go rendering of the arithmetic of
 // lua-resty-limit-traffic 0.09 (req.lua, count.lua, conn.lua) over a model
 // of ngx.shared.DICT, and require the same decisions and the same stored
-// state, bit for bit, after every call. Only the arithmetic is rendered
-// here, written from the Lua sources' reading, not copied; the one
-// deliberate difference (doc.go: an earlier stamp leaks nothing) is a flag
-// of the rendering, off for the sequences whose clock never goes back.
+// state, bit for bit, after every call, but that a Req record that has
+// drained may be gone from the zone (its TTL). Only the arithmetic is
+// rendered here, written from the Lua sources' reading, not copied; the
+// deliberate differences (doc.go: an earlier stamp leaks nothing, a drained
+// state expires) are a flag of the rendering, off for the sequences whose
+// clock never goes back.
 
 // luaNow is ngx.now() * 1000 at Unix ms: ngx.now() is sec + msec/1000.0 in
 // double precision, so near the epoch it is a hair off (1000.9999999999999

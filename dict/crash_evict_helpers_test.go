@@ -172,6 +172,7 @@ func evValueSize(r *rand.Rand) int {
 //	cleared   pages cleared
 //	dropped   entries evicted or expired by page clearings
 //	nomem     writes that found no memory (ErrNoMemory): a full zone
+//	noroom    ... of them, writes that evict (all but SafeSet)
 //	prot      the most protected entries a Stats call saw
 //	key       the key of the operation running or last run (evKeyOf)
 //	acked     [evCounters] increments acknowledged
@@ -183,6 +184,7 @@ const (
 	evAckCleared
 	evAckDropped
 	evAckNoMem
+	evAckNoRoom
 	evAckProt
 	evAckKey
 	evAckCounts
@@ -404,11 +406,23 @@ func (h *evHammer) write(key string, k, x int) error {
 		}
 	case x < 87:
 		err = d.SafeSet(key, v, dur, 0)
+		if errors.Is(err, dict.ErrNoMemory) {
+			return err // no eviction: not counted in evAckNoRoom
+		}
 	default:
 		err = d.Delete(key)
 	}
 	if err != nil && !errors.Is(err, dict.ErrNoMemory) && !errors.Is(err, dict.ErrLockTimeout) {
 		return fmt.Errorf("write %q (%d): %w", key, x, err)
+	}
+	return h.noRoom(err)
+}
+
+// noRoom counts err in the ack file when it is ErrNoMemory from a write
+// that evicts, and returns it.
+func (h *evHammer) noRoom(err error) error {
+	if errors.Is(err, dict.ErrNoMemory) {
+		atomic.AddUint64(h.word(evAckNoRoom), 1)
 	}
 	return err
 }
@@ -423,7 +437,7 @@ func (h *evHammer) incr(k int) error {
 	if err != nil {
 		atomic.StoreUint64(inflight, 0) // it changed nothing
 		if errors.Is(err, dict.ErrNoMemory) || errors.Is(err, dict.ErrLockTimeout) {
-			return err
+			return h.noRoom(err)
 		}
 		return fmt.Errorf("IncrInit(%q, 1) = %w", key, err)
 	}
@@ -459,7 +473,7 @@ func (h *evHammer) mutate(key string, write bool) error {
 		return true
 	})
 	if errors.Is(err, dict.ErrNoMemory) || errors.Is(err, dict.ErrLockTimeout) {
-		return err
+		return h.noRoom(err)
 	}
 	if err != nil {
 		return fmt.Errorf("Mutate(%q) = %w", key, err)

@@ -17,16 +17,17 @@ import (
 // work on one zone at once, and the test checks the sums they leave behind.
 
 // TestHelperProcess runs the helper processes of this package's
-// multi-process tests (multiproc_test.go, crash_test.go, spec_test.go,
-// timeout_test.go, liveness_test.go, liveness_hammer_test.go, clock_test.go,
-// readonly_live_test.go) and benchmarks (procs_bench_test.go); in an
-// ordinary test run it does nothing.
+// multi-process tests (multiproc_test.go, crash_test.go,
+// crash_evict_test.go, spec_test.go, timeout_test.go, liveness_test.go,
+// liveness_hammer_test.go, clock_test.go, readonly_live_test.go) and
+// benchmarks (procs_bench_test.go); in an ordinary test run it does nothing.
 func TestHelperProcess(t *testing.T) {
 	testutil.RunHelper(map[string]func(args []string) error{
 		"incr":         helperIncr,
 		"add":          helperAdd,
 		"crash-hammer": helperHammer,
 		"crash-lock":   helperHoldLock,
+		"crash-evict":  helperEvictHammer,
 		"hold-update":  helperHoldUpdate,
 		"hold-entry":   helperHoldEntry,
 		"wait-incr":    helperWaitIncr,

@@ -63,7 +63,6 @@ func helperHammer(args []string) error {
 		r:        rand.New(rand.NewPCG(seed, stream)),
 		inflight: word64(ack, ackInflight),
 		ops:      word64(ack, ackOps),
-		writing:  word64(ack, ackWriting),
 		last:     make([]int64, crashCounters),
 	}
 	for k := 0; k < crashCounters; k++ {
@@ -92,7 +91,6 @@ type hammer struct {
 	r        *rand.Rand
 	inflight *uint64   // in the ack file
 	ops      *uint64   // in the ack file
-	writing  *uint64   // in the ack file
 	acked    []*uint64 // in the ack file
 	last     []int64   // the last sum seen per counter: sums only grow
 }
@@ -105,17 +103,9 @@ func (h *hammer) step() error {
 	case x < 40:
 		return h.incr(r.IntN(crashCounters), x < 20)
 	case x < 66:
-		k := r.IntN(crashValues)
-		atomic.StoreUint64(h.writing, crashWriting(k, false))
-		err := h.write(k, x)
-		atomic.StoreUint64(h.writing, 0)
-		return err
+		return h.write(r.IntN(crashValues), x)
 	case x < 72:
-		k := r.IntN(crashMutates)
-		atomic.StoreUint64(h.writing, crashWriting(k, true))
-		err := h.mutate(crashMutateKey(k), x < 70)
-		atomic.StoreUint64(h.writing, 0)
-		return err
+		return h.mutate(crashMutateKey(r.IntN(crashMutates)), x < 70)
 	case x < 80:
 		k := r.IntN(crashValues)
 		key := crashValueKey(k)

@@ -38,46 +38,20 @@ func checkCrashState(key string, b []byte) error {
 // shared mapping, so that every store made before a SIGKILL is in the file
 // afterwards. Words of 8 bytes, native order:
 //
-//	0          8      16        24
-//	+----------+------+---------+------------------------------+
-//	| inflight | ops  | writing | acked [crashCounters]uint64  |
-//	+----------+------+---------+------------------------------+
+//	0          8      16
+//	+----------+------+------------------------------+
+//	| inflight | ops  | acked [crashCounters]uint64  |
+//	+----------+------+------------------------------+
 //
 // inflight is 1 + the counter being incremented, 0 between increments: the
 // helper sets it before Incr and clears it after it has counted the
-// increment in acked. writing names the value or state key being written,
-// 0 between writes (crashWriting).
+// increment in acked.
 const (
 	ackInflight = 0
 	ackOps      = 8
-	ackWriting  = 16
-	ackCounts   = 24
+	ackCounts   = 16
 	ackSize     = ackCounts + 8*crashCounters
 )
-
-// crashWriting returns the ack file's writing word for value key k, or
-// state key k when state: what crashWritten turns back into the key.
-func crashWriting(k int, state bool) uint64 {
-	if state {
-		return 1<<32 | uint64(k+1)
-	}
-	return uint64(k + 1)
-}
-
-// crashWritten returns the key that a writing word names, "" for none; ok
-// is false for a word crashWriting never returns.
-func crashWritten(w uint64) (key string, ok bool) {
-	k := int(uint32(w)) - 1
-	switch {
-	case w == 0:
-		return "", true
-	case w>>32 == 1 && k >= 0 && k < crashMutates:
-		return crashMutateKey(k), true
-	case w>>32 == 0 && k >= 0 && k < crashValues:
-		return crashValueKey(k), true
-	}
-	return "", false
-}
 
 // crashValue returns the n-byte value of key: a header naming the key and
 // the length, then a filler byte derived from the length, so that a torn or
@@ -113,7 +87,6 @@ type crashTally struct {
 	ops      uint64
 	acked    [crashCounters]uint64
 	inflight [crashCounters]uint64
-	writing  map[string]bool // the value and state keys written when a helper died
 }
 
 func (c *crashTally) add(o *crashTally) {
@@ -122,12 +95,6 @@ func (c *crashTally) add(o *crashTally) {
 	for k := range c.acked {
 		c.acked[k] += o.acked[k]
 		c.inflight[k] += o.inflight[k]
-	}
-	for key := range o.writing {
-		if c.writing == nil {
-			c.writing = map[string]bool{}
-		}
-		c.writing[key] = true
 	}
 }
 
@@ -148,16 +115,6 @@ func (c *crashTally) readAck(path string) error {
 		c.inflight[f-1]++
 	}
 	c.ops += word(ackOps)
-	key, ok := crashWritten(word(ackWriting))
-	if !ok {
-		return fmt.Errorf("ack file %s: writing %#x", path, word(ackWriting))
-	}
-	if key != "" {
-		if c.writing == nil {
-			c.writing = map[string]bool{}
-		}
-		c.writing[key] = true
-	}
 	for k := range c.acked {
 		c.acked[k] += word(ackCounts + 8*k)
 	}

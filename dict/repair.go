@@ -411,8 +411,14 @@ func (d *Dict) Check() (err error) {
 				continue
 			}
 			// Entry writers inside a page finish first: an odd Ver is
-			// then a writer's that died.
+			// then a writer's that died, whose entry any write would
+			// drop first (I6); so does Check, rather than report it.
 			if err := s.drainPages(); err != nil {
+				d.unlock(s)
+				errs = append(errs, err)
+				continue
+			}
+			if err := d.settleDeadLocked(s); err != nil {
 				d.unlock(s)
 				errs = append(errs, err)
 				continue
@@ -506,4 +512,24 @@ func (s *shard) checkSegmentsLocked() string {
 		return fmt.Sprintf("queue: %d protected entries ending at %#x; header says %d ending at %#x", n, last, hd.ProtCount, hd.ProtTail)
 	}
 	return ""
+}
+
+// settleDeadLocked repairs the shard, whose pages the caller drained holding
+// its lock, when an entry writer died inside one of its entries (an odd Ver
+// then): the repair drops that entry, as the key's next write would
+// (settleLocked). It follows only sound links; what a corrupt index hides
+// is checkLocked's to report.
+func (d *Dict) settleDeadLocked(s *shard) error {
+	for b := range s.index {
+		off := s.index[b]
+		for n := 0; off != 0 && s.okEntry(off) && n <= s.maxSteps(); n++ {
+			e := s.entryAt(off)
+			if writing(e.ver()) {
+				_, err := d.settleLocked(s, off)
+				return err
+			}
+			off = e.Next
+		}
+	}
+	return nil
 }

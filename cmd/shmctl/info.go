@@ -14,10 +14,14 @@ var infoCmd = &command{
 	args:    "ZONE",
 	summary: "print a zone's size, free space, keys and counters",
 	help: `Info prints a zone's size and geometry, its free space, its entries, the
-counters every process adds to (hits, misses, writes, evictions, expirations,
-lock waits, recoveries: since the zone was created), and the use of each
-slab size class. --shards adds a line per shard. Info opens the zone
-read-only.`,
+counters every process adds to (hits, misses, writes, evictions, lost,
+expirations, lock waits, recoveries: since the zone was created), and the
+use of each slab size class. Protected counts the entries used again, which
+eviction takes only when no other is left; lost counts keys written anew
+while their evicted entry would still have been live (a count that errs
+low: a shard remembers its last 16 evictions), and a zone whose lost grows
+is too small for the keys in use. --shards adds a line per shard. Info
+opens the zone read-only.`,
 	min: 1, max: 1,
 	flags: func(fs *flag.FlagSet) func(*env, []string) error {
 		asJSON := fs.Bool("json", false, "print JSON")
@@ -41,10 +45,12 @@ read-only.`,
 type jsonStats struct {
 	Free        int64  `json:"free"`
 	Entries     int64  `json:"entries"`
+	Protected   int64  `json:"protected"` // entries in the eviction queue's protected segment
 	Hits        uint64 `json:"hits"`
 	Misses      uint64 `json:"misses"`
 	Writes      uint64 `json:"writes"`
 	Evictions   uint64 `json:"evictions"`
+	Lost        uint64 `json:"lost"`
 	Expirations uint64 `json:"expirations"`
 	LockWaits   uint64 `json:"lock_waits"`
 	Recoveries  uint64 `json:"recoveries"`
@@ -52,8 +58,8 @@ type jsonStats struct {
 
 func statsOf(st dict.Stats) jsonStats {
 	return jsonStats{
-		Free: st.FreeSpace, Entries: st.Entries, Hits: st.Hits, Misses: st.Misses, Writes: st.Writes,
-		Evictions: st.Evictions, Expirations: st.Expirations, LockWaits: st.LockWaits, Recoveries: st.Recoveries,
+		Free: st.FreeSpace, Entries: st.Entries, Protected: st.Protected, Hits: st.Hits, Misses: st.Misses,
+		Writes: st.Writes, Evictions: st.Evictions, Lost: st.Lost, Expirations: st.Expirations, LockWaits: st.LockWaits, Recoveries: st.Recoveries,
 	}
 }
 
@@ -67,7 +73,7 @@ func (s jsonStats) counters() []struct {
 		n    uint64
 	}{
 		{"hits", s.Hits}, {"misses", s.Misses}, {"writes", s.Writes}, {"evictions", s.Evictions},
-		{"expirations", s.Expirations}, {"lock waits", s.LockWaits}, {"recoveries", s.Recoveries},
+		{"lost", s.Lost}, {"expirations", s.Expirations}, {"lock waits", s.LockWaits}, {"recoveries", s.Recoveries},
 	}
 }
 
@@ -121,6 +127,7 @@ func (r info) write(w io.Writer) error {
 		formatSize(r.Size), r.Size, r.Shards, formatSize(r.ShardSize), r.IndexSlots)
 	fmt.Fprintf(tw, "free\t%s (%d bytes)\n", formatSize(r.Free), r.Free)
 	fmt.Fprintf(tw, "entries\t%d (expired ones not yet reclaimed included)\n", r.Entries)
+	fmt.Fprintf(tw, "protected\t%d (used again: evicted last)\n", r.Protected)
 	for _, c := range r.counters() {
 		fmt.Fprintf(tw, "%s\t%d\n", c.name, c.n)
 	}
@@ -138,9 +145,9 @@ func (r info) write(w io.Writer) error {
 		fmt.Fprintf(tw, "%d B\t%d\t%d\t%d\t\n", c.Size, c.Pages, c.Used, c.Free)
 	}
 	if len(r.PerShard) > 0 {
-		fmt.Fprint(tw, "\nshard\tentries\tfree\thits\tmisses\twrites\tevictions\texpirations\tlock waits\trecoveries\t\n")
+		fmt.Fprint(tw, "\nshard\tentries\tprotected\tfree\thits\tmisses\twrites\tevictions\tlost\texpirations\tlock waits\trecoveries\t\n")
 		for _, s := range r.PerShard {
-			fmt.Fprintf(tw, "%d\t%d\t%d\t", s.Shard, s.Entries, s.Free)
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t", s.Shard, s.Entries, s.Protected, s.Free)
 			for _, c := range s.counters() {
 				fmt.Fprintf(tw, "%d\t", c.n)
 			}

@@ -1,6 +1,14 @@
 package main
 
-import "testing"
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shmzone/shmzone/dict"
+)
 
 func TestInfo(t *testing.T) {
 	h := newHarness(t)
@@ -12,4 +20,80 @@ func TestInfo(t *testing.T) {
 	d.Close()
 	golden(t, "info", h.transcript([]string{"info", "app"}, []string{"info", "--shards", "app"}))
 	golden(t, "info_json", h.transcript([]string{"info", "--json", "app"}, []string{"info", "--json", "--shards", "app"}))
+}
+
+// flood makes a one-shard zone lose a key to eviction and protect others: it
+// reads ten keys again, floods the zone with keys used once until the key
+// written first is evicted live, and writes that key again, which the zone
+// counts as lost. The keys are of one length, so that each eviction takes
+// one entry of their slab class (a page cleared for another class evicts
+// many at once, and a shard remembers only its last 16). It returns the
+// zone's Stats after.
+func flood(t *testing.T, d *dict.Dict) dict.Stats {
+	t.Helper()
+	set := func(k string) dict.Outcome {
+		t.Helper()
+		out, err := d.UpdateOutcome(k, func(dict.Value, bool) (dict.Value, time.Duration, bool) { return dict.Int(1), 0, true })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	set("gone00000")
+	for i := range 10 {
+		set(fmt.Sprintf("used%05d", i))
+		d.Get(fmt.Sprintf("used%05d", i))
+	}
+	for i := 0; ; i++ {
+		if i > 100_000 {
+			t.Fatal("gone was never evicted")
+		}
+		set(fmt.Sprintf("f%08d", i))
+		if _, err := d.TTL("gone00000"); err != nil { // TTL is no use of the key
+			break
+		}
+	}
+	if out := set("gone00000"); !out.Lost {
+		t.Fatal("gone, evicted live and written again, is not Lost")
+	}
+	st := d.Stats()
+	if st.Lost != 1 || st.Protected != 10 {
+		t.Fatalf("Stats() = %+v, want 1 lost and the 10 keys read again protected", st)
+	}
+	return st
+}
+
+// TestInfoLostProtected shows info and watch reporting a zone's lost keys and
+// protected entries, as dict.Stats counts them, in text and JSON, per zone
+// and per shard.
+func TestInfoLostProtected(t *testing.T) {
+	h := newHarness(t)
+	h.ok("create", "z", "--size", "256K", "--shards", "1")
+	d := h.dict("z")
+	st := flood(t, d)
+	d.Close()
+	var r info
+	if err := json.Unmarshal([]byte(h.ok("info", "--json", "--shards", "z")), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Lost != st.Lost || r.Protected != st.Protected || r.Entries != st.Entries {
+		t.Errorf("info --json: lost %d, protected %d of %d entries; want %d, %d of %d", r.Lost, r.Protected, r.Entries, st.Lost, st.Protected, st.Entries)
+	}
+	if len(r.PerShard) != 1 || r.PerShard[0].Lost != st.Lost || r.PerShard[0].Protected != st.Protected {
+		t.Errorf("info --json per shard = %+v, want lost %d, protected %d", r.PerShard, st.Lost, st.Protected)
+	}
+	text := h.ok("info", "z")
+	for _, want := range []string{fmt.Sprintf("\nlost         %d\n", st.Lost), fmt.Sprintf("\nprotected    %d ", st.Protected)} {
+		if !strings.Contains(text, want) {
+			t.Errorf("info lacks %q:\n%s", want, text)
+		}
+	}
+	h.sleep = func(d time.Duration) { h.advance(d) }
+	var w watchSample
+	if err := json.Unmarshal([]byte(h.ok("watch", "--json", "--count", "1", "z")), &w); err != nil {
+		t.Fatal(err)
+	}
+	if w.Lost != st.Lost || w.Protected != st.Protected || w.PerSecond.Lost != 0 {
+		t.Errorf("watch --json: lost %d (%v/s), protected %d; want %d (0/s), %d", w.Lost, w.PerSecond.Lost, w.Protected, st.Lost, st.Protected)
+	}
 }

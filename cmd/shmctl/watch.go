@@ -12,8 +12,10 @@ var watchCmd = &command{
 	name:    "watch",
 	args:    "ZONE",
 	summary: "print live figures and rates every second",
-	help: `Watch samples a zone's figures every --interval and prints its entries,
-free space and the rate per second of each counter since the last sample,
+	help: `Watch samples a zone's figures every --interval and prints its entries
+(and how many are protected: used again, evicted last), free space and the
+rate per second of each counter since the last sample (lost: keys written
+anew while their evicted entry would still have been live),
 until interrupted or --count samples; --key adds a key's value (and for a
 number, its change per second). On a terminal it redraws one screen;
 otherwise (a pipe, a file) it writes a plain line per sample, no control
@@ -63,6 +65,7 @@ type jsonRates struct {
 	Misses      float64 `json:"misses"`
 	Writes      float64 `json:"writes"`
 	Evictions   float64 `json:"evictions"`
+	Lost        float64 `json:"lost"`
 	Expirations float64 `json:"expirations"`
 	LockWaits   float64 `json:"lock_waits"`
 	Recoveries  float64 `json:"recoveries"`
@@ -76,8 +79,8 @@ func (w *watcher) run(count int) error {
 	prev, then := statsOf(w.d.Stats()), w.e.now()
 	prevKey, _ := w.readKey()
 	if !w.e.terminal && !w.json {
-		fmt.Fprintf(w.e.stdout, "%10s %10s %9s %9s %9s %9s %9s %9s %9s",
-			"entries", "free", "hits/s", "misses/s", "writes/s", "evict/s", "expire/s", "waits/s", "recov/s")
+		fmt.Fprintf(w.e.stdout, "%10s %10s %10s %9s %9s %9s %9s %9s %9s %9s %9s",
+			"entries", "protected", "free", "hits/s", "misses/s", "writes/s", "evict/s", "lost/s", "expire/s", "waits/s", "recov/s")
 		if w.key != "" {
 			fmt.Fprintf(w.e.stdout, "  %s", humanKey(w.key))
 		}
@@ -93,7 +96,7 @@ func (w *watcher) run(count int) error {
 		switch {
 		case w.json:
 			s := watchSample{TimeMs: now, jsonStats: cur,
-				PerSecond: jsonRates{rates[0], rates[1], rates[2], rates[3], rates[4], rates[5], rates[6]}}
+				PerSecond: jsonRates{rates[0], rates[1], rates[2], rates[3], rates[4], rates[5], rates[6], rates[7]}}
 			if w.key != "" && keyErr == nil {
 				j := key.json(true)
 				s.Key = &j
@@ -102,9 +105,9 @@ func (w *watcher) run(count int) error {
 		case w.e.terminal:
 			err = w.screen(cur, rates, keyText)
 		default:
-			_, err = fmt.Fprintf(w.e.stdout, "%10d %10s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f%s\n",
-				cur.Entries, formatSize(cur.Free), rates[0], rates[1], rates[2], rates[3], rates[4], rates[5], rates[6],
-				keyText)
+			_, err = fmt.Fprintf(w.e.stdout, "%10d %10d %10s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f%s\n",
+				cur.Entries, cur.Protected, formatSize(cur.Free),
+				rates[0], rates[1], rates[2], rates[3], rates[4], rates[5], rates[6], rates[7], keyText)
 		}
 		if err != nil {
 			return err
@@ -158,7 +161,8 @@ func (w *watcher) screen(cur jsonStats, rates []float64, keyText string) error {
 	out := w.e.stdout
 	fmt.Fprint(out, "\x1b[H\x1b[2J")
 	fmt.Fprintf(out, "shmctl watch %s, every %v (Ctrl-C stops)\n\n", w.d.Path(), w.interval)
-	fmt.Fprintf(out, "%-12s %14d\n%-12s %14s\n\n", "entries", cur.Entries, "free", formatSize(cur.Free))
+	fmt.Fprintf(out, "%-12s %14d\n%-12s %14d\n%-12s %14s\n\n",
+		"entries", cur.Entries, "protected", cur.Protected, "free", formatSize(cur.Free))
 	fmt.Fprintf(out, "%-12s %14s %12s\n", "", "total", "per second")
 	for i, c := range cur.counters() {
 		fmt.Fprintf(out, "%-12s %14d %12.1f\n", c.name, c.n, rates[i])

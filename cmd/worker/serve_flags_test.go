@@ -147,6 +147,8 @@ func TestServeMetrics(t *testing.T) {
 		"# TYPE worker_serve_requests_in_flight gauge\nworker_serve_requests_in_flight 0\n",
 		"# TYPE shmzone_entries gauge\nshmzone_entries 1\n",
 		"shmzone_capacity_bytes 1048576\n",
+		"# TYPE shmzone_lost_total counter\nshmzone_lost_total 0\n",
+		"# TYPE shmzone_protected_entries gauge\nshmzone_protected_entries 0\n",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q:\n%s", want, body)

@@ -48,6 +48,8 @@ func (m *serveMetrics) write(b *bytes.Buffer) {
 	metric("shmzone_misses_total", "counter", "Reads and increments that did not.", s.Misses)
 	metric("shmzone_writes_total", "counter", "Successful writes.", s.Writes)
 	metric("shmzone_evictions_total", "counter", "Live entries evicted to make room.", s.Evictions)
+	metric("shmzone_lost_total", "counter", "Keys written anew while their evicted entry would still have been live (errs low).", s.Lost)
+	metric("shmzone_protected_entries", "gauge", "Entries used again, which eviction takes last.", s.Protected)
 	metric("shmzone_expirations_total", "counter", "Expired entries reclaimed.", s.Expirations)
 	metric("shmzone_lock_waits_total", "counter", "Lock acquisitions that had to wait.", s.LockWaits)
 	metric("shmzone_recoveries_total", "counter", "Shards rebuilt after a dead lock owner or corruption.", s.Recoveries)

@@ -21,6 +21,8 @@ var (
 	descMisses      = dictDesc("shmzone_misses_total", "Reads and increments that did not.")
 	descWrites      = dictDesc("shmzone_writes_total", "Successful writes.")
 	descEvictions   = dictDesc("shmzone_evictions_total", "Live entries evicted to make room.")
+	descLost        = dictDesc("shmzone_lost_total", "Keys written anew while their evicted entry would still have been live (errs low).")
+	descProtected   = dictDesc("shmzone_protected_entries", "Entries used again, which eviction takes last.")
 	descExpirations = dictDesc("shmzone_expirations_total", "Expired entries reclaimed.")
 	descLockWaits   = dictDesc("shmzone_lock_waits_total", "Lock acquisitions that had to wait.")
 	descRecoveries  = dictDesc("shmzone_recoveries_total", "Shards rebuilt after a dead lock owner or corruption.")
@@ -31,6 +33,8 @@ var (
 		"Operations of this process's limiter whose write evicted other entries (limiter.Stats.Forcible).", []string{"limiter"}, nil)
 	descRetries = prometheus.NewDesc("shmzone_limiter_retries_total",
 		"Writes of this process's limiter tried again because the key's shard was full (limiter.Stats.Retries).", []string{"limiter"}, nil)
+	descEvicted = prometheus.NewDesc("shmzone_limiter_evicted_total",
+		"Decisions of this process's limiter that found their key's state lost to eviction (limiter.Stats.Evicted).", []string{"limiter"}, nil)
 )
 
 func dictDesc(name, help string) *prometheus.Desc {
@@ -101,8 +105,8 @@ func (c *Collector) AddLimiter(name string, l limiter.Limiter) (limiter.Limiter,
 // Describe sends every metric's description.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCapacity, descFree, descShards, descEntries, descBusy,
-		descHits, descMisses, descWrites, descEvictions, descExpirations, descLockWaits, descRecoveries,
-		descDecisions, descForcible, descRetries} {
+		descProtected, descHits, descMisses, descWrites, descEvictions, descLost, descExpirations, descLockWaits,
+		descRecoveries, descDecisions, descForcible, descRetries, descEvicted} {
 		ch <- d
 	}
 }
@@ -126,10 +130,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descShards, float64(s.Shards), nd.name)
 		gauge(descEntries, float64(s.Entries), nd.name)
 		gauge(descBusy, float64(s.Busy), nd.name)
+		gauge(descProtected, float64(s.Protected), nd.name)
 		counter(descHits, s.Hits, nd.name)
 		counter(descMisses, s.Misses, nd.name)
 		counter(descWrites, s.Writes, nd.name)
 		counter(descEvictions, s.Evictions, nd.name)
+		counter(descLost, s.Lost, nd.name)
 		counter(descExpirations, s.Expirations, nd.name)
 		counter(descLockWaits, s.LockWaits, nd.name)
 		counter(descRecoveries, s.Recoveries, nd.name)
@@ -142,6 +148,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			st := s.Stats()
 			counter(descForcible, st.Forcible, l.name)
 			counter(descRetries, st.Retries, l.name)
+			counter(descEvicted, st.Evicted, l.name)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package shmprom_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -130,6 +131,9 @@ func TestCollectorScrape(t *testing.T) {
 		{"shmzone_limiter_decisions_total", per("error"), 1, dto.MetricType_COUNTER},
 		{"shmzone_limiter_forcible_total", map[string]string{"limiter": "per-client"}, 0, dto.MetricType_COUNTER},
 		{"shmzone_limiter_retries_total", map[string]string{"limiter": "per-client"}, 0, dto.MetricType_COUNTER},
+		{"shmzone_limiter_evicted_total", map[string]string{"limiter": "per-client"}, 0, dto.MetricType_COUNTER},
+		{"shmzone_lost_total", zone, 0, dto.MetricType_COUNTER},
+		{"shmzone_protected_entries", zone, 0, dto.MetricType_GAUGE},
 		{"shmzone_capacity_bytes", zone, float64(d.Capacity()), dto.MetricType_GAUGE},
 		{"shmzone_shards", zone, float64(st.Shards), dto.MetricType_GAUGE},
 		{"shmzone_entries", zone, 2, dto.MetricType_GAUGE}, // the client's window and "other"
@@ -157,6 +161,73 @@ func TestCollectorScrape(t *testing.T) {
 	}
 	if v, _ := value(mfs, "shmzone_free_bytes", zone); v <= 0 || v >= float64(d.Capacity()) {
 		t.Errorf("shmzone_free_bytes = %v, want in (0, %d)", v, d.Capacity())
+	}
+}
+
+// TestCollectorLost floods a one-shard zone through a limiter until a
+// client's state is evicted live, and the client comes back: the limiter's
+// evicted count and the zone's lost count show it, and the clients whose
+// state was used again are protected.
+func TestCollectorLost(t *testing.T) {
+	d, err := dict.Open(filepath.Join(t.TempDir(), "small.zone"), dict.Options{Size: 256 << 10, Shards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	c := shmprom.NewCollector()
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(c); err != nil {
+		t.Fatal(err)
+	}
+	c.AddDict("small", d)
+	count, err := limiter.NewCount(d, "c", 100, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.AddLimiter("c", count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	incoming := func(key string) {
+		t.Helper()
+		if _, err := l.Incoming(ctx, key, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Keys of one length: each eviction takes one entry of their class.
+	incoming("gone0000")
+	for i := range 5 { // used again: protected once the eviction hand passes
+		incoming(fmt.Sprintf("used%04d", i))
+		incoming(fmt.Sprintf("used%04d", i))
+	}
+	for i := 0; ; i++ {
+		if i > 100_000 {
+			t.Fatal("the first client's state was never evicted")
+		}
+		incoming(fmt.Sprintf("f%07d", i))
+		if _, err := d.TTL("count|c|gone0000"); err != nil {
+			break
+		}
+	}
+	incoming("gone0000") // its count was lost: counted from 1 again
+
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}))
+	defer srv.Close()
+	mfs := scrape(t, srv.URL)
+	zone := map[string]string{"zone": "small"}
+	for _, tt := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"shmzone_limiter_evicted_total", map[string]string{"limiter": "c"}, 1},
+		{"shmzone_lost_total", zone, 1},
+		{"shmzone_protected_entries", zone, 5},
+	} {
+		if got, ok := value(mfs, tt.name, tt.labels); !ok || got != tt.want {
+			t.Errorf("%s%v = %v (present %v), want %v", tt.name, tt.labels, got, ok, tt.want)
+		}
 	}
 }
 

@@ -1,6 +1,9 @@
 // Package shmprom exports shmzone's figures to Prometheus through
 // client_golang: a Collector of dictionaries' Stats and of limiters'
-// decisions and full-zone counts (limiter.Stats).
+// decisions and full-zone counts (limiter.Stats: Forcible, Retries, and
+// Evicted, the decisions that found their key's state lost to eviction,
+// which with the zone's shmzone_lost_total tells a zone too small for its
+// clients).
 //
 // A limiter's decisions are counted by the Limiter that AddLimiter returns,
 // which wraps the limiter and keeps its optional methods (Policy,

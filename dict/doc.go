@@ -26,10 +26,13 @@
 // entries (nginx's bound). The protected segment holds at most three
 // quarters of the entries (its last entry is demoted to probation, or gets
 // a second chance if referenced), and its live entries are evicted, CLOCK
-// again, only when no probation entry is left; before each round the
-// segment's last entry is freed if it has expired, else moved to the
-// segment's head, so that what expires there is reclaimed before anything
-// live is evicted for it. So a key used since the hand last passed outlives
+// again, only when no probation entry is left and none of its own has
+// expired. An expired protected entry is otherwise kept: it is the slot of
+// a key in use whose state ran out (a rate limiter's window ended), which
+// the key's next write takes back in place, protected still, where a new
+// entry would start in probation and a flood would evict it before its
+// next use; unused, such entries are the first the cap demotes, and
+// probation reclaims them first. So a key used since the hand last passed outlives
 // one that was not, a key used twice outlives a flood of keys used once
 // (a rate limiter's clients under an address flood), and with Shards: 1
 // the zone has one eviction order. Keys lists each shard's queue from the

@@ -131,7 +131,8 @@ func (d *Dict) updatePinned(s *shard, key string, h uint64, fn func(cur Value, o
 	next, ttl, keep := fn(s.current(off, e), true)
 	switch {
 	case keep && next.kind == KindNone:
-		return true, nil // leave it as it is
+		e.use() // read, and left as it is
+		return true, nil
 	case !keep || !sameShape(e, next):
 		return false, nil
 	}

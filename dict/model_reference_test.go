@@ -114,6 +114,21 @@ func (m *mdlModel) drop(e *mdlEntry) {
 	m.used[e.sh] -= 1 + len(e.elems)
 }
 
+// expiredProtected mirrors freeExpiredLocked: the expired protected entry
+// nearest the segment's tail, the pinned one aside.
+func (m *mdlModel) expiredProtected(sh int, pin *mdlEntry) *mdlEntry {
+	t := m.protTail[sh]
+	if t == nil {
+		return nil
+	}
+	for el := t.el; el != nil; el = el.Prev() {
+		if e := el.Value.(*mdlEntry); e != pin && m.expired(e) {
+			return e
+		}
+	}
+	return nil
+}
+
 // balance mirrors balanceLocked.
 func (m *mdlModel) balance(sh int, pin *mdlEntry) {
 	count := m.queues[sh].Len()
@@ -144,42 +159,41 @@ func (m *mdlModel) expiryFor(ttl time.Duration) int64 {
 // round is one reclaimLocked: up to 3 entries from the tail of shard sh.
 func (m *mdlModel) round(sh int, evict bool, pin *mdlEntry) (freed int, live bool) {
 	q := m.queues[sh]
-	if t := m.protTail[sh]; evict && t != nil && t.el != q.Back() && t != pin {
-		switch {
-		case m.expired(t):
-			m.drop(t)
-			m.expirations[sh]++
-			freed++
-		case m.protCount[sh] > 1:
-			m.unlink(t)
-			m.link(t)
-		}
-	}
 	for el := q.Back(); el != nil && freed < 3; {
 		e := el.Value.(*mdlEntry)
+		// The entry's element now: a relink (balance's second chance)
+		// gives it a new one, where the dict's walk follows the entry.
+		el = e.el
 		prev := el.Prev()
 		if e == pin {
 			el = prev
 			continue
 		}
 		exp := m.expired(e)
-		if !exp {
-			if !evict || live {
-				break
+		if !exp && (!evict || live) {
+			break
+		}
+		if evict && e.ref {
+			e.ref = false
+			promote := !e.prot
+			m.unlink(e)
+			e.prot = true
+			m.link(e)
+			if promote {
+				m.balance(sh, pin)
 			}
-			if e.ref {
-				e.ref = false
-				promote := !e.prot
-				m.unlink(e)
-				e.prot = true
-				m.link(e)
-				if promote {
-					m.balance(sh, pin)
-				}
-				el = prev
-				if el == nil {
-					el = q.Back()
-				}
+			el = prev
+			if el == nil {
+				el = q.Back()
+			}
+			continue
+		}
+		if !exp && e.prot {
+			if x := m.expiredProtected(sh, pin); x != nil {
+				m.drop(x)
+				m.expirations[sh]++
+				freed++
+				el = q.Back()
 				continue
 			}
 		}

@@ -1,6 +1,7 @@
 package dict
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -99,42 +100,66 @@ func TestProtectedSegmentBounded(t *testing.T) {
 	}
 }
 
-// TestExpiredGoFirst protects keys with a short TTL, lets them expire, and
-// floods the zone: the expired protected entries are reclaimed as
-// expirations, each before a live entry is evicted in its place.
-func TestExpiredGoFirst(t *testing.T) {
+// TestExpiredProtectedKept protects keys with a short TTL, lets them
+// expire, and floods the zone: the flood is served from probation, and the
+// expired protected entries stay, the slots of keys in use whose state ran
+// out. Written again, each key takes its slot back in place, protected
+// still, and outlives the next flood.
+func TestExpiredProtectedKept(t *testing.T) {
 	d, c := specOpen(t, Options{Size: specMinZone, Shards: 1})
 	n := fill(t, d, "k")
-	short := 0
+	var keys []string
 	for i := 0; i < n; i += 2 {
 		k := fmt.Sprintf("k%d", i)
 		if err := d.Expire(k, time.Second); err == nil {
 			d.Get(k)
-			short++
+			keys = append(keys, k)
 		}
 	}
-	// One more flood key promotes the keys read (the hand passes them).
-	for i := 0; i < n; i++ {
-		if _, err := d.Set(fmt.Sprintf("a%d", i), Int(1), 0, 0); err != nil {
-			t.Fatal(err)
+	flood := func(prefix string) {
+		t.Helper()
+		for i := 0; i < 4*n; i++ {
+			if _, err := d.Set(fmt.Sprintf("%s%d", prefix, i), Int(1), 0, 0); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	if p := d.Stats().Protected; p == 0 {
-		t.Fatal("no key protected after its read and a flood")
+	flood("a") // the hand passes the keys read: promoted
+	protected := d.Stats().Protected
+	if protected < int64(len(keys))/2 {
+		t.Fatalf("%d protected after a flood, want most of the %d keys read", protected, len(keys))
 	}
 	c.Advance(2 * time.Second)
 	before := d.Stats()
-	for i := 0; i < 4*n; i++ {
-		if _, err := d.Set(fmt.Sprintf("b%d", i), Int(1), 0, 0); err != nil {
-			t.Fatal(err)
+	flood("b")
+	after := d.Stats()
+	if after.Protected != protected {
+		t.Errorf("%d protected entries after their TTL and a flood, want the %d expired ones kept", after.Protected, protected)
+	}
+	if after.Expirations != before.Expirations {
+		t.Errorf("%d expired entries reclaimed during the flood, want none: probation served it", after.Expirations-before.Expirations)
+	}
+	kept := 0
+	for _, k := range keys {
+		if _, err := d.TTL(k); errors.Is(err, ErrNotFound) {
+			// Expired: Set brings it back in its slot if the slot is
+			// still there.
+			if _, err := d.Set(k, Int(2), time.Minute, 0); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	after := d.Stats()
-	if after.Protected != 0 {
-		t.Errorf("%d protected entries left after their TTL and a flood of %d keys", after.Protected, 4*n)
+	if got := d.Stats().Protected; got != protected {
+		t.Errorf("%d protected after the keys were written again, want %d: in place, protected still", got, protected)
 	}
-	if got := after.Expirations - before.Expirations; got < uint64(before.Protected) {
-		t.Errorf("%d expirations during the flood, want at least the %d expired protected entries", got, before.Protected)
+	flood("c")
+	for _, k := range keys {
+		if _, err := d.TTL(k); err == nil {
+			kept++
+		}
+	}
+	if int64(kept) < protected {
+		t.Errorf("%d of the keys written again outlived a flood, want the %d protected", kept, protected)
 	}
 	specCheck(t, d)
 }

@@ -473,36 +473,23 @@ func (s *shard) moveLocked(off uint32, e *entry) (moved bool, err error) {
 
 // reclaimLocked frees up to 3 entries from the queue's tail: expired ones,
 // and when evict, the first live one it meets that was not used since it
-// was written or the hand last passed it. A used entry gets a second chance
+// was written or the hand last passed it. A used entry, expired or not (when
+// evict), gets a second chance
 // at the head of the protected segment, which a probation entry thereby
 // joins (a promotion), so a live protected entry is evicted only when no
-// probation entry is left. Before the walk, when evict, it looks at the protected
-// segment's last entry: freed when expired, else moved to the segment's
-// head, so that, one entry a call, what expired among the protected is
-// found and reclaimed before any live entry is evicted for it. Without
-// evict it stops at the first live entry. Each live entry it evicts leaves
-// a ghost (ghostLocked).
+// probation entry is left, and then only when no protected entry has
+// expired (freeExpiredLocked). Without evict it stops at the first live
+// entry. Each live entry it evicts leaves a ghost (ghostLocked).
+//
+// An expired entry that was used since the hand last passed, or a
+// protected one, is not reclaimed before that: it is the slot of a key in
+// use whose state ran out (a rate limiter's window ended as the client came
+// back), and the key's next write reuses it in place, protected; reclaimed,
+// the key would start again in probation, where a flood of new keys evicts
+// it before it is used again. The segment's cap (balanceLocked) bounds what
+// such entries keep: unused, they are the first to be demoted.
 func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed int, live bool, err error) {
 	h := s.hdr()
-	if t := h.ProtTail; evict && t != 0 && t != h.QueueTail && t != pin {
-		if !s.okEntry(t) {
-			return 0, false, errCorruptArena
-		}
-		e := s.entryAt(t)
-		switch {
-		case expired(e, now):
-			if err := s.dropLocked(t, e); err != nil {
-				return 0, false, err
-			}
-			h.Count--
-			h.Expirations++
-			freed++
-		case h.ProtCount > 1:
-			if !s.requeueLocked(t, e, false) {
-				return 0, false, errCorruptArena
-			}
-		}
-	}
 	off := h.QueueTail
 	for n := 0; off != 0 && freed < 3; n++ {
 		// A pass moves each used entry to the head once, so two passes
@@ -518,28 +505,44 @@ func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed i
 			continue
 		}
 		isExpired := expired(e, now)
-		if !isExpired {
-			if !evict || live {
-				break
+		if !isExpired && (!evict || live) {
+			break
+		}
+		if evict && e.bits()&refBit != 0 {
+			// Used since the hand last passed: a key in use, whose
+			// entry is kept even when its state has expired (the slot of
+			// its next state, reclaimLocked's doc).
+			e.unuse()
+			promote := !e.protected()
+			if !s.requeueLocked(off, e, true) {
+				return freed, live, errCorruptArena
 			}
-			if e.bits()&refBit != 0 {
-				e.unuse()
-				promote := !e.protected()
-				if !s.requeueLocked(off, e, true) {
-					return freed, live, errCorruptArena
+			if promote {
+				if err := s.balanceLocked(pin); err != nil {
+					return freed, live, err
 				}
-				if promote {
-					if err := s.balanceLocked(pin); err != nil {
-						return freed, live, err
-					}
+			}
+			off = prev
+			if off == 0 {
+				// It was the head: the hand goes round to the tail
+				// rather than end the round with nothing freed.
+				off = h.QueueTail
+			}
+			continue
+		}
+		if !isExpired {
+			if e.protected() {
+				// No probation entry is left: what expired among the
+				// protected goes before a live one.
+				ok, err := s.freeExpiredLocked(pin, now)
+				if err != nil {
+					return freed, live, err
 				}
-				off = prev
-				if off == 0 {
-					// It was the head: the hand goes round to the tail
-					// rather than end the round with nothing freed.
+				if ok {
+					freed++
 					off = h.QueueTail
+					continue
 				}
-				continue
 			}
 			if !s.okBody(off, e) {
 				return freed, live, errCorruptArena
@@ -560,6 +563,33 @@ func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed i
 		off = prev
 	}
 	return freed, live, nil
+}
+
+// freeExpiredLocked frees the expired protected entry nearest the
+// segment's tail, if any: before the hand evicts a live protected entry.
+func (s *shard) freeExpiredLocked(pin uint32, now func() int64) (bool, error) {
+	h := s.hdr()
+	off := h.ProtTail
+	for n := 0; off != 0; n++ {
+		if !s.okEntry(off) || n > s.maxSteps() {
+			return false, errCorruptArena
+		}
+		e := s.entryAt(off)
+		if !e.protected() {
+			return false, errCorruptArena
+		}
+		prev := e.QPrev
+		if off != pin && expired(e, now) {
+			if err := s.dropLocked(off, e); err != nil {
+				return false, err
+			}
+			h.Count--
+			h.Expirations++
+			return true, nil
+		}
+		off = prev
+	}
+	return false, nil
 }
 
 // balanceLocked keeps the protected segment to at most three quarters of

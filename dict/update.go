@@ -181,7 +181,10 @@ func (d *Dict) updateLocked(key string, fn func(cur Value, ok bool) (next Value,
 	}
 	next, ttl, keep := fn(cur, ok)
 	if keep && next.kind == KindNone {
-		return nil // leave it as it is
+		if ok {
+			s.entryAt(off).use() // read, and left as it is
+		}
+		return nil
 	}
 	if !keep {
 		if off != 0 {

@@ -159,8 +159,8 @@ func sizingCapacity(t *testing.T, kind int, size int64) int {
 // and logs the table (go test -run TestZoneSizing -v ./limiter/; under the
 // race detector only the 128 KiB zone is measured, for time). It asserts
 // what must hold: no decision fails, a limiter counts Evicted only in a
-// trial where some client's state was lost, and a larger zone keeps no
-// fewer clients.
+// trial where some client's state was lost, a larger zone keeps no fewer
+// clients, and every zone keeps them up to the protected segment's cap.
 func TestZoneSizing(t *testing.T) {
 	sizes := []int64{128 << 10, 256 << 10, 1 << 20}
 	if raceEnabled {
@@ -203,6 +203,12 @@ func TestZoneSizing(t *testing.T) {
 				}
 				if lo < prev[ti] {
 					t.Errorf("%s, %v: %d KiB keeps %d held clients, fewer than a smaller zone's %d", kind.name, tick, size>>10, lo, prev[ti])
+				}
+				// The protected segment's cap is three quarters of the
+				// entries: the zone keeps held clients up to it, less the
+				// bisection's step, whatever the flood.
+				if lo < capacity*3/4-capacity/32 {
+					t.Errorf("%s, %v: %d KiB keeps %d held clients of the %d states it holds, want about three quarters", kind.name, tick, size>>10, lo, capacity)
 				}
 				prev[ti] = lo
 				per := "-"

@@ -1,7 +1,6 @@
 package dict_test
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -452,31 +451,5 @@ func (h *evHammer) incr(k int) error {
 // mutate adds one to every word of a state key with Mutate (creating it
 // when absent), or reads it; either way the state it meets must be whole.
 func (h *evHammer) mutate(key string, write bool) error {
-	if !write {
-		v, _, err := h.d.Get(key)
-		switch {
-		case errors.Is(err, dict.ErrNotFound):
-			return nil
-		case err != nil:
-			return fmt.Errorf("Get(%q) = %w", key, err)
-		}
-		return checkCrashState(key, v.Bytes())
-	}
-	var torn error
-	err := h.d.Mutate(key, crashStateSize, 0, func(b []byte, found bool) bool {
-		if found {
-			torn = checkCrashState(key, b)
-		}
-		for i := 0; i < len(b); i += 8 {
-			binary.LittleEndian.PutUint64(b[i:], binary.LittleEndian.Uint64(b[i:])+1)
-		}
-		return true
-	})
-	if errors.Is(err, dict.ErrNoMemory) || errors.Is(err, dict.ErrLockTimeout) {
-		return h.noRoom(err)
-	}
-	if err != nil {
-		return fmt.Errorf("Mutate(%q) = %w", key, err)
-	}
-	return torn
+	return mutateState(h.d, key, write, h.noRoom)
 }

@@ -130,8 +130,15 @@ func (h *hammer) step() error {
 // a process killed inside Mutate's function loses the key, never leaves it
 // torn, and a reader never sees a write half done.
 func (h *hammer) mutate(key string, write bool) error {
+	return mutateState(h.d, key, write, nil)
+}
+
+// mutateState is a crash helper's mutate: a read, or Mutate adding one to
+// every word, either of which must meet the state whole. A write that
+// fails with an error noRoom takes (nil: none) returns noRoom's answer.
+func mutateState(d *dict.Dict, key string, write bool, noRoom func(error) error) error {
 	if !write {
-		v, _, err := h.d.Get(key)
+		v, _, err := d.Get(key)
 		switch {
 		case errors.Is(err, dict.ErrNotFound):
 			return nil
@@ -141,7 +148,7 @@ func (h *hammer) mutate(key string, write bool) error {
 		return checkCrashState(key, v.Bytes())
 	}
 	var torn error
-	err := h.d.Mutate(key, crashStateSize, 0, func(b []byte, found bool) bool {
+	err := d.Mutate(key, crashStateSize, 0, func(b []byte, found bool) bool {
 		if found {
 			torn = checkCrashState(key, b)
 		}
@@ -150,6 +157,9 @@ func (h *hammer) mutate(key string, write bool) error {
 		}
 		return true
 	})
+	if noRoom != nil && (errors.Is(err, dict.ErrNoMemory) || errors.Is(err, dict.ErrLockTimeout)) {
+		return noRoom(err)
+	}
 	if err != nil {
 		return fmt.Errorf("Mutate(%q) = %w", key, err)
 	}

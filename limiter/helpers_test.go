@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/shmzone/shmzone/dict"
-	"github.com/shmzone/shmzone/internal/testutil"
 )
 
 // t0 is the vectors' origin, in Unix ms.
@@ -30,20 +29,10 @@ func newDict(t testing.TB) (*dict.Dict, *fakeClock) {
 	return newDictClock(t, clk), clk
 }
 
-// newDictClock opens a fresh zone with the clock clk.
+// newDictClock opens a fresh zone of 4 MiB with the clock clk.
 func newDictClock(t testing.TB, clk *fakeClock) *dict.Dict {
 	t.Helper()
-	d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: 4 << 20, Clock: clk.now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := d.Check(); err != nil {
-			t.Errorf("Check() = %v", err)
-		}
-		d.Close()
-	})
-	return d
+	return openZone(t, 4<<20, clk)
 }
 
 // secs converts seconds to a Duration for wanted values.

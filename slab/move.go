@@ -22,6 +22,14 @@ func (s *Slab) PageChunks(off uint32, fn func(chunk uint32) bool) bool {
 	if d.Kind != kindSmall || int(d.Class) >= numClasses {
 		return false
 	}
+	s.eachChunk(p, d, fn)
+	return true
+}
+
+// eachChunk calls fn with the offset of each allocated chunk of page p, a
+// page of chunks of a class (its descriptor d, of a valid class), in order,
+// while fn returns true; it reports whether fn always did.
+func (s *Slab) eachChunk(p uint32, d *desc, fn func(off uint32) bool) bool {
 	size := uint32(classSizes[d.Class])
 	n := chunksPerPage(int(d.Class), s.pageSize)
 	for w, word := range d.Bitmap {
@@ -32,7 +40,7 @@ func (s *Slab) PageChunks(off uint32, fn func(chunk uint32) bool) bool {
 				return true
 			}
 			if !fn(s.chunkOff(p, i, size)) {
-				return true
+				return false
 			}
 		}
 	}

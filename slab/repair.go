@@ -13,19 +13,9 @@ func (s *Slab) ForEach(fn func(off uint32, size int) bool) {
 			if int(d.Class) >= numClasses {
 				continue
 			}
-			size := uint32(classSizes[d.Class])
-			n := chunksPerPage(int(d.Class), s.pageSize)
-			for w, word := range d.Bitmap {
-				for word != 0 {
-					i := w*64 + bits.TrailingZeros64(word)
-					word &= word - 1
-					if i >= n {
-						break
-					}
-					if !fn(s.chunkOff(p, i, size), int(size)) {
-						return
-					}
-				}
+			size := int(classSizes[d.Class])
+			if !s.eachChunk(p, d, func(off uint32) bool { return fn(off, size) }) {
+				return
 			}
 		case kindRun:
 			if d.Run == 0 || d.Run > s.npages-p {

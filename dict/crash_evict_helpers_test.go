@@ -5,13 +5,10 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/shmzone/shmzone/dict"
 )
@@ -199,29 +196,11 @@ var _ [evAckLog - evAckCounts - 8*evCounters]struct{}
 // stream of the seed and the writer number in its values. It writes until
 // it is killed, and fails on any result a sound zone cannot give.
 func helperEvictHammer(args []string) error {
-	if len(args) != 4 {
-		return fmt.Errorf("want path, ack file, seed and number, got %q", args)
-	}
-	seed, err := strconv.ParseUint(args[2], 10, 64)
+	d, ack, seed, n, err := openCrashHelper(args, evAckSize)
 	if err != nil {
 		return err
 	}
-	w, err := strconv.Atoi(args[3])
-	if err != nil {
-		return err
-	}
-	d, err := dict.Open(args[0], dict.Options{})
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(args[1], os.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	ack, err := unix.Mmap(int(f.Fd()), 0, evAckSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return err
-	}
+	w := int(n)
 	h := &evHammer{d: d, r: rand.New(rand.NewPCG(seed, uint64(w))), w: w, ack: ack}
 	log := dict.LogClears(d, ack[evAckLog:])
 	var steps []byte

@@ -83,7 +83,7 @@ func TestCrashEvict(t *testing.T) {
 		started atomic.Int64
 		failed  atomic.Bool
 		mu      sync.Mutex
-		total   = evTally{dying: map[string]bool{}}
+		total   evTally
 		wg      sync.WaitGroup
 	)
 	for slot := 0; slot < evSlots; slot++ {
@@ -91,7 +91,7 @@ func TestCrashEvict(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(seed, uint64(1<<32+slot))) // the kills' delays
-			mine := evTally{dying: map[string]bool{}}
+			var mine evTally
 			defer func() {
 				mu.Lock()
 				total.add(&mine)
@@ -130,24 +130,7 @@ func TestCrashEvict(t *testing.T) {
 	}
 	hammered := time.Since(start)
 
-	// Stats locks every shard: one whose lock a killed helper held is taken
-	// over and rebuilt here.
-	after := d.Stats()
-	for i := 0; i < after.Shards; i++ {
-		if o := *dict.ShardLock(d, i); o != 0 {
-			t.Errorf("shard %d lock held by %#x after Stats, want free", i, o)
-		}
-	}
-	// An entry writer (a Set of a value of the same size, a Mutate of a
-	// live state) killed inside its page lock leaves its entry half
-	// written, which Check reports until an operation on the key under
-	// the shard's lock drops it: read the keys the helpers were on when
-	// they died, and only those.
-	for key := range total.dying {
-		if _, _, err := d.Get(key); err != nil && !errors.Is(err, dict.ErrNotFound) {
-			t.Errorf("Get(%q), the key of an operation killed, = %v", key, err)
-		}
-	}
+	after := crashStats(t, d)
 	if err := d.Check(); err != nil {
 		t.Fatalf("Check() after %d kills = %v", total.kills, err)
 	}
@@ -303,7 +286,6 @@ type evTally struct {
 	ops, nomem, noroom, prot uint64
 	moved, cleared, dropped  uint64
 	acked, inflight          [evCounters]uint64
-	dying                    map[string]bool // the keys of the operations killed
 }
 
 func (c *evTally) add(o *evTally) {
@@ -320,9 +302,6 @@ func (c *evTally) add(o *evTally) {
 	for k := range c.acked {
 		c.acked[k] += o.acked[k]
 		c.inflight[k] += o.inflight[k]
-	}
-	for key := range o.dying {
-		c.dying[key] = true
 	}
 }
 
@@ -365,11 +344,9 @@ func (c *evTally) readAck(path string) error {
 		}
 	}
 	if word(evAckInOp) != 0 {
-		key := evKeyOf(word(evAckKey))
-		if key == "" {
+		if evKeyOf(word(evAckKey)) == "" {
 			return fmt.Errorf("ack file %s: key %#x", path, word(evAckKey))
 		}
-		c.dying[key] = true
 		c.inOp++
 		if len(steps) > 0 && steps[len(steps)-1] != dict.StepCleared {
 			c.inClear++

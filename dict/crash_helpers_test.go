@@ -35,26 +35,7 @@ func crashValueSize(r *rand.Rand) int {
 // ack file, the test's seed and the helper's stream of it. It writes until
 // it is killed, and fails on any result a sound zone cannot give.
 func helperHammer(args []string) error {
-	if len(args) != 4 {
-		return fmt.Errorf("want path, ack file, seed and stream, got %q", args)
-	}
-	seed, err := strconv.ParseUint(args[2], 10, 64)
-	if err != nil {
-		return err
-	}
-	stream, err := strconv.ParseUint(args[3], 10, 64)
-	if err != nil {
-		return err
-	}
-	d, err := dict.Open(args[0], dict.Options{})
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(args[1], os.O_RDWR, 0)
-	if err != nil {
-		return err
-	}
-	ack, err := unix.Mmap(int(f.Fd()), 0, ackSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	d, ack, seed, stream, err := openCrashHelper(args, ackSize)
 	if err != nil {
 		return err
 	}
@@ -307,4 +288,28 @@ func helperHoldLock(args []string) error {
 	for {
 		time.Sleep(time.Hour)
 	}
+}
+
+// openCrashHelper opens what a crash helper's args (zone path, ack file,
+// seed, stream) name: the zone, and the ack file of size bytes mapped
+// shared, so that every store made before a SIGKILL is in the file.
+func openCrashHelper(args []string, size int) (d *dict.Dict, ack []byte, seed, stream uint64, err error) {
+	if len(args) != 4 {
+		return nil, nil, 0, 0, fmt.Errorf("want path, ack file, seed and stream, got %q", args)
+	}
+	if seed, err = strconv.ParseUint(args[2], 10, 64); err != nil {
+		return nil, nil, 0, 0, err
+	}
+	if stream, err = strconv.ParseUint(args[3], 10, 64); err != nil {
+		return nil, nil, 0, 0, err
+	}
+	if d, err = dict.Open(args[0], dict.Options{}); err != nil {
+		return nil, nil, 0, 0, err
+	}
+	f, err := os.OpenFile(args[1], os.O_RDWR, 0)
+	if err != nil {
+		return nil, nil, 0, 0, err
+	}
+	ack, err = unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	return d, ack, seed, stream, err
 }

@@ -124,14 +124,7 @@ func TestCrashKill(t *testing.T) {
 	}
 	hammered := time.Since(start)
 
-	// Stats locks every shard: one whose lock a killed helper held is taken
-	// over and rebuilt here.
-	st := d.Stats()
-	for i := 0; i < st.Shards; i++ {
-		if o := *dict.ShardLock(d, i); o != 0 {
-			t.Errorf("shard %d lock held by %#x after Stats, want free", i, o)
-		}
-	}
+	st := crashStats(t, d)
 	if err := d.Check(); err != nil {
 		t.Fatalf("Check() after %d kills = %v", total.kills, err)
 	}
@@ -382,4 +375,18 @@ func TestCrashHoldingLock(t *testing.T) {
 			}
 		})
 	}
+}
+
+// crashStats returns d's Stats after kills, which lock every shard: one
+// whose lock a killed helper held is taken over and rebuilt there, so every
+// lock must be free after it.
+func crashStats(t *testing.T, d *dict.Dict) dict.Stats {
+	t.Helper()
+	st := d.Stats()
+	for i := 0; i < st.Shards; i++ {
+		if o := *dict.ShardLock(d, i); o != 0 {
+			t.Errorf("shard %d lock held by %#x after Stats, want free", i, o)
+		}
+	}
+	return st
 }

@@ -81,6 +81,7 @@ type Dict struct {
 	// lockTimeout bounds lock waits (Options.LockTimeout); <= 0 is no bound.
 	lockTimeout time.Duration
 	tallies     []tallies // this process's operation counts per shard (tally.go)
+	proc        slab.Proc // what the shards' slab views share: whether this process has allocated
 }
 
 // shard is this process's view of one shard; all state is in mem.
@@ -192,6 +193,7 @@ func Open(path string, o Options) (d *Dict, err error) {
 			z.Close()
 			return nil, fmt.Errorf("dict: %s shard %d: %w: %v", path, i, ErrCorrupt, err)
 		}
+		sl.Share(&d.proc)
 		sh.slab = sl
 		d.maxEntry = sl.MaxAlloc()
 	}

@@ -23,7 +23,20 @@ type Slab struct {
 	// (ownPage). Accessed atomically: the region's lock is a word in
 	// shared memory, where the race detector sees no synchronisation.
 	hint [numClasses]uint32
+	// proc, when set (Share), is shared by the views of one process.
+	proc *Proc
 }
+
+// Proc is what the views of one process share, so that each view knows
+// whether the process has allocated before, in any of them (ownPage).
+type Proc struct {
+	allocated atomic.Bool
+}
+
+// Share makes the view one of the views of p: of a process whose first
+// allocation has been made, anywhere, each view takes a page of its own for
+// its first chunk of a class as well (ownPage).
+func (s *Slab) Share(p *Proc) { s.proc = p }
 
 // layoutFor returns how many pages of pageSize bytes a region of size bytes
 // holds after its header, class heads and one descriptor per page, and the
@@ -168,7 +181,7 @@ func (s *Slab) allocSmall(c int) (uint32, error) {
 	n := chunksPerPage(c, s.pageSize)
 	p, own := s.ownPage(c, n)
 	took := false
-	if !own && (*head == 0 || atomic.LoadUint32(&s.hint[c]) != 0 && s.hdr().FreePages > 0) {
+	if !own && (*head == 0 || s.wantsOwn(c) && s.hdr().FreePages > 0) {
 		// A page of its own while free pages last (see ownPage).
 		q, err := s.takePages(1)
 		switch {
@@ -215,7 +228,17 @@ func (s *Slab) allocSmall(c int) (uint32, error) {
 	h := s.hdr()
 	h.FreeBytes -= uint64(size)
 	h.Allocs++
+	if s.proc != nil && !s.proc.allocated.Load() {
+		s.proc.allocated.Store(true)
+	}
 	return s.chunkOff(p, idx, size), nil
+}
+
+// wantsOwn reports whether the view's next chunk of class c should come
+// from a page of its own (ownPage): it has allocated one of the class
+// before, or it shares a Proc that has allocated.
+func (s *Slab) wantsOwn(c int) bool {
+	return atomic.LoadUint32(&s.hint[c]) != 0 || s.proc != nil && s.proc.allocated.Load()
 }
 
 // hintOwn marks a hint whose page the view took for itself.
@@ -227,7 +250,9 @@ const hintOwn = 1 << 31
 // comes from the class's first page with room, as any would, and its next
 // one from a free page it takes, of its own, while free pages last, and so
 // on from that page until it is full: a process puts at most one chunk of
-// a class in a page that others fill. The entries a process
+// a class in a page that others fill. A process whose views share a Proc
+// (a Dict's shards) puts none once it has allocated anywhere: only its very
+// first chunk goes to a page others fill. The entries a process
 // creates then share cache lines, and page lock words, with its own entries
 // and not with those of other processes, whose writes would otherwise move
 // the lines between their cores; a process that allocates once, such as a

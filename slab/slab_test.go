@@ -339,3 +339,57 @@ func TestViewsOwnPages(t *testing.T) {
 		t.Fatalf("%d free pages left after filling", a.FreePages())
 	}
 }
+
+// TestProcOwnsFirstChunks: the views of one process that share a Proc take
+// a page of their own for their first chunk of a class once the process has
+// allocated in any of them; a view without a Proc, or a process's very
+// first chunk, goes to the class's first page with room.
+func TestProcOwnsFirstChunks(t *testing.T) {
+	const pageSize = 4096
+	r1, err := Format(make([]byte, 16*pageSize), pageSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := Format(make([]byte, 16*pageSize), pageSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	view := func(r *Slab, p *Proc) *Slab {
+		v, err := Attach(r.mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p != nil {
+			v.Share(p)
+		}
+		return v
+	}
+	page := func(v *Slab, size int) uint32 {
+		off, err := v.Alloc(size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := v.pageOf(off)
+		return p
+	}
+	var pa, pb Proc
+	a1, a2 := view(r1, &pa), view(r2, &pa)
+	b1, b2 := view(r1, &pb), view(r2, &pb)
+	// Each process's first chunk ever: the class's first page with room.
+	if p, q := page(a1, 56), page(b1, 56); p != q {
+		t.Fatalf("first chunks of two processes in pages %d and %d: want the class's first page with room", p, q)
+	}
+	// Their first chunks in another region, of the same class and of
+	// another: pages of their own.
+	for _, size := range []int{56, 200} {
+		if p, q := page(a2, size), page(b2, size); p == q {
+			t.Errorf("size %d: processes that allocated before share page %d for their first chunks in a region", size, p)
+		}
+	}
+	// A view of no Proc, first chunk of a class: the first page with room.
+	lone := view(r2, nil)
+	c := view(r2, nil)
+	if p, q := page(lone, 1000), page(c, 1000); p != q {
+		t.Errorf("views without a Proc put their first chunks in pages %d and %d: want the first page with room", p, q)
+	}
+}

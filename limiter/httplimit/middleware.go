@@ -2,14 +2,14 @@ package httplimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
-	"sync/atomic"
 	"time"
 
 	"github.com/shmzone/shmzone/limiter"
-	"github.com/shmzone/shmzone/limiter/headers"
+	"github.com/shmzone/shmzone/limiter/admit"
 )
 
 // Options configures the middleware. The zero value keys requests by client
@@ -51,22 +51,6 @@ type Options struct {
 	Error func(w http.ResponseWriter, r *http.Request, err error)
 }
 
-// leaver is a limiter whose counted requests must be ended (limiter.Conn).
-type leaver interface {
-	Leaving(ctx context.Context, key string, latency time.Duration) (int64, error)
-}
-
-// resetter is a limiter that reads a key's reset on demand
-// (limiter.Count, which leaves Decision.ResetAfter 0 when it allows).
-type resetter interface {
-	ResetAfter(ctx context.Context, key string) (time.Duration, error)
-}
-
-// policer is a limiter that states its policy.
-type policer interface {
-	Policy() limiter.Policy
-}
-
 // New returns middleware that asks l about every request, with commit:
 // a rejected request gets o.Rejected, an allowed one waits out its delay
 // (unless o.NoDelay) and goes on to the next handler; a Conn's request is
@@ -82,23 +66,11 @@ func New(l limiter.Limiter, o Options) (func(http.Handler) http.Handler, error) 
 			return nil, fmt.Errorf("%w: %v", ErrBadProxy, p)
 		}
 	}
-	if o.Policy.Limit < 0 || o.Policy.Window < 0 {
-		return nil, fmt.Errorf("%w: %+v", ErrBadPolicy, o.Policy)
-	}
-	var fixed *limiter.Policy
-	m := &middleware{l: l, o: o}
-	if o.Policy.Limit > 0 {
-		fixed = &o.Policy
-	} else if p, ok := l.(policer); ok {
-		m.policer = p
-	}
-	hw, err := headers.New(o.PolicyName, fixed)
+	g, err := admit.New(l, admit.Options{Policy: o.Policy, PolicyName: o.PolicyName, NoHeaders: o.NoHeaders, NoDelay: o.NoDelay, Wait: o.Wait})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadPolicy, err)
 	}
-	m.writer.Store(&policyWriter{w: hw})
-	m.leaver, _ = l.(leaver)
-	m.resetter, _ = l.(resetter)
+	m := &middleware{g: g, o: o}
 	if m.o.Key == nil {
 		trusted := o.TrustedProxies
 		m.o.Key = func(r *http.Request) (string, error) {
@@ -108,9 +80,6 @@ func New(l limiter.Limiter, o Options) (func(http.Handler) http.Handler, error) 
 			}
 			return AddrKey(a), nil
 		}
-	}
-	if m.o.Wait == nil {
-		m.o.Wait = sleep
 	}
 	if m.o.Rejected == nil {
 		m.o.Rejected = tooManyRequests
@@ -124,84 +93,27 @@ func New(l limiter.Limiter, o Options) (func(http.Handler) http.Handler, error) 
 }
 
 type middleware struct {
-	l        limiter.Limiter
-	o        Options
-	writer   atomic.Pointer[policyWriter] // of the last policy seen
-	policer  policer                      // the limiter's, when Options has none
-	leaver   leaver
-	resetter resetter
+	g *admit.Gate
+	o Options
 }
 
 func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
-	ctx := r.Context()
 	key, err := m.o.Key(r)
 	if err != nil {
 		m.o.Error(w, r, err)
 		return
 	}
-	d, err := m.l.Incoming(ctx, key, true)
-	if err != nil {
+	d, pass, err := m.g.Admit(r.Context(), key, w.Header().Set)
+	switch {
+	case errors.Is(err, admit.ErrCancelled):
+		http.Error(w, "request cancelled while delayed", http.StatusServiceUnavailable)
+	case err != nil:
 		m.o.Error(w, r, err)
-		return
-	}
-	if !m.o.NoHeaders {
-		m.headers(ctx, w.Header(), key, d)
-	}
-	if !d.Allowed {
-		w.Header().Set(headers.RetryAfter, headers.RetryAfterValue(d))
+	case !d.Allowed:
 		m.o.Rejected(w, r, d)
-		return
-	}
-	if m.leaver != nil && d.Committed {
-		start := time.Now()
-		defer func() { m.leaver.Leaving(context.WithoutCancel(ctx), key, time.Since(start)) }()
-	}
-	if d.Delay > 0 && !m.o.NoDelay {
-		if err := m.o.Wait(ctx, d.Delay); err != nil {
-			if m.leaver == nil && d.Committed {
-				m.l.Uncommit(context.WithoutCancel(ctx), key)
-			}
-			http.Error(w, "request cancelled while delayed", http.StatusServiceUnavailable)
-			return
-		}
-	}
-	next.ServeHTTP(w, r)
-}
-
-// headers writes the rate limit headers of d.
-func (m *middleware) headers(ctx context.Context, h http.Header, key string, d limiter.Decision) {
-	pw := m.writer.Load()
-	if m.policer != nil {
-		if p := m.policer.Policy(); !pw.known || p != pw.p {
-			w, _ := headers.New(m.o.PolicyName, &p) // the name passed New
-			pw = &policyWriter{p: p, known: true, w: w}
-			m.writer.Store(pw)
-		}
-	}
-	reset := d.ResetAfter
-	if reset == 0 && d.Allowed && m.resetter != nil {
-		reset, _ = m.resetter.ResetAfter(ctx, key) // the headers go without it on error
-	}
-	pw.w.Write(d, reset, h.Set)
-}
-
-// policyWriter is the headers.Writer of a policy: the limiter's policy p
-// when known, else the one fixed by Options, or none.
-type policyWriter struct {
-	p     limiter.Policy
-	known bool // p is the limiter's
-	w     *headers.Writer
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	default:
+		defer pass.Done()
+		next.ServeHTTP(w, r)
 	}
 }
 

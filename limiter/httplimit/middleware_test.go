@@ -16,6 +16,7 @@ import (
 
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/limiter"
+	"github.com/shmzone/shmzone/limiter/admit"
 )
 
 // t0 is the tests' time, in Unix ms.
@@ -209,7 +210,7 @@ func TestDelayCancelled(t *testing.T) {
 			var calls atomic.Int64
 			h := mustNew(t, l, Options{Wait: func(ctx context.Context, dl time.Duration) error {
 				waiting <- struct{}{}
-				return sleep(ctx, dl) // the real wait
+				return admit.Sleep(ctx, dl) // the real wait
 			}})
 			held, entered := make(chan struct{}), make(chan struct{})
 			next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

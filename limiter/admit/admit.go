@@ -1,0 +1,197 @@
+package admit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/shmzone/shmzone/limiter"
+	"github.com/shmzone/shmzone/limiter/headers"
+)
+
+var (
+	// ErrNilLimiter is returned by New for a nil limiter.
+	ErrNilLimiter = errors.New("admit: nil limiter")
+	// ErrBadPolicy is returned by New for a policy name that is not
+	// printable ASCII, or a negative limit or window.
+	ErrBadPolicy = errors.New("admit: bad policy")
+	// ErrCancelled is returned by Admit, with the context's error, when
+	// the context ends while an allowed request waits out its delay. The
+	// request was given back (I1); a middleware answers 503.
+	ErrCancelled = errors.New("admit: request cancelled while delayed")
+)
+
+// Options configures a Gate. The zero value writes the headers of the
+// limiter's policy and waits out delays with a timer.
+type Options struct {
+	// Policy is the quota the headers announce. Its zero value takes the
+	// limiter's own (a Policy() limiter.Policy method, as the limiters of
+	// package limiter have); with neither, RateLimit-Policy and
+	// X-RateLimit-Limit are left out.
+	Policy limiter.Policy
+	// PolicyName names the policy in RateLimit-Policy and RateLimit; empty
+	// means "default".
+	PolicyName string
+	// NoHeaders leaves out every rate limit header but Retry-After.
+	NoHeaders bool
+	// NoDelay lets a delayed request through at once, as nginx's nodelay:
+	// the delay still counts against the limit, but nobody waits.
+	NoDelay bool
+	// Wait waits out a decision's delay and returns ctx's error if ctx
+	// ends first. Nil is Sleep. Tests inject a fake.
+	Wait func(ctx context.Context, d time.Duration) error
+}
+
+// Gate decides on requests with one limiter.
+type Gate struct {
+	l        limiter.Limiter
+	o        Options
+	w        atomic.Pointer[policyWriter] // of the last policy seen
+	policer  policer                      // the limiter's, when Options fixes none
+	leaver   leaver
+	resetter resetter
+}
+
+// leaver is a limiter whose counted requests must be ended (limiter.Conn).
+type leaver interface {
+	Leaving(ctx context.Context, key string, latency time.Duration) (int64, error)
+}
+
+// resetter is a limiter that reads a key's reset on demand (limiter.Count,
+// which leaves Decision.ResetAfter 0 when it allows).
+type resetter interface {
+	ResetAfter(ctx context.Context, key string) (time.Duration, error)
+}
+
+// policer is a limiter that states its policy.
+type policer interface {
+	Policy() limiter.Policy
+}
+
+// policyWriter is the headers' Writer of one policy; p is nil when no
+// policy is known.
+type policyWriter struct {
+	w *headers.Writer
+	p *limiter.Policy
+}
+
+// New returns a Gate that asks l. Errors: ErrNilLimiter, ErrBadPolicy for a
+// bad PolicyName or a negative Policy.
+func New(l limiter.Limiter, o Options) (*Gate, error) {
+	if l == nil {
+		return nil, ErrNilLimiter
+	}
+	if o.Policy.Limit < 0 || o.Policy.Window < 0 {
+		return nil, fmt.Errorf("%w: %+v", ErrBadPolicy, o.Policy)
+	}
+	g := &Gate{l: l, o: o}
+	var fixed *limiter.Policy
+	if o.Policy.Limit > 0 {
+		fixed = &o.Policy
+	} else if p, ok := l.(policer); ok {
+		g.policer = p
+		pol := p.Policy()
+		fixed = &pol
+	}
+	w, err := headers.New(o.PolicyName, fixed)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadPolicy, err)
+	}
+	g.w.Store(&policyWriter{w: w, p: fixed})
+	g.leaver, _ = l.(leaver)
+	g.resetter, _ = l.(resetter)
+	if g.o.Wait == nil {
+		g.o.Wait = Sleep
+	}
+	return g, nil
+}
+
+// Pass is a request Admit let through. Its zero value is a Pass whose Done
+// does nothing.
+type Pass struct {
+	l     leaver
+	ctx   context.Context
+	key   string
+	start time.Time
+}
+
+// Done ends the request when its handler has returned: a concurrency
+// limiter's request is left, with its latency (limiter.Conn's Leaving).
+// For other limiters it does nothing.
+func (p Pass) Done() {
+	if p.l != nil {
+		p.l.Leaving(context.WithoutCancel(p.ctx), p.key, time.Since(p.start))
+	}
+}
+
+// Admit decides on a request for key, with commit, and writes the rate
+// limit headers of the decision through set (unless NoHeaders), and
+// Retry-After on a rejection (I3). A rejection returns the decision, with
+// Allowed false: the caller answers it. An allowed request has waited out
+// its delay (unless NoDelay) when Admit returns: the caller runs its
+// handler, then calls the Pass's Done. Errors: the limiter's, for the
+// caller to answer as a failure, and ErrCancelled with ctx's error when
+// ctx ends during the delay.
+func (g *Gate) Admit(ctx context.Context, key string, set func(name, value string)) (limiter.Decision, Pass, error) {
+	d, err := g.l.Incoming(ctx, key, true)
+	if err != nil {
+		return d, Pass{}, err
+	}
+	if !g.o.NoHeaders {
+		g.headers(ctx, key, d, set)
+	}
+	if !d.Allowed {
+		set(headers.RetryAfter, headers.RetryAfterValue(d))
+		return d, Pass{}, nil
+	}
+	var pass Pass
+	if g.leaver != nil && d.Committed {
+		pass = Pass{l: g.leaver, ctx: ctx, key: key, start: time.Now()}
+	}
+	if d.Delay > 0 && !g.o.NoDelay {
+		if err := g.o.Wait(ctx, d.Delay); err != nil {
+			if pass.l != nil {
+				pass.Done()
+			} else if d.Committed {
+				g.l.Uncommit(context.WithoutCancel(ctx), key)
+			}
+			return d, Pass{}, fmt.Errorf("%w: %w", ErrCancelled, err)
+		}
+	}
+	return d, pass, nil
+}
+
+// headers writes the rate limit headers of d.
+func (g *Gate) headers(ctx context.Context, key string, d limiter.Decision, set func(name, value string)) {
+	pw := g.w.Load()
+	if g.policer != nil {
+		if p := g.policer.Policy(); pw.p == nil || p != *pw.p {
+			// The limiter's policy changed (a Conn's SetMax): a new
+			// Writer, whose name New checked.
+			if w, err := headers.New(g.o.PolicyName, &p); err == nil {
+				pw = &policyWriter{w: w, p: &p}
+				g.w.Store(pw)
+			}
+		}
+	}
+	reset := d.ResetAfter
+	if reset == 0 && d.Allowed && g.resetter != nil {
+		reset, _ = g.resetter.ResetAfter(ctx, key) // the headers go without it on error
+	}
+	pw.w.Write(d, reset, set)
+}
+
+// Sleep waits d or until ctx ends, and then returns ctx's error: the Wait
+// of Options' zero value, for a Wait that wraps it.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -2,13 +2,13 @@ package shmfasthttp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
-	"sync/atomic"
 	"time"
 
 	"github.com/shmzone/shmzone/limiter"
-	"github.com/shmzone/shmzone/limiter/headers"
+	"github.com/shmzone/shmzone/limiter/admit"
 	"github.com/shmzone/shmzone/limiter/httplimit"
 	"github.com/valyala/fasthttp"
 )
@@ -55,18 +55,6 @@ type Options struct {
 	Error func(ctx *fasthttp.RequestCtx, err error, next fasthttp.RequestHandler)
 }
 
-type leaver interface {
-	Leaving(ctx context.Context, key string, latency time.Duration) (int64, error)
-}
-
-type resetter interface {
-	ResetAfter(ctx context.Context, key string) (time.Duration, error)
-}
-
-type policer interface {
-	Policy() limiter.Policy
-}
-
 // New returns middleware that asks l about every request, with commit: a
 // rejected request gets o.Rejected, an allowed one waits out its delay
 // (unless o.NoDelay) and goes on to the next handler; a Conn's request is
@@ -82,25 +70,11 @@ func New(l limiter.Limiter, o Options) (func(fasthttp.RequestHandler) fasthttp.R
 			return nil, fmt.Errorf("%w: %v", ErrBadProxy, p)
 		}
 	}
-	if o.Policy.Limit < 0 || o.Policy.Window < 0 {
-		return nil, fmt.Errorf("%w: %+v", ErrBadPolicy, o.Policy)
-	}
-	m := &middleware{l: l, o: o}
-	var fixed *limiter.Policy
-	if o.Policy.Limit > 0 {
-		fixed = &o.Policy
-	} else if p, ok := l.(policer); ok {
-		m.policer = p
-		pol := p.Policy()
-		fixed = &pol
-	}
-	w, err := headers.New(o.PolicyName, fixed)
+	g, err := admit.New(l, admit.Options{Policy: o.Policy, PolicyName: o.PolicyName, NoHeaders: o.NoHeaders, NoDelay: o.NoDelay, Wait: o.Wait})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadPolicy, err)
 	}
-	m.w.Store(&policyWriter{w: w, p: fixed})
-	m.leaver, _ = l.(leaver)
-	m.resetter, _ = l.(resetter)
+	m := &middleware{g: g, o: o}
 	if m.o.Key == nil {
 		trusted := o.TrustedProxies
 		m.o.Key = func(ctx *fasthttp.RequestCtx) (string, error) {
@@ -110,9 +84,6 @@ func New(l limiter.Limiter, o Options) (func(fasthttp.RequestHandler) fasthttp.R
 			}
 			return httplimit.AddrKey(a), nil
 		}
-	}
-	if m.o.Wait == nil {
-		m.o.Wait = sleep
 	}
 	if m.o.Rejected == nil {
 		m.o.Rejected = tooManyRequests
@@ -125,19 +96,9 @@ func New(l limiter.Limiter, o Options) (func(fasthttp.RequestHandler) fasthttp.R
 	}, nil
 }
 
-// policyWriter is the headers' Writer of one policy.
-type policyWriter struct {
-	w *headers.Writer
-	p *limiter.Policy
-}
-
 type middleware struct {
-	l        limiter.Limiter
-	o        Options
-	w        atomic.Pointer[policyWriter] // the current policy's
-	policer  policer                      // the limiter's, when Options has none
-	leaver   leaver
-	resetter resetter
+	g *admit.Gate
+	o Options
 }
 
 func (m *middleware) serve(ctx *fasthttp.RequestCtx, next fasthttp.RequestHandler) {
@@ -150,65 +111,17 @@ func (m *middleware) serve(ctx *fasthttp.RequestCtx, next fasthttp.RequestHandle
 		m.o.Error(ctx, err, next)
 		return
 	}
-	d, err := m.l.Incoming(ctx, key, true)
-	if err != nil {
+	d, pass, err := m.g.Admit(ctx, key, ctx.Response.Header.Set)
+	switch {
+	case errors.Is(err, admit.ErrCancelled):
+		answer(ctx, fasthttp.StatusServiceUnavailable, "request cancelled while delayed")
+	case err != nil:
 		m.o.Error(ctx, err, next)
-		return
-	}
-	if !m.o.NoHeaders {
-		m.headers(ctx, key, d)
-	}
-	if !d.Allowed {
-		ctx.Response.Header.Set(headers.RetryAfter, headers.RetryAfterValue(d))
+	case !d.Allowed:
 		m.o.Rejected(ctx, d)
-		return
-	}
-	if m.leaver != nil && d.Committed {
-		start := time.Now()
-		defer func() { m.leaver.Leaving(context.WithoutCancel(ctx), key, time.Since(start)) }()
-	}
-	if d.Delay > 0 && !m.o.NoDelay {
-		if err := m.o.Wait(ctx, d.Delay); err != nil {
-			if m.leaver == nil && d.Committed {
-				m.l.Uncommit(context.WithoutCancel(ctx), key)
-			}
-			answer(ctx, fasthttp.StatusServiceUnavailable, "request cancelled while delayed")
-			return
-		}
-	}
-	next(ctx)
-}
-
-// headers writes the rate limit headers of d.
-func (m *middleware) headers(ctx *fasthttp.RequestCtx, key string, d limiter.Decision) {
-	pw := m.w.Load()
-	if m.policer != nil {
-		if p := m.policer.Policy(); pw.p == nil || p != *pw.p {
-			// The limiter's policy changed (a Conn's SetMax): a new
-			// Writer, whose name was checked by New.
-			w, err := headers.New(m.o.PolicyName, &p)
-			if err == nil {
-				pw = &policyWriter{w: w, p: &p}
-				m.w.Store(pw)
-			}
-		}
-	}
-	reset := d.ResetAfter
-	if reset == 0 && d.Allowed && m.resetter != nil {
-		reset, _ = m.resetter.ResetAfter(ctx, key) // the headers go without it on error
-	}
-	pw.w.Write(d, reset, ctx.Response.Header.Set)
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	default:
+		defer pass.Done()
+		next(ctx)
 	}
 }
 

@@ -2,15 +2,15 @@ package shmfiber
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v3"
 	"github.com/shmzone/shmzone/limiter"
-	"github.com/shmzone/shmzone/limiter/headers"
+	"github.com/shmzone/shmzone/limiter/admit"
 	"github.com/shmzone/shmzone/limiter/httplimit"
 )
 
@@ -54,18 +54,6 @@ type Options struct {
 	Error func(c fiber.Ctx, err error) error
 }
 
-type leaver interface {
-	Leaving(ctx context.Context, key string, latency time.Duration) (int64, error)
-}
-
-type resetter interface {
-	ResetAfter(ctx context.Context, key string) (time.Duration, error)
-}
-
-type policer interface {
-	Policy() limiter.Policy
-}
-
 // New returns fiber middleware that asks l about every request, with
 // commit: a rejected request gets o.Rejected, an allowed one waits out its
 // delay (unless o.NoDelay) and goes on with c.Next(); a Conn's request is
@@ -77,30 +65,13 @@ func New(l limiter.Limiter, o Options) (fiber.Handler, error) {
 	if l == nil {
 		return nil, ErrNilLimiter
 	}
-	if o.Policy.Limit < 0 || o.Policy.Window < 0 {
-		return nil, fmt.Errorf("%w: %+v", ErrBadPolicy, o.Policy)
-	}
-	m := &middleware{l: l, o: o}
-	var fixed *limiter.Policy
-	if o.Policy.Limit > 0 {
-		fixed = &o.Policy
-	} else if p, ok := l.(policer); ok {
-		m.policer = p
-		pol := p.Policy()
-		fixed = &pol
-	}
-	w, err := headers.New(o.PolicyName, fixed)
+	g, err := admit.New(l, admit.Options{Policy: o.Policy, PolicyName: o.PolicyName, NoHeaders: o.NoHeaders, NoDelay: o.NoDelay, Wait: o.Wait})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadPolicy, err)
 	}
-	m.w.Store(&policyWriter{w: w, p: fixed})
-	m.leaver, _ = l.(leaver)
-	m.resetter, _ = l.(resetter)
+	m := &middleware{g: g, o: o}
 	if m.o.Key == nil {
 		m.o.Key = ipKey
-	}
-	if m.o.Wait == nil {
-		m.o.Wait = sleep
 	}
 	if m.o.Rejected == nil {
 		m.o.Rejected = tooManyRequests
@@ -111,75 +82,30 @@ func New(l limiter.Limiter, o Options) (fiber.Handler, error) {
 	return m.serve, nil
 }
 
-// policyWriter is the headers' Writer of one policy.
-type policyWriter struct {
-	w *headers.Writer
-	p *limiter.Policy
-}
-
 type middleware struct {
-	l        limiter.Limiter
-	o        Options
-	w        atomic.Pointer[policyWriter] // the current policy's
-	policer  policer                      // the limiter's, when Options has none
-	leaver   leaver
-	resetter resetter
+	g *admit.Gate
+	o Options
 }
 
 func (m *middleware) serve(c fiber.Ctx) error {
 	if m.o.Next != nil && m.o.Next(c) {
 		return c.Next()
 	}
-	ctx := c.Context()
 	key, err := m.o.Key(c)
 	if err != nil {
 		return m.o.Error(c, err)
 	}
-	d, err := m.l.Incoming(ctx, key, true)
-	if err != nil {
+	d, pass, err := m.g.Admit(c.Context(), key, c.Set)
+	switch {
+	case errors.Is(err, admit.ErrCancelled):
+		return c.Status(fiber.StatusServiceUnavailable).SendString("request cancelled while delayed")
+	case err != nil:
 		return m.o.Error(c, err)
-	}
-	if !m.o.NoHeaders {
-		m.headers(ctx, c, key, d)
-	}
-	if !d.Allowed {
-		c.Set(headers.RetryAfter, headers.RetryAfterValue(d))
+	case !d.Allowed:
 		return m.o.Rejected(c, d)
 	}
-	if m.leaver != nil && d.Committed {
-		start := time.Now()
-		defer func() { m.leaver.Leaving(context.WithoutCancel(ctx), key, time.Since(start)) }()
-	}
-	if d.Delay > 0 && !m.o.NoDelay {
-		if err := m.o.Wait(ctx, d.Delay); err != nil {
-			if m.leaver == nil && d.Committed {
-				m.l.Uncommit(context.WithoutCancel(ctx), key)
-			}
-			return c.Status(fiber.StatusServiceUnavailable).SendString("request cancelled while delayed")
-		}
-	}
+	defer pass.Done()
 	return c.Next()
-}
-
-// headers writes the rate limit headers of d.
-func (m *middleware) headers(ctx context.Context, c fiber.Ctx, key string, d limiter.Decision) {
-	pw := m.w.Load()
-	if m.policer != nil {
-		if p := m.policer.Policy(); pw.p == nil || p != *pw.p {
-			// The limiter's policy changed (a Conn's SetMax): a new
-			// Writer, whose name was checked by New.
-			w, err := headers.New(m.o.PolicyName, &p)
-			if err == nil {
-				pw = &policyWriter{w: w, p: &p}
-				m.w.Store(pw)
-			}
-		}
-	}
-	reset := d.ResetAfter
-	if reset == 0 && d.Allowed && m.resetter != nil {
-		reset, _ = m.resetter.ResetAfter(ctx, key) // the headers go without it on error
-	}
-	pw.w.Write(d, reset, c.Set)
 }
 
 // ipKey is the default key: fiber's client address, as httplimit keys it.
@@ -202,18 +128,6 @@ func ipKey(c fiber.Ctx) (string, error) {
 		a = ap.Addr()
 	}
 	return httplimit.AddrKey(a.Unmap().WithZone("")), nil
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func tooManyRequests(c fiber.Ctx, d limiter.Decision) error {

@@ -3,12 +3,12 @@ package shmprom_test
 import (
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shmzone/shmzone/internal/testutil"
 )
 
 // `worker serve`'s /metrics, written by hand in the core module, parses
@@ -29,17 +29,7 @@ func TestWorkerServeMetricsParse(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	cmd := exec.Command(bin, "serve", "-procs", "1", "-addr", addr, "-zone", filepath.Join(dir, "serve.zone"), "-rate", "100r/s", "-nodelay")
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-	})
+	exited := testutil.StartGroup(t, cmd)
 	// The child listens when it is ready; until then connections fail.
 	deadline := time.Now().Add(30 * time.Second)
 	for {

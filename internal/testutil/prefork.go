@@ -1,0 +1,268 @@
+package testutil
+
+// prefork.go: the prefork tests of the contrib middlewares, which run a
+// real prefork server of their framework, its children real processes
+// listening with SO_REUSEPORT, over one zone.
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The prefork test server's limit and shape.
+const (
+	PreforkLimit  = 300 // requests per client per minute
+	PreforkProcs  = 4   // children
+	PreforkConns  = 32  // connections per client
+	PreforkFactor = 3   // requests sent per client: factor × limit
+)
+
+// PreforkServer is what a prefork test server reads from its environment:
+// the zone to open and the address to listen on.
+type PreforkServer struct {
+	Zone, Addr string
+	ready      string
+}
+
+// Ready tells the test that this child listens: a file named by its pid in
+// the ready directory.
+func (s PreforkServer) Ready() error {
+	return os.WriteFile(filepath.Join(s.ready, strconv.Itoa(os.Getpid())), nil, 0o644)
+}
+
+// PreforkMain is a TestMain's first step. The prefork server of the tests
+// runs in the test binary, re-executed by StartPrefork with prefix+"_HELPER"
+// set (the os/exec TestHelperProcess pattern), and the framework's prefork
+// re-executes it again, with the same arguments and environment, for each
+// child: there PreforkMain runs serve and exits; elsewhere it returns.
+// serve is the server of the tests: every request to "/" limited per client
+// address by a Count of PreforkLimit per minute, every answer naming the
+// child's pid in X-Pid, each child calling Ready once it listens.
+func PreforkMain(prefix string, serve func(PreforkServer) error) {
+	if os.Getenv(prefix+"_HELPER") != "prefork" {
+		return
+	}
+	s := PreforkServer{Zone: os.Getenv(prefix + "_ZONE"), Addr: os.Getenv(prefix + "_ADDR"), ready: os.Getenv(prefix + "_READY")}
+	if err := serve(s); err != nil {
+		fmt.Fprintln(os.Stderr, "prefork server:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// StartPrefork starts the prefork server (PreforkMain) over zone with
+// PreforkProcs children and returns its address and the children's pids
+// once every child listens. The frameworks start GOMAXPROCS children,
+// whatever the machine's cores: GOMAXPROCS in the master's environment sets
+// their number. The server's process group is killed when the test ends.
+func StartPrefork(t testing.TB, prefix, zone string) (addr string, pids []string) {
+	t.Helper()
+	dir := t.TempDir()
+	ready := filepath.Join(dir, "ready")
+	if err := os.Mkdir(ready, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	addr = FreeAddr(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(),
+		prefix+"_HELPER=prefork", prefix+"_ZONE="+zone, prefix+"_ADDR="+addr, prefix+"_READY="+ready,
+		"GOMAXPROCS="+strconv.Itoa(PreforkProcs))
+	exited := StartGroup(t, cmd)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		entries, _ := os.ReadDir(ready)
+		if len(entries) == PreforkProcs {
+			for _, e := range entries {
+				pids = append(pids, e.Name())
+			}
+			return addr, pids
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("prefork server exited: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d children listening after 30s", len(entries), PreforkProcs)
+		}
+	}
+}
+
+// FreeAddr returns a loopback address with a port no one listens on now.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// ClientFrom returns an HTTP client whose connections leave from the
+// loopback address src; keepAlive false makes each request a new
+// connection.
+func ClientFrom(src string, keepAlive bool) *http.Client {
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: 10 * time.Second}
+	return &http.Client{
+		Timeout: 30 * time.Second,
+		Transport: &http.Transport{
+			DialContext:         dialer.DialContext,
+			DisableKeepAlives:   !keepAlive,
+			MaxIdleConnsPerHost: 1,
+		},
+	}
+}
+
+// preforkAnswer is what CheckPreforkLimit keeps of a response.
+type preforkAnswer struct {
+	status int
+	pid    string
+	h      http.Header
+}
+
+// CheckPreforkLimit checks that the prefork server at addr, with children
+// pids, admits exactly the limit per client across all of them, each
+// client's requests spread over many connections and so over the children,
+// with the headers right.
+func CheckPreforkLimit(t testing.TB, addr string, pids []string) {
+	t.Helper()
+	clients := []string{"127.0.0.1", "127.0.0.2"}
+	answers := make(map[string][]preforkAnswer)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make(chan error, len(clients)*PreforkConns)
+	for _, src := range clients {
+		for c := range PreforkConns {
+			// One persistent connection per goroutine: the kernel gives
+			// each new connection to one child (SO_REUSEPORT).
+			n := PreforkFactor * PreforkLimit / PreforkConns
+			if c < PreforkFactor*PreforkLimit%PreforkConns {
+				n++
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				hc := ClientFrom(src, true)
+				defer hc.CloseIdleConnections()
+				var mine []preforkAnswer
+				for range n {
+					resp, err := hc.Get("http://" + addr + "/")
+					if err != nil {
+						errs <- err
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					mine = append(mine, preforkAnswer{resp.StatusCode, resp.Header.Get("X-Pid"), resp.Header})
+				}
+				mu.Lock()
+				answers[src] = append(answers[src], mine...)
+				mu.Unlock()
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	rateLimit := regexp.MustCompile(`^"default";r=(\d+);t=(\d+)$`)
+	// A reset or retry is at most the 60 s window, rounded up to whole
+	// seconds: 61 when the child that reads the key's TTL has a zone clock
+	// a little behind the one that started the window (each process's
+	// coarse clock ticks on its own).
+	const maxReset = 61
+	for _, src := range clients {
+		as := answers[src]
+		if len(as) != PreforkFactor*PreforkLimit {
+			t.Fatalf("%s: %d answers, want %d", src, len(as), PreforkFactor*PreforkLimit)
+		}
+		var remaining []int
+		served := map[string]int{}
+		rejected := 0
+		for _, a := range as {
+			served[a.pid]++
+			h := a.h
+			if p := h.Get("RateLimit-Policy"); p != `"default";q=300;w=60` {
+				t.Fatalf("%s: RateLimit-Policy %q", src, p)
+			}
+			if v := h.Get("X-RateLimit-Limit"); v != "300" {
+				t.Fatalf("%s: X-RateLimit-Limit %q", src, v)
+			}
+			rem, err1 := strconv.Atoi(h.Get("X-RateLimit-Remaining"))
+			reset, err2 := strconv.Atoi(h.Get("X-RateLimit-Reset"))
+			m := rateLimit.FindStringSubmatch(h.Get("RateLimit"))
+			if err1 != nil || err2 != nil || m == nil || m[1] != strconv.Itoa(rem) || reset < 1 || reset > maxReset {
+				t.Fatalf("%s: bad headers %v", src, h)
+			}
+			switch a.status {
+			case http.StatusOK:
+				remaining = append(remaining, rem)
+				if m[2] != strconv.Itoa(reset) {
+					t.Fatalf("%s: RateLimit t=%s, X-RateLimit-Reset %d", src, m[2], reset)
+				}
+			case http.StatusTooManyRequests:
+				rejected++
+				ra, err := strconv.Atoi(h.Get("Retry-After"))
+				if err != nil || ra < 1 || ra > maxReset || rem != 0 || m[2] != strconv.Itoa(ra) {
+					t.Fatalf("%s: rejection with Retry-After %q, remaining %d, RateLimit %q", src, h.Get("Retry-After"), rem, h.Get("RateLimit"))
+				}
+			default:
+				t.Fatalf("%s: status %d", src, a.status)
+			}
+		}
+		if len(remaining) != PreforkLimit || rejected != len(as)-PreforkLimit {
+			t.Errorf("%s: admitted %d, rejected %d; want exactly %d admitted", src, len(remaining), rejected, PreforkLimit)
+		}
+		// Each admission is one atomic decision: the remaining quotas
+		// the allowed requests saw are limit-1 … 0, each once.
+		slices.Sort(remaining)
+		for i, r := range remaining {
+			if r != i {
+				t.Errorf("%s: allowed requests saw remaining %v…, want 0…%d each once", src, remaining[:min(len(remaining), i+3)], PreforkLimit-1)
+				break
+			}
+		}
+		for _, pid := range pids {
+			if served[pid] == 0 {
+				t.Errorf("%s: child %s served none of %d connections (served: %v)", src, pid, PreforkConns, served)
+			}
+		}
+		if len(served) != PreforkProcs {
+			t.Errorf("%s: served by %v, want the %d children %v", src, served, PreforkProcs, pids)
+		}
+		t.Logf("%s: %d admitted, %d rejected, per child %v", src, len(remaining), rejected, served)
+	}
+}
+
+// StartGroup starts cmd, its output to the test's stderr, in a process
+// group of its own, which is killed, and waited for, when the test ends. It
+// returns what cmd's Wait returns once cmd has exited.
+func StartGroup(t testing.TB, cmd *exec.Cmd) <-chan error {
+	t.Helper()
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	})
+	return exited
+}

@@ -60,7 +60,10 @@ SO_REUSEPORT and rate limit every request through one shared zone: -rate and
 exits; SIGHUP replaces the children one by one; a child that dies is replaced,
 at once if it had served for a second, else after a delay that doubles from
 100ms to 5s, so that a child that cannot start is not restarted in a loop.
-Each child answers /metrics, unlimited, in the Prometheus text format.
+Each child answers /metrics, unlimited, in the Prometheus text format: its
+decisions, its limiter's full-zone counts (worker_serve_limiter_*: writes
+that evicted other clients' states, retries, decisions that found their
+client's state evicted) and the zone's figures (shmzone_*).
 
 With -redis and -global-rate, a request must also pass a global limit: all
 requests together, over every host whose worker serve uses the same Redis and

@@ -104,8 +104,11 @@ func serveOpenZone(c serveConfig) (*dict.Dict, error) {
 // other path through the limiter to a handler answering "ok".
 func serveHandler(c serveConfig, d *dict.Dict, l limiter.Limiter) (http.Handler, error) {
 	m := &serveMetrics{dict: d}
-	if sl, ok := l.(*serveLimits); ok {
-		m.global = sl.global
+	switch l := l.(type) {
+	case *limiter.Req:
+		m.local = l
+	case *serveLimits:
+		m.local, m.global = l.local, l.global
 	}
 	mw, err := httplimit.New(l, httplimit.Options{
 		NoDelay: c.NoDelay,
@@ -140,6 +143,7 @@ func serveHandler(c serveConfig, d *dict.Dict, l limiter.Limiter) (http.Handler,
 // figures, in the Prometheus text format.
 type serveMetrics struct {
 	dict                      *dict.Dict
+	local                     *limiter.Req // the per-client limit (-rate)
 	global                    *serveGlobal // nil without -global-rate
 	allowed, rejected, errors atomic.Uint64
 	inFlight                  atomic.Int64 // allowed requests not yet answered

@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -149,9 +152,89 @@ func TestServeMetrics(t *testing.T) {
 		"shmzone_capacity_bytes 1048576\n",
 		"# TYPE shmzone_lost_total counter\nshmzone_lost_total 0\n",
 		"# TYPE shmzone_protected_entries gauge\nshmzone_protected_entries 0\n",
+		// A zone with room: the limiter evicted nothing.
+		"# TYPE worker_serve_limiter_forcible_total counter\nworker_serve_limiter_forcible_total 0\n",
+		"# TYPE worker_serve_limiter_retries_total counter\nworker_serve_limiter_retries_total 0\n",
+		"# TYPE worker_serve_limiter_evicted_total counter\nworker_serve_limiter_evicted_total 0\n",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q:\n%s", want, body)
+		}
+	}
+}
+
+// /metrics reports the per-client limiter's limiter.Stats: in a zone too
+// small for its clients, a decision's write evicts another client's state
+// (Forcible), and that client, back while its state still held, starts
+// afresh and is admitted again (Evicted).
+func TestServeMetricsLimiterStats(t *testing.T) {
+	// One shard: one eviction order for every client.
+	d, err := dict.Open(filepath.Join(t.TempDir(), "m.zone"), dict.Options{Size: 1 << 17, Shards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	// A client's first request passes, then one a minute: every state
+	// holds for the whole test.
+	l, err := limiter.NewReq(d, "t", 1.0/60, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := serveHandler(serveConfig{NoDelay: true}, d, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(i int, path string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("GET", "http://x"+path, nil)
+		req.RemoteAddr = fmt.Sprintf("10.%d.%d.%d:1234", i>>16&255, i>>8&255, i&255)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	// New clients until the zone evicts one's state.
+	const most = 1 << 16
+	n := 0
+	for ; d.Stats().Evictions == 0; n++ {
+		if n == most {
+			t.Fatalf("%d clients and no eviction: %+v", n, d.Stats())
+		}
+		if rec := get(n, "/"); rec.Code != http.StatusOK {
+			t.Fatalf("first request of client %d = %d, want 200", n, rec.Code)
+		}
+	}
+	// The earliest clients again, until one is admitted: its state was
+	// evicted.
+	again := -1
+	for i := range n {
+		if get(i, "/").Code == http.StatusOK {
+			again = i
+			break
+		}
+	}
+	if again < 0 {
+		t.Fatalf("none of %d clients admitted again after %d evictions", n, d.Stats().Evictions)
+	}
+	body := get(0, "/metrics").Body.String()
+	st := l.Stats()
+	t.Logf("%d clients filled the zone, client %d admitted again; %+v", n, again, st)
+	for _, m := range []struct {
+		name string
+		v    uint64
+		min  uint64
+	}{
+		{"worker_serve_limiter_forcible_total", st.Forcible, 1},
+		{"worker_serve_limiter_retries_total", st.Retries, 0},
+		{"worker_serve_limiter_evicted_total", st.Evicted, 1},
+	} {
+		re := regexp.MustCompile(`(?m)^# TYPE ` + m.name + ` counter\n` + m.name + ` (\d+)$`)
+		got := re.FindStringSubmatch(body)
+		if got == nil {
+			t.Errorf("metrics lack a counter %s:\n%s", m.name, body)
+			continue
+		}
+		v, err := strconv.ParseUint(got[1], 10, 64)
+		if err != nil || v != m.v || v < m.min {
+			t.Errorf("%s = %s, want the limiter's %d (at least %d)", m.name, got[1], m.v, m.min)
 		}
 	}
 }

@@ -82,6 +82,10 @@ func TestServeGlobalHandler(t *testing.T) {
 		`worker_serve_global_requests_total{result="allowed"} 3`,
 		`worker_serve_global_requests_total{result="rejected"} 1`,
 		"worker_serve_global_fallbacks_total 0\n",
+		// The per-client limit's full-zone counts: a zone with room.
+		"\nworker_serve_limiter_forcible_total 0\n",
+		"\nworker_serve_limiter_retries_total 0\n",
+		"\nworker_serve_limiter_evicted_total 0\n",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q:\n%s", want, body)

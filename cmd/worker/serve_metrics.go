@@ -2,7 +2,8 @@ package main
 
 // serve_metrics.go: a child's /metrics, in the Prometheus text format
 // (version 0.0.4). Decisions are this child's, the global limit's too
-// (-global-rate); zone figures are the zone's, summed over every process
+// (-global-rate), and so are its per-client limiter's full-zone counts
+// (limiter.Stats); zone figures are the zone's, summed over every process
 // (dict.Stats).
 
 import (
@@ -29,6 +30,12 @@ func (m *serveMetrics) write(b *bytes.Buffer) {
 	fmt.Fprintf(b, "worker_serve_requests_total{result=\"error\"} %d\n", m.errors.Load())
 	metric("worker_serve_requests_in_flight", "gauge", "Allowed requests in this child's handler, not yet answered.", m.inFlight.Load())
 	metric("worker_serve_pid", "gauge", "This child's process id.", os.Getpid())
+	if l := m.local; l != nil {
+		st := l.Stats()
+		metric("worker_serve_limiter_forcible_total", "counter", "Decisions and Uncommits of this child's per-client limiter whose write evicted live entries of other keys to make room (limiter.Stats.Forcible).", st.Forcible)
+		metric("worker_serve_limiter_retries_total", "counter", "Write attempts of this child's per-client limiter repeated because the key's shard was still full after the zone's eviction rounds (limiter.Stats.Retries).", st.Retries)
+		metric("worker_serve_limiter_evicted_total", "counter", "Decisions and Uncommits of this child's per-client limiter that found their key's state evicted while it still held, so the client started afresh (limiter.Stats.Evicted).", st.Evicted)
+	}
 	if g := m.global; g != nil {
 		fmt.Fprintf(b, "# HELP worker_serve_global_requests_total Requests this child put to the global limit, by its decision (-redis-policy's included).\n# TYPE worker_serve_global_requests_total counter\n")
 		fmt.Fprintf(b, "worker_serve_global_requests_total{result=\"allowed\"} %d\n", g.allowed.Load())

@@ -97,7 +97,7 @@ var goSteps = []struct {
 	extra               []string
 	needsRedis          bool
 }{
-	{id: "dict-ops", pkg: "./dict", bench: "BenchmarkOps|BenchmarkHashKey"},
+	{id: "dict-ops", pkg: "./dict", bench: "BenchmarkOps|BenchmarkHashKey|BenchmarkCoarseNow"},
 	{id: "dict-procs", pkg: "./dict", bench: "BenchmarkProcs"},
 	{id: "counter", pkg: "./counter", bench: "BenchmarkCounter"},
 	{id: "limiter", pkg: "./limiter", bench: "BenchmarkLimiter|BenchmarkFlood"},

@@ -115,13 +115,15 @@ func (v *view) target(what, want, got string, ok, measured bool) {
 
 func (v *view) targets() {
 	v.Targets = table{head: []string{"target", "wanted", "measured", "verdict"}}
-	atMost := func(what, step, name string, limit float64) {
-		x, ok := v.goVal(step, name, "ns/op")
+	atMostIn := func(what, step, name, unit string, limit float64) {
+		x, ok := v.goVal(step, name, unit)
 		v.target(what, fmt.Sprintf("≤ %g ns", limit), ns(x, ok)+" ns", x <= limit, ok)
 	}
+	atMost := func(what, step, name string, limit float64) { atMostIn(what, step, name, "ns/op", limit) }
 	atMost("dict incr, 1,000 keys", "dict-ops", "BenchmarkOps/op=incr/keys=1000", 30)
 	atMost("dict get, 1,000 keys", "dict-ops", "BenchmarkOps/op=get/keys=1000", 30)
 	atMost("dict set, 1,000 keys", "dict-ops", "BenchmarkOps/op=set/keys=1000", 60)
+	atMostIn("dict clock read, every core reading (ns/read)", "dict-ops", "BenchmarkCoarseNow/clock=coarse", "ns/read", 2)
 	scales := func(what, step, name string, want float64) {
 		sc, ok := v.scaling(step, name)
 		v.target(what, fmt.Sprintf("≥ %g×", want), ratio(sc, 1, ok), sc >= want, ok)

@@ -314,11 +314,10 @@ func (d *Dict) FreeSpace() int64 {
 	return n
 }
 
-// now returns the time in Unix ms.
-// now reads the coarse clock's word itself while the clock runs: a call
-// through the clock func costs more than the read. An injected clock's Dict
-// reads a word that never runs (stopped), and goes through d.clock, as a
-// coarse clock not running does.
+// now returns the time in Unix ms. It reads the coarse clock's word itself
+// while the clock runs: a call through the clock func costs more than the
+// read. An injected clock's Dict reads a word that never runs (stopped),
+// and goes through d.clock, as a coarse clock not running does.
 func (d *Dict) now() int64 {
 	if w := d.word.Load(); w&stateMask == clockRunning {
 		return w >> stateBits

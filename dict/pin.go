@@ -27,7 +27,7 @@ import (
 // tries bounds the optimistic attempts of one operation; after them it takes
 // the shard's lock, which waits its turn instead of spinning. pinSpins
 // bounds the looks at a page lock another writer holds: with backoff's
-// waits, some 45,000 turns of its loop, a few tens of microseconds.
+// waits, some 49,000 turns of its loop, a few tens of microseconds.
 const (
 	tries    = 8
 	pinSpins = 50

@@ -71,6 +71,11 @@ type Options struct {
 // decisions the failure policy made instead (every failure but FailError's).
 type Stats struct {
 	Calls, Errors, Fallbacks uint64
+	// Unlisted, Tiered's only, counts the keys that could not be listed
+	// for the flushes of a window, the zone's shard being full: the host
+	// decides on its own count of such a key, which stays out of the
+	// global count for the rest of the window (Tiered's Capacity).
+	Unlisted uint64
 }
 
 // base is what the Redis limiters share: the client, the options and the

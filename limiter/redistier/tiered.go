@@ -73,7 +73,11 @@ import (
 //
 // Capacity: a window's keys are listed in one list of the zone, so one
 // shard of the zone must hold a list element per active key (40 bytes for
-// a client address) besides its share of the counts.
+// a client address) besides its share of the counts. A list never evicts:
+// when its shard is full (a flood of new keys), a new key is left out of
+// the window's list and counted in Stats.Unlisted; its decisions in the
+// window stand on the host's count, which no flush carries, and its first
+// request of a later window lists it again.
 type Tiered struct {
 	base
 	d                *dict.Dict
@@ -89,6 +93,7 @@ type Tiered struct {
 	flushing         atomic.Bool               // a Flush of this instance is running
 	runs             atomic.Int32              // Run loops of this instance
 	called           atomic.Int64              // when Flush was last called, ms by the windows' clock
+	unlisted         atomic.Uint64             // Stats.Unlisted
 
 	fmu       sync.Mutex // one Flush at a time; guards the fields below
 	leaseEnd  int64      // zone ms when the lease this instance holds ends, at the earliest
@@ -260,10 +265,17 @@ func (l *Tiered) flusherLive(now int64) (bool, error) {
 	return true, nil
 }
 
-// list adds key to its window's list of keys to flush, once per window.
+// list adds key to its window's list of keys to flush, once per window. A
+// list that finds its shard full (a list never evicts) leaves the key out
+// for the window: the decision stands on the host's count, and the key is
+// counted in Stats.Unlisted.
 func (l *Tiered) list(win int64, key string, ttl time.Duration) error {
 	_, err := l.d.Add(l.zkey(win, key, "|m"), dict.Int(1), ttl, 0)
 	if errors.Is(err, dict.ErrExists) {
+		return nil
+	}
+	if errors.Is(err, dict.ErrNoMemory) {
+		l.unlisted.Add(1)
 		return nil
 	}
 	if err != nil {
@@ -271,6 +283,10 @@ func (l *Tiered) list(win int64, key string, ttl time.Duration) error {
 	}
 	lk := l.zkey(win, "keys", "")
 	n, err := l.d.RPush(lk, dict.String(key))
+	if errors.Is(err, dict.ErrNoMemory) {
+		l.unlisted.Add(1)
+		return nil
+	}
 	if err == nil && n == 1 {
 		err = l.d.Expire(lk, ttl)
 	}
@@ -278,6 +294,15 @@ func (l *Tiered) list(win int64, key string, ttl time.Duration) error {
 		return fmt.Errorf("redistier: tiered key list: %w", err)
 	}
 	return nil
+}
+
+// Stats returns the instance's counts: its flushes' script runs (Calls,
+// Errors), its fallbacks, and its decisions on keys left out of the list
+// (Unlisted).
+func (l *Tiered) Stats() Stats {
+	s := l.base.Stats()
+	s.Unlisted = l.unlisted.Load()
+	return s
 }
 
 // intAt reads an int of the zone, 0 when absent.

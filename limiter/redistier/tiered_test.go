@@ -157,3 +157,69 @@ func TestTieredAllocs(t *testing.T) {
 		t.Errorf("decisions called Redis")
 	}
 }
+
+// TestTieredFlood: a flood of new keys fills the zone, and the window's key
+// list with it, and a list never evicts: a new key's decision then stands on
+// the host's count, with no error, counted in Stats.Unlisted, and the keys
+// listed before the flood still reach Redis and the other hosts.
+func TestTieredFlood(t *testing.T) {
+	_, c := newClient(t)
+	clk := newFakeClock()
+	clk.Set(0)
+	host := func() *Tiered {
+		d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: 256 << 10, Clock: func() int64 { return clk.Now().UnixMilli() }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.Close() })
+		l, err := NewTiered(d, c, "flood", 5, 10*time.Second, 100*time.Millisecond, fake(clk))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	h1, h2 := host(), host()
+	const held, late = "198.51.100.7", "198.51.100.8"
+	for range 3 {
+		if d := incoming(t, h1, held, true); !d.Allowed {
+			t.Fatalf("held client's first requests: %+v", d)
+		}
+	}
+	const flood = 50_000
+	for i := range flood {
+		key := fmt.Sprintf("10.%d.%d.%d", i>>16, i>>8&255, i&255)
+		if d := incoming(t, h1, key, true); !d.Allowed {
+			t.Fatalf("flood key %d: %+v", i, d)
+		}
+	}
+	unlisted := h1.Stats().Unlisted
+	if unlisted == 0 || unlisted > flood {
+		t.Fatalf("Unlisted = %d after %d new keys in a 256 KiB zone, want some, at most one each", unlisted, flood)
+	}
+	// A client whose first request comes during the flood is limited by
+	// the host's count.
+	allowed := 0
+	for range 7 {
+		if incoming(t, h1, late, true).Allowed {
+			allowed++
+		}
+	}
+	if allowed != 5 {
+		t.Errorf("a client new during the flood: %d of 7 requests allowed, want the limit, 5", allowed)
+	}
+	if _, err := h1.Flush(decisionCtx()); err != nil {
+		t.Fatalf("flush after the flood: %v", err)
+	}
+	// The other host sees the held client's 3 requests: with its own 1,
+	// its next request leaves 0, the one after is rejected.
+	incoming(t, h2, held, true)
+	if _, err := h2.Flush(decisionCtx()); err != nil {
+		t.Fatal(err)
+	}
+	if d := incoming(t, h2, held, true); !d.Allowed || d.Remaining != 0 {
+		t.Errorf("second host, held client: %+v, want allowed with 0 remaining (3 requests on the first host)", d)
+	}
+	if d := incoming(t, h2, held, true); d.Allowed {
+		t.Errorf("second host, held client beyond the limit: %+v, want a rejection", d)
+	}
+}

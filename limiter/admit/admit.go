@@ -2,25 +2,12 @@ package admit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
 
 	"github.com/shmzone/shmzone/limiter"
 	"github.com/shmzone/shmzone/limiter/headers"
-)
-
-var (
-	// ErrNilLimiter is returned by New for a nil limiter.
-	ErrNilLimiter = errors.New("admit: nil limiter")
-	// ErrBadPolicy is returned by New for a policy name that is not
-	// printable ASCII, or a negative limit or window.
-	ErrBadPolicy = errors.New("admit: bad policy")
-	// ErrCancelled is returned by Admit, with the context's error, when
-	// the context ends while an allowed request waits out its delay. The
-	// request was given back (I1); a middleware answers 503.
-	ErrCancelled = errors.New("admit: request cancelled while delayed")
 )
 
 // Options configures a Gate. The zero value writes the headers of the

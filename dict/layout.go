@@ -1,7 +1,6 @@
 package dict
 
 import (
-	"math/bits"
 	"sync/atomic"
 	"unsafe"
 
@@ -206,20 +205,6 @@ func (e *entry) setExpiry(expiry int64) {
 // which Bits changes atomically (KLen and Tag do not change while the entry
 // is linked).
 func (e *entry) bitsWord() *uint32 { return (*uint32)(unsafe.Pointer(&e.KLen)) }
-
-// Where Bits, Tag and KLen sit in bitsWord, in this machine's byte order.
-var (
-	bitsShift = fieldShift(func(e *entry) { e.Bits = 1 })
-	tagShift  = fieldShift(func(e *entry) { e.Tag = 1 })
-	klenShift = fieldShift(func(e *entry) { e.KLen = 1 })
-)
-
-// fieldShift returns the shift of the field that set sets to 1 in bitsWord.
-func fieldShift(set func(e *entry)) uint {
-	var e entry
-	set(&e)
-	return uint(bits.TrailingZeros32(*e.bitsWord()))
-}
 
 // bits loads the entry's Bits.
 func (e *entry) bits() uint8 { return uint8(atomic.LoadUint32(e.bitsWord()) >> bitsShift) }

@@ -195,8 +195,9 @@ func (g *serveGlobal) Uncommit(ctx context.Context, _ string) error {
 	return g.t.Uncommit(ctx, serveGlobalKey)
 }
 
-// run flushes every interval, as Tiered.Run does, and logs when Redis fails
-// and when it is back. Flushes run to their end (each call is bounded by
+// run flushes every interval, as Tiered.Run does, and logs when a flush
+// fails (the host turns to -redis-policy once Redis has failed as Tiered
+// judges: two flushes in a row) and when Redis answers again. Flushes run to their end (each call is bounded by
 // Tiered's timeout): one cut short by close would mark Redis failed for the
 // whole host, and a roll would turn every child to -redis-policy.
 func (g *serveGlobal) run(stderr io.Writer) {
@@ -217,7 +218,7 @@ func (g *serveGlobal) run(stderr io.Writer) {
 		switch {
 		case err != nil && !failing:
 			failing = true
-			fmt.Fprintf(stderr, "worker serve child %d: global limit: %v; while Redis %s fails, requests go by -redis-policy %s\n", os.Getpid(), err, g.addr, g.policy)
+			fmt.Fprintf(stderr, "worker serve child %d: global limit: a flush failed: %v; if Redis %s keeps failing, requests go by -redis-policy %s\n", os.Getpid(), err, g.addr, g.policy)
 		case err == nil && failing && flushed:
 			failing = false
 			fmt.Fprintf(stderr, "worker serve child %d: global limit: Redis %s answers again\n", os.Getpid(), g.addr)

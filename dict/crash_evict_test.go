@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -78,57 +77,24 @@ func TestCrashEvict(t *testing.T) {
 
 	dir := t.TempDir()
 	killed := make([]atomic.Int64, kills+1) // helper n's death, Unix ms
-	start := time.Now()
-	var (
-		started atomic.Int64
-		failed  atomic.Bool
-		mu      sync.Mutex
-		total   evTally
-		wg      sync.WaitGroup
-	)
-	for slot := 0; slot < evSlots; slot++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(seed, uint64(1<<32+slot))) // the kills' delays
-			var mine evTally
-			defer func() {
-				mu.Lock()
-				total.add(&mine)
-				mu.Unlock()
-			}()
-			for !failed.Load() {
-				n := started.Add(1)
-				if n > int64(kills) {
-					return
-				}
-				ack := filepath.Join(dir, fmt.Sprintf("ack-%d", n))
-				err := os.WriteFile(ack, make([]byte, evAckSize), 0o600)
-				if err == nil {
-					err = crashKill(t, testutil.Helper(t, "crash-evict", path, ack,
-						strconv.FormatUint(seed, 10), strconv.Itoa(int(n))), r, evMaxDelay)
-				}
-				killed[n].Store(wall())
-				if err == nil {
-					mine.kills++
-					err = mine.readAck(ack)
-				}
-				if err == nil {
-					err = os.Remove(ack)
-				}
-				if err != nil {
-					t.Errorf("helper %d: %v", n, err)
-					failed.Store(true)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if failed.Load() {
-		t.FailNow()
-	}
-	hammered := time.Since(start)
+	var total evTally
+	hammered := killRounds(t, evSlots, kills, seed, 1<<32, &total, func(n int, r *rand.Rand, mine *evTally) error {
+		ack := filepath.Join(dir, fmt.Sprintf("ack-%d", n))
+		err := os.WriteFile(ack, make([]byte, evAckSize), 0o600)
+		if err == nil {
+			err = crashKill(t, testutil.Helper(t, "crash-evict", path, ack,
+				strconv.FormatUint(seed, 10), strconv.Itoa(n)), r, evMaxDelay)
+		}
+		killed[n].Store(wall())
+		if err == nil {
+			mine.kills++
+			err = mine.readAck(ack)
+		}
+		if err == nil {
+			err = os.Remove(ack)
+		}
+		return err
+	})
 
 	after := crashStats(t, d)
 	if err := d.Check(); err != nil {

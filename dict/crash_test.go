@@ -86,43 +86,10 @@ func TestCrashKill(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	start := time.Now()
-	var (
-		started atomic.Int64 // helpers started, each to be killed
-		failed  atomic.Bool
-		mu      sync.Mutex
-		total   crashTally
-		wg      sync.WaitGroup
-	)
-	for slot := 0; slot < crashSlots; slot++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := rand.New(rand.NewPCG(seed, uint64(slot))) // the kills' delays
-			var mine crashTally
-			defer func() {
-				mu.Lock()
-				total.add(&mine)
-				mu.Unlock()
-			}()
-			for !failed.Load() {
-				n := started.Add(1)
-				if n > int64(kills) {
-					return
-				}
-				if err := crashOnce(t, path, dir, int(n), seed, r, &mine); err != nil {
-					t.Errorf("helper %d: %v", n, err)
-					failed.Store(true)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if failed.Load() {
-		t.FailNow()
-	}
-	hammered := time.Since(start)
+	var total crashTally
+	hammered := killRounds(t, crashSlots, kills, seed, 0, &total, func(n int, r *rand.Rand, mine *crashTally) error {
+		return crashOnce(t, path, dir, n, seed, r, mine)
+	})
 
 	st := crashStats(t, d)
 	if err := d.Check(); err != nil {
@@ -389,4 +356,52 @@ func crashStats(t *testing.T, d *dict.Dict) dict.Stats {
 		}
 	}
 	return st
+}
+
+// killRounds runs kills rounds of a crash test over slots goroutines, each
+// with a random source of its own (the seed's stream stream+slot, for the
+// kills' delays) and a tally of its own, added to total when it ends. Round
+// n, from 1, is one(n, r, mine); the first error fails the test, once
+// every slot has stopped. It returns how long the rounds took.
+func killRounds[T any, P interface {
+	*T
+	add(P)
+}](t *testing.T, slots, kills int, seed, stream uint64, total P, one func(n int, r *rand.Rand, mine P) error) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var (
+		started atomic.Int64 // helpers started, each to be killed
+		failed  atomic.Bool
+		mu      sync.Mutex
+		wg      sync.WaitGroup
+	)
+	for slot := 0; slot < slots; slot++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(seed, stream+uint64(slot)))
+			mine := P(new(T))
+			defer func() {
+				mu.Lock()
+				total.add(mine)
+				mu.Unlock()
+			}()
+			for !failed.Load() {
+				n := started.Add(1)
+				if n > int64(kills) {
+					return
+				}
+				if err := one(int(n), r, mine); err != nil {
+					t.Errorf("helper %d: %v", n, err)
+					failed.Store(true)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if failed.Load() {
+		t.FailNow()
+	}
+	return time.Since(start)
 }

@@ -337,32 +337,50 @@ func (h *stallHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	}
 }
 
+// stallPair is the setup of the stalled-flusher tests: a host's zone, on a
+// fake clock, and two Tiered instances of it with limit 100 an hour over
+// one Redis: a, whose client's script runs h can stall, and b.
+type stallPair struct {
+	r        *testutil.Redis
+	clk      *fakeClock
+	a, b     *Tiered
+	h        *stallHook
+	ca       redis.UniversalClient // a's client
+	o        Options
+	interval time.Duration
+}
+
+func newStallPair(t *testing.T, prefix string) stallPair {
+	t.Helper()
+	st := stallPair{r: testutil.StartRedis(t), clk: newFakeClock(), interval: 100 * time.Millisecond}
+	clk := st.clk
+	d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: 1 << 20, Clock: func() int64 { return clk.Now().UnixMilli() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	st.o = Options{Timeout: callTimeout, Now: clk.Now}
+	st.h = &stallHook{held: make(chan struct{}), release: make(chan struct{})}
+	ca := dial(t, false, []string{st.r.Addr})
+	ca.AddHook(st.h)
+	st.ca = ca
+	if st.a, err = NewTiered(d, ca, prefix, 100, time.Hour, st.interval, st.o); err != nil {
+		t.Fatal(err)
+	}
+	if st.b, err = NewTiered(d, dial(t, false, []string{st.r.Addr}), prefix, 100, time.Hour, st.interval, st.o); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 // TestTieredStalledFlusher stalls a flusher (a) after Redis answered it
 // and until its lease has lapsed, while another process of the host (b)
 // takes the lease over and flushes the newer total, another host (c)
 // having counted more meanwhile. The stalled flusher must then store
 // nothing: neither its older total over b's, nor Redis's health.
 func TestTieredStalledFlusher(t *testing.T) {
-	r := testutil.StartRedis(t)
-	clk := newFakeClock()
-	d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: 1 << 20, Clock: func() int64 { return clk.Now().UnixMilli() }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	const interval = 100 * time.Millisecond
-	o := Options{Timeout: callTimeout, Now: clk.Now}
-	h := &stallHook{held: make(chan struct{}), release: make(chan struct{})}
-	ca := dial(t, false, []string{r.Addr})
-	ca.AddHook(h)
-	a, err := NewTiered(d, ca, "stall", 100, time.Hour, interval, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := NewTiered(d, dial(t, false, []string{r.Addr}), "stall", 100, time.Hour, interval, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := newStallPair(t, "stall")
+	r, clk, a, b, h, o, interval := st.r, st.clk, st.a, st.b, st.h, st.o, st.interval
 	c, _, _ := activeTiered(t, dial(t, false, []string{r.Addr}), clk, "stall", 0, interval, o)
 	ctx := context.Background()
 	count := func(l *Tiered, n int) {
@@ -412,26 +430,8 @@ func TestTieredStalledFlusher(t *testing.T) {
 // takes the lease over and reads the key's good state. The stalled flusher
 // must not mark the key bad then: the key decides on b's reading.
 func TestTieredStalledFlusherBadKey(t *testing.T) {
-	r := testutil.StartRedis(t)
-	clk := newFakeClock()
-	d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: 1 << 20, Clock: func() int64 { return clk.Now().UnixMilli() }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	const interval = 100 * time.Millisecond
-	o := Options{Timeout: callTimeout, Now: clk.Now}
-	h := &stallHook{held: make(chan struct{}), release: make(chan struct{})}
-	ca := dial(t, false, []string{r.Addr})
-	ca.AddHook(h)
-	a, err := NewTiered(d, ca, "stallbad", 100, time.Hour, interval, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := NewTiered(d, dial(t, false, []string{r.Addr}), "stallbad", 100, time.Hour, interval, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := newStallPair(t, "stallbad")
+	r, clk, a, b, h, ca, interval := st.r, st.clk, st.a, st.b, st.h, st.ca, st.interval
 	ctx := context.Background()
 	for range 5 {
 		incoming(t, a, "k", true)

@@ -1,7 +1,6 @@
 package dict_test
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -53,28 +52,12 @@ func helperNSHammer(args []string) error {
 	for k := range keys {
 		keys[k] = hammerKey(k)
 	}
-	last := make([]int64, hammerKeys)
 	_, slot := dict.OwnerWord(d)
 	fmt.Printf("%s pid=%d slot=%d\n", hammerReady, os.Getpid(), slot)
 	if err := testutil.AwaitGate(); err != nil {
 		return err
 	}
-	for i := 0; i < n; i++ {
-		k := i % hammerKeys
-		v, err := d.Incr(keys[k], 1)
-		if errors.Is(err, dict.ErrLockTimeout) {
-			return fmt.Errorf("Incr(%q, 1) #%d: a holder kept the lock past the default LockTimeout %v: %w",
-				keys[k], i, dict.DefaultLockTimeout, err)
-		}
-		if err != nil {
-			return fmt.Errorf("Incr(%q, 1) #%d = %w", keys[k], i, err)
-		}
-		if v <= last[k] {
-			return fmt.Errorf("Incr(%q, 1) #%d = %d after %d: an increment was lost", keys[k], i, v, last[k])
-		}
-		last[k] = v
-	}
-	return nil
+	return incrInTurn(d, keys, n)
 }
 
 // TestLivenessHammer runs four helpers that Incr the same hammerKeys keys,

@@ -156,19 +156,31 @@ func helperIncr(args []string) error {
 	for k := range keys {
 		keys[k] = incrKey(k)
 	}
-	last := make([]int64, incrKeys)
 	fmt.Println(readyLine)
 	if err := testutil.AwaitGate(); err != nil {
 		return err
 	}
+	return incrInTurn(d, keys, n)
+}
+
+// incrInTurn increments keys in turn, n times in all. The sums it sees on
+// a key must grow, since every process only adds: one that does not means
+// an increment was lost. Any error fails it, ErrLockTimeout (a holder kept
+// a lock past the default LockTimeout) included.
+func incrInTurn(d *dict.Dict, keys []string, n int) error {
+	last := make([]int64, len(keys))
 	for i := 0; i < n; i++ {
-		k := i % incrKeys
+		k := i % len(keys)
 		v, err := d.Incr(keys[k], 1)
+		if errors.Is(err, dict.ErrLockTimeout) {
+			return fmt.Errorf("Incr(%q, 1) #%d: a holder kept the lock past the default LockTimeout %v: %w",
+				keys[k], i, dict.DefaultLockTimeout, err)
+		}
 		if err != nil {
-			return fmt.Errorf("Incr(%q, 1) #%d = %v", keys[k], i, err)
+			return fmt.Errorf("Incr(%q, 1) #%d = %w", keys[k], i, err)
 		}
 		if v <= last[k] {
-			return fmt.Errorf("Incr(%q, 1) #%d = %d after %d", keys[k], i, v, last[k])
+			return fmt.Errorf("Incr(%q, 1) #%d = %d after %d: an increment was lost", keys[k], i, v, last[k])
 		}
 		last[k] = v
 	}

@@ -84,8 +84,9 @@
 //
 // Each operation writes the lines of its own key and nothing of the
 // shard's, so processes share cache lines where they share keys, and
-// otherwise only where their entries sit side by side (the first page of a
-// size class, which every process fills before it takes pages of its own):
+// otherwise only where their entries sit side by side (the page a process's
+// very first entry goes to, which others fill; after it, while free pages
+// last, a process takes pages of its own):
 //
 //	shard header, line 0    Lock, Seq, Drop, queue ends, Count, structural counts
 //	                        written only by structural changes, under Lock;

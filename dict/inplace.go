@@ -75,7 +75,9 @@ func (d *Dict) setPinned(s *shard, key string, h uint64, v Value, expiry int64, 
 		return false, nil
 	}
 	s.rewritePinned(off, e, v, expiry, flags, false)
-	d.tally(s, tWrites)
+	if n, slow := s.counted(tWrites); slow {
+		d.tallySlow(s, tWrites, n)
+	}
 	return true, nil
 }
 
@@ -88,7 +90,9 @@ func (d *Dict) expirePinned(s *shard, key string, h uint64, expiry int64) (done 
 	}
 	e.endWrite(e.beginWrite(), expiry)
 	shm.Unlock(pw)
-	d.tally(s, tWrites)
+	if n, slow := s.counted(tWrites); slow {
+		d.tallySlow(s, tWrites, n)
+	}
 	return true
 }
 
@@ -110,7 +114,9 @@ func (d *Dict) casPinned(s *shard, key string, h uint64, old, new Value, expiry 
 		return false, false, nil
 	}
 	s.rewritePinned(off, e, new, expiry, 0, true)
-	d.tally(s, tWrites)
+	if n, slow := s.counted(tWrites); slow {
+		d.tallySlow(s, tWrites, n)
+	}
 	return true, true, nil
 }
 
@@ -141,7 +147,9 @@ func (d *Dict) updatePinned(s *shard, key string, h uint64, fn func(cur Value, o
 		return true, err
 	}
 	s.rewritePinned(off, e, next, expiry, 0, true)
-	d.tally(s, tWrites)
+	if n, slow := s.counted(tWrites); slow {
+		d.tallySlow(s, tWrites, n)
+	}
 	return true, nil
 }
 

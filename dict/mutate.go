@@ -89,7 +89,9 @@ func (d *Dict) mutate(key string, size int, ttl time.Duration, fn mutateFn, out 
 			return ErrWrongShape
 		}
 		d.mutatePinned(s, off, pw, fn)
-		d.tally(s, tWrites)
+		if n, slow := s.counted(tWrites); slow {
+			d.tallySlow(s, tWrites, n)
+		}
 		return nil
 	}
 	s, h, off, err := d.lookup(key, true)

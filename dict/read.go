@@ -213,7 +213,9 @@ func (d *Dict) getOptimistic(s *shard, key string, h uint64, dst []byte, allowSt
 		s.markUsed(off, seq)
 	}
 	r.v, r.flags, r.stale = v, flags, stale
-	d.tally(s, tHits)
+	if n, slow := s.counted(tHits); slow {
+		d.tallySlow(s, tHits, n)
+	}
 	return -1, true, nil
 }
 

@@ -439,6 +439,8 @@ func (d *Dict) incrEntry(s *shard, off uint32, idelta int64, fdelta float64, asF
 		shm.StoreRelease(p, math.Float64bits(f))
 	}
 	e.use()
-	d.tally(s, tIncrs)
+	if n, slow := s.counted(tIncrs); slow {
+		d.tallySlow(s, tIncrs, n)
+	}
 	return n, f, incrDone
 }

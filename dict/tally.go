@@ -56,7 +56,7 @@ func (d *Dict) tally(s *shard, k int) {
 //		d.tallySlow(s, k, n)
 //	}
 //
-// which saves the call of tally, about 2 ns of an increment.
+// which saves the call of tally: about a nanosecond of a read.
 func (s *shard) counted(k int) (n uint64, slow bool) {
 	n = s.tally.n[k&(numTallies-1)].Add(1)
 	return n, n&(tallyFlush-1) == 0 || coarse.word.Load()&stateMask != clockRunning

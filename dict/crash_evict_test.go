@@ -166,16 +166,7 @@ func checkEvLeftovers(t *testing.T, d *dict.Dict, tally *evTally, killed func(w 
 	for k := 0; k < evStates; k++ {
 		key := evStateKey(k)
 		known[key] = true
-		v, _, err := d.Get(key)
-		switch {
-		case errors.Is(err, dict.ErrNotFound):
-		case err != nil:
-			t.Errorf("Get(%q) = %v", key, err)
-		default:
-			if err := checkCrashState(key, v.Bytes()); err != nil {
-				t.Error(err)
-			}
-		}
+		checkStateKey(t, d, key)
 	}
 	check := func(key string, k int) {
 		known[key] = true

@@ -368,8 +368,8 @@ func (d *Dict) incr(key string, idelta int64, fdelta float64, asFloat bool) (int
 
 // plainInt returns the number of the entry at off, whose page lock the
 // caller holds, when incr may add to it with nothing else to check or
-// write: a whole, live int whose ref bit is already set. Otherwise nil:
-// incrEntry decides.
+// write: a whole, live int whose ref bit is already set, in the queue's
+// protected segment or not. Otherwise nil: incrEntry decides.
 func (d *Dict) plainInt(s *shard, off uint32) *uint64 {
 	e := s.entryAt(off)
 	w := e.ver()
@@ -380,7 +380,7 @@ func (d *Dict) plainInt(s *shard, off uint32) *uint64 {
 		return nil
 	}
 	b := atomic.LoadUint32(e.bitsWord())
-	if uint8(b>>bitsShift) != uint8(KindInt)|refBit || e.vlen() != 8 {
+	if uint8(b>>bitsShift)&(kindMask|refBit) != uint8(KindInt)|refBit || e.vlen() != 8 {
 		return nil
 	}
 	v := int(off) + valOff(int(uint16(b>>klenShift)))

@@ -169,6 +169,12 @@ func (d *Dict) push(key string, v Value, head bool) (_ int, err error) {
 	if need > d.maxEntry {
 		return 0, ErrValueTooLarge
 	}
+	return d.pushLocked(key, v, head, need)
+}
+
+// pushLocked is push under the shard's lock, of an element of need bytes (a
+// function of its own, as mutateSlow).
+func (d *Dict) pushLocked(key string, v Value, head bool, need int) (int, error) {
 	s, h, off, err := d.lookup(key, true)
 	if err != nil {
 		return 0, err

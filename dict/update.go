@@ -26,6 +26,12 @@ func (d *Dict) Expire(key string, ttl time.Duration) (err error) {
 	if d.expirePinned(d.shardFor(h), key, h, expiry) {
 		return nil
 	}
+	return d.expireLocked(key, expiry)
+}
+
+// expireLocked is Expire under the shard's lock (a function of its own, as
+// mutateSlow).
+func (d *Dict) expireLocked(key string, expiry int64) error {
 	s, _, off, err := d.lookup(key, true)
 	if err != nil {
 		return err
@@ -65,6 +71,12 @@ func (d *Dict) CompareAndSwap(key string, old, new Value, ttl time.Duration) (_ 
 	if done, swapped, err := d.casPinned(d.shardFor(h), key, h, old, new, expiry); done {
 		return swapped, err
 	}
+	return d.casLocked(key, old, new, expiry)
+}
+
+// casLocked is CompareAndSwap under the shard's lock (a function of its
+// own, as mutateSlow).
+func (d *Dict) casLocked(key string, old, new Value, expiry int64) (bool, error) {
 	s, h, off, err := d.lookup(key, true)
 	if err != nil {
 		return false, err

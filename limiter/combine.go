@@ -39,7 +39,8 @@ func Combine(ctx context.Context, ls []Limiter, keys []string) (Decision, error)
 	}
 	out := Decision{Allowed: true, Remaining: -1, Committed: true}
 	for i := range n {
-		d, err := incomingAt(ctx, ls[i], now, keys[i], i == n-1)
+		var d Decision
+		err := incomingAt(ctx, &d, ls[i], now, keys[i], i == n-1)
 		if err != nil || !d.Allowed {
 			return d, err
 		}
@@ -49,7 +50,8 @@ func Combine(ctx context.Context, ls []Limiter, keys []string) (Decision, error)
 		}
 	}
 	for i := range n - 1 {
-		d, err := incomingAt(ctx, ls[i], now, keys[i], true)
+		var d Decision
+		err := incomingAt(ctx, &d, ls[i], now, keys[i], true)
 		if err != nil || !d.Allowed {
 			var errs []error
 			for j := range i {
@@ -66,12 +68,35 @@ func Combine(ctx context.Context, ls []Limiter, keys []string) (Decision, error)
 	return out, nil
 }
 
-// incomingAt asks l at now when it is a limiter of this package.
-func incomingAt(ctx context.Context, l Limiter, now int64, key string, commit bool) (Decision, error) {
-	if lo, ok := l.(local); ok {
-		return lo.incomingAt(now, key, commit)
+// incomingAt asks l into the zero *dec, at now when it is a limiter of this
+// package.
+func incomingAt(ctx context.Context, dec *Decision, l Limiter, now int64, key string, commit bool) error {
+	if handled, err := incomingLocal(dec, l, now, key, commit); handled {
+		return err
 	}
-	return l.Incoming(ctx, key, commit)
+	d, err := l.Incoming(ctx, key, commit)
+	*dec = d
+	return err
+}
+
+// incomingLocal is local's incomingAt for a limiter of this package;
+// handled is false for another. It calls each by its own type: a call
+// through the interface would move dec to the heap, as the compiler cannot
+// see what an interface's method keeps.
+func incomingLocal(dec *Decision, l Limiter, now int64, key string, commit bool) (handled bool, err error) {
+	switch lo := l.(type) {
+	case *Req:
+		return true, lo.incomingAt(dec, now, key, commit)
+	case *Count:
+		return true, lo.incomingAt(dec, now, key, commit)
+	case *GCRA:
+		return true, lo.incomingAt(dec, now, key, commit)
+	case *SlidingWindow:
+		return true, lo.incomingAt(dec, now, key, commit)
+	case *Conn:
+		return true, lo.incomingAt(dec, now, key, commit)
+	}
+	return false, nil
 }
 
 // merge folds a committed Decision into Combine's.

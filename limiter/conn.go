@@ -94,19 +94,21 @@ func (c *Conn) Policy() Policy { return Policy{Limit: c.max.Load() + c.burst.Loa
 // is not counted. Delay is the unit delay times the number of max-sized
 // groups ahead of the request. Errors: ErrAbused for a value that is not
 // this Conn's, ErrTooManyHolders (leased), the dictionary's errors.
-func (c *Conn) Incoming(ctx context.Context, key string, commit bool) (Decision, error) {
+func (c *Conn) Incoming(ctx context.Context, key string, commit bool) (dec Decision, err error) {
+	var now int64
 	if c.lease != nil {
-		return c.incomingAt(c.d.Now(), key, commit)
+		now = c.d.Now()
 	}
-	return c.incomingAt(0, key, commit)
+	err = c.incomingAt(&dec, now, key, commit)
+	return dec, err
 }
 
 func (c *Conn) dictionary() *dict.Dict { return c.d }
 
 // incomingAt uses now only for leases.
-func (c *Conn) incomingAt(now int64, key string, commit bool) (Decision, error) {
+func (c *Conn) incomingAt(dec *Decision, now int64, key string, commit bool) error {
 	if c.lease != nil {
-		return c.lease.incoming(c, now, key, commit)
+		return c.lease.incoming(dec, c, now, key, commit)
 	}
 	limit := c.max.Load() + c.burst.Load()
 	var kb keyBuf
@@ -123,41 +125,44 @@ func (c *Conn) incomingAt(now int64, key string, commit bool) (Decision, error) 
 			})
 		}
 		if err != nil {
-			return Decision{}, dictErr(zk, err)
+			return dictErr(zk, err)
 		}
 		if err := checkCount(c.d, zk, n); err != nil {
-			return Decision{}, err
+			return err
 		}
 		if n > float64(limit) {
 			if _, err := c.d.Incr(zk, -1); err != nil {
-				return Decision{}, dictErr(zk, err)
+				return dictErr(zk, err)
 			}
-			return Decision{State: n}, nil
+			dec.State = n
+			return nil
 		}
 		conn = n
 	} else {
 		v, found, err := read(c.d, zk, nil, isNumber)
 		if err != nil {
-			return Decision{}, err
+			return err
 		}
 		if why := badCount(v); found && why != "" {
-			return Decision{}, badOf(v, why).err(zk)
+			return badOf(v, why).err(zk)
 		}
 		conn = v.Float() + 1 // 0 + 1 when absent
 		if conn > float64(limit) {
-			return Decision{State: conn}, nil
+			dec.State = conn
+			return nil
 		}
 	}
-	return c.decide(conn, limit, commit), nil
+	c.decide(dec, conn, limit, commit)
+	return nil
 }
 
-// decide builds an allowing Decision for conn requests in flight.
-func (c *Conn) decide(conn float64, limit int64, commit bool) Decision {
-	dec := Decision{Allowed: true, State: conn, Remaining: floorCount(float64(limit) - conn), Committed: commit}
+// decide fills the zero *dec with an allowing Decision for conn requests
+// in flight.
+func (c *Conn) decide(dec *Decision, conn float64, limit int64, commit bool) {
+	dec.Allowed, dec.State, dec.Remaining, dec.Committed = true, conn, floorCount(float64(limit)-conn), commit
 	if max := c.max.Load(); conn > float64(max) {
 		dec.Delay = time.Duration(c.unitDelay.Load() * int64(math.Floor((conn-1)/float64(max))))
 	}
-	return dec
 }
 
 // Leaving ends a request that Incoming counted and returns the number of

@@ -54,14 +54,15 @@ func (l *Count) Policy() Policy { return Policy{Limit: l.limit, Window: l.window
 // TTL into RetryAfter and ResetAfter; an allowed request leaves ResetAfter
 // 0 (Count.ResetAfter reads it). Errors: ErrAbused for a value that is not a
 // number, and the dictionary's errors.
-func (l *Count) Incoming(ctx context.Context, key string, commit bool) (Decision, error) {
-	return l.incomingAt(0, key, commit)
+func (l *Count) Incoming(ctx context.Context, key string, commit bool) (dec Decision, err error) {
+	err = l.incomingAt(&dec, 0, key, commit)
+	return dec, err
 }
 
 func (l *Count) dictionary() *dict.Dict { return l.d }
 
 // incomingAt ignores now: the window's TTL is the dictionary's to keep.
-func (l *Count) incomingAt(_ int64, key string, commit bool) (Decision, error) {
+func (l *Count) incomingAt(dec *Decision, _ int64, key string, commit bool) error {
 	var kb keyBuf
 	zk := l.key(&kb, key)
 	// The allowance is a float64: a key a Lua writer or IncrFloat left
@@ -77,19 +78,19 @@ func (l *Count) incomingAt(_ int64, key string, commit bool) (Decision, error) {
 			})
 		}
 		if err != nil {
-			return Decision{}, dictErr(zk, err)
+			return dictErr(zk, err)
 		}
 		if err := checkCount(l.d, zk, n); err != nil {
-			return Decision{}, err
+			return err
 		}
 		rem = n
 	} else {
 		v, found, err := read(l.d, zk, nil, isNumber)
 		if err != nil {
-			return Decision{}, err
+			return err
 		}
 		if why := badCount(v); found && why != "" {
-			return Decision{}, badOf(v, why).err(zk)
+			return badOf(v, why).err(zk)
 		}
 		rem = float64(l.limit) - 1
 		if found {
@@ -99,11 +100,13 @@ func (l *Count) incomingAt(_ int64, key string, commit bool) (Decision, error) {
 	if rem < 0 {
 		reset, err := l.resetAfter(zk)
 		if err != nil {
-			return Decision{}, err
+			return err
 		}
-		return Decision{State: rem, RetryAfter: reset, ResetAfter: reset}, nil
+		dec.State, dec.RetryAfter, dec.ResetAfter = rem, reset, reset
+		return nil
 	}
-	return Decision{Allowed: true, State: rem, Remaining: floorCount(rem), Committed: commit}, nil
+	dec.Allowed, dec.State, dec.Remaining, dec.Committed = true, rem, floorCount(rem), commit
+	return nil
 }
 
 // ResetAfter returns how long until key's window ends and its whole limit is

@@ -59,8 +59,9 @@ func (l *GCRA) Policy() Policy {
 
 // Incoming is AllowN of one request, and a dry run of it when commit is
 // false.
-func (l *GCRA) Incoming(ctx context.Context, key string, commit bool) (Decision, error) {
-	return l.allowAt(l.d.Now(), key, 1, commit)
+func (l *GCRA) Incoming(ctx context.Context, key string, commit bool) (dec Decision, err error) {
+	err = l.allowAt(&dec, l.d.Now(), key, 1, commit)
+	return dec, err
 }
 
 // AllowN decides on n requests at once for key (redis_rate's AllowN) and
@@ -69,21 +70,23 @@ func (l *GCRA) Incoming(ctx context.Context, key string, commit bool) (Decision,
 // above burst is never allowed. n 0 reads the state and changes nothing.
 // Errors: ErrBadLimit for a negative n, ErrAbused for a value that is not
 // an int, the dictionary's errors.
-func (l *GCRA) AllowN(ctx context.Context, key string, n int64) (Decision, error) {
+func (l *GCRA) AllowN(ctx context.Context, key string, n int64) (dec Decision, err error) {
 	if n < 0 {
-		return Decision{}, fmt.Errorf("%w: AllowN of %d requests", ErrBadLimit, n)
+		return dec, fmt.Errorf("%w: AllowN of %d requests", ErrBadLimit, n)
 	}
-	return l.allowAt(l.d.Now(), key, n, n > 0)
+	err = l.allowAt(&dec, l.d.Now(), key, n, n > 0)
+	return dec, err
 }
 
 func (l *GCRA) dictionary() *dict.Dict { return l.d }
 
-func (l *GCRA) incomingAt(now int64, key string, commit bool) (Decision, error) {
-	return l.allowAt(now, key, 1, commit)
+func (l *GCRA) incomingAt(dec *Decision, now int64, key string, commit bool) error {
+	return l.allowAt(dec, now, key, 1, commit)
 }
 
-// allowAt is AllowN at now in Unix ms.
-func (l *GCRA) allowAt(now int64, key string, n int64, commit bool) (Decision, error) {
+// allowAt is AllowN at now in Unix ms, into the zero *dec (local's
+// incomingAt).
+func (l *GCRA) allowAt(dec *Decision, now int64, key string, n int64, commit bool) error {
 	nowNs := now * int64(time.Millisecond)
 	stored := nowNs // the TAT the requests are decided on
 	var kb keyBuf
@@ -91,15 +94,16 @@ func (l *GCRA) allowAt(now int64, key string, n int64, commit bool) (Decision, e
 	if !commit {
 		v, found, err := read(l.d, zk, nil, isInt)
 		if err != nil {
-			return Decision{}, err
+			return err
 		}
 		if bad := checkTAT(v, nowNs); found && bad.found() {
-			return Decision{}, bad.err(zk)
+			return bad.err(zk)
 		}
 		if found {
 			stored = v.Int()
 		}
-		return l.decide(nowNs, stored, n, false), nil
+		l.decide(dec, nowNs, stored, n, false)
+		return nil
 	}
 	var bad foreign
 	fn := func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
@@ -123,12 +127,13 @@ func (l *GCRA) allowAt(now int64, key string, n int64, commit bool) (Decision, e
 		err = l.settle(l.d, out, err, func() (dict.Outcome, error) { return l.d.UpdateOutcome(zk, fn) })
 	}
 	if err != nil {
-		return Decision{}, dictErr(zk, err)
+		return dictErr(zk, err)
 	}
 	if bad.found() {
-		return Decision{}, bad.err(zk)
+		return bad.err(zk)
 	}
-	return l.decide(nowNs, stored, n, n > 0), nil
+	l.decide(dec, nowNs, stored, n, n > 0)
+	return nil
 }
 
 // next returns the TAT after n requests at nowNs given the stored TAT
@@ -144,26 +149,23 @@ func (l *GCRA) next(nowNs, stored, n int64) (newTat int64, ok bool) {
 	return newTat, nowNs >= newTat-l.tau
 }
 
-// decide builds the Decision on n requests at nowNs given the stored TAT;
-// commit says whether allowed ones were counted.
-func (l *GCRA) decide(nowNs, stored, n int64, commit bool) Decision {
+// decide fills the zero *dec with the Decision on n requests at nowNs
+// given the stored TAT; commit says whether allowed ones were counted.
+func (l *GCRA) decide(dec *Decision, nowNs, stored, n int64, commit bool) {
 	tat := max(stored, nowNs)
 	newTat, ok := l.next(nowNs, stored, n)
 	allowAt := newTat - l.tau
 	if !ok {
-		return Decision{
-			RetryAfter: time.Duration(allowAt - nowNs),
-			ResetAfter: time.Duration(tat - nowNs),
-		}
+		dec.RetryAfter = time.Duration(allowAt - nowNs)
+		dec.ResetAfter = time.Duration(tat - nowNs)
+		return
 	}
 	rem := (nowNs - allowAt) / l.t
-	return Decision{
-		Allowed:    true,
-		State:      float64(rem),
-		Remaining:  rem,
-		ResetAfter: time.Duration(newTat - nowNs),
-		Committed:  commit,
-	}
+	dec.Allowed = true
+	dec.State = float64(rem)
+	dec.Remaining = rem
+	dec.ResetAfter = time.Duration(newTat - nowNs)
+	dec.Committed = commit
 }
 
 // satAdd returns a+b for b >= 0, saturating at math.MaxInt64.

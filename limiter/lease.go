@@ -172,8 +172,8 @@ func ttlOf(b []byte, now int64) int64 {
 	return last - now
 }
 
-// incoming is Conn.Incoming with leases.
-func (ls *leases) incoming(c *Conn, now int64, key string, commit bool) (Decision, error) {
+// incoming is Conn.incomingAt with leases.
+func (ls *leases) incoming(dec *Decision, c *Conn, now int64, key string, commit bool) error {
 	limit := c.max.Load() + c.burst.Load()
 	if !commit {
 		buf := leaseBufs.Get().(*[MaxHolders * leaseSize]byte)
@@ -181,25 +181,29 @@ func (ls *leases) incoming(c *Conn, now int64, key string, commit bool) (Decisio
 		var kb keyBuf
 		v, _, err := read(c.d, c.key(&kb, key), buf[:], validLeases)
 		if err != nil {
-			return Decision{}, err
+			return err
 		}
 		_, total, _ := ls.scan(v.Bytes(), now, nil) // none when absent
 		if total+1 > limit {
-			return Decision{State: float64(total + 1)}, nil
+			dec.State = float64(total + 1)
+			return nil
 		}
-		return c.decide(float64(total+1), limit, false), nil
+		c.decide(dec, float64(total+1), limit, false)
+		return nil
 	}
 	e, err := ls.edit(c, key, now, 1, limit)
 	if err != nil {
-		return Decision{}, err
+		return err
 	}
 	if e.rejected {
-		return Decision{State: float64(e.total + 1)}, nil
+		dec.State = float64(e.total + 1)
+		return nil
 	}
 	ls.mu.Lock()
 	ls.held[key]++
 	ls.mu.Unlock()
-	return c.decide(float64(e.total), limit, true), nil
+	c.decide(dec, float64(e.total), limit, true)
+	return nil
 }
 
 // leave is Conn.Leaving with leases.

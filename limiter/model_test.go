@@ -102,7 +102,9 @@ func (m *model) req(l *Req, key string, now int64, commit bool) Decision {
 	if ok && commit {
 		m.reqs[key] = reqState{excess: uint64(excess), last: max(now, s.last)}
 	}
-	return l.decide(excess, ok, commit) // the Decision's form, from the excess
+	var dec Decision
+	l.decide(&dec, excess, ok, commit) // the Decision's form, from the excess
+	return dec
 }
 
 func (m *model) count(key string, now int64, commit bool) Decision {

@@ -77,18 +77,20 @@ func (l *Req) Policy() Policy {
 // requests); when commit is true it is counted. A rejection writes nothing.
 // Errors: ErrAbused for a value that is not a Req's under key, and the
 // dictionary's errors.
-func (l *Req) Incoming(ctx context.Context, key string, commit bool) (Decision, error) {
-	return l.incomingAt(l.d.Now(), key, commit)
+func (l *Req) Incoming(ctx context.Context, key string, commit bool) (dec Decision, err error) {
+	err = l.incomingAt(&dec, l.d.Now(), key, commit)
+	return dec, err
 }
 
 func (l *Req) dictionary() *dict.Dict { return l.d }
 
-func (l *Req) incomingAt(now int64, key string, commit bool) (Decision, error) {
+func (l *Req) incomingAt(dec *Decision, now int64, key string, commit bool) error {
 	excess, ok, err := l.step(now, key, commit)
 	if err != nil {
-		return Decision{}, err
+		return err
 	}
-	return l.decide(excess, ok, commit), nil
+	l.decide(dec, excess, ok, commit)
+	return nil
 }
 
 // step makes the decision at now: the excess in milli-requests with the
@@ -208,29 +210,21 @@ func truncMs(now float64) int64 {
 	return int64(now)
 }
 
-// decide builds the Decision for an excess in milli-requests.
-func (l *Req) decide(excess float64, ok, commit bool) Decision {
+// decide fills the zero *dec with the Decision for an excess in
+// milli-requests.
+func (l *Req) decide(dec *Decision, excess float64, ok, commit bool) {
+	dec.State = excess / 1000
 	if !ok {
-		return l.rejected(excess)
+		dec.RetryAfter = l.leakTime(excess - l.burstM)
+		dec.ResetAfter = l.leakTime(excess - 1000)
+		return
 	}
 	delay := l.leakTime(excess)
-	return Decision{
-		Allowed:    true,
-		Delay:      delay,
-		State:      excess / 1000,
-		Remaining:  floorCount((l.burstM - excess) / 1000),
-		ResetAfter: delay,
-		Committed:  commit,
-	}
-}
-
-// rejected builds the Decision for a rejection at excess.
-func (l *Req) rejected(excess float64) Decision {
-	return Decision{
-		State:      excess / 1000,
-		RetryAfter: l.leakTime(excess - l.burstM),
-		ResetAfter: l.leakTime(excess - 1000),
-	}
+	dec.Allowed = true
+	dec.Delay = delay
+	dec.Remaining = floorCount((l.burstM - excess) / 1000)
+	dec.ResetAfter = delay
+	dec.Committed = commit
 }
 
 // leakTime returns how long the bucket takes to leak excess

@@ -65,13 +65,14 @@ func (l *SlidingWindow) Policy() Policy {
 // State is the estimated allowance left after the request (negative when
 // rejected). Errors: ErrAbused for a value that is not a sliding window's,
 // the dictionary's errors.
-func (l *SlidingWindow) Incoming(ctx context.Context, key string, commit bool) (Decision, error) {
-	return l.incomingAt(l.d.Now(), key, commit)
+func (l *SlidingWindow) Incoming(ctx context.Context, key string, commit bool) (dec Decision, err error) {
+	err = l.incomingAt(&dec, l.d.Now(), key, commit)
+	return dec, err
 }
 
 func (l *SlidingWindow) dictionary() *dict.Dict { return l.d }
 
-func (l *SlidingWindow) incomingAt(now int64, key string, commit bool) (Decision, error) {
+func (l *SlidingWindow) incomingAt(dec *Decision, now int64, key string, commit bool) error {
 	buf := bufs.Get().(*[bufSize]byte)
 	defer bufs.Put(buf)
 	win := floorDiv(now, l.w)
@@ -82,16 +83,17 @@ func (l *SlidingWindow) incomingAt(now int64, key string, commit bool) (Decision
 	if !commit {
 		v, found, err := read(l.d, zk, buf[:], isSWState)
 		if err != nil {
-			return Decision{}, err
+			return err
 		}
 		if bad := checkSW(v, now, l.w); found && bad.found() {
-			return Decision{}, bad.err(zk)
+			return bad.err(zk)
 		}
 		if found {
 			pre = getSW(v.Bytes())
 		}
 		pre = l.roll(pre, win)
-		return l.decide(pre, elapsed, false), nil
+		l.decide(dec, pre, elapsed, false)
+		return nil
 	}
 	var bad foreign
 	fn := func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
@@ -121,12 +123,13 @@ func (l *SlidingWindow) incomingAt(now int64, key string, commit bool) (Decision
 		err = l.settle(l.d, out, err, func() (dict.Outcome, error) { return l.d.UpdateOutcome(zk, fn) })
 	}
 	if err != nil {
-		return Decision{}, dictErr(zk, err)
+		return dictErr(zk, err)
 	}
 	if bad.found() {
-		return Decision{}, bad.err(zk)
+		return bad.err(zk)
 	}
-	return l.decide(pre, elapsed, true), nil
+	l.decide(dec, pre, elapsed, true)
+	return nil
 }
 
 // roll moves a stored state to window win: the current window becomes the
@@ -153,25 +156,22 @@ func (l *SlidingWindow) left(s swState, elapsed int64) int64 {
 	return l.limit*l.w - s.prev*(l.w-elapsed) - (s.cur+1)*l.w
 }
 
-// decide builds the Decision on one request at elapsed in state s, which
-// does not count it yet; commit says whether an allowed one was counted.
-func (l *SlidingWindow) decide(s swState, elapsed int64, commit bool) Decision {
+// decide fills the zero *dec with the Decision on one request at elapsed
+// in state s, which does not count it yet; commit says whether an allowed
+// one was counted.
+func (l *SlidingWindow) decide(dec *Decision, s swState, elapsed int64, commit bool) {
 	left := l.left(s, elapsed)
+	dec.State = float64(left) / float64(l.w)
 	if left < 0 {
-		return Decision{
-			State:      float64(left) / float64(l.w),
-			RetryAfter: time.Duration(l.retry(s, elapsed)) * time.Millisecond,
-			ResetAfter: time.Duration(l.reset(s, elapsed)) * time.Millisecond,
-		}
+		dec.RetryAfter = time.Duration(l.retry(s, elapsed)) * time.Millisecond
+		dec.ResetAfter = time.Duration(l.reset(s, elapsed)) * time.Millisecond
+		return
 	}
 	s.cur++
-	return Decision{
-		Allowed:    true,
-		State:      float64(left) / float64(l.w),
-		Remaining:  left / l.w,
-		ResetAfter: time.Duration(l.reset(s, elapsed)) * time.Millisecond,
-		Committed:  commit,
-	}
+	dec.Allowed = true
+	dec.Remaining = left / l.w
+	dec.ResetAfter = time.Duration(l.reset(s, elapsed)) * time.Millisecond
+	dec.Committed = commit
 }
 
 // retry returns the ms until a rejected request would be allowed: later in

@@ -151,3 +151,26 @@ func TestCombineMismatch(t *testing.T) {
 		}
 	}
 }
+
+// TestCombineCallsEveryLimiterByType checks that incomingLocal calls each
+// limiter of the package by its own type, at Combine's now: one it missed
+// would decide at a time of its own, through Incoming.
+func TestCombineCallsEveryLimiterByType(t *testing.T) {
+	d, clk := newDict(t)
+	req, _ := NewReq(d, "req", 1, 10)
+	count, _ := NewCount(d, "count", 10, time.Minute)
+	gcra, _ := NewGCRA(d, "gcra", 1, 10)
+	sliding, _ := NewSlidingWindow(d, "sliding", 10, time.Minute)
+	conn, _ := NewConn(d, "conn", 10, 0, 0)
+	for _, l := range []local{req, count, gcra, sliding, conn} {
+		var dec Decision
+		handled, err := incomingLocal(&dec, l, clk.now(), "k", true)
+		if !handled || err != nil || !dec.Allowed || !dec.Committed {
+			t.Errorf("incomingLocal(%T) = %v, %v, %+v; want handled, allowed and committed", l, handled, err, dec)
+		}
+	}
+	var dec Decision
+	if handled, _ := incomingLocal(&dec, &fakeLimiter{}, 0, "k", true); handled {
+		t.Error("incomingLocal handled a limiter of another package")
+	}
+}

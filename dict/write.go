@@ -337,20 +337,31 @@ func (d *Dict) incrInit(key string, delta, init int64, initTTL time.Duration) (n
 // alone when it can pin it, otherwise under the shard's lock. found is false
 // for an absent or expired key.
 //
-// An int's increment, the common case, is done here: one optimistic find,
-// one try at the page lock and plainInt's checks, with no call beyond the
-// find and the try. Anything else (a float, a held page, a changing shard,
-// a cleared ref bit, an absent, expired or broken entry) is incrSlow's.
+// It pins the entry itself, as pin does, rather than through pin: the
+// common case, an int's increment, then runs with no call beyond the find
+// and the page lock's try, and adds here when plainInt finds nothing else
+// to check or write. A held page is waited on (tryPin) without a second
+// look at the entry, whose line its holder is writing. Anything else is
+// incrPinned's; a shard that kept changing, incrSlow's.
 func (d *Dict) incr(key string, idelta int64, fdelta float64, asFloat bool) (int64, float64, bool, error) {
 	if err := d.check(key, true); err != nil {
 		return 0, 0, false, err
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
-	if optimistic && !asFloat {
-		if off, seq, ok := s.findOptimistic(key, h); ok && off != 0 {
-			if pw := s.pinFirst(off, seq); pw != nil {
-				if p := d.plainInt(s, off); p != nil {
+	if optimistic {
+		off, seq, ok := s.findOptimistic(key, h)
+		if ok && off == 0 {
+			d.tally(s, tMisses)
+			return 0, 0, false, nil
+		}
+		if ok {
+			pw := s.pinFirst(off, seq)
+			if pw == nil {
+				pw = s.tryPin(off, seq)
+			}
+			if pw != nil {
+				if p := d.plainInt(s, off, asFloat); p != nil {
 					n := int64(atomic.LoadUint64(p)) + idelta
 					shm.StoreRelease(p, uint64(n)) // one aligned store: whole even if the process dies here
 					shm.Unlock(pw)
@@ -359,7 +370,7 @@ func (d *Dict) incr(key string, idelta int64, fdelta float64, asFloat bool) (int
 					}
 					return n, float64(n), true, nil
 				}
-				shm.Unlock(pw)
+				return d.incrPinned(s, key, h, off, pw, idelta, fdelta, asFloat)
 			}
 		}
 	}
@@ -369,8 +380,12 @@ func (d *Dict) incr(key string, idelta int64, fdelta float64, asFloat bool) (int
 // plainInt returns the number of the entry at off, whose page lock the
 // caller holds, when incr may add to it with nothing else to check or
 // write: a whole, live int whose ref bit is already set, in the queue's
-// protected segment or not. Otherwise nil: incrEntry decides.
-func (d *Dict) plainInt(s *shard, off uint32) *uint64 {
+// protected segment or not, to which an int is added (asFloat false).
+// Otherwise nil: incrEntry decides.
+func (d *Dict) plainInt(s *shard, off uint32, asFloat bool) *uint64 {
+	if asFloat {
+		return nil
+	}
 	e := s.entryAt(off)
 	w := e.ver()
 	if writing(w) {
@@ -390,27 +405,43 @@ func (d *Dict) plainInt(s *shard, off uint32) *uint64 {
 	return (*uint64)(unsafe.Pointer(&s.arena[v]))
 }
 
-// incrSlow is incr after its common case failed or did not apply.
-func (d *Dict) incrSlow(s *shard, key string, h uint64, idelta int64, fdelta float64, asFloat bool) (int64, float64, bool, error) {
-	off, pw, found, ok := s.pin(key, h)
-	if ok && !found {
+// incrPinned is incr on the entry at off, key's, whose page lock pw it
+// holds and releases: incrEntry, or the shard's lock for an entry that
+// incrEntry finds broken.
+func (d *Dict) incrPinned(s *shard, key string, h uint64, off uint32, pw *uint64, idelta int64, fdelta float64, asFloat bool) (int64, float64, bool, error) {
+	n, f, res := d.incrEntry(s, off, idelta, fdelta, asFloat)
+	shm.Unlock(pw)
+	switch res {
+	case incrDone:
+		return n, f, true, nil
+	case incrMiss:
 		d.tally(s, tMisses)
 		return 0, 0, false, nil
+	case incrNotNumber:
+		return 0, 0, true, ErrNotNumber
 	}
-	if ok {
-		n, f, res := d.incrEntry(s, off, idelta, fdelta, asFloat)
-		shm.Unlock(pw)
-		switch res {
-		case incrDone:
-			return n, f, true, nil
-		case incrMiss:
-			d.tally(s, tMisses)
-			return 0, 0, false, nil
-		case incrNotNumber:
-			return 0, 0, true, ErrNotNumber
+	// incrBroken: the shard's lock repairs it.
+	return d.incrUnderLock(s, key, h, idelta, fdelta, asFloat)
+}
+
+// incrSlow is incr when its first find met a shard changing: pinSlow's
+// tries, then the shard's lock.
+func (d *Dict) incrSlow(s *shard, key string, h uint64, idelta int64, fdelta float64, asFloat bool) (int64, float64, bool, error) {
+	if optimistic {
+		if off, pw, found, ok := s.pinSlow(key, h); ok {
+			if !found {
+				d.tally(s, tMisses)
+				return 0, 0, false, nil
+			}
+			return d.incrPinned(s, key, h, off, pw, idelta, fdelta, asFloat)
 		}
-		// incrBroken: the shard's lock repairs it.
 	}
+	return d.incrUnderLock(s, key, h, idelta, fdelta, asFloat)
+}
+
+// incrUnderLock is incr under the shard's lock (a function of its own, as
+// mutateSlow).
+func (d *Dict) incrUnderLock(s *shard, key string, h uint64, idelta int64, fdelta float64, asFloat bool) (int64, float64, bool, error) {
 	if err := d.lock(s); err != nil {
 		return 0, 0, false, err
 	}

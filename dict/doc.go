@@ -118,9 +118,11 @@
 //	              CompareAndSwap and Update of a value of the same length
 //	              (not a list), Expire; Add of a live key (ErrExists).
 //	              Find as a reader; then, with Seq still seq, CAS the
-//	              page's lock word (never wait: TryLock), and check Seq
-//	              again: the entry is the key's and stays so until the page
-//	              is unlocked. A value of one word is one aligned store; a
+//	              page's lock word (TryLock; a page another writer holds
+//	              is watched, with backoff, for up to pinSpins looks at its
+//	              word and Seq, never at the entry, and never waited on
+//	              beyond them), and check Seq again: the entry is the
+//	              key's and stays so until the page is unlocked. A value of one word is one aligned store; a
 //	              change of several words makes Ver odd around it. What
 //	              needs more (a new key, another length, a removal) unlocks
 //	              the page and goes structural; Update then calls its fn

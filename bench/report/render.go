@@ -294,7 +294,7 @@ func (v *view) limiterTables() {
 // procsTable is a table of multi-process Go benchmarks: ops/s of all
 // processes together at 1 and 2 processes, and the second over the first.
 func procsTable() table {
-	return table{head: []string{"op", "keys", "1 process ops/s", "2 processes ops/s", "2 over 1"}}
+	return table{head: []string{"op", "keys", "1 process ops/s", "2 processes ops/s", "2 processes, runs ranged", "2 over 1"}}
 }
 
 // procsRow adds the row of a benchmark whose procs=1 and procs=2 cases
@@ -302,7 +302,16 @@ func procsTable() table {
 func (v *view) procsRow(t *table, op, keys, step, name string) {
 	a, ok1 := v.goVal(step, name+"/procs=1", "ops/s")
 	b, ok2 := v.goVal(step, name+"/procs=2", "ops/s")
-	t.add(op, keys, rate(a, ok1), rate(b, ok2), ratio(b, a, ok1 && ok2))
+	t.add(op, keys, rate(a, ok1), rate(b, ok2), v.rateSpread(step, name+"/procs=2"), ratio(b, a, ok1 && ok2))
+}
+
+// rateSpread is "lo–hi" ops/s over a benchmark's runs.
+func (v *view) rateSpread(step, name string) string {
+	lo, hi, ok := v.Go[step].Samples.span(name, "ops/s")
+	if !ok {
+		return missing
+	}
+	return rate(lo, true) + "–" + rate(hi, true)
 }
 
 func (v *view) redistierTable() {

@@ -335,46 +335,33 @@ func (d *Dict) incrInit(key string, delta, init int64, initTTL time.Duration) (n
 
 // incr adds to key's live number (incrEntry): under the entry's page lock
 // alone when it can pin it, otherwise under the shard's lock. found is false
-// for an absent or expired key.
-//
-// It pins the entry itself, as pin does, rather than through pin: the
-// common case, an int's increment, then runs with no call beyond the find
-// and the page lock's try, and adds here when plainInt finds nothing else
-// to check or write. A held page is waited on (tryPin) without a second
-// look at the entry, whose line its holder is writing. Anything else is
-// incrPinned's; a shard that kept changing, incrSlow's.
+// for an absent or expired key. The common case, an int's increment, adds
+// here when plainInt finds nothing else to check or write; anything else
+// on a pinned entry is incrPinned's.
 func (d *Dict) incr(key string, idelta int64, fdelta float64, asFloat bool) (int64, float64, bool, error) {
 	if err := d.check(key, true); err != nil {
 		return 0, 0, false, err
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
-	if optimistic {
-		off, seq, ok := s.findOptimistic(key, h)
-		if ok && off == 0 {
-			d.tally(s, tMisses)
-			return 0, 0, false, nil
-		}
-		if ok {
-			pw := s.pinFirst(off, seq)
-			if pw == nil {
-				pw = s.tryPin(off, seq)
-			}
-			if pw != nil {
-				if p := d.plainInt(s, off, asFloat); p != nil {
-					n := int64(atomic.LoadUint64(p)) + idelta
-					shm.StoreRelease(p, uint64(n)) // one aligned store: whole even if the process dies here
-					shm.Unlock(pw)
-					if c, slow := s.counted(tIncrs); slow {
-						d.tallySlow(s, tIncrs, c)
-					}
-					return n, float64(n), true, nil
-				}
-				return d.incrPinned(s, key, h, off, pw, idelta, fdelta, asFloat)
-			}
-		}
+	off, pw, found, ok := s.pin(key, h)
+	if ok && !found {
+		d.tally(s, tMisses)
+		return 0, 0, false, nil
 	}
-	return d.incrSlow(s, key, h, idelta, fdelta, asFloat)
+	if ok {
+		if p := d.plainInt(s, off, asFloat); p != nil {
+			n := int64(atomic.LoadUint64(p)) + idelta
+			shm.StoreRelease(p, uint64(n)) // one aligned store: whole even if the process dies here
+			shm.Unlock(pw)
+			if c, slow := s.counted(tIncrs); slow {
+				d.tallySlow(s, tIncrs, c)
+			}
+			return n, float64(n), true, nil
+		}
+		return d.incrPinned(s, key, h, off, pw, idelta, fdelta, asFloat)
+	}
+	return d.incrUnderLock(s, key, h, idelta, fdelta, asFloat)
 }
 
 // plainInt returns the number of the entry at off, whose page lock the
@@ -421,21 +408,6 @@ func (d *Dict) incrPinned(s *shard, key string, h uint64, off uint32, pw *uint64
 		return 0, 0, true, ErrNotNumber
 	}
 	// incrBroken: the shard's lock repairs it.
-	return d.incrUnderLock(s, key, h, idelta, fdelta, asFloat)
-}
-
-// incrSlow is incr when its first find met a shard changing: pinSlow's
-// tries, then the shard's lock.
-func (d *Dict) incrSlow(s *shard, key string, h uint64, idelta int64, fdelta float64, asFloat bool) (int64, float64, bool, error) {
-	if optimistic {
-		if off, pw, found, ok := s.pinSlow(key, h); ok {
-			if !found {
-				d.tally(s, tMisses)
-				return 0, 0, false, nil
-			}
-			return d.incrPinned(s, key, h, off, pw, idelta, fdelta, asFloat)
-		}
-	}
 	return d.incrUnderLock(s, key, h, idelta, fdelta, asFloat)
 }
 

@@ -48,7 +48,8 @@
 // oldest entry: it evicts the page's entries not used, and moves the others
 // (the index and queue then point to the copy, which keeps its place) to
 // chunks of their size in other pages, evicting from probation's tail to
-// make room there.
+// make room there. A clearing that fails (a used entry finds no room) is
+// tried again every three rounds, on the page of the tail of then.
 //
 // Invariants:
 //

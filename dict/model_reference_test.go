@@ -242,7 +242,7 @@ func (h *mdlRun) alloc(sh, size int, evict bool, pin *mdlEntry) (forcible bool, 
 			if rounds == 30 {
 				return forcible, ErrNoMemory
 			}
-			if evict && rounds == clearRound {
+			if evict && clearsAt(rounds) {
 				cleared, live := h.replayClear()
 				forcible = forcible || live
 				if cleared {
@@ -281,7 +281,7 @@ func (h *mdlRun) alloc(sh, size int, evict bool, pin *mdlEntry) (forcible bool, 
 		if rounds == 30 {
 			h.failf("the dict reclaimed %d entries after 30 rounds", h.budget)
 		}
-		if evict && rounds == clearRound {
+		if evict && clearsAt(rounds) {
 			cleared, live := h.replayClear()
 			forcible = forcible || live
 			if cleared {
@@ -311,13 +311,23 @@ func (h *mdlRun) alloc(sh, size int, evict bool, pin *mdlEntry) (forcible bool, 
 	return forcible, nil
 }
 
-// replayClear applies to the model what the dict's clearPageLocked did in
-// the current operation (h.clears): the entries it reclaimed go, those it
-// moved stay where they are in the queue. cleared reports a page freed.
+// replayClear applies to the model what the dict's next try of
+// clearPageLocked did in the current operation (h.clears, from its stepTry
+// to the next): the entries it reclaimed go, those it moved stay where
+// they are in the queue. cleared reports a page freed.
 func (h *mdlRun) replayClear() (cleared, live bool) {
 	h.t.Helper()
 	m := h.m
-	for _, st := range *h.clears {
+	steps := *h.clears
+	if len(steps) == 0 || steps[0].what != stepTry {
+		h.failf("the model clears a page where the dict did not try to (steps %q)", steps)
+	}
+	n := 1
+	for n < len(steps) && steps[n].what != stepTry {
+		n++
+	}
+	defer func() { *h.clears = append((*h.clears)[:0], steps[n:]...) }()
+	for _, st := range steps[1:n] {
 		if st.what == stepCleared {
 			cleared = true
 			h.outcomes["page cleared"]++
@@ -345,7 +355,6 @@ func (h *mdlRun) replayClear() (cleared, live bool) {
 			h.budget--
 		}
 	}
-	*h.clears = (*h.clears)[:0]
 	return cleared, live
 }
 

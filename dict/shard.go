@@ -222,10 +222,14 @@ func (s *shard) allocLocked(size int, evict bool, pin uint32, now func() int64) 
 		if round == 30 {
 			return 0, forcible, ErrNoMemory
 		}
-		if evict && round == clearRound {
+		if evict && clearsAt(round) {
 			// Rounds of evictions made no chunk of this size: the shard's
 			// pages hold chunks of other sizes, kept by entries in use.
-			// Free a whole page.
+			// Free a whole page; when that fails (a used entry found no
+			// room elsewhere), try again with the tail's page of three
+			// rounds later rather than evict thirty rounds of entries of
+			// other sizes and fail.
+			s.logClear(0, nil, stepTry)
 			cleared, live, err := s.clearPageLocked(pin, now)
 			if err != nil {
 				return 0, forcible, err
@@ -246,7 +250,8 @@ func (s *shard) allocLocked(size int, evict bool, pin uint32, now func() int64) 
 	}
 }
 
-// clearRound is the round of allocLocked after which it frees a page.
+// clearRound is how many rounds of allocLocked go between two tries to
+// free a page.
 const clearRound = 3
 
 // clearPageLocked frees the page of the probation segment's last entry,
@@ -336,18 +341,23 @@ func (s *shard) clearPageLocked(pin uint32, now func() int64) (cleared, live boo
 }
 
 // clearStep is one step of clearPageLocked as shard.clears records it: a
-// key and what became of it, or the page cleared.
+// try begun, a key and what became of it, or the page cleared.
 type clearStep struct {
 	key  string
-	what byte // stepExpired, stepEvicted, stepMoved, stepCleared
+	what byte // stepTry, stepExpired, stepEvicted, stepMoved, stepCleared
 }
 
 const (
+	stepTry     = 't'
 	stepExpired = 'x'
 	stepEvicted = 'e'
 	stepMoved   = 'm'
 	stepCleared = 'c'
 )
+
+// clearsAt reports whether allocLocked tries to free a page before its
+// round: every clearRound rounds, from the clearRound-th.
+func clearsAt(round int) bool { return round > 0 && round%clearRound == 0 }
 
 // logClear records a step in s.clears, when it is set.
 func (s *shard) logClear(off uint32, e *entry, what byte) {

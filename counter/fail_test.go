@@ -48,15 +48,18 @@ func TestSyncKeepsDelta(t *testing.T) {
 			want: dict.ErrNotNumber,
 		},
 		{
-			// The zone (one shard of 16 pages) is full of small counters,
-			// so a key of 30,000 bytes needs 8 free pages in a row that
-			// evicting 30 entries per attempt cannot give.
+			// The zone (one shard of 16 pages) is full of lists pushed
+			// to in turn, so that every page holds nodes of many lists:
+			// a key of 30,000 bytes needs 8 free pages in a row, which
+			// neither a page clearing (it leaves pages that hold list
+			// nodes alone) nor the 90 evictions of an allocation (of 300
+			// lists) can give.
 			name: "the zone is full",
 			key:  strings.Repeat("k", 30000),
 			o:    dict.Options{Size: 4096 + 16*4096, Shards: 1},
 			breakIt: func(t *testing.T, d *dict.Dict) {
 				for i := 0; ; i++ {
-					if err := d.SafeSet(fmt.Sprintf("fill%05d", i), dict.Int(1), 0, 0); err != nil {
+					if _, err := d.RPush(fmt.Sprintf("fill%03d", i%300), dict.Int(1)); err != nil {
 						if !errors.Is(err, dict.ErrNoMemory) {
 							t.Fatal(err)
 						}

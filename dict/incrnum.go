@@ -15,8 +15,16 @@ import (
 // Errors as IncrInit.
 func (d *Dict) IncrInitNum(key string, delta, init int64, initTTL time.Duration) (sum float64, out Outcome, err error) {
 	if d.guard {
-		defer d.catchFault(&err, shm.GuardFaults())
+		return d.incrInitNumGuarded(key, delta, init, initTTL)
 	}
+	_, sum, out, err = d.incrInit(key, delta, init, initTTL)
+	return sum, out, err
+}
+
+// incrInitNumGuarded is IncrInitNum with Options.GuardFaults (as
+// incrGuarded).
+func (d *Dict) incrInitNumGuarded(key string, delta, init int64, initTTL time.Duration) (sum float64, out Outcome, err error) {
+	defer d.catchFault(&err, shm.GuardFaults())
 	_, sum, out, err = d.incrInit(key, delta, init, initTTL)
 	return sum, out, err
 }

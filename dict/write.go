@@ -296,21 +296,36 @@ func (d *Dict) IncrFloat(key string, delta float64) (_ float64, err error) {
 // evictions made to create it.
 func (d *Dict) IncrInit(key string, delta, init int64, initTTL time.Duration) (n int64, forcible bool, err error) {
 	if d.guard {
-		defer d.catchFault(&err, shm.GuardFaults())
+		return d.incrInitGuarded(key, delta, init, initTTL)
 	}
 	n, _, out, err := d.incrInit(key, delta, init, initTTL)
 	return n, out.Forcible, err
 }
 
+// incrInitGuarded is IncrInit with Options.GuardFaults (as incrGuarded).
+func (d *Dict) incrInitGuarded(key string, delta, init int64, initTTL time.Duration) (n int64, forcible bool, err error) {
+	defer d.catchFault(&err, shm.GuardFaults())
+	n, _, out, err := d.incrInit(key, delta, init, initTTL)
+	return n, out.Forcible, err
+}
+
 // incrInit is IncrInit and IncrInitNum: the sum as an int and as a float.
-func (d *Dict) incrInit(key string, delta, init int64, initTTL time.Duration) (n int64, f float64, out Outcome, err error) {
+// A live key's increment is incr's; creating it, createInit's.
+func (d *Dict) incrInit(key string, delta, init int64, initTTL time.Duration) (int64, float64, Outcome, error) {
 	if initTTL < 0 {
-		return 0, 0, out, ErrBadTTL
+		return 0, 0, Outcome{}, ErrBadTTL
 	}
 	n, f, found, err := d.incr(key, delta, float64(delta), false)
 	if err != nil || found {
-		return n, f, out, err
+		return n, f, Outcome{}, err
 	}
+	return d.createInit(key, delta, init, initTTL)
+}
+
+// createInit is incrInit of a key incr found absent or expired, under the
+// shard's lock (a function of its own, so that incrInit has no deferred
+// call to pay for when the key is live).
+func (d *Dict) createInit(key string, delta, init int64, initTTL time.Duration) (n int64, f float64, out Outcome, err error) {
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
 	if err := d.lock(s); err != nil {
@@ -318,7 +333,7 @@ func (d *Dict) incrInit(key string, delta, init int64, initTTL time.Duration) (n
 	}
 	defer d.unlock(s)
 	// Another process may have created it since: add to it then.
-	n, f, found, err = d.incrLocked(s, key, h, delta, float64(delta), false)
+	n, f, found, err := d.incrLocked(s, key, h, delta, float64(delta), false)
 	if err != nil || found {
 		return n, f, out, err
 	}

@@ -36,17 +36,25 @@ func (d *Dict) pinLive(s *shard, key string, h uint64) (off uint32, e *entry, pw
 // sameShape reports whether v can take the place of e's value at entry
 // level: neither is a list, and v is stored in as many bytes, so that the
 // entry's chunk, size and links stay as they are.
-func sameShape(e *entry, v Value) bool {
+func sameShape(e *entry, v *Value) bool {
 	k := e.kind()
-	return k != KindList && k != KindNone && v.kind != KindList && v.kind != KindNone && storedLen(v) == e.vlen()
+	return k != KindList && k != KindNone && v.kind != KindList && v.kind != KindNone && v.Len() == e.vlen()
 }
 
 // rewritePinned writes v, of e's shape (sameShape), into the live entry at
 // off, with the given expiry, and flags unless keepFlags; the caller holds
-// the entry's page lock. Ver is odd while the words change: a reader that
-// overlaps retries, and a process killed in between leaves the entry for
-// repair to drop (I6).
-func (s *shard) rewritePinned(off uint32, e *entry, v Value, expiry int64, flags uint32, keepFlags bool) {
+// the entry's page lock. A number that keeps its kind, expiry and flags is
+// one aligned store, whole even if the process dies there, as incr's.
+// Otherwise Ver is odd while the words change: a reader that overlaps
+// retries, and a process killed in between leaves the entry for repair to
+// drop (I6).
+func (s *shard) rewritePinned(off uint32, e *entry, v *Value, expiry int64, flags uint32, keepFlags bool) {
+	if (v.kind == KindInt || v.kind == KindFloat) && e.kind() == v.kind &&
+		expiryOf(e.ver()) == expiry && (keepFlags || e.flags() == flags) {
+		shm.StoreRelease(s.num(off, e), v.num)
+		e.use()
+		return
+	}
 	w := e.beginWrite()
 	if !keepFlags && e.flags() != flags {
 		atomic.StoreUint32(&e.Flags, flags)
@@ -54,27 +62,30 @@ func (s *shard) rewritePinned(off uint32, e *entry, v Value, expiry int64, flags
 	if e.kind() != v.kind {
 		e.setKindUsed(v.kind)
 	}
-	s.putValue(off, e, v)
+	s.putValue(off, e, *v)
 	e.endWrite(w, expiry)
 	e.use()
 }
 
 // setPinned is store's entry write: a Set or Replace of a live key with a
 // value of its shape, or an Add that finds the key live. done false: the
-// shard's lock decides.
-func (d *Dict) setPinned(s *shard, key string, h uint64, v Value, expiry int64, flags uint32, m mode) (done bool, err error) {
+// shard's lock decides. It calls no user code, so it unlocks where it
+// returns, with no deferred call.
+func (d *Dict) setPinned(s *shard, key string, h uint64, v *Value, expiry int64, flags uint32, m mode) (done bool, err error) {
 	off, e, pw, ok := d.pinLive(s, key, h)
 	if !ok {
 		return false, nil
 	}
-	defer shm.Unlock(pw)
 	switch {
 	case m == modeAdd:
+		shm.Unlock(pw)
 		return true, ErrExists
 	case !sameShape(e, v):
+		shm.Unlock(pw)
 		return false, nil
 	}
 	s.rewritePinned(off, e, v, expiry, flags, false)
+	shm.Unlock(pw)
 	if n, slow := s.counted(tWrites); slow {
 		d.tallySlow(s, tWrites, n)
 	}
@@ -110,10 +121,10 @@ func (d *Dict) casPinned(s *shard, key string, h uint64, old, new Value, expiry 
 		return true, false, ErrIsList
 	case !s.equalLocked(off, e, old):
 		return true, false, nil
-	case !sameShape(e, new):
+	case !sameShape(e, &new):
 		return false, false, nil
 	}
-	s.rewritePinned(off, e, new, expiry, 0, true)
+	s.rewritePinned(off, e, &new, expiry, 0, true)
 	if n, slow := s.counted(tWrites); slow {
 		d.tallySlow(s, tWrites, n)
 	}
@@ -139,14 +150,14 @@ func (d *Dict) updatePinned(s *shard, key string, h uint64, fn func(cur Value, o
 	case keep && next.kind == KindNone:
 		e.use() // read, and left as it is
 		return true, nil
-	case !keep || !sameShape(e, next):
+	case !keep || !sameShape(e, &next):
 		return false, nil
 	}
 	expiry, err := d.checkValue(key, next, ttl)
 	if err != nil {
 		return true, err
 	}
-	s.rewritePinned(off, e, next, expiry, 0, true)
+	s.rewritePinned(off, e, &next, expiry, 0, true)
 	if n, slow := s.counted(tWrites); slow {
 		d.tallySlow(s, tWrites, n)
 	}

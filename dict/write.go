@@ -52,10 +52,22 @@ func (d *Dict) Replace(key string, v Value, ttl time.Duration, flags uint32) (fo
 	return d.store(key, v, ttl, flags, modeReplace, true)
 }
 
-func (d *Dict) store(key string, v Value, ttl time.Duration, flags uint32, m mode, evict bool) (_ bool, err error) {
+func (d *Dict) store(key string, v Value, ttl time.Duration, flags uint32, m mode, evict bool) (bool, error) {
 	if d.guard {
-		defer d.catchFault(&err, shm.GuardFaults())
+		return d.storeGuarded(key, v, ttl, flags, m, evict)
 	}
+	return d.storeBody(key, v, ttl, flags, m, evict)
+}
+
+// storeGuarded is store with Options.GuardFaults (as incrGuarded).
+func (d *Dict) storeGuarded(key string, v Value, ttl time.Duration, flags uint32, m mode, evict bool) (_ bool, err error) {
+	defer d.catchFault(&err, shm.GuardFaults())
+	return d.storeBody(key, v, ttl, flags, m, evict)
+}
+
+// storeBody is store's work: an entry write when the key is live and v
+// fits its entry, otherwise a write under the shard's lock.
+func (d *Dict) storeBody(key string, v Value, ttl time.Duration, flags uint32, m mode, evict bool) (bool, error) {
 	if err := d.check(key, true); err != nil {
 		return false, err
 	}
@@ -65,9 +77,15 @@ func (d *Dict) store(key string, v Value, ttl time.Duration, flags uint32, m mod
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
-	if done, err := d.setPinned(s, key, h, v, expiry, flags, m); done {
+	if done, err := d.setPinned(s, key, h, &v, expiry, flags, m); done {
 		return false, err
 	}
+	return d.storeUnderLock(s, key, h, v, expiry, flags, m, evict)
+}
+
+// storeUnderLock is store's write under the shard's lock: a new key, a
+// value of another size, or an entry that its pinned write could not take.
+func (d *Dict) storeUnderLock(s *shard, key string, h uint64, v Value, expiry int64, flags uint32, m mode, evict bool) (bool, error) {
 	if err := d.lock(s); err != nil {
 		return false, err
 	}

@@ -49,7 +49,11 @@ const (
 type clock struct {
 	// word is the time and state: written by the ticker each tick (CAS),
 	// by a reader that clears clockCheck (CAS), and under mu otherwise.
-	word atomic.Int64
+	// Every access is a sync/atomic call; it is a plain int64, not an
+	// atomic.Int64, so that Dict.now, which loads it through a pointer,
+	// stays within the inliner's budget. As a struct's first word, and at
+	// offset 64 in coarse, it is 64-bit aligned on 32-bit platforms too.
+	word int64
 	_    [56]byte // the rest of the word's cache line: Open and Close write mu
 
 	mu   sync.Mutex
@@ -89,7 +93,7 @@ func releaseClock() { coarse.release() }
 
 // now returns the time in Unix ms: one atomic load while the ticker runs.
 func (c *clock) now() int64 {
-	if w := c.word.Load(); w&stateMask == clockRunning {
+	if w := atomic.LoadInt64(&c.word); w&stateMask == clockRunning {
 		return w >> stateBits
 	}
 	return c.nowSlow()
@@ -100,12 +104,12 @@ func (c *clock) now() int64 {
 // gone.
 func (c *clock) nowSlow() int64 {
 	for {
-		w := c.word.Load()
+		w := atomic.LoadInt64(&c.word)
 		switch w & stateMask {
 		case clockRunning:
 			return w >> stateBits
 		case clockRunning | clockCheck:
-			if c.word.CompareAndSwap(w, w&^clockCheck) {
+			if atomic.CompareAndSwapInt64(&c.word, w, w&^clockCheck) {
 				return w >> stateBits
 			}
 		case clockOpen:
@@ -122,8 +126,8 @@ func (c *clock) restart() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.wall()
-	if c.word.Load()&stateMask == clockOpen {
-		c.word.Store(now<<stateBits | clockRunning)
+	if atomic.LoadInt64(&c.word)&stateMask == clockOpen {
+		atomic.StoreInt64(&c.word, now<<stateBits|clockRunning)
 		c.startLocked()
 	}
 	return now
@@ -149,7 +153,7 @@ func (c *clock) tick(stop <-chan struct{}) {
 		}
 		now := c.wall() << stateBits
 		for {
-			w := c.word.Load()
+			w := atomic.LoadInt64(&c.word)
 			var next int64
 			switch {
 			case n%checkTicks != 0:
@@ -159,14 +163,14 @@ func (c *clock) tick(stop <-chan struct{}) {
 			default:
 				next = now | clockRunning | clockCheck
 			}
-			if c.word.CompareAndSwap(w, next) {
+			if atomic.CompareAndSwapInt64(&c.word, w, next) {
 				break
 			}
 		}
 		if n%checkTicks == 0 && c.check != nil {
 			c.check()
 		}
-		if c.word.Load()&clockLive == 0 {
+		if atomic.LoadInt64(&c.word)&clockLive == 0 {
 			return
 		}
 	}
@@ -181,7 +185,7 @@ func (c *clock) acquire() {
 		return
 	}
 	c.stop = make(chan struct{})
-	c.word.Store(clockOpen)
+	atomic.StoreInt64(&c.word, clockOpen)
 }
 
 // release counts one user less, and stops the ticker when the last goes.
@@ -194,5 +198,5 @@ func (c *clock) release() {
 	}
 	close(c.stop)
 	c.wg.Wait()
-	c.word.Store(0)
+	atomic.StoreInt64(&c.word, 0)
 }

@@ -60,7 +60,7 @@ func (tc *testClock) tick(t *testing.T) {
 }
 
 // state returns the clock's state bits.
-func (tc *testClock) state() int64 { return tc.c.word.Load() & stateMask }
+func (tc *testClock) state() int64 { return atomic.LoadInt64(&tc.c.word) & stateMask }
 
 // stateName names a clock state for failure messages.
 func stateName(s int64) string {
@@ -155,7 +155,7 @@ func TestClockStopsAndRestarts(t *testing.T) {
 	}
 	tc.tick(t)
 	tc.wantStopped(t, "unread for two check periods")
-	stale := c.word.Load() >> stateBits
+	stale := atomic.LoadInt64(&c.word) >> stateBits
 
 	tc.wall.Add(60_000) // a minute passes, no ticks
 	if got, want := c.now(), tc.wall.Load(); got != want {
@@ -334,19 +334,19 @@ func TestClockLastCloseStops(t *testing.T) {
 	if got := d2.Now(); got < lo {
 		t.Fatalf("d2.Now() = %d, before the test's time.Now %d", got, lo)
 	}
-	if s := coarse.word.Load() & stateMask; s&clockLive == 0 {
+	if s := atomic.LoadInt64(&coarse.word) & stateMask; s&clockLive == 0 {
 		t.Fatalf("after a TTL write: clock state %s, want live", stateName(s))
 	}
 	if err := d1.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s := coarse.word.Load() & stateMask; s&clockOpen == 0 {
+	if s := atomic.LoadInt64(&coarse.word) & stateMask; s&clockOpen == 0 {
 		t.Fatalf("after closing one of two Dicts: clock state %s, want open", stateName(s))
 	}
 	if err := d2.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s := coarse.word.Load() & stateMask; s != 0 {
+	if s := atomic.LoadInt64(&coarse.word) & stateMask; s != 0 {
 		t.Fatalf("after closing the last Dict: clock state %s, want closed", stateName(s))
 	}
 	testutil.WaitGoroutines(t, before, 10*time.Second)
@@ -355,7 +355,7 @@ func TestClockLastCloseStops(t *testing.T) {
 	if got, hi := coarseNow(), time.Now().UnixMilli(); got < lo || got > hi {
 		t.Fatalf("coarseNow() after the last Close = %d, want %d..%d", got, lo, hi)
 	}
-	if s := coarse.word.Load() & stateMask; s != 0 {
+	if s := atomic.LoadInt64(&coarse.word) & stateMask; s != 0 {
 		t.Fatalf("after a read of a closed clock: state %s, want closed", stateName(s))
 	}
 }
@@ -377,11 +377,11 @@ func HelperClockIdle(args []string) error {
 	if _, err := d.Set("k", Int(1), time.Hour, 0); err != nil {
 		return err
 	}
-	if s := coarse.word.Load() & stateMask; s&clockLive == 0 {
+	if s := atomic.LoadInt64(&coarse.word) & stateMask; s&clockLive == 0 {
 		return fmt.Errorf("after a TTL write: clock state %s, want live", stateName(s))
 	}
 	coarse.wg.Wait() // the ticker stops two check periods on
-	if s := coarse.word.Load() & stateMask; s != clockOpen {
+	if s := atomic.LoadInt64(&coarse.word) & stateMask; s != clockOpen {
 		return fmt.Errorf("idle: clock state %s, want open", stateName(s))
 	}
 	fmt.Println("ready")

@@ -72,7 +72,7 @@ type Dict struct {
 	mask     uint64
 	seed     uint64
 	clock    func() int64
-	word     *atomic.Int64 // the coarse clock's word, or stopped for an injected clock (now)
+	word     *int64 // the coarse clock's word, or stopped for an injected clock (now)
 	readOnly bool
 	state    atomic.Uint32         // stateOpen, stateClosed or stateFaulted
 	fault    atomic.Pointer[error] // the fault that ended a guarded Dict
@@ -319,7 +319,7 @@ func (d *Dict) FreeSpace() int64 {
 // read. An injected clock's Dict reads a word that never runs (stopped),
 // and goes through d.clock, as a coarse clock not running does.
 func (d *Dict) now() int64 {
-	if w := d.word.Load(); w&stateMask == clockRunning {
+	if w := atomic.LoadInt64(d.word); w&stateMask == clockRunning {
 		return w >> stateBits
 	}
 	return d.clock()
@@ -327,7 +327,7 @@ func (d *Dict) now() int64 {
 
 // stopped is the clock word of a Dict whose clock is injected: never
 // running, so that now calls the injected clock.
-var stopped atomic.Int64
+var stopped int64
 
 // Now returns the dictionary's time in Unix milliseconds, the time its TTLs
 // are measured against: Options.Clock's when one was injected, otherwise the

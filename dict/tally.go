@@ -59,7 +59,7 @@ func (d *Dict) tally(s *shard, k int) {
 // which saves the call of tally: about a nanosecond of a read.
 func (s *shard) counted(k int) (n uint64, slow bool) {
 	n = s.tally.n[k&(numTallies-1)].Add(1)
-	return n, n&(tallyFlush-1) == 0 || coarse.word.Load()&stateMask != clockRunning
+	return n, n&(tallyFlush-1) == 0 || atomic.LoadInt64(&coarse.word)&stateMask != clockRunning
 }
 
 // tallySlow flushes a kind whose count reached tallyFlush, and reads the

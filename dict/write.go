@@ -383,7 +383,7 @@ func (d *Dict) incr(key string, idelta int64, fdelta float64, asFloat bool) (int
 		return 0, 0, false, nil
 	}
 	if ok {
-		if p := d.plainInt(s, off, asFloat); p != nil {
+		if p := d.plainInt(s, off, len(key), asFloat); p != nil {
 			n := int64(atomic.LoadUint64(p)) + idelta
 			shm.StoreRelease(p, uint64(n)) // one aligned store: whole even if the process dies here
 			shm.Unlock(pw)
@@ -401,8 +401,10 @@ func (d *Dict) incr(key string, idelta int64, fdelta float64, asFloat bool) (int
 // caller holds, when incr may add to it with nothing else to check or
 // write: a whole, live int whose ref bit is already set, in the queue's
 // protected segment or not, to which an int is added (asFloat false).
-// Otherwise nil: incrEntry decides.
-func (d *Dict) plainInt(s *shard, off uint32, asFloat bool) *uint64 {
+// Otherwise nil: incrEntry decides. klen is the length of the key that
+// found the entry, its KLen, which does not change while it is linked: the
+// number's address needs no load of the entry.
+func (d *Dict) plainInt(s *shard, off uint32, klen int, asFloat bool) *uint64 {
 	if asFloat {
 		return nil
 	}
@@ -418,7 +420,7 @@ func (d *Dict) plainInt(s *shard, off uint32, asFloat bool) *uint64 {
 	if uint8(b>>bitsShift)&(kindMask|refBit) != uint8(KindInt)|refBit || e.vlen() != 8 {
 		return nil
 	}
-	v := int(off) + valOff(int(uint16(b>>klenShift)))
+	v := int(off) + valOff(klen)
 	if v+8 > len(s.arena) {
 		return nil
 	}

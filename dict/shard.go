@@ -149,7 +149,12 @@ func (s *shard) chainUnlinkLocked(off uint32, e *entry) bool {
 		return false
 	}
 	k := s.keyOf(off, e)
-	h := hashKey(s.seed, unsafe.String(unsafe.SliceData(k), len(k)))
+	return s.chainUnlinkHashedLocked(off, e, hashKey(s.seed, unsafe.String(unsafe.SliceData(k), len(k))))
+}
+
+// chainUnlinkHashedLocked is chainUnlinkLocked for a caller that knows the
+// hash h of the entry's key.
+func (s *shard) chainUnlinkHashedLocked(off uint32, e *entry, h uint64) bool {
 	p := &s.index[s.bucket(h)]
 	for n := 0; *p != 0; n++ {
 		if *p == off {
@@ -174,12 +179,35 @@ func (s *shard) removeLocked(off uint32) error {
 	h := s.hdr()
 	e := s.entryAt(off)
 	h.Drop = off
-	if !s.chainUnlinkLocked(off, e) || !s.queueUnlinkLocked(off, e) {
+	if !s.chainUnlinkLocked(off, e) {
+		return errCorruptArena
+	}
+	return s.removeUnlinkedLocked(off, e)
+}
+
+// removeFoundLocked is removeLocked of the entry at off that the caller
+// found under this hold of the lock, with key hash h, and whose page it has
+// drained since (lookup): it neither drains nor hashes again.
+func (s *shard) removeFoundLocked(off uint32, h uint64) error {
+	hd := s.hdr()
+	e := s.entryAt(off)
+	hd.Drop = off
+	if !s.chainUnlinkHashedLocked(off, e, h) {
+		return errCorruptArena
+	}
+	return s.removeUnlinkedLocked(off, e)
+}
+
+// removeUnlinkedLocked ends a removal once the entry is out of its chain,
+// with Drop naming it: it leaves the queue and is freed.
+func (s *shard) removeUnlinkedLocked(off uint32, e *entry) error {
+	if !s.queueUnlinkLocked(off, e) {
 		return errCorruptArena
 	}
 	if err := s.freeEntryLocked(off, e); err != nil {
 		return err
 	}
+	h := s.hdr()
 	h.Count--
 	h.Drop = dropNone
 	return nil

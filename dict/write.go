@@ -254,7 +254,7 @@ func (d *Dict) Delete(key string) (err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
 	}
-	s, _, off, err := d.lookup(key, true)
+	s, h, off, err := d.lookup(key, true)
 	if err != nil {
 		return err
 	}
@@ -262,7 +262,7 @@ func (d *Dict) Delete(key string) (err error) {
 	if off == 0 {
 		return nil
 	}
-	if err := s.removeLocked(off); err != nil {
+	if err := s.removeFoundLocked(off, h); err != nil {
 		return d.failLocked(s, err, "remove")
 	}
 	d.tally(s, tWrites)

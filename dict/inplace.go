@@ -109,22 +109,26 @@ func (d *Dict) expirePinned(s *shard, key string, h uint64, expiry int64) (done 
 
 // casPinned is CompareAndSwap's entry write: a live key that does not hold
 // old, or one whose value new can replace in place. done false: the
-// shard's lock decides.
+// shard's lock decides. It calls no user code, so it unlocks where it
+// returns, as setPinned.
 func (d *Dict) casPinned(s *shard, key string, h uint64, old, new Value, expiry int64) (done, swapped bool, err error) {
 	off, e, pw, ok := d.pinLive(s, key, h)
 	if !ok {
 		return false, false, nil
 	}
-	defer shm.Unlock(pw)
 	switch {
 	case e.kind() == KindList:
+		shm.Unlock(pw)
 		return true, false, ErrIsList
 	case !s.equalLocked(off, e, old):
+		shm.Unlock(pw)
 		return true, false, nil
 	case !sameShape(e, &new):
+		shm.Unlock(pw)
 		return false, false, nil
 	}
 	s.rewritePinned(off, e, &new, expiry, 0, true)
+	shm.Unlock(pw)
 	if n, slow := s.counted(tWrites); slow {
 		d.tallySlow(s, tWrites, n)
 	}
@@ -153,7 +157,8 @@ func (d *Dict) updatePinned(s *shard, key string, h uint64, fn func(cur Value, o
 	case !keep || !sameShape(e, &next):
 		return false, nil
 	}
-	expiry, err := d.checkValue(key, next, ttl)
+	// next is of the entry's shape: its kind and size need no check.
+	expiry, err := d.expiryFor(ttl)
 	if err != nil {
 		return true, err
 	}

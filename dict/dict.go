@@ -358,7 +358,7 @@ func (d *Dict) check(key string, write bool) error {
 
 // checkValue validates a value to store under key with a TTL and returns its
 // expiry: ErrBadValue for the zero Value, ErrBadTTL, ErrValueTooLarge.
-func (d *Dict) checkValue(key string, v Value, ttl time.Duration) (int64, error) {
+func (d *Dict) checkValue(key string, v *Value, ttl time.Duration) (int64, error) {
 	if v.kind == KindNone || v.kind == KindList {
 		return 0, ErrBadValue
 	}

@@ -122,7 +122,8 @@ func (d *Dict) mutateSlow(key string, size int, ttl time.Duration, fn mutateFn, 
 			return nil
 		}
 	}
-	expiry, err := d.checkValue(key, Bytes(zeros[:size]), ttl)
+	zv := Bytes(zeros[:size])
+	expiry, err := d.checkValue(key, &zv, ttl)
 	if err != nil {
 		return err
 	}

@@ -63,7 +63,7 @@ func (d *Dict) CompareAndSwap(key string, old, new Value, ttl time.Duration) (_ 
 	if err := d.check(key, true); err != nil {
 		return false, err
 	}
-	expiry, err := d.checkValue(key, new, ttl)
+	expiry, err := d.checkValue(key, &new, ttl)
 	if err != nil {
 		return false, err
 	}
@@ -207,7 +207,7 @@ func (d *Dict) updateLocked(key string, fn func(cur Value, ok bool) (next Value,
 		}
 		return nil
 	}
-	expiry, err := d.checkValue(key, next, ttl)
+	expiry, err := d.checkValue(key, &next, ttl)
 	if err != nil {
 		return err
 	}

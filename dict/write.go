@@ -71,7 +71,7 @@ func (d *Dict) storeBody(key string, v Value, ttl time.Duration, flags uint32, m
 	if err := d.check(key, true); err != nil {
 		return false, err
 	}
-	expiry, err := d.checkValue(key, v, ttl)
+	expiry, err := d.checkValue(key, &v, ttl)
 	if err != nil {
 		return false, err
 	}

@@ -34,16 +34,47 @@ func (d *Dict) GetStale(key string) (v Value, flags uint32, stale bool, err erro
 	return r.v, r.flags, r.stale, err
 }
 
-func (d *Dict) get(key string, dst []byte, allowStale bool, r *readResult) (err error) {
+func (d *Dict) get(key string, dst []byte, allowStale bool, r *readResult) error {
 	if d.guard {
-		defer d.catchFault(&err, shm.GuardFaults())
+		return d.getGuarded(key, dst, allowStale, r)
 	}
 	if err := d.check(key, false); err != nil {
 		return err
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
-	for try := 0; optimistic && try < tries; {
+	try := 0
+	if optimistic {
+		// The first try, outside getSlow's loop: the common case makes
+		// one call less.
+		need, ok, err := d.getOptimistic(s, key, h, dst, allowStale, r)
+		switch {
+		case !ok:
+			try++
+			runtime.Gosched()
+		case need >= 0:
+			dst = make([]byte, 0, need)
+		default:
+			return err
+		}
+	}
+	return d.getSlow(s, key, h, dst, allowStale, r, try)
+}
+
+// getGuarded is get with Options.GuardFaults (as incrGuarded).
+func (d *Dict) getGuarded(key string, dst []byte, allowStale bool, r *readResult) (err error) {
+	defer d.catchFault(&err, shm.GuardFaults())
+	if err := d.check(key, false); err != nil {
+		return err
+	}
+	h := hashKey(d.seed, key)
+	return d.getSlow(d.shardFor(h), key, h, dst, allowStale, r, 0)
+}
+
+// getSlow is get after try optimistic tries: the rest of them, then the
+// shard's lock.
+func (d *Dict) getSlow(s *shard, key string, h uint64, dst []byte, allowStale bool, r *readResult, try int) error {
+	for optimistic && try < tries {
 		need, ok, err := d.getOptimistic(s, key, h, dst, allowStale, r)
 		switch {
 		case !ok:

@@ -43,22 +43,20 @@ func (d *Dict) get(key string, dst []byte, allowStale bool, r *readResult) error
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
-	try := 0
-	if optimistic {
-		// The first try, outside getSlow's loop: the common case makes
-		// one call less.
-		need, ok, err := d.getOptimistic(s, key, h, dst, allowStale, r)
-		switch {
-		case !ok:
-			try++
-			runtime.Gosched()
-		case need >= 0:
-			dst = make([]byte, 0, need)
-		default:
-			return err
-		}
+	if !optimistic {
+		return d.getSlow(s, key, h, dst, allowStale, r, 0)
 	}
-	return d.getSlow(s, key, h, dst, allowStale, r, try)
+	// The first try, outside getSlow's loop: the common case makes one
+	// call less.
+	need, ok, err := d.getOptimistic(s, key, h, dst, allowStale, r)
+	if !ok {
+		runtime.Gosched()
+		return d.getSlow(s, key, h, dst, allowStale, r, 1)
+	}
+	if need < 0 {
+		return err
+	}
+	return d.getSlow(s, key, h, make([]byte, 0, need), allowStale, r, 0)
 }
 
 // getGuarded is get with Options.GuardFaults (as incrGuarded).

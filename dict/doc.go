@@ -123,8 +123,10 @@
 //	              is watched, with backoff, for up to pinSpins looks at its
 //	              word and Seq, never at the entry, and never waited on
 //	              beyond them), and check Seq again: the entry is the
-//	              key's and stays so until the page is unlocked. A value of one word is one aligned store; a
-//	              change of several words makes Ver odd around it. What
+//	              key's and stays so until the page is unlocked. An int's
+//	              increment, and a number written over a number of its
+//	              kind, expiry and flags, is one aligned store; a change
+//	              of several words makes Ver odd around it. What
 //	              needs more (a new key, another length, a removal) unlocks
 //	              the page and goes structural; Update then calls its fn
 //	              again, under Lock, with the value as it then is.

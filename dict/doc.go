@@ -3,9 +3,9 @@
 // atomic increments, add, compare-and-swap, lazy TTL, eviction of the least used, lists) for
 // Go programs that run as several OS processes.
 //
-// The zone is split into shards (shm). A key's xxhash64 with the zone's seed
-// picks its shard by its low bits, a bucket of the shard's index by its high
-// bits, and an 8-bit tag compared before the key bytes. Each shard has a
+// The zone is split into shards (shm). A key's XXH3-64 hash with the zone's
+// seed picks its shard by its low bits, a bucket of the shard's index by its
+// high bits, and an 8-bit tag compared before the key bytes. Each shard has a
 // lock word for changes to its structure, an index of uint32 offsets, an
 // eviction queue (CLOCK), and a slab arena holding entries (layout.go), each
 // of whose pages has a lock word of its own for writes to its entries.

@@ -104,8 +104,10 @@ import (
 //
 // layout_test.go holds each drawing to its overlay and pins the offsets.
 
-// Layout identifies this layout in the zone header.
-const Layout = 0x44494335 // "DIC5": DIC4 (Seq, the entry's Ver word, page locks) and the two-segment queue with ghosts
+// Layout identifies this layout in the zone header, and the key hash with it:
+// a process that hashed keys another way would look for them in the wrong
+// buckets.
+const Layout = 0x44494336 // "DIC6": DIC5 (Seq, the entry's Ver word, page locks, the two-segment queue with ghosts) with keys hashed by XXH3-64 instead of XXH64
 
 // shardHdr is the overlay of a shard's header, cache lines of its own.
 // The first line is written only by changes to the shard's structure, under

@@ -20,9 +20,18 @@ import (
 // half written, or the shard kept changing: the caller takes the shard's
 // lock, under which the operation is decided again.
 func (d *Dict) pinLive(s *shard, key string, h uint64) (off uint32, e *entry, pw *uint64, ok bool) {
-	off, pw, found, ok := s.pin(key, h)
-	if !ok || !found {
+	if !optimistic {
 		return 0, nil, nil, false
+	}
+	off, seq, ok := s.findOptimistic(key, h)
+	if ok && off != 0 {
+		pw = s.pinFirst(off, seq)
+	}
+	if pw == nil {
+		var found bool
+		if off, pw, found, ok = s.pinAfter(key, h, off, seq, ok); !ok || !found {
+			return 0, nil, nil, false
+		}
 	}
 	e = s.entryAt(off)
 	w := e.ver()

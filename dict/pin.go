@@ -20,9 +20,9 @@ import (
 // An entry write (Incr, Mutate on a live value of its size) and a read take
 // no shard lock: they find the entry optimistically (findOptimistic), and a
 // writer then takes the entry's page lock and checks that Seq has not moved
-// since the find (pin). From then until it unlocks the page, the entry is
-// its own: structure cannot change it. A reader takes no lock at all: it
-// validates Seq and the entry's Ver around what it read.
+// since the find (pinFirst, pinAfter). From then until it unlocks the page,
+// the entry is its own: structure cannot change it. A reader takes no lock
+// at all: it validates Seq and the entry's Ver around what it read.
 
 // tries bounds the optimistic attempts of one operation; after them it takes
 // the shard's lock, which waits its turn instead of spinning. pinSpins
@@ -122,23 +122,28 @@ func (s *shard) findOptimistic(key string, h uint64) (off uint32, seq uint64, ok
 	return 0, seq, s.seq() == seq
 }
 
-// pin finds key's entry and takes its page lock without the shard's lock,
-// for an entry write: found reports an entry that is key's, locked in pw,
-// until unpin. found false with ok true is a validated absence, and no lock
-// is held. ok false: the shard kept changing (or the build takes no
-// optimistic path); the caller takes the shard's lock instead.
-func (s *shard) pin(key string, h uint64) (off uint32, pw *uint64, found, ok bool) {
-	if !optimistic {
-		return 0, nil, false, false
-	}
-	off, seq, ok := s.findOptimistic(key, h)
+// An entry write pins key's entry: it finds the entry and takes its page
+// lock without the shard's lock. The first try is the caller's, inline, which
+// saves a call on every write; pinAfter does the rest:
+//
+//	off, seq, ok := s.findOptimistic(key, h)
+//	if ok && off != 0 {
+//		if pw := s.pinFirst(off, seq); pw != nil {
+//			// key's entry at off, locked in pw until shm.Unlock(pw)
+//		}
+//	}
+//	off, pw, found, ok := s.pinAfter(key, h, off, seq, ok)
+//
+// (a build without optimistic paths calls neither). pinAfter is given what
+// findOptimistic returned and that pinFirst, if it was tried, failed. found
+// reports an entry that is key's, locked in pw until shm.Unlock(pw). found
+// false with ok true is a validated absence, and no lock is held. ok false:
+// the shard kept changing; the caller takes the shard's lock instead.
+func (s *shard) pinAfter(key string, h uint64, off uint32, seq uint64, ok bool) (uint32, *uint64, bool, bool) {
 	if ok && off == 0 {
 		return 0, nil, false, true
 	}
 	if ok {
-		if pw := s.pinFirst(off, seq); pw != nil {
-			return off, pw, true, true
-		}
 		// Another writer holds the page (or the shard changed): wait on
 		// the page's word and Seq alone, not looking at the entry again,
 		// whose line the holder is writing.
@@ -166,7 +171,7 @@ func (s *shard) pinFirst(off uint32, seq uint64) *uint64 {
 	return pw
 }
 
-// pinSlow is pin after a first try that failed: the shard was changing, or
+// pinSlow is pinAfter once its own try failed: the shard was changing, or
 // another writer held the page.
 func (s *shard) pinSlow(key string, h uint64) (off uint32, pw *uint64, found, ok bool) {
 	for try := 0; try < tries; try++ {

@@ -377,21 +377,36 @@ func (d *Dict) incr(key string, idelta int64, fdelta float64, asFloat bool) (int
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
-	off, pw, found, ok := s.pin(key, h)
+	if !optimistic {
+		return d.incrUnderLock(s, key, h, idelta, fdelta, asFloat)
+	}
+	off, seq, ok := s.findOptimistic(key, h)
+	if ok && off != 0 {
+		if pw := s.pinFirst(off, seq); pw != nil {
+			if p := d.plainInt(s, off, len(key), asFloat); p != nil {
+				n := int64(atomic.LoadUint64(p)) + idelta
+				shm.StoreRelease(p, uint64(n)) // one aligned store: whole even if the process dies here
+				shm.Unlock(pw)
+				if c, slow := s.counted(tIncrs); slow {
+					d.tallySlow(s, tIncrs, c)
+				}
+				return n, float64(n), true, nil
+			}
+			return d.incrPinned(s, key, h, off, pw, idelta, fdelta, asFloat)
+		}
+	}
+	return d.incrAfter(s, key, h, off, seq, ok, idelta, fdelta, asFloat)
+}
+
+// incrAfter is incr after its first try to pin key's entry failed (see
+// pinAfter).
+func (d *Dict) incrAfter(s *shard, key string, h uint64, off uint32, seq uint64, ok bool, idelta int64, fdelta float64, asFloat bool) (int64, float64, bool, error) {
+	off, pw, found, ok := s.pinAfter(key, h, off, seq, ok)
 	if ok && !found {
 		d.tally(s, tMisses)
 		return 0, 0, false, nil
 	}
 	if ok {
-		if p := d.plainInt(s, off, len(key), asFloat); p != nil {
-			n := int64(atomic.LoadUint64(p)) + idelta
-			shm.StoreRelease(p, uint64(n)) // one aligned store: whole even if the process dies here
-			shm.Unlock(pw)
-			if c, slow := s.counted(tIncrs); slow {
-				d.tallySlow(s, tIncrs, c)
-			}
-			return n, float64(n), true, nil
-		}
 		return d.incrPinned(s, key, h, off, pw, idelta, fdelta, asFloat)
 	}
 	return d.incrUnderLock(s, key, h, idelta, fdelta, asFloat)

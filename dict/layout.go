@@ -387,6 +387,14 @@ func (s *shard) num(off uint32, e *entry) *uint64 {
 	return (*uint64)(unsafe.Pointer(&s.arena[int(off)+valOff(int(e.KLen))]))
 }
 
+// numAt returns a pointer to the 8-byte number at arena offset vo, which an
+// optimistic reader computed from the key it looked up (valOff(len(key))) and
+// bounds-checked: not from the entry's KLen, which a writer may be changing
+// under it.
+func (s *shard) numAt(vo int) *uint64 {
+	return (*uint64)(unsafe.Pointer(&s.arena[vo]))
+}
+
 // listOf returns the list header of a list entry that passed okBody.
 func (s *shard) listOf(off uint32, e *entry) *listHdr {
 	return (*listHdr)(unsafe.Pointer(&s.arena[int(off)+valOff(int(e.KLen))]))

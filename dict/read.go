@@ -222,7 +222,7 @@ func (d *Dict) getOptimistic(s *shard, key string, h uint64, dst []byte, allowSt
 		if vlen != 8 {
 			return -1, false, nil
 		}
-		num = atomic.LoadUint64(s.num(off, e))
+		num = atomic.LoadUint64(s.numAt(vo))
 	case KindBool:
 		if vlen != 1 {
 			return -1, false, nil

@@ -259,7 +259,7 @@ func (s *shard) readLive(off uint32, key []byte, now int64, c *copyBuf) (int, ui
 		if vlen != 8 {
 			return liveRetry, w
 		}
-		r.num = atomic.LoadUint64(s.num(off, e))
+		r.num = atomic.LoadUint64(s.numAt(vo))
 		c.add(key, nil, r)
 	case KindBool:
 		if vlen != 1 {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/shmzone/shmzone/shm"
 	"github.com/shmzone/shmzone/slab"
@@ -85,8 +86,22 @@ type Dict struct {
 	proc        slab.Proc // what the shards' slab views share: whether this process has allocated
 }
 
-// shard is this process's view of one shard; all state is in mem.
+// shard is this process's view of one shard; all state is in mem. It is
+// padded to shardSize bytes, a power of two, so that shardFor indexes
+// d.shards with a shift, not a multiply: the index lies on every operation's
+// path from its key's hash to its first load (0.2-0.6 ns of a Get or an
+// Incr, BenchmarkOps side by side).
 type shard struct {
+	shardFields
+	_ [shardSize - unsafe.Sizeof(shardFields{})]byte
+}
+
+// shardSize is the size of a shard; fields that outgrow it fail to
+// compile.
+const shardSize = 256
+
+// shardFields are a shard's fields, apart from its padding.
+type shardFields struct {
 	h       *shardHdr // the header in mem
 	lockw   *uint64   // &h.Lock, or a word of this process for a read-only view
 	mem     []byte
@@ -168,7 +183,7 @@ func Open(path string, o Options) (d *Dict, err error) {
 	for i := range d.shards {
 		mem := z.Shard(i)
 		sh := &d.shards[i]
-		*sh = shard{
+		*sh = shard{shardFields: shardFields{
 			h:       shardHdrAt(mem),
 			lockw:   &shardHdrAt(mem).Lock,
 			mem:     mem,
@@ -182,7 +197,7 @@ func Open(path string, o Options) (d *Dict, err error) {
 			z:       z,
 			timeout: d.lockTimeout,
 			tally:   &d.tallies[i],
-		}
+		}}
 		if o.ReadOnly {
 			sh.lockw = new(uint64)
 		}

@@ -149,7 +149,7 @@ func (sn *snapshot) attach(s *shard) error {
 	if err != nil {
 		return fmt.Errorf("dict: shard %d: %w: %v", s.id, ErrCorrupt, err)
 	}
-	sn.view = shard{
+	sn.view = shard{shardFields: shardFields{
 		h:       shardHdrAt(sn.buf),
 		mem:     sn.buf,
 		index:   indexSlots(sn.buf, len(s.index)),
@@ -161,7 +161,7 @@ func (sn *snapshot) attach(s *shard) error {
 		shift:   s.shift,
 		steps:   s.steps,
 		timeout: s.timeout,
-	}
+	}}
 	return nil
 }
 

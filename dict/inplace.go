@@ -35,7 +35,7 @@ func (d *Dict) pinLive(s *shard, key string, h uint64) (off uint32, e *entry, pw
 	}
 	e = s.entryAt(off)
 	w := e.ver()
-	if x := expiryOf(w); writing(w) || (x != 0 && d.now() >= x) || !s.okBody(off, e) {
+	if x := expiryOf(w); writing(w) || (x != 0 && d.Now() >= x) || !s.okBody(off, e) {
 		shm.Unlock(pw)
 		return 0, nil, nil, false
 	}

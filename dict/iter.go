@@ -50,7 +50,7 @@ func (d *Dict) Scan(fn func(it Item) bool) (err error) {
 	for i := range d.shards {
 		s := &d.shards[i]
 		for {
-			now := d.now()
+			now := d.Now()
 			c.reset()
 			var err error
 			if d.readOnly {
@@ -188,7 +188,7 @@ func (d *Dict) lrangeLocked(s *shard, off uint32, c *copyBuf) error {
 	e := s.entryAt(off)
 	now := int64(0)
 	if e.expiry() != 0 {
-		now = d.now()
+		now = d.Now()
 		if now >= e.expiry() {
 			return nil
 		}

@@ -193,7 +193,7 @@ func (d *Dict) getOptimistic(s *shard, key string, h uint64, dst []byte, allowSt
 		return -1, false, nil
 	}
 	stale := false
-	if x := expiryOf(w); x != 0 && d.now() >= x {
+	if x := expiryOf(w); x != 0 && d.Now() >= x {
 		if !allowStale {
 			if e.ver() != w || s.seq() != seq {
 				return -1, false, nil
@@ -277,7 +277,7 @@ func (d *Dict) TTL(key string) (_ time.Duration, err error) {
 		if ok {
 			w := s.entryAt(off).ver()
 			if !writing(w) && s.seq() == seq {
-				return ttlLeft(expiryOf(w), d.now())
+				return ttlLeft(expiryOf(w), d.Now())
 			}
 		}
 		runtime.Gosched()
@@ -290,7 +290,7 @@ func (d *Dict) TTL(key string) (_ time.Duration, err error) {
 	if off == 0 {
 		return 0, ErrNotFound
 	}
-	return ttlLeft(s.entryAt(off).expiry(), d.now())
+	return ttlLeft(s.entryAt(off).expiry(), d.Now())
 }
 
 // ttlLeft returns what is left of a TTL that ends at expiry (0: none), or

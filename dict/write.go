@@ -428,7 +428,7 @@ func (d *Dict) plainInt(s *shard, off uint32, klen int, asFloat bool) *uint64 {
 	if writing(w) {
 		return nil
 	}
-	if x := expiryOf(w); x != 0 && d.now() >= x {
+	if x := expiryOf(w); x != 0 && d.Now() >= x {
 		return nil
 	}
 	b := atomic.LoadUint32(e.bitsWord())
@@ -523,7 +523,7 @@ func (d *Dict) incrEntry(s *shard, off uint32, idelta int64, fdelta float64, asF
 	if writing(w) {
 		return 0, 0, incrBroken // its writer died mid-write
 	}
-	if x := expiryOf(w); x != 0 && d.now() >= x {
+	if x := expiryOf(w); x != 0 && d.Now() >= x {
 		return 0, 0, incrMiss
 	}
 	kind := e.kind()

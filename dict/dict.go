@@ -73,7 +73,7 @@ type Dict struct {
 	mask     uint64
 	seed     uint64
 	clock    func() int64
-	word     *int64 // the coarse clock's word, or stopped for an injected clock (now)
+	word     *int64 // the coarse clock's word, or stopped for an injected clock (Now)
 	readOnly bool
 	state    atomic.Uint32         // stateOpen, stateClosed or stateFaulted
 	fault    atomic.Pointer[error] // the fault that ended a guarded Dict
@@ -330,7 +330,7 @@ func (d *Dict) FreeSpace() int64 {
 }
 
 // stopped is the clock word of a Dict whose clock is injected: never
-// running, so that now calls the injected clock.
+// running, so that Now calls the injected clock.
 var stopped int64
 
 // Now returns the dictionary's time in Unix milliseconds, the time its TTLs

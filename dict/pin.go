@@ -127,7 +127,8 @@ func (s *shard) findOptimistic(key string, h uint64) (off uint32, seq uint64, ok
 // words at no cost, and is small enough to be inlined: findOptimistic then
 // makes no call in its loop, and keeps its values in registers across it
 // instead of storing them before it (runtime.memequal's call did; a Get at
-// 1,000 keys took 1.7 ns less without it).
+// 1,000 keys took 1.7 and 3.2 ns less without it, in two side-by-side
+// runs).
 func keyIs(p unsafe.Pointer, key string) bool {
 	if !unalignedWords {
 		return unsafe.String((*byte)(p), len(key)) == key

@@ -113,7 +113,10 @@ func (s *shard) findOptimistic(key string, h uint64) (off uint32, seq uint64, ok
 			if k+klen > len(arena) {
 				return 0, seq, false
 			}
-			if keyIs(unsafe.Pointer(&arena[k]), key) {
+			// Not &arena[k]: a corrupt entry's empty key may end the
+			// arena, and an empty key (copyLive's of such an entry) then
+			// compares no byte.
+			if keyIs(unsafe.Add(unsafe.Pointer(unsafe.SliceData(arena)), k), key) {
 				return off, seq, true
 			}
 		}

@@ -36,3 +36,25 @@ func TestKeyIsComparesEveryByte(t *testing.T) {
 		}
 	}
 }
+
+// An entry whose key is empty, which only a corrupt zone holds, may end the
+// arena: a lookup of the empty key (copyLive's of such an entry) must
+// compare no byte and not index one past the arena.
+func TestFindOptimisticEmptyKeyAtArenaEnd(t *testing.T) {
+	const h = uint64(0x0102030405060708)
+	words := make([]uint64, 8) // a 64-byte arena, aligned
+	arena := unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), 64)
+	off := uint32(64 - entryHdrSize) // the entry's header ends the arena
+	e := (*entry)(unsafe.Pointer(&arena[off]))
+	e.KLen, e.Tag, e.Bits = 0, tagOf(h), uint8(KindInt)
+	s := &shard{shardFields: shardFields{
+		h:     new(shardHdr),
+		index: []uint32{off},
+		arena: arena,
+		steps: 4,
+	}}
+	got, _, ok := s.findOptimistic("", h)
+	if !ok || got != off {
+		t.Fatalf("findOptimistic(\"\") = %#x, ok %v; want the entry at %#x", got, ok, off)
+	}
+}

@@ -347,11 +347,6 @@ func (s *shard) hdr() *shardHdr { return s.h }
 // shardHdrAt returns the overlay of a shard's header.
 func shardHdrAt(mem []byte) *shardHdr { return (*shardHdr)(unsafe.Pointer(&mem[0])) }
 
-// slot returns the index slot for bucket b, b < IndexSize.
-func (s *shard) slot(b uint32) *uint32 {
-	return (*uint32)(unsafe.Pointer(&s.index[b]))
-}
-
 // okEntry reports whether an entry header at off lies inside the arena, with
 // room for its header. It is the bounds check every link must pass before it
 // is followed.

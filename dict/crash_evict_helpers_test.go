@@ -237,9 +237,10 @@ func helperEvictHammer(args []string) error {
 			return err
 		}
 		atomic.AddUint64(h.word(evAckOps), 1)
-		// Often enough that every helper looks several times: one killed
-		// within its first few hundred operations (a loaded machine, the
-		// race detector) must still report what it saw.
+		// Often enough that a helper killed within its first few hundred
+		// operations (a loaded machine, the race detector) has looked
+		// several times: the test needs one look that saw a protected
+		// entry.
 		if ops%evStatsEvery == 0 {
 			if p := uint64(d.Stats().Protected); p > atomic.LoadUint64(h.word(evAckProt)) {
 				atomic.StoreUint64(h.word(evAckProt), p)

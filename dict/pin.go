@@ -27,10 +27,10 @@ import (
 // tries bounds the optimistic attempts of one operation; after them it takes
 // the shard's lock, which waits its turn instead of spinning. pinSpins
 // bounds the looks at a page lock another writer holds: with backoff's
-// waits, some 49,000 turns of its loop, a few tens of microseconds.
+// waits, some 46,600 turns of its loop, a few tens of microseconds.
 const (
 	tries    = 8
-	pinSpins = 50
+	pinSpins = 24
 )
 
 // seq loads the shard's Seq.
@@ -315,16 +315,25 @@ var spinSink atomic.Uint32
 
 // backoff waits a little longer at each of a spin's looks at a held word,
 // touching nothing shared, so that the looks do not pull the word's cache
-// line from its holder again and again. The first wait is about as long as
-// an entry write: a look sooner would take the line, which often holds the
-// entry too, from a holder still writing it, and make its next store wait
-// for the line to come back. Measured with two processes incrementing one
-// key (BenchmarkProcs keys=hot, 4 runs each, side by side): waits of
-// 8<<min(i, 4) turns 21.4-22.4 M ops/s, 32<<min(i, 3) 22.3-24.1 M,
-// 64<<min(i, 4) 24.1-25.6 M, 128<<min(i, 3) 24.9-26.5 M.
+// line from its holder again and again. The first wait is several entry
+// writes long (512 turns, about 0.3 µs on a 2 GHz Xeon), and the longest
+// four times that: a look sooner takes the line, which often holds the
+// entry too, from a holder that is still writing it or has begun its next
+// write, and both then pay for every transfer; a waiter that stays away
+// lets the holder make a run of writes in its own cache. Longer waits buy
+// throughput with tail latency. Measured on an Intel Xeon with two
+// processes incrementing one key (worker bench -keys 1 -procs 2 -duration
+// 1s, 3 alternating runs each; ops/s, p99, p999): waits of 128<<min(i, 3)
+// turns 12.1-13.1 M, 0.9-1.0 µs, 2.8-3.2 µs; 512<<min(i, 2) 16.9-18.8 M,
+// 1.2-1.8 µs, 5.4-5.6 µs; 1024<<min(i, 2) 15.1-21.0 M, 1.5-2.3 µs,
+// 7.2-10.8 µs. BenchmarkProcs keys=hot procs=2, 4 runs each: 0<<min(i, 3)
+// 8.1-8.9 M, 32<<min(i, 3) 9.3-11.2 M, 128<<min(i, 3) 11.1-17.4 M,
+// 512<<min(i, 3) 17.4-20.5 M. (On an AMD EPYC, with the same benchmark:
+// 8<<min(i, 4) turns 21.4-22.4 M, 32<<min(i, 3) 22.3-24.1 M, 64<<min(i, 4)
+// 24.1-25.6 M, 128<<min(i, 3) 24.9-26.5 M.)
 func backoff(i int) {
 	n := uint32(0)
-	for j := 0; j < 128<<min(i, 3); j++ {
+	for j := 0; j < 512<<min(i, 2); j++ {
 		n += uint32(j)
 	}
 	if n == 1 {

@@ -326,7 +326,7 @@ var spinSink atomic.Uint32
 // 1s, 3 alternating runs each; ops/s, p99, p999): waits of 128<<min(i, 3)
 // turns 12.1-13.1 M, 0.9-1.0 µs, 2.8-3.2 µs; 512<<min(i, 2) 16.9-18.8 M,
 // 1.2-1.8 µs, 5.4-5.6 µs; 1024<<min(i, 2) 15.1-21.0 M, 1.5-2.3 µs,
-// 7.2-10.8 µs. BenchmarkProcs keys=hot procs=2, 4 runs each: 0<<min(i, 3)
+// 7.2-10.8 µs. BenchmarkProcs keys=hot procs=2, sweeps of 4 runs: 0<<min(i, 3)
 // 8.1-8.9 M, 32<<min(i, 3) 9.3-11.2 M, 128<<min(i, 3) 11.1-17.4 M,
 // 512<<min(i, 3) 17.4-20.5 M. (On an AMD EPYC, with the same benchmark:
 // 8<<min(i, 4) turns 21.4-22.4 M, 32<<min(i, 3) 22.3-24.1 M, 64<<min(i, 4)

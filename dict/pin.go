@@ -330,11 +330,14 @@ var spinSink atomic.Uint32
 // 8.1-8.9 M, 32<<min(i, 3) 9.3-11.2 M, 128<<min(i, 3) 11.1-17.4 M,
 // 512<<min(i, 3) 17.4-20.5 M. (On an AMD EPYC, with the same benchmark:
 // 8<<min(i, 4) turns 21.4-22.4 M, 32<<min(i, 3) 22.3-24.1 M, 64<<min(i, 4)
-// 24.1-25.6 M, 128<<min(i, 3) 24.9-26.5 M.) A writer that holds the page
-// longer loses only latency: for the limiters on one key (worker bench -op
-// req|count -keys 1 -procs 2, 3 runs each, on the Xeon), 128<<min(i, 3)
-// gave req 4.3-4.4 M ops/s with p99 4.9-5.1 µs and count 5.9-6.4 M,
-// 512<<min(i, 2) req 4.1-4.5 M with p99 7.4-7.9 µs and count 7.1-8.6 M.
+// 24.1-25.6 M, 128<<min(i, 3) 24.9-26.5 M.) For the limiters on one key,
+// whose writers hold the page longer, the gain is smaller and p99 grows
+// (worker bench -op req|count -keys 1 -procs 2, on the Xeon, two sets of 3
+// alternating runs, the second on a quieter machine): 128<<min(i, 3) gave
+// req 4.3-4.4 M ops/s with p99 4.9-5.1 µs, then 4.7-5.1 M with 3.6-4.1 µs,
+// and count 5.9-6.4 M, then 5.2-6.3 M; 512<<min(i, 2) req 4.1-4.5 M with
+// p99 7.4-7.9 µs, then 6.3-7.3 M with 4.9-6.1 µs, and count 7.1-8.6 M,
+// then 8.8-11.2 M.
 func backoff(i int) {
 	n := uint32(0)
 	for j := 0; j < 512<<min(i, 2); j++ {

@@ -331,8 +331,8 @@ var spinSink atomic.Uint32
 // 512<<min(i, 3) 17.4-20.5 M. (On an AMD EPYC, with the same benchmark:
 // 8<<min(i, 4) turns 21.4-22.4 M, 32<<min(i, 3) 22.3-24.1 M, 64<<min(i, 4)
 // 24.1-25.6 M, 128<<min(i, 3) 24.9-26.5 M.) For the limiters on one key,
-// whose writers hold the page longer, the gain is smaller and p99 grows
-// (worker bench -op req|count -keys 1 -procs 2, on the Xeon, two sets of 3
+// whose writers hold the page longer, req's p99 grows, and its throughput
+// grew in the second set of runs only (worker bench -op req|count -keys 1 -procs 2, on the Xeon, two sets of 3
 // alternating runs, the second on a quieter machine): 128<<min(i, 3) gave
 // req 4.3-4.4 M ops/s with p99 4.9-5.1 µs, then 4.7-5.1 M with 3.6-4.1 µs,
 // and count 5.9-6.4 M, then 5.2-6.3 M; 512<<min(i, 2) req 4.1-4.5 M with

@@ -152,9 +152,9 @@ func (c *clock) tick(stop <-chan struct{}) {
 			return
 		}
 		now := c.wall() << stateBits
+		var next int64
 		for {
 			w := atomic.LoadInt64(&c.word)
-			var next int64
 			switch {
 			case n%checkTicks != 0:
 				next = now | w&stateMask
@@ -170,7 +170,11 @@ func (c *clock) tick(stop <-chan struct{}) {
 		if n%checkTicks == 0 && c.check != nil {
 			c.check()
 		}
-		if atomic.LoadInt64(&c.word)&clockLive == 0 {
+		// Whether this ticker stopped the clock is what it stored, not
+		// what the word holds now: a read may have restarted the clock
+		// since, with a ticker of its own. Going on beside it, this one
+		// could store a time older than the other's.
+		if next&clockLive == 0 {
 			return
 		}
 	}

@@ -236,6 +236,54 @@ func TestClockRestartOnce(t *testing.T) {
 	}
 }
 
+// TestClockStopRacesRestart: a read that restarts the clock while the
+// ticker that stopped it has not yet returned (here, inside its check)
+// starts the only live ticker: the stopping one still ends. Were it to see
+// the new ticker's live word and go on, two tickers would tick, and one
+// delayed between its read of the time and its store would put back a
+// time older than the other's (TestClockConcurrentReaders saw a read 3
+// ticks behind so, under -race beside other packages' tests).
+func TestClockStopRacesRestart(t *testing.T) {
+	tc := newTestClock(1_000_000)
+	c := &tc.c
+	var once atomic.Bool
+	restarted := make(chan struct{})
+	c.check = func() {
+		if atomic.LoadInt64(&c.word)&clockLive == 0 && !once.Swap(true) {
+			c.now() // the clock just stopped: this read restarts it
+			close(restarted)
+		}
+	}
+	c.acquire()
+	c.now()
+	for i := 0; i < 2*checkTicks; i++ {
+		tc.tick(t)
+	}
+	select {
+	case <-restarted:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no check found the clock stopped in 10 s after %d unread ticks", 2*checkTicks)
+	}
+	select {
+	case <-tc.stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the ticker that stopped the clock still runs 10 s later, beside the one the read started (%d started, %d stopped)", tc.starts.Load(), tc.stops.Load())
+	}
+	tc.wantState(t, "after the restart", clockRunning)
+	tc.tick(t) // the new ticker takes it: it has started
+	tc.tick(t) // and has stored the tick before
+	if s, st := tc.starts.Load(), tc.stops.Load(); s != 2 || st != 1 {
+		t.Fatalf("%d tickers started, %d stopped: want 2 and 1", s, st)
+	}
+	if got, want := c.now(), tc.wall.Load()-1; got < want {
+		t.Errorf("now() = %d after two ticks of the restarted clock, want at least %d", got, want)
+	}
+	c.release()
+	if s, st := tc.starts.Load(), tc.stops.Load(); s != st {
+		t.Fatalf("after release: %d tickers started, %d stopped", s, st)
+	}
+}
+
 // TestClockConcurrentReaders: readers on several goroutines, in rounds
 // between which the ticker stops, never get a time more than two ticks
 // behind the time when they started to read (one tick taken but not yet

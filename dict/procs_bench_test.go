@@ -6,13 +6,18 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/shmzone/shmzone/internal/clients"
 	"github.com/shmzone/shmzone/internal/testutil"
 )
 
 // procsKeys is the number of keys of BenchmarkProcs's own and shared cases.
 const procsKeys = 1000
 
-// sharedStream is the random stream (testutil.ClientAddrs) of the keys
+// procsMax is the most processes BenchmarkProcs runs: keys=own creates the
+// keys of that many.
+const procsMax = 2
+
+// sharedStream is the random stream (clients.Addrs) of the keys
 // every process reads in keys=shared; process i's own keys are stream i.
 const sharedStream = 1 << 32
 
@@ -23,19 +28,27 @@ const sharedStream = 1 << 32
 // client addresses, drawn at random, and each process visits its keys in a
 // pseudo-random order.
 //
-//   - op=incr/keys=own: each process increments its own 1,000 keys, which
-//     it creates before the start; no other process touches them.
+//   - op=incr/keys=own: each process increments its own 1,000 keys; no
+//     other process touches them. The benchmark creates the keys of two
+//     processes before the start, as their clients would arrive at a
+//     server (clients.Arrivals): mixed, so that each process's entries
+//     lie among the other's in the slab's pages, as a server's do. With
+//     procs=1, process 0 works alone among them.
 //   - op=get/keys=shared: every process reads the same 1,000 keys, which the
 //     benchmark creates before starting the processes.
 //   - keys=hot: every process works on one key, created by the benchmark.
+//   - op=incr/keys=apart: keys=own with a zone file for each process, which
+//     holds that process's keys alone, so that the processes share no
+//     memory at all: what this machine gives processes that share nothing,
+//     the ceiling of keys=own.
 //
 // The keys are drawn from testutil.Seed, so SHMZONE_SEED replays them.
 func BenchmarkProcs(b *testing.B) {
 	seed := testutil.Seed(b)
 	for _, c := range []struct{ op, keys string }{
-		{"incr", "own"}, {"get", "shared"}, {"incr", "hot"}, {"get", "hot"},
+		{"incr", "own"}, {"incr", "apart"}, {"get", "shared"}, {"incr", "hot"}, {"get", "hot"},
 	} {
-		for _, procs := range []int{1, 2} {
+		for procs := 1; procs <= procsMax; procs++ {
 			name := fmt.Sprintf("op=%s/keys=%s/procs=%d", c.op, c.keys, procs)
 			b.Run(name, func(b *testing.B) { benchProcs(b, c.op, c.keys, procs, seed) })
 		}
@@ -43,53 +56,87 @@ func BenchmarkProcs(b *testing.B) {
 }
 
 func benchProcs(b *testing.B, op, keys string, procs int, seed uint64) {
-	path := filepath.Join(b.TempDir(), "procs.zone")
-	d, err := Open(path, Options{Size: benchZoneSize})
-	if err != nil {
-		b.Fatal(err)
+	dir := b.TempDir()
+	// zone is process i's zone file: one for all, or one each (keys=apart).
+	zone := func(i int) string {
+		if keys == "apart" {
+			return filepath.Join(dir, "procs"+strconv.Itoa(i)+".zone")
+		}
+		return filepath.Join(dir, "procs.zone")
 	}
-	defer d.Close()
-	ks := procsKeySet(keys, seed, sharedStream)
-	if keys != "own" {
-		for _, k := range ks {
-			if _, _, err := d.IncrInit(k, 0, 0, 0); err != nil {
+	ds := make([]*Dict, 1, procs)
+	if keys == "apart" {
+		ds = ds[:procs]
+	}
+	for i := range ds {
+		d, err := Open(zone(i), Options{Size: benchZoneSize})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer d.Close()
+		ds[i] = d
+	}
+	switch keys {
+	case "own":
+		sets := make([][]string, procsMax)
+		for i := range sets {
+			sets[i] = procsKeySet(keys, seed, uint64(i))
+		}
+		for _, a := range clients.Arrivals(seed, procsMax, procsKeys) {
+			if _, _, err := ds[0].IncrInit(sets[a.Proc][a.I], 0, 0, 0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	case "apart":
+		for i, d := range ds {
+			for _, k := range procsKeySet(keys, seed, uint64(i)) {
+				if _, _, err := d.IncrInit(k, 0, 0, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	default:
+		for _, k := range procsKeySet(keys, seed, sharedStream) {
+			if _, _, err := ds[0].IncrInit(k, 0, 0, 0); err != nil {
 				b.Fatal(err)
 			}
 		}
 	}
 	seedArg := strconv.FormatUint(seed, 10)
 	testutil.BenchProcs(b, procs, "bench-procs", func(i int) []string {
-		return []string{path, op, keys, strconv.Itoa(i), strconv.Itoa(b.N), seedArg}
+		return []string{zone(i), op, keys, strconv.Itoa(i), strconv.Itoa(b.N), seedArg}
 	}, b.N)
-	if err := d.Check(); err != nil {
-		b.Fatal(err)
+	var sum int64
+	for _, d := range ds {
+		if err := d.Check(); err != nil {
+			b.Fatal(err)
+		}
 	}
-	if op == "incr" {
-		checkProcsSum(b, d, keys, procs, seed)
+	switch keys {
+	case "own", "apart": // process i's keys, in its zone
+		for i := 0; i < procs; i++ {
+			sum += procsSum(b, ds[i%len(ds)], procsKeySet(keys, seed, uint64(i)))
+		}
+	default:
+		sum = procsSum(b, ds[0], procsKeySet(keys, seed, sharedStream))
+	}
+	if want := int64(procs) * int64(b.N); op == "incr" && sum != want {
+		b.Fatalf("the keys hold %d increments, want %d processes × %d", sum, procs, b.N)
 	}
 }
 
-// checkProcsSum checks that the increments of procs processes, b.N each,
-// all landed on the keys of their case: each process's own keys, or the
-// one hot key.
-func checkProcsSum(b *testing.B, d *Dict, keys string, procs int, seed uint64) {
-	sets := [][]string{procsKeySet(keys, seed, 0)}
-	for i := 1; keys == "own" && i < procs; i++ {
-		sets = append(sets, procsKeySet(keys, seed, uint64(i)))
-	}
+// procsSum returns the sum of the numbers under keys in d: with
+// increments, the count of those that landed.
+func procsSum(b *testing.B, d *Dict, keys []string) int64 {
 	var sum int64
-	for _, ks := range sets {
-		for _, k := range ks {
-			v, _, err := d.Get(k)
-			if err != nil {
-				b.Fatalf("Get(%q) = %v", k, err)
-			}
-			sum += v.Int()
+	for _, k := range keys {
+		v, _, err := d.Get(k)
+		if err != nil {
+			b.Fatalf("Get(%q) = %v", k, err)
 		}
+		sum += v.Int()
 	}
-	if want := int64(procs) * int64(b.N); sum != want {
-		b.Fatalf("the keys hold %d increments, want %d processes × %d", sum, procs, b.N)
-	}
+	return sum
 }
 
 // procsKeySet returns the keys of a BenchmarkProcs case: "hot" alone, or
@@ -98,13 +145,13 @@ func procsKeySet(keys string, seed, stream uint64) []string {
 	if keys == "hot" {
 		return []string{"hot"}
 	}
-	return testutil.ClientAddrs(seed, stream, procsKeys)
+	return clients.Addrs(seed, stream, procsKeys)
 }
 
 // HelperBenchProcs is a BenchmarkProcs process (registered in
 // multiproc_test.go's TestHelperProcess), with arguments path op keys id n
-// seed: it opens the zone, creates its own keys (keys=own) or checks that
-// the benchmark's exist, says "ready", waits for stdin to close, runs n
+// seed: it opens the zone, checks that the benchmark created its keys (its
+// own, with keys=own and apart), says "ready", waits for stdin to close, runs n
 // operations on keys picked at random and prints how long they took in
 // nanoseconds.
 func HelperBenchProcs(args []string) error {
@@ -127,17 +174,12 @@ func HelperBenchProcs(args []string) error {
 	}
 	defer d.Close()
 	stream := uint64(sharedStream)
-	if keys == "own" {
+	if keys == "own" || keys == "apart" {
 		stream = id
 	}
 	ks := procsKeySet(keys, seed, stream)
 	for _, k := range ks {
-		if keys == "own" {
-			_, _, err = d.IncrInit(k, 0, 0, 0)
-		} else {
-			_, _, err = d.Get(k)
-		}
-		if err != nil {
+		if _, _, err := d.Get(k); err != nil {
 			return fmt.Errorf("key %q: %w", k, err)
 		}
 	}

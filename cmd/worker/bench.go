@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,13 +65,16 @@ count on tiered; counter (counter.Counter) on zone.
 
 Keys (-keyset): with shared, every process picks from the same -keys keys,
 "bench:0" to "bench:N-1". With own, each process has its own -keys keys,
-client addresses such as "203.0.113.7:51234" that it draws at random, as a
-server sees its clients: no other process uses them, and they fall on any of
-the zone's shards. Each process creates its keys before the start (shared
+client addresses such as "203.0.113.7:51234" drawn at random, as a server
+sees its clients: no other process uses them, and they fall on any of the
+zone's shards. Each process creates its keys before the start (shared
 keys: when absent): the zone's entries (for req and count by one decision
 per key), Redis's keys for incr, get and set, the flock file's slots (with
-own, process i's slots follow process i-1's). Then each op picks one of
-them at random.
+own, process i's slots follow process i-1's). With own on the zone, bench
+first creates the keys of every process of the largest -procs itself, in
+the order their clients would arrive at a server, mixed, so that each
+process's entries lie among the others' in the zone's pages as a server's
+do. Then each op picks one of them at random.
 
 Flags:`)
 		fs.PrintDefaults()
@@ -147,13 +151,19 @@ func runBench(f benchFlags, stderr io.Writer) (report, error) {
 		defer os.RemoveAll(dir)
 		cfg.Zone = filepath.Join(dir, "bench.zone")
 	}
+	cfg.Seed = rand.Uint64()
 	if cfg.Backend == "zone" || cfg.Backend == "tiered" {
 		// Create the zone once so that the children all attach to it.
 		d, err := dict.Open(cfg.Zone, dict.Options{Size: zoneSize})
 		if err != nil {
 			return rep, err
 		}
-		d.Close()
+		if cfg.Backend == "zone" && cfg.Keyset == "own" {
+			err = createOwnKeys(d, cfg, slices.Max(f.procs))
+		}
+		if err := errors.Join(err, d.Close()); err != nil {
+			return rep, err
+		}
 	}
 	exe, err := os.Executable()
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"sync"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/shmzone/shmzone/counter"
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/clients"
 	"github.com/shmzone/shmzone/limiter"
 	"github.com/shmzone/shmzone/limiter/redistier"
 )
@@ -47,6 +47,7 @@ type benchConfig struct {
 	Duration time.Duration `json:"duration"`
 	Zone     string        `json:"zone"`
 	Redis    string        `json:"redis"`
+	Seed     uint64        `json:"seed"` // of the own keys (keyNames) and their arrival (createOwnKeys)
 }
 
 // target is one process's connection to a backend: do runs the op on key i.
@@ -55,29 +56,18 @@ type target struct {
 	close func() error
 }
 
-// keyNames returns the keys one process uses. With keyset shared they are
+// keyNames returns the keys process id uses. With keyset shared they are
 // "bench:0" to "bench:N-1" in every process; with own they are N client
-// addresses ("203.0.113.7:51234") that this process draws at random, as a
-// server sees them: no two processes share one (two processes' sets of N
-// meet with odds of about N²/2⁴⁸), and they fall on the zone's shards with
-// no regard to which process uses them.
-func keyNames(n int, keyset string) []string {
-	ks := make([]string, 0, n)
-	if keyset != "own" {
-		for i := range n {
-			ks = append(ks, "bench:"+strconv.Itoa(i))
-		}
-		return ks
+// addresses ("203.0.113.7:51234") drawn at random from seed, stream id (see
+// clients.Addrs), as a server sees them: no two processes share one, and
+// they fall on the zone's shards with no regard to which process uses them.
+func keyNames(n int, keyset string, seed uint64, id int) []string {
+	if keyset == "own" {
+		return clients.Addrs(seed, uint64(id), n)
 	}
-	seen := make(map[string]bool, n)
-	for len(ks) < n {
-		ip := rand.Uint32()
-		port := 1024 + rand.IntN(65536-1024)
-		k := fmt.Sprintf("%d.%d.%d.%d:%d", byte(ip>>24), byte(ip>>16), byte(ip>>8), byte(ip), port)
-		if !seen[k] {
-			seen[k] = true
-			ks = append(ks, k)
-		}
+	ks := make([]string, 0, n)
+	for i := range n {
+		ks = append(ks, "bench:"+strconv.Itoa(i))
 	}
 	return ks
 }
@@ -86,7 +76,7 @@ func keyNames(n int, keyset string) []string {
 // row) and makes sure every key it uses exists: each process creates its
 // own keys, and the shared keys too, which every process creates if absent.
 func openTarget(cfg benchConfig, id int) (*target, error) {
-	keys := keyNames(cfg.Keys, cfg.Keyset)
+	keys := keyNames(cfg.Keys, cfg.Keyset, cfg.Seed, id)
 	switch cfg.Backend {
 	case "zone":
 		return openZone(cfg, keys)
@@ -120,15 +110,8 @@ func openZone(cfg benchConfig, keys []string) (*target, error) {
 		t.do = func(i int) error { _, _, err := d.Get(keys[i]); return err }
 	case "set":
 		t.do = func(i int) error { _, err := d.Set(keys[i], dict.Int(int64(i)), 0, 0); return err }
-	case "req":
-		l, err := limiter.NewReq(d, "bench", 1e9, 1e9)
-		if err != nil {
-			d.Close()
-			return nil, err
-		}
-		t.do = func(i int) error { _, err := l.Incoming(ctx, keys[i], true); return err }
-	case "count":
-		l, err := limiter.NewCount(d, "bench", 1<<53, time.Hour)
+	case "req", "count":
+		l, err := benchLimiter(d, cfg.Op)
 		if err != nil {
 			d.Close()
 			return nil, err
@@ -143,19 +126,57 @@ func openZone(cfg benchConfig, keys []string) (*target, error) {
 		t.do = func(i int) error { c.Incr(keys[i], 1); return nil }
 		t.close = func() error { return errors.Join(c.Close(), d.Close()) }
 	}
-	for i, k := range keys {
-		var err error
-		if cfg.Op == "req" || cfg.Op == "count" {
-			err = t.do(i)
-		} else {
-			_, _, err = d.IncrInit(k, 0, 0, 0)
-		}
-		if err != nil {
-			t.close()
-			return nil, err
-		}
+	if err := createZoneKeys(d, cfg.Op, keys); err != nil {
+		t.close()
+		return nil, err
 	}
 	return t, nil
+}
+
+// benchLimiter returns the limiter of op req or count, far from its limit.
+func benchLimiter(d *dict.Dict, op string) (limiter.Limiter, error) {
+	if op == "req" {
+		return limiter.NewReq(d, "bench", 1e9, 1e9)
+	}
+	return limiter.NewCount(d, "bench", 1<<53, time.Hour)
+}
+
+// createZoneKeys makes sure each key's entry exists as op uses it: an int
+// (0 when absent) for incr, get, set and counter; for req and count, the
+// limiter's state, by one decision.
+func createZoneKeys(d *dict.Dict, op string, keys []string) error {
+	create := func(k string) error { _, _, err := d.IncrInit(k, 0, 0, 0); return err }
+	if op == "req" || op == "count" {
+		l, err := benchLimiter(d, op)
+		if err != nil {
+			return err
+		}
+		ctx := context.Background()
+		create = func(k string) error { _, err := l.Incoming(ctx, k, true); return err }
+	}
+	for _, k := range keys {
+		if err := create(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// createOwnKeys creates in the zone the own keys of procs processes, in
+// the order their clients would first arrive at a server
+// (clients.Arrivals): mixed, so that each process's entries lie among the
+// others' in the zone's pages, as a server's do, where processes that each
+// created theirs in a burst at their start would hold pages of their own.
+func createOwnKeys(d *dict.Dict, cfg benchConfig, procs int) error {
+	sets := make([][]string, procs)
+	for i := range sets {
+		sets[i] = keyNames(cfg.Keys, "own", cfg.Seed, i)
+	}
+	keys := make([]string, 0, procs*cfg.Keys)
+	for _, a := range clients.Arrivals(cfg.Seed, procs, cfg.Keys) {
+		keys = append(keys, sets[a.Proc][a.I])
+	}
+	return createZoneKeys(d, cfg.Op, keys)
 }
 
 // openMutex is a map in this process under one sync.Mutex: what one process

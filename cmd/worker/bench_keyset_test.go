@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,24 +31,27 @@ func TestBenchKeysetFlag(t *testing.T) {
 }
 
 func TestKeyNames(t *testing.T) {
-	shared := keyNames(3, "shared")
+	shared := keyNames(3, "shared", 7, 1)
 	if strings.Join(shared, " ") != "bench:0 bench:1 bench:2" {
 		t.Fatalf("keyNames(3, shared) = %q, want bench:0 to bench:2", shared)
 	}
 	seen := map[string]bool{}
-	for _, proc := range []string{"first", "second"} {
-		own := keyNames(1000, "own")
+	for id := range 2 {
+		own := keyNames(1000, "own", 7, id)
 		if len(own) != 1000 {
-			t.Fatalf("keyNames(1000, own) has %d keys", len(own))
+			t.Fatalf("keyNames(1000, own, 7, %d) has %d keys", id, len(own))
 		}
 		for _, k := range own {
 			if _, err := netip.ParseAddrPort(k); err != nil {
 				t.Fatalf("own key %q is not a client address: %v", k, err)
 			}
 			if seen[k] {
-				t.Fatalf("own key %q drawn twice (%s draw)", k, proc)
+				t.Fatalf("own key %q drawn twice (process %d)", k, id)
 			}
 			seen[k] = true
+		}
+		if again := keyNames(1000, "own", 7, id); !slices.Equal(own, again) {
+			t.Fatalf("keyNames(1000, own, 7, %d) differs between calls: the parent and process %d would not agree", id, id)
 		}
 	}
 }
@@ -63,15 +67,16 @@ func totalOps(rep report) int64 {
 
 // TestBenchKeysetZone runs incr at procs 1 and 2 on one zone with each
 // keyset and checks what the processes left there: with shared, the same
-// -keys keys for all; with own, -keys client addresses per process (1 in
-// the first row, 2 in the second); and every op counted once.
+// -keys keys for all; with own, -keys client addresses per process of the
+// largest row, which the parent created mixed before the first row, and
+// process 0 the same in both rows; and every op counted once.
 func TestBenchKeysetZone(t *testing.T) {
 	t.Parallel()
 	const keys = 50
 	for _, c := range []struct {
 		keyset  string
 		entries int
-	}{{"shared", keys}, {"own", 3 * keys}} {
+	}{{"shared", keys}, {"own", 2 * keys}} {
 		t.Run(c.keyset, func(t *testing.T) {
 			t.Parallel()
 			zone := filepath.Join(t.TempDir(), "z")

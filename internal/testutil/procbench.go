@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"testing"
@@ -78,28 +77,6 @@ func BenchChild(run func() error) error {
 	}
 	fmt.Println(time.Since(start).Nanoseconds())
 	return nil
-}
-
-// ClientAddrs returns n distinct keys that look like the client addresses
-// a server limits or counts by, "203.0.113.7:51234": a random IPv4 address
-// and port each, drawn from rand.NewPCG(seed, stream). A multi-process
-// benchmark gives process i stream i, so that its keys are its own (two
-// streams share a key with odds of about n²/2⁴⁸) and spread over the zone
-// as a server's do, with no regard to hashes or shards.
-func ClientAddrs(seed, stream uint64, n int) []string {
-	r := rand.New(rand.NewPCG(seed, stream))
-	seen := make(map[string]bool, n)
-	ks := make([]string, 0, n)
-	for len(ks) < n {
-		ip := r.Uint32()
-		port := 1024 + r.IntN(65536-1024)
-		k := fmt.Sprintf("%d.%d.%d.%d:%d", byte(ip>>24), byte(ip>>16), byte(ip>>8), byte(ip), port)
-		if !seen[k] {
-			seen[k] = true
-			ks = append(ks, k)
-		}
-	}
-	return ks
 }
 
 // Picker picks indexes in a pseudo-random order: a xorshift64 generator,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/clients"
 	"github.com/shmzone/shmzone/internal/testutil"
 	"github.com/shmzone/shmzone/limiter"
 )
@@ -43,7 +44,7 @@ func activeTiered(t testing.TB, c redis.UniversalClient, clk *fakeClock, prefix 
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys := testutil.ClientAddrs(1, 0, n)
+	keys := clients.Addrs(1, 0, n)
 	ctx := context.Background()
 	for _, k := range keys {
 		if dec, err := l.Incoming(ctx, k, true); err != nil || !dec.Allowed {
@@ -183,7 +184,7 @@ func testSlot(t *testing.T, addr string) {
 	if got := slot("123456789"); got != 0x31C3 {
 		t.Errorf("slot(123456789) = %#x, want 0x31c3 (CRC16 XMODEM's check value)", got)
 	}
-	keys := append(testutil.ClientAddrs(2, 0, 50),
+	keys := append(clients.Addrs(2, 0, 50),
 		"", "{user1000}.following", "{user1000}.followers", "foo{}{bar}", "foo{{bar}}zap", "foo{bar}{zap}",
 		"{}", "{", "}", "a{b", "tier:k:1763700", "\xff\xfe{\x00}")
 	for _, k := range keys {
@@ -228,7 +229,7 @@ func TestTieredBusyProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys := testutil.ClientAddrs(3, 0, n)
+	keys := clients.Addrs(3, 0, n)
 	ctx := context.Background()
 	for _, k := range keys {
 		incoming(t, l, k, true)

@@ -1,10 +1,12 @@
 package dict
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/shmzone/shmzone/internal/clients"
 	"github.com/shmzone/shmzone/internal/testutil"
@@ -13,9 +15,13 @@ import (
 // procsKeys is the number of keys of BenchmarkProcs's own and shared cases.
 const procsKeys = 1000
 
-// procsMax is the most processes BenchmarkProcs runs: keys=own creates the
-// keys of that many.
+// procsMax is the most processes BenchmarkProcs runs: keys=mixed creates
+// the keys of that many.
 const procsMax = 2
+
+// turnsTimeout bounds a helper's wait for its turn to create a key
+// (clients.Turns): the other processes have died, or never started.
+const turnsTimeout = time.Minute
 
 // sharedStream is the random stream (clients.Addrs) of the keys
 // every process reads in keys=shared; process i's own keys are stream i.
@@ -29,24 +35,30 @@ const sharedStream = 1 << 32
 // pseudo-random order.
 //
 //   - op=incr/keys=own: each process increments its own 1,000 keys; no
-//     other process touches them. The benchmark creates the keys of two
-//     processes before the start, as their clients would arrive at a
-//     server (clients.Arrivals): mixed, so that each process's entries
-//     lie among the other's in the slab's pages, as a server's do. With
-//     procs=1, process 0 works alone among them.
-//   - op=get/keys=shared: every process reads the same 1,000 keys, which the
-//     benchmark creates before starting the processes.
-//   - keys=hot: every process works on one key, created by the benchmark.
+//     other process touches them. Before the start each process creates
+//     its keys itself, in turns with the others, in the order their clients
+//     would arrive at a server (clients.Arrivals, clients.Turns): a server's
+//     processes create their clients' entries as those arrive, mixed in
+//     time, and where the entries go is the zone's choice.
+//   - op=incr/keys=mixed: keys=own whose entries the benchmark's own
+//     process created, those of two processes in the order of their
+//     arrival, as a process finds its clients' entries after a restart of
+//     the one that created them: each process's entries lie among the
+//     other's in the slab's pages. With procs=1, process 0 works alone
+//     among them.
 //   - op=incr/keys=apart: keys=own with a zone file for each process, which
 //     holds that process's keys alone, so that the processes share no
 //     memory at all: what this machine gives processes that share nothing,
 //     the ceiling of keys=own.
+//   - op=get/keys=shared: every process reads the same 1,000 keys, which the
+//     benchmark creates before starting the processes.
+//   - keys=hot: every process works on one key, created by the benchmark.
 //
 // The keys are drawn from testutil.Seed, so SHMZONE_SEED replays them.
 func BenchmarkProcs(b *testing.B) {
 	seed := testutil.Seed(b)
 	for _, c := range []struct{ op, keys string }{
-		{"incr", "own"}, {"incr", "apart"}, {"get", "shared"}, {"incr", "hot"}, {"get", "hot"},
+		{"incr", "own"}, {"incr", "mixed"}, {"incr", "apart"}, {"get", "shared"}, {"incr", "hot"}, {"get", "hot"},
 	} {
 		for procs := 1; procs <= procsMax; procs++ {
 			name := fmt.Sprintf("op=%s/keys=%s/procs=%d", c.op, c.keys, procs)
@@ -77,7 +89,8 @@ func benchProcs(b *testing.B, op, keys string, procs int, seed uint64) {
 		ds[i] = d
 	}
 	switch keys {
-	case "own":
+	case "own": // the processes create them
+	case "mixed":
 		sets := make([][]string, procsMax)
 		for i := range sets {
 			sets[i] = procsKeySet(keys, seed, uint64(i))
@@ -104,7 +117,7 @@ func benchProcs(b *testing.B, op, keys string, procs int, seed uint64) {
 	}
 	seedArg := strconv.FormatUint(seed, 10)
 	testutil.BenchProcs(b, procs, "bench-procs", func(i int) []string {
-		return []string{zone(i), op, keys, strconv.Itoa(i), strconv.Itoa(b.N), seedArg}
+		return []string{zone(i), op, keys, strconv.Itoa(i), strconv.Itoa(procs), strconv.Itoa(b.N), seedArg}
 	}, b.N)
 	var sum int64
 	for _, d := range ds {
@@ -113,7 +126,7 @@ func benchProcs(b *testing.B, op, keys string, procs int, seed uint64) {
 		}
 	}
 	switch keys {
-	case "own", "apart": // process i's keys, in its zone
+	case "own", "mixed", "apart": // process i's keys, in its zone
 		for i := 0; i < procs; i++ {
 			sum += procsSum(b, ds[i%len(ds)], procsKeySet(keys, seed, uint64(i)))
 		}
@@ -149,21 +162,22 @@ func procsKeySet(keys string, seed, stream uint64) []string {
 }
 
 // HelperBenchProcs is a BenchmarkProcs process (registered in
-// multiproc_test.go's TestHelperProcess), with arguments path op keys id n
-// seed: it opens the zone, checks that the benchmark created its keys (its
-// own, with keys=own and apart), says "ready", waits for stdin to close, runs n
-// operations on keys picked at random and prints how long they took in
-// nanoseconds.
+// multiproc_test.go's TestHelperProcess), with arguments path op keys id
+// procs n seed: it opens the zone, creates its own keys in its turns
+// (keys=own) or checks that the benchmark created them, says "ready", waits
+// for stdin to close, runs n operations on keys picked at random and prints
+// how long they took in nanoseconds.
 func HelperBenchProcs(args []string) error {
-	if len(args) != 6 {
-		return fmt.Errorf("want path op keys id n seed, got %q", args)
+	if len(args) != 7 {
+		return fmt.Errorf("want path op keys id procs n seed, got %q", args)
 	}
 	path, op, keys := args[0], args[1], args[2]
 	id, err1 := strconv.ParseUint(args[3], 10, 32)
-	n, err2 := strconv.Atoi(args[4])
-	seed, err3 := strconv.ParseUint(args[5], 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
-		return fmt.Errorf("bad arguments %q", args)
+	procs, err2 := strconv.Atoi(args[4])
+	n, err3 := strconv.Atoi(args[5])
+	seed, err4 := strconv.ParseUint(args[6], 10, 64)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return fmt.Errorf("bad arguments %q: %w", args, err)
 	}
 	if op != "incr" && op != "get" {
 		return fmt.Errorf("unknown op %q", op)
@@ -174,10 +188,24 @@ func HelperBenchProcs(args []string) error {
 	}
 	defer d.Close()
 	stream := uint64(sharedStream)
-	if keys == "own" || keys == "apart" {
+	if keys == "own" || keys == "mixed" || keys == "apart" {
 		stream = id
 	}
 	ks := procsKeySet(keys, seed, stream)
+	if keys == "own" {
+		turns, err := clients.OpenTurns(path + ".turns")
+		if err != nil {
+			return err
+		}
+		defer turns.Close()
+		err = turns.Take(int(id), clients.Arrivals(seed, procs, procsKeys), turnsTimeout, func(i int) error {
+			_, _, err := d.IncrInit(ks[i], 0, 0, 0)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
 	for _, k := range ks {
 		if _, _, err := d.Get(k); err != nil {
 			return fmt.Errorf("key %q: %w", k, err)

@@ -2,10 +2,12 @@ package limiter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/clients"
@@ -15,9 +17,9 @@ import (
 // procsKeys is the number of client keys of each limiterProcs process.
 const procsKeys = 1000
 
-// procsMax is the most processes limiterProcs runs: the benchmark creates
-// the states of that many processes' clients.
-const procsMax = 2
+// turnsTimeout bounds a helper's wait for its turn to make a client's
+// first decision (clients.Turns): the other processes have died.
+const turnsTimeout = time.Minute
 
 // limiterProcs runs req and count decisions in procs real OS processes at
 // once on one zone, as dict's BenchmarkProcs does: each process makes b.N
@@ -26,15 +28,13 @@ const procsMax = 2
 // keys that look like client addresses, drawn at random with no regard to
 // shards (clients.Addrs, stream i for process i, so SHMZONE_SEED
 // replays them), which it then visits in a pseudo-random order. Before the
-// start the benchmark makes the first decision for the clients of two
-// processes, in the order they would arrive at a server
-// (clients.Arrivals): mixed, so that each process's states lie among the
-// other's in the zone's pages, as a server's do. With procs=1, process 0
-// decides alone among them.
+// start each process makes the first decision for each of its clients, in
+// turns with the others, in the order the clients would arrive at a server
+// (clients.Arrivals, clients.Turns), as a server's processes do.
 func limiterProcs(b *testing.B) {
 	seed := testutil.Seed(b)
 	for _, op := range []string{"req", "count"} {
-		for procs := 1; procs <= procsMax; procs++ {
+		for _, procs := range []int{1, 2} {
 			name := fmt.Sprintf("op=%s/keys=own/procs=%d", op, procs)
 			b.Run(name, func(b *testing.B) { benchProcs(b, op, procs, seed) })
 		}
@@ -48,46 +48,33 @@ func benchProcs(b *testing.B, op string, procs int, seed uint64) {
 		b.Fatal(err)
 	}
 	defer d.Close()
-	fn, err := benchOps[op](d)
-	if err != nil {
-		b.Fatal(err)
-	}
-	sets := make([][]string, procsMax)
-	for i := range sets {
-		sets[i] = clients.Addrs(seed, uint64(i), procsKeys)
-	}
-	for _, a := range clients.Arrivals(seed, procsMax, procsKeys) {
-		if err := fn(context.Background(), sets[a.Proc][a.I]); err != nil {
-			b.Fatal(err)
-		}
-	}
 	seedArg := strconv.FormatUint(seed, 10)
 	testutil.BenchProcs(b, procs, "bench-procs", func(i int) []string {
-		return []string{path, op, strconv.Itoa(i), strconv.Itoa(b.N), seedArg}
+		return []string{path, op, strconv.Itoa(i), strconv.Itoa(procs), strconv.Itoa(b.N), seedArg}
 	}, b.N)
 	if err := d.Check(); err != nil {
 		b.Fatal(err)
 	}
-	if got, want := d.Stats().Entries, int64(procsMax*procsKeys); got != want {
-		b.Fatalf("zone holds %d entries, want %d processes × %d clients", got, procsMax, procsKeys)
+	if got, want := d.Stats().Entries, int64(procs*procsKeys); got != want {
+		b.Fatalf("zone holds %d entries, want %d processes × %d clients", got, procs, procsKeys)
 	}
 }
 
-// helperBenchProcs is a limiterProcs process: path op id n seed. It opens
-// the zone, makes one more decision for each of its clients (whose states
-// the benchmark created), says "ready", waits
-// for stdin to close, makes n decisions for clients picked at random and
-// prints how long they took in nanoseconds.
+// helperBenchProcs is a limiterProcs process: path op id procs n seed. It
+// opens the zone, makes the first decision for each of its clients in its
+// turns, says "ready", waits for stdin to close, makes n decisions for
+// clients picked at random and prints how long they took in nanoseconds.
 func helperBenchProcs(args []string) error {
-	if len(args) != 5 {
-		return fmt.Errorf("want path op id n seed, got %q", args)
+	if len(args) != 6 {
+		return fmt.Errorf("want path op id procs n seed, got %q", args)
 	}
 	path, op := args[0], args[1]
 	id, err1 := strconv.ParseUint(args[2], 10, 32)
-	n, err2 := strconv.Atoi(args[3])
-	seed, err3 := strconv.ParseUint(args[4], 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
-		return fmt.Errorf("bad arguments %q", args)
+	procs, err2 := strconv.Atoi(args[3])
+	n, err3 := strconv.Atoi(args[4])
+	seed, err4 := strconv.ParseUint(args[5], 10, 64)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return fmt.Errorf("bad arguments %q: %w", args, err)
 	}
 	mk, ok := benchOps[op]
 	if !ok {
@@ -104,10 +91,16 @@ func helperBenchProcs(args []string) error {
 	}
 	ks := clients.Addrs(seed, id, procsKeys)
 	ctx := context.Background()
-	for _, k := range ks {
-		if err := fn(ctx, k); err != nil {
-			return err
-		}
+	turns, err := clients.OpenTurns(path + ".turns")
+	if err != nil {
+		return err
+	}
+	defer turns.Close()
+	err = turns.Take(int(id), clients.Arrivals(seed, procs, procsKeys), turnsTimeout, func(i int) error {
+		return fn(ctx, ks[i])
+	})
+	if err != nil {
+		return err
 	}
 	pick := testutil.NewPicker(seed ^ (id+1)*0x9e3779b97f4a7c15)
 	return testutil.BenchChild(func() error {

@@ -214,7 +214,7 @@ func (v *view) dict() {
 	v.DictOps.add("hashKey (15-byte key)", ns(h, ok), missing, missing, v.allocs("dict-ops", "BenchmarkHashKey"))
 
 	v.DictProcs = procsTable()
-	for _, c := range []struct{ op, keys string }{{"incr", "own"}, {"incr", "apart"}, {"get", "shared"}, {"incr", "hot"}, {"get", "hot"}} {
+	for _, c := range []struct{ op, keys string }{{"incr", "own"}, {"incr", "mixed"}, {"incr", "apart"}, {"get", "shared"}, {"incr", "hot"}, {"get", "hot"}} {
 		v.procsRow(&v.DictProcs, c.op, c.keys, "dict-procs", "BenchmarkProcs/op="+c.op+"/keys="+c.keys)
 	}
 	if c := v.Density.Counters; len(c) > 0 {

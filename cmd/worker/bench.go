@@ -70,11 +70,11 @@ sees its clients: no other process uses them, and they fall on any of the
 zone's shards. Each process creates its keys before the start (shared
 keys: when absent): the zone's entries (for req and count by one decision
 per key), Redis's keys for incr, get and set, the flock file's slots (with
-own, process i's slots follow process i-1's). With own on the zone, bench
-first creates the keys of every process of the largest -procs itself, in
-the order their clients would arrive at a server, mixed, so that each
-process's entries lie among the others' in the zone's pages as a server's
-do. Then each op picks one of them at random.
+own, process i's slots follow process i-1's). With own on the zone, the
+processes of a row create their keys in turns, in the order their clients
+would arrive at a server, mixed in time, as a server's processes create
+the entries of the clients they serve. Then each op picks one of them at
+random.
 
 Flags:`)
 		fs.PrintDefaults()
@@ -158,24 +158,19 @@ func runBench(f benchFlags, stderr io.Writer) (report, error) {
 		if err != nil {
 			return rep, err
 		}
-		if cfg.Backend == "zone" && cfg.Keyset == "own" {
-			err = createOwnKeys(d, cfg, slices.Max(f.procs))
-		}
-		if err := errors.Join(err, d.Close()); err != nil {
+		if err := d.Close(); err != nil {
 			return rep, err
 		}
+		defer os.Remove(turnsPath(cfg))
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return rep, err
 	}
-	conf, err := json.Marshal(cfg)
-	if err != nil {
-		return rep, err
-	}
 	p := newProgress(stderr)
 	for _, n := range f.procs {
-		r, err := runRow(exe, string(conf), cfg, n, p)
+		cfg.Procs = n
+		r, err := runRow(exe, cfg, n, p)
 		if err != nil {
 			return rep, fmt.Errorf("procs=%d: %w", n, err)
 		}
@@ -196,7 +191,17 @@ type child struct {
 	stderr strings.Builder
 }
 
-func runRow(exe, conf string, cfg benchConfig, n int, p *progress) (row, error) {
+func runRow(exe string, cfg benchConfig, n int, p *progress) (row, error) {
+	conf, err := json.Marshal(cfg)
+	if err != nil {
+		return row{}, err
+	}
+	if cfg.Backend == "zone" && cfg.Keyset == "own" {
+		// The row's processes take turns from 0 (ownTurns).
+		if err := os.WriteFile(turnsPath(cfg), make([]byte, 8), 0o600); err != nil {
+			return row{}, err
+		}
+	}
 	cs := make([]*child, n)
 	defer func() {
 		for _, c := range cs {
@@ -208,7 +213,7 @@ func runRow(exe, conf string, cfg benchConfig, n int, p *progress) (row, error) 
 	}()
 	for i := range cs {
 		c := &child{cmd: exec.Command(exe)}
-		c.cmd.Env = append(os.Environ(), childEnv+"=bench", benchConfigEnv+"="+conf, benchIDEnv+"="+strconv.Itoa(i))
+		c.cmd.Env = append(os.Environ(), childEnv+"=bench", benchConfigEnv+"="+string(conf), benchIDEnv+"="+strconv.Itoa(i))
 		c.cmd.Stderr = &c.stderr
 		var err error
 		if c.stdin, err = c.cmd.StdinPipe(); err != nil {

@@ -47,8 +47,17 @@ type benchConfig struct {
 	Duration time.Duration `json:"duration"`
 	Zone     string        `json:"zone"`
 	Redis    string        `json:"redis"`
-	Seed     uint64        `json:"seed"` // of the own keys (keyNames) and their arrival (createOwnKeys)
+	Seed     uint64        `json:"seed"`  // of the own keys (keyNames) and of their arrival (clients.Arrivals)
+	Procs    int           `json:"procs"` // the processes of the row
 }
+
+// turnsTimeout bounds a process's wait for its turn to create a key: the
+// process whose turn it is has died.
+const turnsTimeout = time.Minute
+
+// turnsPath is the file of the counter by which the processes of a row
+// take turns to create their own keys on the zone (clients.Turns).
+func turnsPath(cfg benchConfig) string { return cfg.Zone + ".turns" }
 
 // target is one process's connection to a backend: do runs the op on key i.
 type target struct {
@@ -79,7 +88,7 @@ func openTarget(cfg benchConfig, id int) (*target, error) {
 	keys := keyNames(cfg.Keys, cfg.Keyset, cfg.Seed, id)
 	switch cfg.Backend {
 	case "zone":
-		return openZone(cfg, keys)
+		return openZone(cfg, id, keys)
 	case "mutex":
 		return openMutex(cfg, keys), nil
 	case "flock":
@@ -95,8 +104,12 @@ func openTarget(cfg benchConfig, id int) (*target, error) {
 // openZone opens the zone and creates the entries the op uses before the
 // start: an int under each key for incr, get, set and counter (which
 // flushes into them), the limiter's state of each key for req and count
-// (one decision each, far below their limits).
-func openZone(cfg benchConfig, keys []string) (*target, error) {
+// (one decision each, far below their limits). With keyset own, process id
+// creates its keys in turns with the other processes of the row, in the
+// order their clients would arrive at a server (clients.Arrivals): a
+// server's processes create their clients' entries as those arrive, mixed
+// in time, and where they go is the zone's choice.
+func openZone(cfg benchConfig, id int, keys []string) (*target, error) {
 	d, err := dict.Open(cfg.Zone, dict.Options{Size: zoneSize})
 	if err != nil {
 		return nil, err
@@ -126,11 +139,31 @@ func openZone(cfg benchConfig, keys []string) (*target, error) {
 		t.do = func(i int) error { c.Incr(keys[i], 1); return nil }
 		t.close = func() error { return errors.Join(c.Close(), d.Close()) }
 	}
-	if err := createZoneKeys(d, cfg.Op, keys); err != nil {
+	create, err := createZoneKeys(d, cfg.Op, keys)
+	if err == nil && cfg.Keyset == "own" {
+		err = ownTurns(cfg, id, create)
+	} else if err == nil {
+		for i := range keys {
+			if err = create(i); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
 		t.close()
 		return nil, err
 	}
 	return t, nil
+}
+
+// ownTurns calls create for each of process id's own keys in its turns.
+func ownTurns(cfg benchConfig, id int, create func(i int) error) error {
+	turns, err := clients.OpenTurns(turnsPath(cfg))
+	if err != nil {
+		return err
+	}
+	defer turns.Close()
+	return turns.Take(id, clients.Arrivals(cfg.Seed, cfg.Procs, cfg.Keys), turnsTimeout, create)
 }
 
 // benchLimiter returns the limiter of op req or count, far from its limit.
@@ -141,42 +174,19 @@ func benchLimiter(d *dict.Dict, op string) (limiter.Limiter, error) {
 	return limiter.NewCount(d, "bench", 1<<53, time.Hour)
 }
 
-// createZoneKeys makes sure each key's entry exists as op uses it: an int
-// (0 when absent) for incr, get, set and counter; for req and count, the
-// limiter's state, by one decision.
-func createZoneKeys(d *dict.Dict, op string, keys []string) error {
-	create := func(k string) error { _, _, err := d.IncrInit(k, 0, 0, 0); return err }
+// createZoneKeys returns what makes sure the entry of keys[i] exists as op
+// uses it: an int (0 when absent) for incr, get, set and counter; for req
+// and count, the limiter's state, by one decision.
+func createZoneKeys(d *dict.Dict, op string, keys []string) (func(i int) error, error) {
 	if op == "req" || op == "count" {
 		l, err := benchLimiter(d, op)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		ctx := context.Background()
-		create = func(k string) error { _, err := l.Incoming(ctx, k, true); return err }
+		return func(i int) error { _, err := l.Incoming(ctx, keys[i], true); return err }, nil
 	}
-	for _, k := range keys {
-		if err := create(k); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// createOwnKeys creates in the zone the own keys of procs processes, in
-// the order their clients would first arrive at a server
-// (clients.Arrivals): mixed, so that each process's entries lie among the
-// others' in the zone's pages, as a server's do, where processes that each
-// created theirs in a burst at their start would hold pages of their own.
-func createOwnKeys(d *dict.Dict, cfg benchConfig, procs int) error {
-	sets := make([][]string, procs)
-	for i := range sets {
-		sets[i] = keyNames(cfg.Keys, "own", cfg.Seed, i)
-	}
-	keys := make([]string, 0, procs*cfg.Keys)
-	for _, a := range clients.Arrivals(cfg.Seed, procs, cfg.Keys) {
-		keys = append(keys, sets[a.Proc][a.I])
-	}
-	return createZoneKeys(d, cfg.Op, keys)
+	return func(i int) error { _, _, err := d.IncrInit(keys[i], 0, 0, 0); return err }, nil
 }
 
 // openMutex is a map in this process under one sync.Mutex: what one process

@@ -68,8 +68,8 @@ func totalOps(rep report) int64 {
 // TestBenchKeysetZone runs incr at procs 1 and 2 on one zone with each
 // keyset and checks what the processes left there: with shared, the same
 // -keys keys for all; with own, -keys client addresses per process of the
-// largest row, which the parent created mixed before the first row, and
-// process 0 the same in both rows; and every op counted once.
+// largest row, process 0's the same in both rows (the processes create
+// them in turns); and every op counted once.
 func TestBenchKeysetZone(t *testing.T) {
 	t.Parallel()
 	const keys = 50

@@ -6,6 +6,12 @@ package clients
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"runtime"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
 )
 
 // Addrs returns n distinct keys that look like the client addresses
@@ -38,12 +44,10 @@ const arrivalStream = 1<<32 + 1
 
 // Arrivals returns the order in which the n clients of each of procs
 // processes first arrive, a random interleaving drawn from seed. A server's
-// processes create their clients' entries as those arrive, all at once, so
-// that one process's entries lie among the others' in the zone's pages; a
-// benchmark whose processes each created theirs in a burst of their own
-// would measure entries that no other process's share a page or a cache
-// line with, which no server has. Each process's clients arrive in the
-// order of their index.
+// processes create their clients' entries as those arrive, all at once
+// (Turns); a benchmark whose processes each created theirs in a burst of
+// their own would let the zone place them as no server's are. Each
+// process's clients arrive in the order of their index.
 func Arrivals(seed uint64, procs, n int) []Arrival {
 	r := rand.New(rand.NewPCG(seed, arrivalStream))
 	left := make([]int, procs) // clients of each process yet to arrive
@@ -63,4 +67,61 @@ func Arrivals(seed uint64, procs, n int) []Arrival {
 		left[p]--
 	}
 	return out
+}
+
+// Turns is a counter in a file that processes map shared, by which they
+// create their clients' entries in the order of Arrivals, each process its
+// own: the process whose client arrives j-th creates it once the counter
+// reaches j, then sets it to j+1. A server's processes create the entries
+// of the clients they serve as those arrive, so that the entries of
+// different processes are made in a mixed order, each by its own process;
+// where the zone puts them is then the zone's choice, as in a server.
+type Turns struct {
+	mem []byte
+	n   *atomic.Uint64
+}
+
+// OpenTurns maps the counter in the file at path, creating the file (at 0)
+// if absent.
+func OpenTurns(path string) (*Turns, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if err := f.Truncate(8); err != nil {
+		return nil, err
+	}
+	mem, err := syscall.Mmap(int(f.Fd()), 0, 8, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("clients: map %s: %w", path, err)
+	}
+	return &Turns{mem: mem, n: (*atomic.Uint64)(unsafe.Pointer(&mem[0]))}, nil
+}
+
+// Close unmaps the counter.
+func (t *Turns) Close() error { return syscall.Munmap(t.mem) }
+
+// Take calls create(i) for each client i of process id among arrivals, in
+// its turn: after the clients that arrive before it, which other processes
+// create. It gives up with an error when a turn has not come within
+// timeout, as when the process whose turn it is has died.
+func (t *Turns) Take(id int, arrivals []Arrival, timeout time.Duration, create func(i int) error) error {
+	for j, a := range arrivals {
+		if a.Proc != id {
+			continue
+		}
+		deadline := time.Now().Add(timeout)
+		for spins := 0; t.n.Load() != uint64(j); spins++ {
+			if spins%1024 == 1023 && time.Now().After(deadline) {
+				return fmt.Errorf("clients: arrival %d of process %d: its turn did not come in %v (the counter is at %d)", j, id, timeout, t.n.Load())
+			}
+			runtime.Gosched()
+		}
+		if err := create(a.I); err != nil {
+			return err
+		}
+		t.n.Store(uint64(j + 1))
+	}
+	return nil
 }

@@ -1,9 +1,14 @@
 package clients
 
 import (
+	"errors"
 	"net/netip"
+	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/shmzone/shmzone/internal/testutil"
 )
@@ -68,5 +73,66 @@ func TestArrivals(t *testing.T) {
 	}
 	if !slices.Equal(as, Arrivals(seed, procs, n)) {
 		t.Errorf("Arrivals(%d, ...) differs between calls", seed)
+	}
+}
+
+// TestTurns has three takers, each with a mapping of its own of one
+// counter file, create their clients: together they create every client
+// once, in the order of Arrivals.
+func TestTurns(t *testing.T) {
+	seed := testutil.Seed(t)
+	const procs, n = 3, 200
+	as := Arrivals(seed, procs, n)
+	path := filepath.Join(t.TempDir(), "turns")
+	var (
+		mu  sync.Mutex
+		got []Arrival
+		wg  sync.WaitGroup
+	)
+	errs := make([]error, procs)
+	for id := range procs {
+		tu, err := OpenTurns(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tu.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[id] = tu.Take(id, as, time.Minute, func(i int) error {
+				mu.Lock()
+				defer mu.Unlock()
+				got = append(got, Arrival{Proc: id, I: i})
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	for id, err := range errs {
+		if err != nil {
+			t.Errorf("taker %d: %v", id, err)
+		}
+	}
+	if !slices.Equal(got, as) {
+		t.Errorf("the takers created %d clients, not in the order of the %d arrivals", len(got), len(as))
+	}
+}
+
+// TestTurnsTimeout: a taker whose turn never comes (the process before it
+// is gone) gives up with an error, and one whose create fails returns it.
+func TestTurnsTimeout(t *testing.T) {
+	tu, err := OpenTurns(filepath.Join(t.TempDir(), "turns"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tu.Close()
+	as := []Arrival{{Proc: 1, I: 0}, {Proc: 0, I: 0}}
+	err = tu.Take(0, as, 10*time.Millisecond, func(int) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "did not come") {
+		t.Errorf("Take with the other process absent = %v, want its turn did not come", err)
+	}
+	boom := errors.New("boom")
+	if err := tu.Take(1, as, time.Minute, func(int) error { return boom }); err != boom {
+		t.Errorf("Take with a failing create = %v, want %v", err, boom)
 	}
 }

@@ -87,7 +87,13 @@
 // shard's, so processes share cache lines where they share keys, and
 // otherwise only where their entries sit side by side (the page a process's
 // very first entry goes to, which others fill; after it, while free pages
-// last, a process takes pages of its own):
+// last, a process takes pages of its own). Entries that one process made
+// and others use, as after a restore from a snapshot or once clients move
+// between processes, sit side by side in that process's pages, and their
+// writers share the pages' lock words too: two processes writing such
+// entries, each its own, run no faster than one (BenchmarkProcs
+// keys=mixed, bench/RESULTS.md). A lock of each entry's own would lift
+// that; the page lock is what the layout has room for. Line by line:
 //
 //	shard header, line 0    Lock, Seq, Drop, queue ends, Count, structural counts
 //	                        written only by structural changes, under Lock;

@@ -42,9 +42,9 @@ const sharedStream = 1 << 32
 //     time, and where the entries go is the zone's choice.
 //   - op=incr/keys=mixed: keys=own whose entries the benchmark's own
 //     process created, those of two processes in the order of their
-//     arrival, as a process finds its clients' entries after a restart of
-//     the one that created them: each process's entries lie among the
-//     other's in the slab's pages. With procs=1, process 0 works alone
+//     arrival, as after a restore from a snapshot or once clients move
+//     between processes: each process's entries lie among the other's in
+//     the slab's pages. With procs=1, process 0 works alone
 //     among them.
 //   - op=incr/keys=apart: keys=own with a zone file for each process, which
 //     holds that process's keys alone, so that the processes share no

@@ -170,7 +170,7 @@ func runBench(f benchFlags, stderr io.Writer) (report, error) {
 	p := newProgress(stderr)
 	for _, n := range f.procs {
 		cfg.Procs = n
-		r, err := runRow(exe, cfg, n, p)
+		r, err := runRow(exe, cfg, p)
 		if err != nil {
 			return rep, fmt.Errorf("procs=%d: %w", n, err)
 		}
@@ -191,7 +191,9 @@ type child struct {
 	stderr strings.Builder
 }
 
-func runRow(exe string, cfg benchConfig, n int, p *progress) (row, error) {
+// runRow runs the cfg.Procs processes of one row and gathers their results.
+func runRow(exe string, cfg benchConfig, p *progress) (row, error) {
+	n := cfg.Procs
 	conf, err := json.Marshal(cfg)
 	if err != nil {
 		return row{}, err

@@ -228,3 +228,11 @@ func HelperBenchProcs(args []string) error {
 		return nil
 	})
 }
+
+// TestBenchProcsRuns runs every case of BenchmarkProcs for a few
+// operations: make test runs no benchmark, and this one's helpers, turns
+// and sums would otherwise be run by make bench alone.
+func TestBenchProcsRuns(t *testing.T) {
+	t.Parallel()
+	testutil.RunBenchmarks(t, "^BenchmarkProcs$", 50, 6*procsMax)
+}

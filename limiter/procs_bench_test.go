@@ -112,3 +112,11 @@ func helperBenchProcs(args []string) error {
 		return nil
 	})
 }
+
+// TestLimiterProcsRuns runs limiterProcs's cases for a few decisions: make
+// test runs no benchmark, and their helpers and turns would otherwise be
+// run by make bench alone.
+func TestLimiterProcsRuns(t *testing.T) {
+	t.Parallel()
+	testutil.RunBenchmarks(t, "^BenchmarkLimiter$/./^keys=own$", 50, 4)
+}

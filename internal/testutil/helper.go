@@ -32,11 +32,18 @@ func Helper(t testing.TB, name string, args ...string) *exec.Cmd {
 	if err != nil {
 		t.Fatalf("testutil: helper %s args: %v", name, err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-	// A race-enabled helper would sleep a second before a clean exit, to
-	// catch races at exit; helpers exit often and their parent waits.
+	return childCmd("-test.run=^TestHelperProcess$", envName+"="+name, envArgs+"="+string(enc))
+}
+
+// childCmd returns a command that runs this test binary with run, its
+// -test.run flag, and env added to the environment. The child dies with
+// its parent, and a race-enabled one does not sleep a second before a
+// clean exit, as the race detector makes a process do to catch races at
+// exit: children exit often and their parent waits.
+func childCmd(run string, env ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], run, "-test.count=1")
 	gorace := strings.TrimSpace(os.Getenv("GORACE") + " atexit_sleep_ms=0")
-	cmd.Env = append(os.Environ(), envName+"="+name, envArgs+"="+string(enc), "GORACE="+gorace)
+	cmd.Env = append(append(os.Environ(), env...), "GORACE="+gorace)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd
 }

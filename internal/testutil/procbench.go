@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -95,4 +96,28 @@ func (p *Picker) Next(n int) int {
 	s ^= s << 17
 	p.s = s
 	return int((s >> 32) * uint64(n) >> 32)
+}
+
+// RunBenchmarks runs the benchmarks of this test binary that pattern
+// matches, in a process of their own, each for n iterations, and fails t
+// unless they all pass and at least want of them report. make test runs no
+// benchmark: this keeps the multi-process ones, whose helpers, turns and
+// checks make bench alone would otherwise exercise, working.
+func RunBenchmarks(t *testing.T, pattern string, n, want int) {
+	t.Helper()
+	cmd := childCmd("-test.run=^$")
+	cmd.Args = append(cmd.Args, "-test.bench="+pattern, "-test.benchtime="+strconv.Itoa(n)+"x")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("testutil: benchmarks %q: %v\n%s", pattern, err, out)
+	}
+	got := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "Benchmark") && strings.Contains(line, "ns/op") {
+			got++
+		}
+	}
+	if got < want {
+		t.Fatalf("testutil: benchmarks %q: %d reported, want at least %d\n%s", pattern, got, want, out)
+	}
 }

@@ -125,12 +125,11 @@ func benchProcs(b *testing.B, op, keys string, procs int, seed uint64) {
 			b.Fatal(err)
 		}
 	}
-	switch keys {
-	case "own", "mixed", "apart": // process i's keys, in its zone
+	if perProcess(keys) { // process i's keys, in its zone
 		for i := 0; i < procs; i++ {
 			sum += procsSum(b, ds[i%len(ds)], procsKeySet(keys, seed, uint64(i)))
 		}
-	default:
+	} else {
 		sum = procsSum(b, ds[0], procsKeySet(keys, seed, sharedStream))
 	}
 	if want := int64(procs) * int64(b.N); op == "incr" && sum != want {
@@ -151,6 +150,10 @@ func procsSum(b *testing.B, d *Dict, keys []string) int64 {
 	}
 	return sum
 }
+
+// perProcess reports whether each process of a BenchmarkProcs case has
+// keys of its own, stream i for process i.
+func perProcess(keys string) bool { return keys == "own" || keys == "mixed" || keys == "apart" }
 
 // procsKeySet returns the keys of a BenchmarkProcs case: "hot" alone, or
 // procsKeys client addresses from seed's stream.
@@ -188,7 +191,7 @@ func HelperBenchProcs(args []string) error {
 	}
 	defer d.Close()
 	stream := uint64(sharedStream)
-	if keys == "own" || keys == "mixed" || keys == "apart" {
+	if perProcess(keys) {
 		stream = id
 	}
 	ks := procsKeySet(keys, seed, stream)

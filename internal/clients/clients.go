@@ -45,9 +45,10 @@ const arrivalStream = 1<<32 + 1
 // Arrivals returns the order in which the n clients of each of procs
 // processes first arrive, a random interleaving drawn from seed. A server's
 // processes create their clients' entries as those arrive, all at once
-// (Turns); a benchmark whose processes each created theirs in a burst of
-// their own would let the zone place them as no server's are. Each
-// process's clients arrive in the order of their index.
+// (Turns); in a benchmark whose processes each created theirs in a burst
+// of their own, where the entries go would depend on how the processes'
+// starts fell, not on the zone alone. Each process's clients arrive in
+// the order of their index.
 func Arrivals(seed uint64, procs, n int) []Arrival {
 	r := rand.New(rand.NewPCG(seed, arrivalStream))
 	left := make([]int, procs) // clients of each process yet to arrive

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/shmzone/shmzone/internal/clients"
 	"github.com/shmzone/shmzone/internal/testutil"
@@ -18,10 +17,6 @@ const procsKeys = 1000
 // procsMax is the most processes BenchmarkProcs runs: keys=mixed creates
 // the keys of that many.
 const procsMax = 2
-
-// turnsTimeout bounds a helper's wait for its turn to create a key
-// (clients.Turns): the other processes have died, or never started.
-const turnsTimeout = time.Minute
 
 // sharedStream is the random stream (clients.Addrs) of the keys
 // every process reads in keys=shared; process i's own keys are stream i.
@@ -196,12 +191,7 @@ func HelperBenchProcs(args []string) error {
 	}
 	ks := procsKeySet(keys, seed, stream)
 	if keys == "own" {
-		turns, err := clients.OpenTurns(path + ".turns")
-		if err != nil {
-			return err
-		}
-		defer turns.Close()
-		err = turns.Take(int(id), clients.Arrivals(seed, procs, procsKeys), turnsTimeout, func(i int) error {
+		err := clients.CreateInTurns(path+".turns", seed, int(id), procs, procsKeys, func(i int) error {
 			_, _, err := d.IncrInit(ks[i], 0, 0, 0)
 			return err
 		})

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/clients"
@@ -16,10 +15,6 @@ import (
 
 // procsKeys is the number of client keys of each limiterProcs process.
 const procsKeys = 1000
-
-// turnsTimeout bounds a helper's wait for its turn to make a client's
-// first decision (clients.Turns): the other processes have died.
-const turnsTimeout = time.Minute
 
 // limiterProcs runs req and count decisions in procs real OS processes at
 // once on one zone, as dict's BenchmarkProcs does: each process makes b.N
@@ -91,12 +86,7 @@ func helperBenchProcs(args []string) error {
 	}
 	ks := clients.Addrs(seed, id, procsKeys)
 	ctx := context.Background()
-	turns, err := clients.OpenTurns(path + ".turns")
-	if err != nil {
-		return err
-	}
-	defer turns.Close()
-	err = turns.Take(int(id), clients.Arrivals(seed, procs, procsKeys), turnsTimeout, func(i int) error {
+	err = clients.CreateInTurns(path+".turns", seed, int(id), procs, procsKeys, func(i int) error {
 		return fn(ctx, ks[i])
 	})
 	if err != nil {

@@ -199,7 +199,7 @@ func runRow(exe string, cfg benchConfig, p *progress) (row, error) {
 		return row{}, err
 	}
 	if cfg.Backend == "zone" && cfg.Keyset == "own" {
-		// The row's processes take turns from 0 (ownTurns).
+		// The row's processes take turns from 0 (clients.CreateInTurns).
 		if err := os.WriteFile(turnsPath(cfg), make([]byte, 8), 0o600); err != nil {
 			return row{}, err
 		}

@@ -51,10 +51,6 @@ type benchConfig struct {
 	Procs    int           `json:"procs"` // the processes of the row
 }
 
-// turnsTimeout bounds a process's wait for its turn to create a key: the
-// process whose turn it is has died.
-const turnsTimeout = time.Minute
-
 // turnsPath is the file of the counter by which the processes of a row
 // take turns to create their own keys on the zone (clients.Turns).
 func turnsPath(cfg benchConfig) string { return cfg.Zone + ".turns" }
@@ -141,7 +137,7 @@ func openZone(cfg benchConfig, id int, keys []string) (*target, error) {
 	}
 	create, err := createZoneKeys(d, cfg.Op, keys)
 	if err == nil && cfg.Keyset == "own" {
-		err = ownTurns(cfg, id, create)
+		err = clients.CreateInTurns(turnsPath(cfg), cfg.Seed, id, cfg.Procs, cfg.Keys, create)
 	} else if err == nil {
 		for i := range keys {
 			if err = create(i); err != nil {
@@ -154,16 +150,6 @@ func openZone(cfg benchConfig, id int, keys []string) (*target, error) {
 		return nil, err
 	}
 	return t, nil
-}
-
-// ownTurns calls create for each of process id's own keys in its turns.
-func ownTurns(cfg benchConfig, id int, create func(i int) error) error {
-	turns, err := clients.OpenTurns(turnsPath(cfg))
-	if err != nil {
-		return err
-	}
-	defer turns.Close()
-	return turns.Take(id, clients.Arrivals(cfg.Seed, cfg.Procs, cfg.Keys), turnsTimeout, create)
 }
 
 // benchLimiter returns the limiter of op req or count, far from its limit.

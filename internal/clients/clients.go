@@ -4,6 +4,7 @@
 package clients
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -125,4 +126,22 @@ func (t *Turns) Take(id int, arrivals []Arrival, timeout time.Duration, create f
 		t.n.Store(uint64(j + 1))
 	}
 	return nil
+}
+
+// TurnTimeout is how long CreateInTurns waits for a turn: far longer than
+// any process takes to create its share of clients, so that only a process
+// that died or never started makes it give up.
+const TurnTimeout = time.Minute
+
+// CreateInTurns is what a benchmark process does before its start: it
+// creates its n clients, calling create(i) for its client i, in its turns
+// among procs processes whose clients arrive in the order Arrivals(seed,
+// procs, n) gives, by the counter in the file at path.
+func CreateInTurns(path string, seed uint64, id, procs, n int, create func(i int) error) error {
+	t, err := OpenTurns(path)
+	if err != nil {
+		return err
+	}
+	err = t.Take(id, Arrivals(seed, procs, n), TurnTimeout, create)
+	return errors.Join(err, t.Close())
 }

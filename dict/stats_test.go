@@ -1,0 +1,189 @@
+package dict
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// statsCounts are the operation counts of Stats.
+type statsCounts struct{ hits, misses, writes uint64 }
+
+func countsOf(st Stats) statsCounts { return statsCounts{st.Hits, st.Misses, st.Writes} }
+
+// statsWork runs, in goroutines at once, operations whose counts are known,
+// on keys spread over many slab pages: entry writes (Incr, a Set, a
+// CompareAndSwap, an Update and a Mutate of a value of the same size, an
+// Expire), reads, misses, and writes under the shard's lock (a Set that
+// grows a value, a Delete). It returns what Stats must then count.
+func statsWork(t *testing.T, d *Dict, workers, rounds int) statsCounts {
+	t.Helper()
+	const keys = 400 // about 30 pages of counters
+	var want statsCounts
+	for w := 0; w < workers; w++ {
+		for i := 0; i < keys; i++ {
+			k := fmt.Sprintf("w%d:int:%04d", w, i)
+			if _, err := d.Set(k, Int(0), 0, 0); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.Set(fmt.Sprintf("w%d:bytes:%04d", w, i), Bytes(make([]byte, 16)), 0, 0); err != nil {
+				t.Fatal(err)
+			}
+			want.writes += 2
+		}
+	}
+	// Per round and key: Incr (a hit and a write), Set in place, CAS in
+	// place (a write; its compare is no hit), Update in place, Mutate,
+	// Expire (a write each), Get (a hit), Get of an absent key (a miss),
+	// Incr of an absent key (a miss).
+	per := statsCounts{hits: 2, misses: 2, writes: 6}
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			errs <- statsRounds(d, w, keys, rounds)
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := uint64(workers * keys * rounds)
+	want.hits += per.hits * n
+	want.misses += per.misses * n
+	want.writes += per.writes * n
+	// Under the shard's lock: a value that grows, and a delete.
+	for i := 0; i < keys; i++ {
+		if _, err := d.Set(fmt.Sprintf("w0:bytes:%04d", i), Bytes(make([]byte, 40)), 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Delete(fmt.Sprintf("w0:int:%04d", i)); err != nil {
+			t.Fatal(err)
+		}
+		want.writes += 2
+	}
+	return want
+}
+
+// statsRounds is one worker of statsWork.
+func statsRounds(d *Dict, w, keys, rounds int) error {
+	inc := func(b []byte, _ bool) bool { b[0]++; return true }
+	same := func(v Value, ok bool) (Value, time.Duration, bool) { return v, 0, ok }
+	for r := 0; r < rounds; r++ {
+		for i := 0; i < keys; i++ {
+			ik, bk := fmt.Sprintf("w%d:int:%04d", w, i), fmt.Sprintf("w%d:bytes:%04d", w, i)
+			n, err := d.Incr(ik, 1)
+			if err != nil {
+				return err
+			}
+			if _, err := d.Set(ik, Int(n), 0, 0); err != nil {
+				return err
+			}
+			if ok, err := d.CompareAndSwap(ik, Int(n), Int(n+1), 0); err != nil || !ok {
+				return fmt.Errorf("CompareAndSwap %s: %v, %v", ik, ok, err)
+			}
+			if err := d.Update(bk, same); err != nil {
+				return err
+			}
+			if err := d.Mutate(bk, 16, 0, inc); err != nil {
+				return err
+			}
+			if err := d.Expire(ik, 0); err != nil {
+				return err
+			}
+			if _, _, err := d.Get(bk); err != nil {
+				return err
+			}
+			if _, _, err := d.Get(ik + ":absent"); err != ErrNotFound {
+				return fmt.Errorf("Get of an absent key: %v", err)
+			}
+			if _, err := d.Incr(ik+":absent", 1); err != ErrNotFound {
+				return fmt.Errorf("Incr of an absent key: %v", err)
+			}
+		}
+	}
+	return nil
+}
+
+// TestStatsCountsExact: Stats counts every operation once, however many
+// goroutines count at once and whichever way each write went (under its
+// entry's page lock, or the shard's); the Dict that counted sees its counts
+// at once, another Dict on the zone once they are synced, and after the
+// counting Dict closes.
+func TestStatsCountsExact(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "stats.zone")
+	d, err := Open(path, Options{Size: 4 << 20, Shards: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	other, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	want := statsWork(t, d, 4, 30)
+	if got := countsOf(d.Stats()); got != want {
+		t.Errorf("the counting Dict's Stats: %+v, want %+v", got, want)
+	}
+	d.SyncStats()
+	if got := countsOf(other.Stats()); got != want {
+		t.Errorf("another Dict's Stats after SyncStats: %+v, want %+v", got, want)
+	}
+	// Counted again after the sync, then closed: Close adds the rest.
+	want2 := statsWork(t, d, 2, 5)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sum := statsCounts{want.hits + want2.hits, want.misses + want2.misses, want.writes + want2.writes}
+	// statsWork's second call set its keys again: the same counts.
+	if got := countsOf(other.Stats()); got != sum {
+		t.Errorf("another Dict's Stats after Close: %+v, want %+v", got, sum)
+	}
+}
+
+// TestStatsBehindBounded: without a sync, another Dict's Stats lag the
+// counting Dict's by less than tallyFlush counts of a kind on a page of
+// entries: a hot key's counts reach the zone as they are made.
+func TestStatsBehindBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "stats.zone")
+	now := int64(1e12)
+	d, err := Open(path, Options{Size: 1 << 20, Shards: 1, Clock: func() int64 { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	other, err := Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := d.Set("hot", Int(0), 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	const n = 3*tallyFlush + 7
+	for i := 0; i < n; i++ {
+		if _, err := d.Incr("hot", 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Set("hot", Int(int64(i)), 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := other.Stats()
+	if st.Hits < n-(tallyFlush-1) || st.Hits > n {
+		t.Errorf("another Dict sees %d hits of %d: want at most %d behind", st.Hits, n, tallyFlush-1)
+	}
+	// Incr writes, and so does each Set: two kinds of count, each at most
+	// tallyFlush-1 behind; 1 for the first Set.
+	if w := uint64(2*n + 1); st.Writes < w-2*(tallyFlush-1) || st.Writes > w {
+		t.Errorf("another Dict sees %d writes of %d: want at most %d behind", st.Writes, w, 2*(tallyFlush-1))
+	}
+}

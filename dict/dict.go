@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -82,8 +83,9 @@ type Dict struct {
 	onTicker bool                  // on the coarse clock's ticker (tally.go), released by Close
 	// lockTimeout bounds lock waits (Options.LockTimeout); <= 0 is no bound.
 	lockTimeout time.Duration
-	tallies     []tallies // this process's operation counts per shard (tally.go)
-	proc        slab.Proc // what the shards' slab views share: whether this process has allocated
+	tallies     []tallies  // this process's operation counts per shard (tally.go)
+	tallyMu     sync.Mutex // orders the adds of entry writes' counts to the zone (tally.go)
+	proc        slab.Proc  // what the shards' slab views share: whether this process has allocated
 }
 
 // shard is this process's view of one shard; all state is in mem. It is
@@ -116,6 +118,9 @@ type shardFields struct {
 	z       *shm.Zone
 	timeout time.Duration // the Dict's lockTimeout, for page locks
 	tally   *tallies      // this process's counts of the shard (tally.go)
+	pages   []pageTally   // this process's counts of entry writes, per slab page (tally.go)
+	// pagesOff and pageShift are the slab's PageGeometry, for pages.
+	pagesOff, pageShift uint32
 	// clears, when not nil, records what clearPageLocked does, for the
 	// model test (export_test.go); nil otherwise.
 	clears *[]clearStep
@@ -211,6 +216,10 @@ func Open(path string, o Options) (d *Dict, err error) {
 		}
 		sl.Share(&d.proc)
 		sh.slab = sl
+		if !o.ReadOnly {
+			sh.pages = make([]pageTally, sl.Pages())
+			sh.pagesOff, sh.pageShift = sl.PageGeometry()
+		}
 		d.maxEntry = sl.MaxAlloc()
 	}
 	d.word = &stopped

@@ -94,25 +94,19 @@ func (d *Dict) setPinned(s *shard, key string, h uint64, v *Value, expiry int64,
 		return false, nil
 	}
 	s.rewritePinned(off, e, v, expiry, flags, false)
-	shm.Unlock(pw)
-	if n, slow := s.counted(tWrites); slow {
-		d.tallySlow(s, tWrites, n)
-	}
+	d.unlockCounted(s, off, pw)
 	return true, nil
 }
 
 // expirePinned is Expire's entry write. done false: the shard's lock
 // decides.
 func (d *Dict) expirePinned(s *shard, key string, h uint64, expiry int64) (done bool) {
-	_, e, pw, ok := d.pinLive(s, key, h)
+	off, e, pw, ok := d.pinLive(s, key, h)
 	if !ok {
 		return false
 	}
 	e.endWrite(e.beginWrite(), expiry)
-	shm.Unlock(pw)
-	if n, slow := s.counted(tWrites); slow {
-		d.tallySlow(s, tWrites, n)
-	}
+	d.unlockCounted(s, off, pw)
 	return true
 }
 
@@ -137,10 +131,7 @@ func (d *Dict) casPinned(s *shard, key string, h uint64, old, new Value, expiry 
 		return false, false, nil
 	}
 	s.rewritePinned(off, e, &new, expiry, 0, true)
-	shm.Unlock(pw)
-	if n, slow := s.counted(tWrites); slow {
-		d.tallySlow(s, tWrites, n)
-	}
+	d.unlockCounted(s, off, pw)
 	return true, true, nil
 }
 
@@ -172,10 +163,20 @@ func (d *Dict) updatePinned(s *shard, key string, h uint64, fn func(cur Value, o
 		return true, err
 	}
 	s.rewritePinned(off, e, &next, expiry, 0, true)
-	if n, slow := s.counted(tWrites); slow {
-		d.tallySlow(s, tWrites, n)
+	if n, slow := s.entryCounted(off, tWrites); slow {
+		d.pageSlow(s, off, n) // under the page's lock, still: as incrEntry
 	}
 	return true, nil
+}
+
+// unlockCounted counts an entry write on the entry at off and releases its
+// page's lock pw, then does what the count asks (pageSlow).
+func (d *Dict) unlockCounted(s *shard, off uint32, pw *uint64) {
+	n, slow := s.entryCounted(off, tWrites)
+	shm.Unlock(pw)
+	if slow {
+		d.pageSlow(s, off, n)
+	}
 }
 
 // current returns the value of a live entry that passed okBody and is not

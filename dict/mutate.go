@@ -88,9 +88,8 @@ func (d *Dict) mutate(key string, size int, ttl time.Duration, fn mutateFn, out 
 			shm.Unlock(pw)
 			return ErrWrongShape
 		}
-		d.mutatePinned(s, off, pw, fn)
-		if n, slow := s.counted(tWrites); slow {
-			d.tallySlow(s, tWrites, n)
+		if n, slow := d.mutatePinned(s, off, pw, fn); slow {
+			d.pageSlow(s, off, n)
 		}
 		return nil
 	}
@@ -146,8 +145,10 @@ func (d *Dict) mutateSlow(key string, size int, ttl time.Duration, fn mutateFn, 
 // releases. Readers see the entry's Ver odd while fn runs. When fn does not
 // return (a panic, runtime.Goexit) the entry gets the bytes it had back
 // before the panic goes on. A process that dies inside fn leaves Ver odd:
-// the entry is dropped by the repair that finds it.
-func (d *Dict) mutatePinned(s *shard, off uint32, pw *uint64, fn mutateFn) {
+// the entry is dropped by the repair that finds it. It counts the write
+// (entryCounted) and returns what the count asks of the caller once the
+// lock is released.
+func (d *Dict) mutatePinned(s *shard, off uint32, pw *uint64, fn mutateFn) (n uint32, slow bool) {
 	e := s.entryAt(off)
 	b := capped(s.valueOf(off, e))
 	var old [MaxMutateSize]byte
@@ -167,6 +168,7 @@ func (d *Dict) mutatePinned(s *shard, off uint32, pw *uint64, fn mutateFn) {
 		expiry, _ = d.expiryFor(ttl) // a positive TTL is no error
 	}
 	returned = true
+	return s.entryCounted(off, tWrites) // before the deferred unlock
 }
 
 // mutateLocked calls fn with the value bytes of the entry at off, which

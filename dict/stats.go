@@ -62,10 +62,10 @@ func (d *Dict) Stats() Stats {
 		h := s.hdr()
 		st.FreeSpace += s.slab.FreeBytes()
 		st.Entries += int64(h.Count)
-		incrs := d.counts(s, tIncrs)
-		st.Hits += d.counts(s, tHits) + incrs
-		st.Misses += d.counts(s, tMisses)
-		st.Writes += d.counts(s, tWrites) + incrs
+		c := d.counts(s)
+		st.Hits += c[tHits] + c[tIncrs]
+		st.Misses += c[tMisses]
+		st.Writes += c[tWrites] + c[tIncrs]
 		st.Evictions += h.Evictions
 		st.Lost += h.Lost
 		st.Protected += int64(h.ProtCount)
@@ -98,8 +98,8 @@ func (d *Dict) ShardStats(i int) Stats {
 	h := s.hdr()
 	st.FreeSpace = s.slab.FreeBytes()
 	st.Entries = int64(h.Count)
-	incrs := d.counts(s, tIncrs)
-	st.Hits, st.Misses, st.Writes = d.counts(s, tHits)+incrs, d.counts(s, tMisses), d.counts(s, tWrites)+incrs
+	c := d.counts(s)
+	st.Hits, st.Misses, st.Writes = c[tHits]+c[tIncrs], c[tMisses], c[tWrites]+c[tIncrs]
 	st.Evictions, st.Expirations = h.Evictions, h.Expirations
 	st.Lost, st.Protected = h.Lost, int64(h.ProtCount)
 	st.LockWaits, st.Recoveries = h.LockWaits, h.Recoveries

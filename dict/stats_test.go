@@ -22,8 +22,14 @@ func statsWork(t *testing.T, d *Dict, workers, rounds int) statsCounts {
 	t.Helper()
 	const keys = 400 // about 30 pages of counters
 	var want statsCounts
-	for w := 0; w < workers; w++ {
-		for i := 0; i < keys; i++ {
+	// The workers' keys side by side, so that their writers share pages;
+	// and a key they all increment.
+	if _, err := d.Set("shared", Int(0), 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	want.writes++
+	for i := 0; i < keys; i++ {
+		for w := 0; w < workers; w++ {
 			k := fmt.Sprintf("w%d:int:%04d", w, i)
 			if _, err := d.Set(k, Int(0), 0, 0); err != nil {
 				t.Fatal(err)
@@ -34,11 +40,11 @@ func statsWork(t *testing.T, d *Dict, workers, rounds int) statsCounts {
 			want.writes += 2
 		}
 	}
-	// Per round and key: Incr (a hit and a write), Set in place, CAS in
-	// place (a write; its compare is no hit), Update in place, Mutate,
-	// Expire (a write each), Get (a hit), Get of an absent key (a miss),
-	// Incr of an absent key (a miss).
-	per := statsCounts{hits: 2, misses: 2, writes: 6}
+	// Per round and key: Incr of its own key and of the shared one (a hit
+	// and a write each), Set in place, CAS in place (a write; its compare
+	// is no hit), Update in place, Mutate, Expire (a write each), Get (a
+	// hit), Get of an absent key (a miss), Incr of an absent key (a miss).
+	per := statsCounts{hits: 3, misses: 2, writes: 7}
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for w := 0; w < workers; w++ {
@@ -81,6 +87,9 @@ func statsRounds(d *Dict, w, keys, rounds int) error {
 			ik, bk := fmt.Sprintf("w%d:int:%04d", w, i), fmt.Sprintf("w%d:bytes:%04d", w, i)
 			n, err := d.Incr(ik, 1)
 			if err != nil {
+				return err
+			}
+			if _, err := d.Incr("shared", 1); err != nil {
 				return err
 			}
 			if _, err := d.Set(ik, Int(n), 0, 0); err != nil {
@@ -185,5 +194,35 @@ func TestStatsBehindBounded(t *testing.T) {
 	// tallyFlush-1 behind; 1 for the first Set.
 	if w := uint64(2*n + 1); st.Writes < w-2*(tallyFlush-1) || st.Writes > w {
 		t.Errorf("another Dict sees %d writes of %d: want at most %d behind", st.Writes, w, 2*(tallyFlush-1))
+	}
+}
+
+// A shard's pageOf, the page index of entry writes' counts, is the slab's
+// PageOf, from the shard's copy of the geometry, at every page's edges, and
+// names no page for an offset outside them.
+func TestShardPageOf(t *testing.T) {
+	d, err := Open(filepath.Join(t.TempDir(), "pages.zone"), Options{Size: 4 << 20, Shards: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for i := range d.shards {
+		s := &d.shards[i]
+		if len(s.pages) != s.slab.Pages() || len(s.pages) == 0 {
+			t.Fatalf("shard %d: %d page counts for %d pages", i, len(s.pages), s.slab.Pages())
+		}
+		pagesOff, shift := s.slab.PageGeometry()
+		offs := []uint32{0, 1, pagesOff - 1, ^uint32(0), ^uint32(0) - pagesOff, uint32(len(s.arena)), uint32(len(s.arena)) - 1}
+		for p := 0; p <= len(s.pages); p++ {
+			start := pagesOff + uint32(p)<<shift
+			offs = append(offs, start, start+1, start+8, start+1<<shift-1)
+		}
+		for _, off := range offs {
+			want, ok := s.slab.PageOf(off)
+			got := s.pageOf(off)
+			if ok && got != want || !ok && got < len(s.pages) {
+				t.Fatalf("shard %d: pageOf(%d) = %d; slab.PageOf = %d, %v", i, off, got, want, ok)
+			}
+		}
 	}
 }

@@ -8,14 +8,31 @@ import (
 )
 
 // Operation counts. An operation never writes a count in the zone: each
-// process counts in memory of its own, one cache line per shard (so that its
-// goroutines on different shards do not share a line either), and adds its
-// counts to the shard header's second line now and then: every tallyFlush
-// counts of a kind, every 100 ms or so while it counts (the coarse clock's
-// ticker, below), and when it closes the Dict; its own Stats add what it
-// has not added yet. Another process's counts are so a few hundred
-// milliseconds behind at most (tallyFlush-1 per shard and kind with an
-// injected clock), and a process killed loses the counts it had not added.
+// process counts in memory of its own, and adds its counts to the shard
+// header's second line now and then: every tallyFlush counts of a kind in
+// one word, every 100 ms or so while it counts (the coarse clock's ticker,
+// below), and when it closes the Dict; its own Stats add what it has not
+// added yet. Another process's counts are so a few hundred milliseconds
+// behind at most (with an injected clock, tallyFlush-1 per word), and a
+// process killed loses the counts it had not added.
+//
+// Its words:
+//   - reads, misses, and writes under a shard's lock: one cache line per
+//     shard (tallies), so that its goroutines on different shards do not
+//     share a line, added to with an atomic add;
+//   - entry writes (inplace.go), which hold the lock of their entry's slab
+//     page, or the shard's lock once it drained that page: a word per page
+//     and kind (pageTally), added to with a plain add. The page's lock
+//     orders every writer of the page in every process, so the add is
+//     exact, and the write spends no second locked instruction on its
+//     count (its page lock's compare-and-swap is the first). At 1,000
+//     keys, least of 20 alternating runs against the atomic add: Mutate
+//     50.5 -> 45.2 ns, limiter Req 130.7 -> 117.9 ns, Update 98.2 ->
+//     83.5 ns; Incr no change that the runs could tell (33.1 -> 32.6 ns,
+//     then 35.5 -> 36.3 ns). The words count up, mod 2^32, and are never
+//     reset: what is added to the zone is what each gained since it was
+//     last looked at (seen), under tallyMu. They cost the process 16 bytes
+//     per slab page (4 KiB by default): 0.4% of the zone's size.
 
 // Kinds of count.
 const (
@@ -34,6 +51,85 @@ const tallyFlush = 1024
 type tallies struct {
 	n [numTallies]atomic.Uint64
 	_ [64 - numTallies*8]byte
+}
+
+// pageTally is this process's counts of the entry writes made under the
+// lock of one slab page of a shard.
+type pageTally struct {
+	n    [pageKinds]uint32 // tWrites, tIncrs: bump, by the page's writer
+	seen [pageKinds]uint32 // n as last added to the zone: under tallyMu
+}
+
+// pageKinds are the kinds of count an entry write makes: tWrites and tIncrs,
+// at index k-tWrites of a pageTally's words.
+const pageKinds = 2
+
+// entryCounted is counted for an entry write of kind k (tWrites or tIncrs)
+// on the entry at off, whose page's lock the caller holds (or the shard's,
+// having drained the page): it adds one to the page's word of kind k and
+// reports whether pageSlow must follow with n, the word's count, as
+// counted does. It inlines, as counted.
+func (s *shard) entryCounted(off uint32, k int) (n uint32, slow bool) {
+	p := s.pageOf(off)
+	if p >= len(s.pages) {
+		return 0, false // a read-only view's: it writes no entry
+	}
+	n = bump(&s.pages[p].n[(k-tWrites)&1])
+	return n, n&(tallyFlush-1) == 0 || atomic.LoadInt64(&coarse.word)&stateMask != clockRunning
+}
+
+// pageOf returns the index of the slab page that holds off, an entry's
+// offset (slab.PageOf, from the shard's copy of its geometry); for an off
+// outside the pages, none below len(s.pages): below the pages, the
+// subtraction wraps past the arena's end, as the pages end within the
+// 4 GiB that offsets address.
+func (s *shard) pageOf(off uint32) int {
+	return int((off - s.pagesOff) >> s.pageShift)
+}
+
+// pageSlow is tallySlow for entryCounted, after the page's lock is
+// released: it adds the counts of the page of the entry at off to the zone
+// when n reached a multiple of tallyFlush, and reads the coarse clock.
+func (d *Dict) pageSlow(s *shard, off uint32, n uint32) {
+	if n&(tallyFlush-1) == 0 {
+		if p := s.pageOf(off); p < len(s.pages) {
+			d.tallyMu.Lock()
+			var add [pageKinds]uint64
+			s.pages[p].take(&add)
+			s.addPageCounts(&add)
+			d.tallyMu.Unlock()
+		}
+	}
+	if d.onTicker {
+		coarseNow()
+	}
+}
+
+// take adds to add what the page's counts gained since they were last
+// taken, and marks them taken; the caller holds tallyMu.
+func (pt *pageTally) take(add *[pageKinds]uint64) {
+	for k := range pt.n {
+		n := atomic.LoadUint32(&pt.n[k])
+		add[k] += uint64(n - pt.seen[k])
+		pt.seen[k] = n
+	}
+}
+
+// pending adds to add what the page's counts gained since they were last
+// taken; the caller holds tallyMu.
+func (pt *pageTally) pending(add *[pageKinds]uint64) {
+	for k := range pt.n {
+		add[k] += uint64(atomic.LoadUint32(&pt.n[k]) - pt.seen[k])
+	}
+}
+
+// addPageCounts adds entry writes' counts, taken from pages, to the zone's.
+func (s *shard) addPageCounts(add *[pageKinds]uint64) {
+	for k, n := range add {
+		if n != 0 {
+			atomic.AddUint64(s.h.tally(tWrites+k), n)
+		}
+	}
 }
 
 // tally counts one operation of kind k on shard s. It reads the coarse
@@ -87,21 +183,43 @@ func (d *Dict) flushTally(s *shard, k int) {
 
 // flushTallies adds every count of this process to the zone.
 func (d *Dict) flushTallies() {
+	d.tallyMu.Lock()
+	defer d.tallyMu.Unlock()
 	for i := range d.shards {
+		s := &d.shards[i]
 		for k := 0; k < numTallies; k++ {
-			d.flushTally(&d.shards[i], k)
+			d.flushTally(s, k)
 		}
+		var add [pageKinds]uint64
+		for p := range s.pages {
+			s.pages[p].take(&add)
+		}
+		s.addPageCounts(&add)
 	}
 }
 
-// counts returns shard s's counts of kind k: the zone's, and this
+// counts returns shard s's counts of each kind: the zone's, and this
 // process's that it has not added yet.
-func (d *Dict) counts(s *shard, k int) uint64 {
-	n := atomic.LoadUint64(s.h.tally(k))
-	if !d.readOnly { // a read-only view only looks: its reads are not the zone's
-		n += d.tallies[s.id].n[k].Load()
+func (d *Dict) counts(s *shard) (c [numTallies]uint64) {
+	d.tallyMu.Lock() // a flush moves counts from pages to the zone under it
+	defer d.tallyMu.Unlock()
+	for k := range c {
+		c[k] = atomic.LoadUint64(s.h.tally(k))
 	}
-	return n
+	if d.readOnly { // a read-only view only looks: its reads are not the zone's
+		return c
+	}
+	for k := range c {
+		c[k] += d.tallies[s.id].n[k].Load()
+	}
+	var add [pageKinds]uint64
+	for p := range s.pages {
+		s.pages[p].pending(&add)
+	}
+	for k, n := range add {
+		c[tWrites+k] += n
+	}
+	return c
 }
 
 // tally returns the zone's count of kind k.

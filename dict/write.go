@@ -386,9 +386,10 @@ func (d *Dict) incr(key string, idelta int64, fdelta float64, asFloat bool) (int
 			if p := d.plainInt(s, off, len(key), asFloat); p != nil {
 				n := int64(atomic.LoadUint64(p)) + idelta
 				shm.StoreRelease(p, uint64(n)) // one aligned store: whole even if the process dies here
+				c, slow := s.entryCounted(off, tIncrs)
 				shm.Unlock(pw)
-				if c, slow := s.counted(tIncrs); slow {
-					d.tallySlow(s, tIncrs, c)
+				if slow {
+					d.pageSlow(s, off, c)
 				}
 				return n, float64(n), true, nil
 			}
@@ -554,8 +555,8 @@ func (d *Dict) incrEntry(s *shard, off uint32, idelta int64, fdelta float64, asF
 		shm.StoreRelease(p, math.Float64bits(f))
 	}
 	e.use()
-	if n, slow := s.counted(tIncrs); slow {
-		d.tallySlow(s, tIncrs, n)
+	if c, slow := s.entryCounted(off, tIncrs); slow {
+		d.pageSlow(s, off, c)
 	}
 	return n, f, incrDone
 }

@@ -23,10 +23,11 @@ func wordAt(s *Slab, p uint32) *uint64 {
 // begins a run, on a view from Format, Attach or Restore; for a chunk that
 // is its page's word, for a run's chunk its first page's. It returns nil
 // for a free page, for the other pages of a run, whose first bytes are the
-// run's chunk, and outside the pages; PageLockAt agrees page by page. The
-// region starts as random bytes: Alloc zeroes the word of each page it
-// takes, and no chunk covers the word of its page, so a store through
-// PageLock changes no chunk.
+// run's chunk, and outside the pages; PageLockAt agrees page by page.
+// PageWord and PageOf give each page's word and index whatever the page
+// holds, and nothing outside the pages. The region starts as random bytes:
+// Alloc zeroes the word of each page it takes, and no chunk covers the word
+// of its page, so a store through PageLock changes no chunk.
 func TestPageLock(t *testing.T) {
 	for _, ps := range []int{512, 4096, 1 << 16} {
 		t.Run(fmt.Sprint("page=", ps), func(t *testing.T) {
@@ -184,6 +185,14 @@ func TestPageLock(t *testing.T) {
 						if got := v.PageLock(off); got != want {
 							t.Fatalf("%s: PageLock(%d) in page %d of kind %d = %p, want %p (word at %d)", view.name, off, p, kind[p], got, want, start)
 						}
+						// PageWord and PageOf read no metadata: the page's
+						// word and index whatever the page is.
+						if got := v.PageWord(off); got != wordAt(s, p) {
+							t.Fatalf("%s: PageWord(%d) in page %d = %p, want %p", view.name, off, p, got, wordAt(s, p))
+						}
+						if got, ok := v.PageOf(off); !ok || got != int(p) {
+							t.Fatalf("%s: PageOf(%d) in page %d = %d, %v", view.name, off, p, got, ok)
+						}
 					}
 				}
 				for _, c := range chunks {
@@ -203,6 +212,12 @@ func TestPageLock(t *testing.T) {
 					end + uint32(ps/2) - 1, uint32(len(s.mem)) - 1, uint32(len(s.mem)), ^uint32(0)} {
 					if got := v.PageLock(off); got != nil {
 						t.Fatalf("%s: PageLock(%d) outside the pages [%d, %d) = %p, want nil", view.name, off, s.pagesOff, end, got)
+					}
+					if got := v.PageWord(off); got != nil {
+						t.Fatalf("%s: PageWord(%d) outside the pages [%d, %d) = %p, want nil", view.name, off, s.pagesOff, end, got)
+					}
+					if got, ok := v.PageOf(off); ok {
+						t.Fatalf("%s: PageOf(%d) outside the pages [%d, %d) = %d, true", view.name, off, s.pagesOff, end, got)
 					}
 				}
 			}

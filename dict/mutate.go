@@ -151,8 +151,13 @@ func (d *Dict) mutateSlow(key string, size int, ttl time.Duration, fn mutateFn, 
 func (d *Dict) mutatePinned(s *shard, off uint32, pw *uint64, fn mutateFn) (n uint32, slow bool) {
 	e := s.entryAt(off)
 	b := capped(s.valueOf(off, e))
-	var old [MaxMutateSize]byte
-	copy(old[:], b)
+	var small [undoSmall]byte // see undoSmall
+	old := small[:]
+	if len(b) > undoSmall {
+		var big [MaxMutateSize]byte
+		old = big[:]
+	}
+	copy(old, b)
 	w := e.beginWrite()
 	expiry := expiryOf(w)
 	returned := false
@@ -171,6 +176,15 @@ func (d *Dict) mutatePinned(s *shard, off uint32, pw *uint64, fn mutateFn) (n ui
 	return s.entryCounted(off, tWrites) // before the deferred unlock
 }
 
+// undoSmall is the size of the buffer in which mutatePinned and
+// mutateLocked keep the bytes they restore when fn does not return: a
+// value of up to undoSmall bytes, such as every limiter's state, is kept in
+// it; a larger one in a buffer of MaxMutateSize, cleared only then. Clearing
+// that larger buffer, 256 bytes, on every call cost Mutate at 1,000 keys
+// 3.6 and 6.6 ns in two sets of 20 alternating runs (least of each: 69.3
+// -> 65.7 and 61.9 -> 55.3 ns).
+const undoSmall = 32
+
 // mutateLocked calls fn with the value bytes of the entry at off, which
 // passed okBody, capped, and with Drop naming the entry while fn writes its
 // words one by one. When fn does not return (a panic, runtime.Goexit) it
@@ -179,9 +193,14 @@ func (d *Dict) mutatePinned(s *shard, off uint32, pw *uint64, fn mutateFn) (n ui
 func (d *Dict) mutateLocked(s *shard, off uint32, found bool, fn mutateFn) bool {
 	hd := s.hdr()
 	b := capped(s.valueOf(off, s.entryAt(off)))
-	var old [MaxMutateSize]byte
+	var small [undoSmall]byte // see undoSmall
+	old := small[:]
+	if found && len(b) > undoSmall {
+		var big [MaxMutateSize]byte
+		old = big[:]
+	}
 	if found {
-		copy(old[:], b)
+		copy(old, b)
 	}
 	returned := false
 	defer func() {

@@ -320,3 +320,41 @@ func TestUpdateMutatePanicAllocs(t *testing.T) {
 		}
 	}
 }
+
+// A panic in Mutate's fn gives the entry back every byte it had, whatever
+// the value's size: those kept in the small undo buffer (undoSmall) and
+// those in the large one, at the edges of both.
+func TestMutatePanicRestoresEverySize(t *testing.T) {
+	d, _ := specOpen(t, Options{Shards: 1})
+	for _, size := range []int{1, undoSmall - 1, undoSmall, undoSmall + 1, MaxMutateSize - 1, MaxMutateSize} {
+		key := fmt.Sprint("undo-", size)
+		want := make([]byte, size)
+		for i := range want {
+			want[i] = byte('a' + (i+size)%26)
+		}
+		specSet(t, d, key, Bytes(want), 0, 7)
+		p := fmt.Sprint("boom ", size)
+		mustPanic(t, key, p, func() {
+			d.Mutate(key, size, 0, func(b []byte, _ bool) bool {
+				for i := range b {
+					b[i] = 'X' // every byte written, then
+				}
+				panic(p)
+			})
+		})
+		wantGet(t, d, key, Bytes(want), 7)
+		// The next Mutate of the key sees the old bytes and writes.
+		if err := d.Mutate(key, size, 0, func(b []byte, _ bool) bool {
+			if !bytes.Equal(b, want) {
+				t.Errorf("size %d: Mutate after the panic sees %q, want %q", size, b, want)
+			}
+			b[0] = 'Z'
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		want[0] = 'Z'
+		wantGet(t, d, key, Bytes(want), 7)
+	}
+	specCheck(t, d)
+}

@@ -92,17 +92,25 @@ func (s *shard) pageOf(off uint32) int {
 // when n reached a multiple of tallyFlush, and reads the coarse clock.
 func (d *Dict) pageSlow(s *shard, off uint32, n uint32) {
 	if n&(tallyFlush-1) == 0 {
-		if p := s.pageOf(off); p < len(s.pages) {
-			d.tallyMu.Lock()
-			var add [pageKinds]uint64
-			s.pages[p].take(&add)
-			s.addPageCounts(&add)
-			d.tallyMu.Unlock()
-		}
+		d.flushPage(s, s.pageOf(off))
 	}
 	if d.onTicker {
 		coarseNow()
 	}
+}
+
+// flushPage adds the counts of page p of shard s to the zone. It unlocks
+// tallyMu in a deferred call: a fault in the zone (GuardFaults) unwinds
+// through it, and Close flushes again.
+func (d *Dict) flushPage(s *shard, p int) {
+	if p >= len(s.pages) {
+		return
+	}
+	d.tallyMu.Lock()
+	defer d.tallyMu.Unlock()
+	var add [pageKinds]uint64
+	s.pages[p].take(&add)
+	s.addPageCounts(&add)
 }
 
 // take adds to add what the page's counts gained since they were last

@@ -390,7 +390,7 @@ func (d *Dict) checkValue(key string, v *Value, ttl time.Duration) (int64, error
 	if v.kind == KindNone || v.kind == KindList {
 		return 0, ErrBadValue
 	}
-	if entrySize(len(key), v.Len()) > d.maxEntry {
+	if entrySize(len(key), storedSize(v.kind, len(v.b))) > d.maxEntry {
 		return 0, ErrValueTooLarge
 	}
 	return d.expiryFor(ttl)

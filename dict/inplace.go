@@ -47,7 +47,7 @@ func (d *Dict) pinLive(s *shard, key string, h uint64) (off uint32, e *entry, pw
 // entry's chunk, size and links stay as they are.
 func sameShape(e *entry, v *Value) bool {
 	k := e.kind()
-	return k != KindList && k != KindNone && v.kind != KindList && v.kind != KindNone && v.Len() == e.vlen()
+	return k != KindList && k != KindNone && v.kind != KindList && v.kind != KindNone && storedSize(v.kind, len(v.b)) == e.vlen()
 }
 
 // rewritePinned writes v, of e's shape (sameShape), into the live entry at

@@ -63,7 +63,7 @@ type clock struct {
 
 	wall   func() int64                      // the time in Unix ms
 	ticker func() (<-chan time.Time, func()) // a tick source and its stop
-	check  func()                            // called by the ticker at each check, nil for none
+	check  func(last bool)                   // called by the ticker at each check (last: the one that stops it), nil for none
 }
 
 // coarse is the process's clock, its word on a cache line of its own.
@@ -168,7 +168,7 @@ func (c *clock) tick(stop <-chan struct{}) {
 			}
 		}
 		if n%checkTicks == 0 && c.check != nil {
-			c.check()
+			c.check(next&clockLive == 0)
 		}
 		// Whether this ticker stopped the clock is what it stored, not
 		// what the word holds now: a read may have restarted the clock

@@ -248,7 +248,7 @@ func TestClockStopRacesRestart(t *testing.T) {
 	c := &tc.c
 	var once atomic.Bool
 	restarted := make(chan struct{})
-	c.check = func() {
+	c.check = func(bool) {
 		if atomic.LoadInt64(&c.word)&clockLive == 0 && !once.Swap(true) {
 			c.now() // the clock just stopped: this read restarts it
 			close(restarted)

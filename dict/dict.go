@@ -85,7 +85,11 @@ type Dict struct {
 	lockTimeout time.Duration
 	tallies     []tallies  // this process's operation counts per shard (tally.go)
 	tallyMu     sync.Mutex // orders the adds of entry writes' counts to the zone (tally.go)
-	proc        slab.Proc  // what the shards' slab views share: whether this process has allocated
+	// checks counts the clock's checks that flushed the Dict's counts;
+	// they flush its page counts every pageTicks (flushOpenTallies).
+	checks    atomic.Uint64
+	pageTicks uint64
+	proc      slab.Proc // what the shards' slab views share: whether this process has allocated
 }
 
 // shard is this process's view of one shard; all state is in mem. It is
@@ -226,6 +230,11 @@ func Open(path string, o Options) (d *Dict, err error) {
 		}
 		d.maxEntry = sl.MaxAlloc()
 	}
+	pages := 0
+	for i := range d.shards {
+		pages += len(d.shards[i].pages)
+	}
+	d.pageTicks = uint64(max(1, pages/pagesPerCheck))
 	d.word = &stopped
 	if d.clock == nil {
 		d.clock, d.word = coarseNow, &coarse.word
@@ -298,7 +307,7 @@ func (d *Dict) Close() error {
 		unregisterTallies(d)
 		releaseClock()
 	}
-	d.flushGuarded()
+	d.flushGuarded(true)
 	return d.z.Close()
 }
 

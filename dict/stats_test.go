@@ -226,3 +226,57 @@ func TestShardPageOf(t *testing.T) {
 		}
 	}
 }
+
+// The clock's checks add a Dict's page counts to the zone every pageTicks
+// checks, and at the last check before the clock stops, whatever the
+// count; the shards' own counts at every check. A zone under 512 MiB has
+// its page counts added at every check.
+func TestCheckFlushPageTicks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ticks.zone")
+	d, err := Open(path, Options{Size: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if d.pageTicks != 1 {
+		t.Fatalf("a 1 MiB zone's pageTicks = %d, want 1", d.pageTicks)
+	}
+	other, err := Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	unregisterTallies(d) // the checks are the test's own
+	d.pageTicks = 3
+	if _, err := d.Set("k", Int(0), 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	d.SyncStats()
+	base := other.Stats()
+	step := func(check string, last bool, wantWrites, wantMisses uint64) {
+		t.Helper()
+		d.checkFlush(last)
+		st := other.Stats()
+		if w, m := st.Writes-base.Writes, st.Misses-base.Misses; w != wantWrites || m != wantMisses {
+			t.Errorf("after %s: another Dict sees %d more writes and %d more misses, want %d and %d", check, w, m, wantWrites, wantMisses)
+		}
+	}
+	for i := 0; i < 5; i++ {
+		if _, err := d.Incr("k", 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := d.Incr("absent", 1); err != ErrNotFound {
+		t.Fatalf("Incr of an absent key = %v", err)
+	}
+	step("check 1", false, 0, 1)
+	step("check 2", false, 0, 1)
+	step("check 3", false, 5, 1)
+	for i := 0; i < 2; i++ {
+		if _, err := d.Incr("k", 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step("check 4", false, 5, 1)
+	step("the last check", true, 7, 1)
+}

@@ -11,9 +11,11 @@ import (
 // Stats are a dictionary's figures, summed over its shards; the counters
 // count since the zone was created, across every process. Hits, Misses and
 // Writes are counted by each process in its own memory and added to the
-// zone within a few hundred milliseconds (SyncStats adds them at once): a
-// process's own Stats include all of its counts, another process's lag by
-// as much, and a process killed loses those it had not added. LockWaits
+// zone within a few hundred milliseconds (in a zone over 512 MiB, the
+// counts of writes in place up to some 100 ms later per 256 MiB of zone;
+// SyncStats adds them at once): a process's own Stats include all of its
+// counts, another process's lag by as much, and a process killed loses
+// those it had not added. LockWaits
 // counts waits for a shard's lock, not for an entry's page lock.
 type Stats struct {
 	Capacity  int64  // zone size in bytes

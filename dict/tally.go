@@ -250,10 +250,11 @@ func (h *shardHdr) tally(k int) *uint64 {
 }
 
 // The Dicts on the coarse clock whose counts its ticker adds to the zone at
-// each check (clock.go), every 100 ms or so while the clock is read, and a
-// last time when it stops for want of reads: a process's counts reach the
-// zone within a few hundred milliseconds however slowly it counts. A Dict
-// keeps the clock read while it counts (tally).
+// each check (clock.go), every 100 ms or so while the clock is read (page
+// counts every pageTicks checks), and a last time when it stops for want
+// of reads: a process's counts reach the zone within a few hundred
+// milliseconds however slowly it counts (pagesPerCheck). A Dict keeps the
+// clock read while it counts (tally).
 var open struct {
 	mu    sync.RWMutex
 	dicts map[*Dict]struct{}
@@ -306,7 +307,7 @@ const pagesPerCheck = 1 << 16
 // SyncStats adds the operation counts of this process that its Dict has
 // not added to the zone yet (Stats.Hits, Misses, Writes), so that the Stats
 // of other processes include them now; otherwise they are added within a
-// few hundred milliseconds. A read-only Dict has none to add.
+// few hundred milliseconds (see Stats). A read-only Dict has none to add.
 func (d *Dict) SyncStats() {
 	if d.usable() == nil {
 		d.flushGuarded(true)

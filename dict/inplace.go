@@ -145,28 +145,36 @@ func (d *Dict) updatePinned(s *shard, key string, h uint64, fn func(cur Value, o
 	if !ok {
 		return false, nil
 	}
+	n, slow, done, err := d.updateEntry(s, off, e, pw, fn)
+	if slow { // after the unlock: pageSlow may wait for a flush
+		d.pageSlow(s, off, n)
+	}
+	return done, err
+}
+
+// updateEntry is updatePinned once the entry is pinned: it releases pw
+// however fn ends, and returns what the write's count asks (entryCounted).
+func (d *Dict) updateEntry(s *shard, off uint32, e *entry, pw *uint64, fn func(cur Value, ok bool) (Value, time.Duration, bool)) (n uint32, slow, done bool, err error) {
 	defer shm.Unlock(pw)
 	if e.kind() == KindList {
-		return true, ErrIsList
+		return 0, false, true, ErrIsList
 	}
 	next, ttl, keep := fn(s.current(off, e), true)
 	switch {
 	case keep && next.kind == KindNone:
 		e.use() // read, and left as it is
-		return true, nil
+		return 0, false, true, nil
 	case !keep || !sameShape(e, &next):
-		return false, nil
+		return 0, false, false, nil
 	}
 	// next is of the entry's shape: its kind and size need no check.
 	expiry, err := d.expiryFor(ttl)
 	if err != nil {
-		return true, err
+		return 0, false, true, err
 	}
 	s.rewritePinned(off, e, &next, expiry, 0, true)
-	if n, slow := s.entryCounted(off, tWrites); slow {
-		d.pageSlow(s, off, n) // under the page's lock, still: as incrEntry
-	}
-	return true, nil
+	n, slow = s.entryCounted(off, tWrites)
+	return n, slow, true, nil
 }
 
 // unlockCounted counts an entry write on the entry at off and releases its

@@ -22,7 +22,7 @@ import (
 //     shard (tallies), so that its goroutines on different shards do not
 //     share a line, added to with an atomic add;
 //   - entry writes (inplace.go), which hold the lock of their entry's slab
-//     page, or the shard's lock once it drained that page: a word per page
+//     page: a word per page
 //     and kind (pageTally), added to with a plain add. The page's lock
 //     orders every writer of the page in every process, so the add is
 //     exact, and the write spends no second locked instruction on its
@@ -66,10 +66,9 @@ type pageTally struct {
 const pageKinds = 2
 
 // entryCounted is counted for an entry write of kind k (tWrites or tIncrs)
-// on the entry at off, whose page's lock the caller holds (or the shard's,
-// having drained the page): it adds one to the page's word of kind k and
-// reports whether pageSlow must follow with n, the word's count, as
-// counted does. It inlines, as counted.
+// on the entry at off, whose page's lock the caller holds: it adds one to
+// the page's word of kind k and reports whether pageSlow must follow with
+// n, the word's count, as counted does. It inlines, as counted.
 func (s *shard) entryCounted(off uint32, k int) (n uint32, slow bool) {
 	p := s.pageOf(off)
 	if p >= len(s.pages) {
@@ -88,9 +87,11 @@ func (s *shard) pageOf(off uint32) int {
 	return int((off - s.pagesOff) >> s.pageShift)
 }
 
-// pageSlow is tallySlow for entryCounted, after the page's lock is
-// released: it adds the counts of the page of the entry at off to the zone
-// when n reached a multiple of tallyFlush, and reads the coarse clock.
+// pageSlow is tallySlow for entryCounted, called once the page's lock is
+// released (it may wait for tallyMu, held by a flush that scans every
+// page: no writer waits for it holding a lock): it adds the counts of the
+// page of the entry at off to the zone when n reached a multiple of
+// tallyFlush, and reads the coarse clock.
 func (d *Dict) pageSlow(s *shard, off uint32, n uint32) {
 	if n&(tallyFlush-1) == 0 {
 		d.flushPage(s, s.pageOf(off))

@@ -448,7 +448,15 @@ func (d *Dict) plainInt(s *shard, off uint32, klen int, asFloat bool) *uint64 {
 // incrEntry finds broken.
 func (d *Dict) incrPinned(s *shard, key string, h uint64, off uint32, pw *uint64, idelta int64, fdelta float64, asFloat bool) (int64, float64, bool, error) {
 	n, f, res := d.incrEntry(s, off, idelta, fdelta, asFloat)
+	var c uint32
+	slow := false
+	if res == incrDone {
+		c, slow = s.entryCounted(off, tIncrs)
+	}
 	shm.Unlock(pw)
+	if slow {
+		d.pageSlow(s, off, c)
+	}
 	switch res {
 	case incrDone:
 		return n, f, true, nil
@@ -501,6 +509,7 @@ func (d *Dict) incrLocked(s *shard, key string, h uint64, idelta int64, fdelta f
 	case incrBroken:
 		return 0, 0, false, d.corruptLocked(s, "number")
 	}
+	d.tally(s, tIncrs)
 	return n, f, true, nil
 }
 
@@ -517,7 +526,9 @@ const (
 // incrEntry adds to the number of the entry at off, which is key's: the
 // caller holds the entry's page lock, or the shard's lock and has drained the
 // page. An int adds idelta, or becomes a float plus fdelta when asFloat; a
-// float adds fdelta. It returns the sum as an int and as a float.
+// float adds fdelta. It returns the sum as an int and as a float. The
+// caller counts it: under the page lock with entryCounted, under the
+// shard's with tally.
 func (d *Dict) incrEntry(s *shard, off uint32, idelta int64, fdelta float64, asFloat bool) (int64, float64, incrResult) {
 	e := s.entryAt(off)
 	w := e.ver()
@@ -555,8 +566,5 @@ func (d *Dict) incrEntry(s *shard, off uint32, idelta int64, fdelta float64, asF
 		shm.StoreRelease(p, math.Float64bits(f))
 	}
 	e.use()
-	if c, slow := s.entryCounted(off, tIncrs); slow {
-		d.pageSlow(s, off, c)
-	}
 	return n, f, incrDone
 }

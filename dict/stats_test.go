@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // statsCounts are the operation counts of Stats.
@@ -205,9 +206,9 @@ func TestStatsBehindBounded(t *testing.T) {
 	}
 }
 
-// A shard's pageOf, the page index of entry writes' counts, is the slab's
-// PageOf, from the shard's copy of the geometry, at every page's edges, and
-// names no page for an offset outside them.
+// A shard's pageOf, the page index of entry writes' counts, names the page
+// whose word the slab's PageWord gives, at every page's edges, and no page
+// for an offset outside them, where PageWord gives none.
 func TestShardPageOf(t *testing.T) {
 	d, err := Open(filepath.Join(t.TempDir(), "pages.zone"), Options{Size: 4 << 20, Shards: 2})
 	if err != nil {
@@ -226,10 +227,12 @@ func TestShardPageOf(t *testing.T) {
 			offs = append(offs, start, start+1, start+8, start+1<<shift-1)
 		}
 		for _, off := range offs {
-			want, ok := s.slab.PageOf(off)
-			got := s.pageOf(off)
-			if ok && got != want || !ok && got < len(s.pages) {
-				t.Fatalf("shard %d: pageOf(%d) = %d; slab.PageOf = %d, %v", i, off, got, want, ok)
+			w, got := s.slab.PageWord(off), s.pageOf(off)
+			switch {
+			case w == nil && got < len(s.pages):
+				t.Fatalf("shard %d: pageOf(%d) = page %d, outside the pages", i, off, got)
+			case w != nil && (got >= len(s.pages) || w != (*uint64)(unsafe.Pointer(&s.arena[int(pagesOff)+got<<shift]))):
+				t.Fatalf("shard %d: pageOf(%d) = %d, not the page of PageWord's word %p", i, off, got, w)
 			}
 		}
 	}

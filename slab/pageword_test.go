@@ -24,8 +24,8 @@ func wordAt(s *Slab, p uint32) *uint64 {
 // is its page's word, for a run's chunk its first page's. It returns nil
 // for a free page, for the other pages of a run, whose first bytes are the
 // run's chunk, and outside the pages; PageLockAt agrees page by page.
-// PageWord and PageOf give each page's word and index whatever the page
-// holds, and nothing outside the pages. The region starts as random bytes:
+// PageWord gives each page's word whatever the page holds, and nothing
+// outside the pages. The region starts as random bytes:
 // Alloc zeroes the word of each page it takes, and no chunk covers the word
 // of its page, so a store through PageLock changes no chunk.
 func TestPageLock(t *testing.T) {
@@ -185,13 +185,10 @@ func TestPageLock(t *testing.T) {
 						if got := v.PageLock(off); got != want {
 							t.Fatalf("%s: PageLock(%d) in page %d of kind %d = %p, want %p (word at %d)", view.name, off, p, kind[p], got, want, start)
 						}
-						// PageWord and PageOf read no metadata: the page's
-						// word and index whatever the page is.
+						// PageWord reads no metadata: the page's word
+						// whatever the page is.
 						if got := v.PageWord(off); got != wordAt(s, p) {
 							t.Fatalf("%s: PageWord(%d) in page %d = %p, want %p", view.name, off, p, got, wordAt(s, p))
-						}
-						if got, ok := v.PageOf(off); !ok || got != int(p) {
-							t.Fatalf("%s: PageOf(%d) in page %d = %d, %v", view.name, off, p, got, ok)
 						}
 					}
 				}
@@ -215,9 +212,6 @@ func TestPageLock(t *testing.T) {
 					}
 					if got := v.PageWord(off); got != nil {
 						t.Fatalf("%s: PageWord(%d) outside the pages [%d, %d) = %p, want nil", view.name, off, s.pagesOff, end, got)
-					}
-					if got, ok := v.PageOf(off); ok {
-						t.Fatalf("%s: PageOf(%d) outside the pages [%d, %d) = %d, true", view.name, off, s.pagesOff, end, got)
 					}
 				}
 			}

@@ -327,17 +327,9 @@ func (s *Slab) PageWord(off uint32) *uint64 {
 	return (*uint64)(unsafe.Pointer(&s.mem[s.pageOff(p)]))
 }
 
-// PageOf returns the index of the page that holds offset off, the page
-// whose first word PageWord returns, if off is in the pages. It reads no
-// metadata. PageGeometry gives what it computes with, for a caller's own
-// copy: off is in page (off-pagesOff)>>pageShift, for an off in the pages.
-func (s *Slab) PageOf(off uint32) (int, bool) {
-	p, ok := s.pageOf(off)
-	return int(p), ok
-}
-
 // PageGeometry returns the offset of page 0 and log2 of the page size;
-// they do not change after Format.
+// they do not change after Format. An offset off in the pages is in page
+// (off-pagesOff)>>pageShift, whose first word PageWord returns.
 func (s *Slab) PageGeometry() (pagesOff, pageShift uint32) { return s.pagesOff, s.pageShift }
 
 // pageOf returns the page that holds off, if off is in the pages.

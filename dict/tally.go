@@ -79,7 +79,7 @@ func (s *shard) entryCounted(off uint32, k int) (n uint32, slow bool) {
 }
 
 // pageOf returns the index of the slab page that holds off, an entry's
-// offset (slab.PageOf, from the shard's copy of its geometry); for an off
+// offset (from the shard's copy of the slab's PageGeometry); for an off
 // outside the pages, none below len(s.pages): below the pages, the
 // subtraction wraps past the arena's end, as the pages end within the
 // 4 GiB that offsets address.

@@ -73,5 +73,46 @@ func (s *Slab) AllocAway(size int, away uint32) (uint32, error) {
 	if h := atomic.LoadUint32(&s.hint[c]); h&^hintOwn == p+1 {
 		atomic.StoreUint32(&s.hint[c], 0) // not this view's own page either
 	}
-	return s.allocSmall(c)
+	return s.allocSmall(c, false)
+}
+
+// AllocOwn is Alloc of a chunk of the class of size, which must be small,
+// in a page this view took for itself: the one it is filling (ownPage), or
+// a free page it takes. It is where a chunk moves to whose page the view
+// did not take (Mine), so that the chunks a process writes lie in its own
+// pages. Errors: ErrNoMemory when the view fills no page of the class with
+// room and no page is free, ErrTooLarge for a size of no class,
+// ErrCorrupt.
+func (s *Slab) AllocOwn(size int) (uint32, error) {
+	if size <= 0 {
+		size = 1
+	}
+	if !isSmall(size, int(s.pageSize)) {
+		return 0, ErrTooLarge
+	}
+	return s.allocSmall(classOf(size), true)
+}
+
+// Mine reports whether the chunk at off lies in a page that this view took
+// for itself (to allocate from it alone, ownPage, or with AllocOwn) and
+// has not freed since. It is a hint, read without the region's lock: a
+// page that another view freed and took since still reads as this
+// view's.
+func (s *Slab) Mine(off uint32) bool {
+	p, ok := s.pageOf(off)
+	return ok && atomic.LoadUint32(&s.mine[p/32])&(1<<(p%32)) != 0
+}
+
+// newMine returns a view's Mine bits for npages pages.
+func newMine(npages int) []uint32 { return make([]uint32, (npages+31)/32) }
+
+// setMine sets or clears page p's Mine bit; the caller holds the region's
+// lock, so no other goroutine of the process writes the word.
+func (s *Slab) setMine(p uint32, on bool) {
+	w := &s.mine[p/32]
+	if on {
+		atomic.StoreUint32(w, atomic.LoadUint32(w)|1<<(p%32))
+	} else {
+		atomic.StoreUint32(w, atomic.LoadUint32(w)&^(1<<(p%32)))
+	}
 }

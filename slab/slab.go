@@ -25,6 +25,10 @@ type Slab struct {
 	hint [numClasses]uint32
 	// proc, when set (Share), is shared by the views of one process.
 	proc *Proc
+	// mine has a bit per page, set while the page is one this view took
+	// for itself (ownPage) and has not freed since (Mine). Accessed
+	// atomically: it is set under the region's lock and read without it.
+	mine []uint32
 }
 
 // Proc is what the views of one process share, so that each view knows
@@ -86,7 +90,7 @@ func geometry(mem []byte, pageSize int) (*Slab, error) {
 	if npages < 2 {
 		return nil, fmt.Errorf("%w: %d bytes hold fewer than 2 pages", ErrBadRegion, len(mem))
 	}
-	return &Slab{mem: mem, pageSize: uint32(pageSize), pageShift: uint32(bits.TrailingZeros(uint(pageSize))), npages: uint32(npages), pagesOff: uint32(pagesOff)}, nil
+	return &Slab{mem: mem, pageSize: uint32(pageSize), pageShift: uint32(bits.TrailingZeros(uint(pageSize))), npages: uint32(npages), pagesOff: uint32(pagesOff), mine: newMine(npages)}, nil
 }
 
 // writeHeader writes the header's immutable fields from the geometry.
@@ -116,6 +120,7 @@ func Attach(mem []byte) (*Slab, error) {
 	}
 	s.pageSize, s.npages, s.pagesOff = uint32(ps), uint32(npages), uint32(pagesOff)
 	s.pageShift = uint32(bits.TrailingZeros(uint(ps)))
+	s.mine = newMine(npages)
 	return s, nil
 }
 
@@ -153,7 +158,7 @@ func (s *Slab) Alloc(size int) (uint32, error) {
 		size = 1
 	}
 	if isSmall(size, int(s.pageSize)) {
-		return s.allocSmall(classOf(size))
+		return s.allocSmall(classOf(size), false)
 	}
 	if size > s.MaxAlloc() {
 		return 0, ErrTooLarge
@@ -175,13 +180,18 @@ func (s *Slab) Alloc(size int) (uint32, error) {
 	return s.pageOff(p) + PageHdr, nil
 }
 
-func (s *Slab) allocSmall(c int) (uint32, error) {
+// allocSmall allocates a chunk of class c; with ownOnly, from a page of the
+// view's own or none (AllocOwn).
+func (s *Slab) allocSmall(c int, ownOnly bool) (uint32, error) {
 	head := s.classHead(c)
 	size := uint32(classSizes[c])
 	n := chunksPerPage(c, s.pageSize)
 	p, own := s.ownPage(c, n)
+	if ownOnly && !own && s.hdr().FreePages == 0 {
+		return 0, ErrNoMemory
+	}
 	took := false
-	if !own && (*head == 0 || s.wantsOwn(c) && s.hdr().FreePages > 0) {
+	if !own && (*head == 0 || (ownOnly || s.wantsOwn(c)) && s.hdr().FreePages > 0) {
 		// A page of its own while free pages last (see ownPage).
 		q, err := s.takePages(1)
 		switch {
@@ -190,8 +200,9 @@ func (s *Slab) allocSmall(c int) (uint32, error) {
 			*s.desc(q) = desc{Kind: kindSmall, Class: uint8(c)}
 			s.hdr().FreeBytes -= uint64(s.pageSize) - uint64(n)*uint64(size)
 			s.pushClass(c, q)
+			s.setMine(q, true)
 			took = true
-		case *head == 0 || !errors.Is(err, ErrNoMemory):
+		case ownOnly || *head == 0 || !errors.Is(err, ErrNoMemory):
 			return 0, err
 		}
 	}
@@ -414,6 +425,7 @@ func (s *Slab) Free(off uint32) error {
 			s.unlinkClass(c, p)
 		}
 		h.FreeBytes += uint64(s.pageSize) - uint64(n)*uint64(size)
+		s.setMine(p, false)
 		s.freePages(p, 1)
 	case wasFull:
 		s.pushClass(c, p)

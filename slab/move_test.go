@@ -1,0 +1,105 @@
+package slab
+
+import (
+	"errors"
+	"testing"
+)
+
+// TestAllocOwn: AllocOwn allocates from the page the view fills for itself
+// or from a free page it takes, never from a page another view took, and
+// fails with ErrNoMemory, changing nothing, when neither is left; Mine
+// tells each view's pages from the others' until the page is freed.
+func TestAllocOwn(t *testing.T) {
+	const pageSize, csize = 4096, 56
+	a := newRegion(t, 8*pageSize)
+	b, err := Attach(a.mem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perPage := (pageSize - PageHdr) / csize
+	// a's chunks: a page a took, which is a's and not b's.
+	var aOffs []uint32
+	for range perPage + 1 {
+		off, err := a.Alloc(csize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		aOffs = append(aOffs, off)
+		if !a.Mine(off) || b.Mine(off) {
+			t.Fatalf("a's chunk %d: a.Mine %t, b.Mine %t; want true, false", off, a.Mine(off), b.Mine(off))
+		}
+	}
+	// a's second page has room, but b's AllocOwn takes a page of its own
+	// and fills it before taking another.
+	bPages := map[uint32]int{}
+	var bOffs []uint32
+	for i := range perPage + 1 {
+		off, err := b.AllocOwn(csize)
+		if err != nil {
+			t.Fatalf("AllocOwn %d: %v", i, err)
+		}
+		p, _ := b.pageOf(off)
+		bPages[p]++
+		bOffs = append(bOffs, off)
+		if !b.Mine(off) || a.Mine(off) {
+			t.Fatalf("b's chunk %d: b.Mine %t, a.Mine %t; want true, false", off, b.Mine(off), a.Mine(off))
+		}
+		for _, ao := range aOffs {
+			if q, _ := a.pageOf(ao); q == p {
+				t.Fatalf("AllocOwn put chunk %d in page %d, which a took", off, p)
+			}
+		}
+	}
+	if len(bPages) != 2 {
+		t.Fatalf("%d chunks of AllocOwn in pages %v, want a full page and one more", perPage+1, bPages)
+	}
+	// No free page left: a fills the rest, and b's AllocOwn fails once its
+	// own page is full, leaving the region as it was.
+	for {
+		if _, err := a.Alloc(pageSize * 2); err != nil {
+			break
+		}
+	}
+	for a.FreePages() > 0 {
+		if _, err := a.Alloc(csize); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for {
+		off, err := b.AllocOwn(csize)
+		if errors.Is(err, ErrNoMemory) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		bOffs = append(bOffs, off)
+	}
+	free := a.FreeBytes()
+	if _, err := b.AllocOwn(csize); !errors.Is(err, ErrNoMemory) {
+		t.Fatalf("AllocOwn with no own room = %v, want ErrNoMemory", err)
+	}
+	if a.FreeBytes() != free {
+		t.Fatalf("a failed AllocOwn changed FreeBytes: %d, was %d", a.FreeBytes(), free)
+	}
+	if _, err := b.Alloc(csize); err != nil {
+		t.Fatalf("Alloc with a's page's room = %v, want a chunk", err)
+	}
+	if _, err := b.AllocOwn(pageSize); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("AllocOwn(%d) = %v, want ErrTooLarge", pageSize, err)
+	}
+	// A page b frees is b's no more.
+	for _, off := range bOffs {
+		if err := b.Free(off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, off := range bOffs {
+		if b.Mine(off) {
+			t.Fatalf("b.Mine(%d) after b freed its pages", off)
+		}
+	}
+	if err := a.Check(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -88,16 +88,21 @@
 // otherwise only where their entries sit side by side (the page a process's
 // very first entry goes to, which others fill; after it, while free pages
 // last, a process takes pages of its own). Entries that one process made
-// and others use, as after a restore from a snapshot or once clients move
-// between processes, sit side by side in that process's pages, and their
-// writers share the pages' lock words too: two processes writing such
-// entries, each its own, run no faster than one (BenchmarkProcs
-// keys=mixed, bench/RESULTS.md). A lock of each entry's own would not lift
-// that far: such entries share cache lines as well, and increments with no
-// lock at all, an atomic add to the number (unsafe against structural
-// changes: a measurement, not a design), gave two processes 1.08× of one
-// there (medians of 3 runs: 34.8 M over 32.2 M ops/s), where processes on
-// entries of their own made 1.85× (62.2 M over 33.7 M). Line by line:
+// and others use, as after a restore from a snapshot, a restart of the
+// processes, or once clients move between processes, sit side by side in
+// that process's pages, and their writers share the pages' lock words too:
+// two processes writing such entries, each its own, ran at 0.81× of one
+// (BenchmarkProcs keys=mixed, 2026-11-27 03:01). A lock of each entry's own
+// would not lift that far: such entries share cache lines as well, and
+// increments with no lock at all, an atomic add to the number (unsafe
+// against structural changes: a measurement, not a design), gave two
+// processes 1.08× of one there (medians of 3 runs: 34.8 M over 32.2 M
+// ops/s), where processes on entries of their own made 1.85× (62.2 M over
+// 33.7 M). So a process that keeps writing entries in place in pages it did
+// not take moves them, one at a time, to pages of its own (own.go: at most
+// one move per shard and millisecond in all processes together, never
+// waiting for a lock, never in a full zone; Stats.Moves counts them), after
+// which such entries are its own as those it made. Line by line:
 //
 //	shard header, line 0    Lock, Seq, Drop, queue ends, Count, structural counts
 //	                        written only by structural changes, under Lock;
@@ -105,7 +110,8 @@
 //	                        core's cache while the structure does not change
 //	shard header, line 1    Hits, Misses, Writes, Incrs: each process adds its
 //	                        own counts now and then (tally.go), never per op;
-//	                        Lost, ProtTail, ProtCount, GhostNext: under Lock
+//	                        Lost, ProtTail, ProtCount, GhostNext, MovedAt,
+//	                        Moves: under Lock
 //	shard header, 2..5      the ghosts: written by evictions, under Lock
 //	index slots             written by inserts and deletes, under Lock
 //	slab page, first word   the page's lock (slab.PageLock): an entry writer's

@@ -94,7 +94,7 @@ func (d *Dict) setPinned(s *shard, key string, h uint64, v *Value, expiry int64,
 		return false, nil
 	}
 	s.rewritePinned(off, e, v, expiry, flags, false)
-	d.unlockCounted(s, off, pw)
+	d.unlockCounted(s, key, h, off, pw)
 	return true, nil
 }
 
@@ -106,7 +106,7 @@ func (d *Dict) expirePinned(s *shard, key string, h uint64, expiry int64) (done 
 		return false
 	}
 	e.endWrite(e.beginWrite(), expiry)
-	d.unlockCounted(s, off, pw)
+	d.unlockCounted(s, key, h, off, pw)
 	return true
 }
 
@@ -131,7 +131,7 @@ func (d *Dict) casPinned(s *shard, key string, h uint64, old, new Value, expiry 
 		return false, false, nil
 	}
 	s.rewritePinned(off, e, &new, expiry, 0, true)
-	d.unlockCounted(s, off, pw)
+	d.unlockCounted(s, key, h, off, pw)
 	return true, true, nil
 }
 
@@ -147,7 +147,7 @@ func (d *Dict) updatePinned(s *shard, key string, h uint64, fn func(cur Value, o
 	}
 	n, slow, done, err := d.updateEntry(s, off, e, pw, fn)
 	if slow { // after the unlock: pageSlow may wait for a flush
-		d.pageSlow(s, off, n)
+		d.pageSlow(s, key, h, off, n)
 	}
 	return done, err
 }
@@ -179,11 +179,11 @@ func (d *Dict) updateEntry(s *shard, off uint32, e *entry, pw *uint64, fn func(c
 
 // unlockCounted counts an entry write on the entry at off and releases its
 // page's lock pw, then does what the count asks (pageSlow).
-func (d *Dict) unlockCounted(s *shard, off uint32, pw *uint64) {
+func (d *Dict) unlockCounted(s *shard, key string, h uint64, off uint32, pw *uint64) {
 	n, slow := s.entryCounted(off, tWrites)
 	shm.Unlock(pw)
 	if slow {
-		d.pageSlow(s, off, n)
+		d.pageSlow(s, key, h, off, n)
 	}
 }
 

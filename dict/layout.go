@@ -41,10 +41,10 @@ import (
 //	+----------------+----------------+----------------+----------------+
 //	| hits           | misses         | writes         | incrs          |
 //	+----------------+----------------+----------------+----------------+
-//	96               104        108        112        116               128
-//	+----------------+----------+----------+----------+-----------------+
-//	| lost           | protTail |protCount |ghostNext | (pad)           |
-//	+----------------+----------+----------+----------+-----------------+
+//	96               104        108        112        116     120       128
+//	+----------------+----------+----------+----------+-------+---------+
+//	| lost           | protTail |protCount |ghostNext |movedAt| moves   |
+//	+----------------+----------+----------+----------+-------+---------+
 //	128                                                                 384
 //	+------------------------------------ ... --------------------------+
 //	| ghosts [ghostSlots]ghost                                          |
@@ -134,7 +134,8 @@ type shardHdr struct {
 	ProtTail    uint32            // under lock: the last protected entry of the queue, 0 when none is
 	ProtCount   uint32            // under lock: the protected entries
 	GhostNext   uint32            // under lock: the ghost slot the next live eviction writes, modulo ghostSlots
-	_           [12]byte          // padding to the ghosts' line
+	MovedAt     uint32            // under lock, read atomically: the Unix ms, mod 2^32, of the last try to move an entry to its writer's pages (own.go)
+	Moves       uint64            // under lock: entries moved to a page of the process that wrote them (own.go)
 	Ghosts      [ghostSlots]ghost // under lock: the last live entries evicted
 }
 

@@ -33,7 +33,8 @@ func TestLayoutShardHdr(t *testing.T) {
 		{Name: "ProtTail", Off: 104, Size: 4},
 		{Name: "ProtCount", Off: 108, Size: 4},
 		{Name: "GhostNext", Off: 112, Size: 4},
-		{Name: "_", Off: 116, Size: 12},
+		{Name: "MovedAt", Off: 116, Size: 4},
+		{Name: "Moves", Off: 120, Size: 8},
 		{Name: "Ghosts", Off: 128, Size: 256},
 	})
 	testutil.CheckFields(t, ghost{}, []testutil.Field{

@@ -89,7 +89,7 @@ func (d *Dict) mutate(key string, size int, ttl time.Duration, fn mutateFn, out 
 			return ErrWrongShape
 		}
 		if n, slow := d.mutatePinned(s, off, pw, fn); slow {
-			d.pageSlow(s, off, n)
+			d.pageSlow(s, key, h, off, n)
 		}
 		return nil
 	}

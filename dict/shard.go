@@ -349,7 +349,7 @@ func (s *shard) clearPageLocked(pin uint32, now func() int64) (cleared, live boo
 	for _, off := range offs[:kept] {
 		e := s.entryAt(off)
 		for {
-			moved, err := s.moveLocked(off, e)
+			moved, err := s.moveLocked(off, e, false)
 			if err != nil {
 				return false, live, err
 			}
@@ -456,15 +456,21 @@ func (s *shard) evictAwayLocked(page *uint64, like *entry, pin uint32, now func(
 const maxPageChunks = 256
 
 // moveLocked moves the linked entry at off, whose page is drained, to a
-// chunk of its size in another page: the index and the queue point to the
-// copy, which keeps the entry's bits, and the old chunk is freed. moved is
-// false when no other page has room.
-func (s *shard) moveLocked(off uint32, e *entry) (moved bool, err error) {
+// chunk of its size in another page: with own, a page this process took
+// for itself (slab.AllocOwn), otherwise any (slab.AllocAway). The index
+// and the queue point to the copy, which keeps the entry's bits, and the
+// old chunk is freed. moved is false when no such page has room.
+func (s *shard) moveLocked(off uint32, e *entry, own bool) (moved bool, err error) {
 	size, err := s.slab.Size(off)
 	if err != nil {
 		return false, errCorruptArena
 	}
-	noff, err := s.slab.AllocAway(size, off)
+	var noff uint32
+	if own {
+		noff, err = s.slab.AllocOwn(size)
+	} else {
+		noff, err = s.slab.AllocAway(size, off)
+	}
 	if err != nil {
 		if errors.Is(err, slab.ErrNoMemory) {
 			return false, nil

@@ -38,6 +38,11 @@ type Stats struct {
 	Protected  int64
 	LockWaits  uint64 // lock acquisitions that had to wait
 	Recoveries uint64 // shards rebuilt after a dead lock owner or corruption
+	// Moves counts the entries that a process moved, after writing them,
+	// from a page another process filled to a page of its own, so that the
+	// entries each process writes share no cache line with another's
+	// (package doc).
+	Moves uint64
 	// Busy counts the shards left out of the other figures because a live
 	// process held their lock past LockTimeout.
 	Busy int
@@ -74,6 +79,7 @@ func (d *Dict) Stats() Stats {
 		st.Expirations += h.Expirations
 		st.LockWaits += h.LockWaits
 		st.Recoveries += h.Recoveries
+		st.Moves += h.Moves
 		d.unlock(s)
 	}
 	return st
@@ -104,7 +110,7 @@ func (d *Dict) ShardStats(i int) Stats {
 	st.Hits, st.Misses, st.Writes = c[tHits]+c[tIncrs], c[tMisses], c[tWrites]+c[tIncrs]
 	st.Evictions, st.Expirations = h.Evictions, h.Expirations
 	st.Lost, st.Protected = h.Lost, int64(h.ProtCount)
-	st.LockWaits, st.Recoveries = h.LockWaits, h.Recoveries
+	st.LockWaits, st.Recoveries, st.Moves = h.LockWaits, h.Recoveries, h.Moves
 	return st
 }
 

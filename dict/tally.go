@@ -68,14 +68,16 @@ const pageKinds = 2
 // entryCounted is counted for an entry write of kind k (tWrites or tIncrs)
 // on the entry at off, whose page's lock the caller holds: it adds one to
 // the page's word of kind k and reports whether pageSlow must follow with
-// n, the word's count, as counted does. It inlines, as counted.
+// n, the word's count: at every moveEvery-th count of the word (tallyFlush
+// is a multiple), or when the coarse clock is not running, as counted
+// does. It inlines, as counted.
 func (s *shard) entryCounted(off uint32, k int) (n uint32, slow bool) {
 	p := s.pageOf(off)
 	if p >= len(s.pages) {
 		return 0, false // a read-only view's: it writes no entry
 	}
 	n = bump(&s.pages[p].n[(k-tWrites)&1])
-	return n, n&(tallyFlush-1) == 0 || atomic.LoadInt64(&coarse.word)&stateMask != clockRunning
+	return n, n&(moveEvery-1) == 0 || atomic.LoadInt64(&coarse.word)&stateMask != clockRunning
 }
 
 // pageOf returns the index of the slab page that holds off, an entry's
@@ -90,11 +92,15 @@ func (s *shard) pageOf(off uint32) int {
 // pageSlow is tallySlow for entryCounted, called once the page's lock is
 // released (it may wait for tallyMu, held by a flush that scans every
 // page: no writer waits for it holding a lock): it adds the counts of the
-// page of the entry at off to the zone when n reached a multiple of
-// tallyFlush, and reads the coarse clock.
-func (d *Dict) pageSlow(s *shard, off uint32, n uint32) {
+// page of the entry at off, key's, to the zone when n reached a multiple
+// of tallyFlush, considers moving the entry to a page of this process's
+// own at every moveEvery-th (moveToOwn), and reads the coarse clock.
+func (d *Dict) pageSlow(s *shard, key string, h uint64, off uint32, n uint32) {
 	if n&(tallyFlush-1) == 0 {
 		d.flushPage(s, s.pageOf(off))
+	}
+	if n&(moveEvery-1) == 0 {
+		d.moveToOwn(s, key, h, off)
 	}
 	if d.onTicker {
 		coarseNow()

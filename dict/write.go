@@ -389,7 +389,7 @@ func (d *Dict) incr(key string, idelta int64, fdelta float64, asFloat bool) (int
 				c, slow := s.entryCounted(off, tIncrs)
 				shm.Unlock(pw)
 				if slow {
-					d.pageSlow(s, off, c)
+					d.pageSlow(s, key, h, off, c)
 				}
 				return n, float64(n), true, nil
 			}
@@ -455,7 +455,7 @@ func (d *Dict) incrPinned(s *shard, key string, h uint64, off uint32, pw *uint64
 	}
 	shm.Unlock(pw)
 	if slow {
-		d.pageSlow(s, off, c)
+		d.pageSlow(s, key, h, off, c)
 	}
 	switch res {
 	case incrDone:

@@ -54,12 +54,14 @@ type jsonStats struct {
 	Expirations uint64 `json:"expirations"`
 	LockWaits   uint64 `json:"lock_waits"`
 	Recoveries  uint64 `json:"recoveries"`
+	Moves       uint64 `json:"moves"` // entries moved to the pages of the process that writes them
 }
 
 func statsOf(st dict.Stats) jsonStats {
 	return jsonStats{
 		Free: st.FreeSpace, Entries: st.Entries, Protected: st.Protected, Hits: st.Hits, Misses: st.Misses,
 		Writes: st.Writes, Evictions: st.Evictions, Lost: st.Lost, Expirations: st.Expirations, LockWaits: st.LockWaits, Recoveries: st.Recoveries,
+		Moves: st.Moves,
 	}
 }
 
@@ -74,6 +76,7 @@ func (s jsonStats) counters() []struct {
 	}{
 		{"hits", s.Hits}, {"misses", s.Misses}, {"writes", s.Writes}, {"evictions", s.Evictions},
 		{"lost", s.Lost}, {"expirations", s.Expirations}, {"lock waits", s.LockWaits}, {"recoveries", s.Recoveries},
+		{"moves", s.Moves},
 	}
 }
 
@@ -145,7 +148,7 @@ func (r info) write(w io.Writer) error {
 		fmt.Fprintf(tw, "%d B\t%d\t%d\t%d\t\n", c.Size, c.Pages, c.Used, c.Free)
 	}
 	if len(r.PerShard) > 0 {
-		fmt.Fprint(tw, "\nshard\tentries\tprotected\tfree\thits\tmisses\twrites\tevictions\tlost\texpirations\tlock waits\trecoveries\t\n")
+		fmt.Fprint(tw, "\nshard\tentries\tprotected\tfree\thits\tmisses\twrites\tevictions\tlost\texpirations\tlock waits\trecoveries\tmoves\t\n")
 		for _, s := range r.PerShard {
 			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t", s.Shard, s.Entries, s.Protected, s.Free)
 			for _, c := range s.counters() {

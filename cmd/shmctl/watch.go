@@ -69,6 +69,7 @@ type jsonRates struct {
 	Expirations float64 `json:"expirations"`
 	LockWaits   float64 `json:"lock_waits"`
 	Recoveries  float64 `json:"recoveries"`
+	Moves       float64 `json:"moves"`
 }
 
 func (w *watcher) run(count int) error {
@@ -79,8 +80,8 @@ func (w *watcher) run(count int) error {
 	prev, then := statsOf(w.d.Stats()), w.e.now()
 	prevKey, _ := w.readKey()
 	if !w.e.terminal && !w.json {
-		fmt.Fprintf(w.e.stdout, "%10s %10s %10s %9s %9s %9s %9s %9s %9s %9s %9s",
-			"entries", "protected", "free", "hits/s", "misses/s", "writes/s", "evict/s", "lost/s", "expire/s", "waits/s", "recov/s")
+		fmt.Fprintf(w.e.stdout, "%10s %10s %10s %9s %9s %9s %9s %9s %9s %9s %9s %9s",
+			"entries", "protected", "free", "hits/s", "misses/s", "writes/s", "evict/s", "lost/s", "expire/s", "waits/s", "recov/s", "moves/s")
 		if w.key != "" {
 			fmt.Fprintf(w.e.stdout, "  %s", humanKey(w.key))
 		}
@@ -96,7 +97,7 @@ func (w *watcher) run(count int) error {
 		switch {
 		case w.json:
 			s := watchSample{TimeMs: now, jsonStats: cur,
-				PerSecond: jsonRates{rates[0], rates[1], rates[2], rates[3], rates[4], rates[5], rates[6], rates[7]}}
+				PerSecond: jsonRates{rates[0], rates[1], rates[2], rates[3], rates[4], rates[5], rates[6], rates[7], rates[8]}}
 			if w.key != "" && keyErr == nil {
 				j := key.json(true)
 				s.Key = &j
@@ -105,9 +106,9 @@ func (w *watcher) run(count int) error {
 		case w.e.terminal:
 			err = w.screen(cur, rates, keyText)
 		default:
-			_, err = fmt.Fprintf(w.e.stdout, "%10d %10d %10s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f%s\n",
+			_, err = fmt.Fprintf(w.e.stdout, "%10d %10d %10s %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f %9.1f%s\n",
 				cur.Entries, cur.Protected, formatSize(cur.Free),
-				rates[0], rates[1], rates[2], rates[3], rates[4], rates[5], rates[6], rates[7], keyText)
+				rates[0], rates[1], rates[2], rates[3], rates[4], rates[5], rates[6], rates[7], rates[8], keyText)
 		}
 		if err != nil {
 			return err

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shmzone/shmzone/dict"
 )
 
 // TestWatch drives watch with a sleep that moves the clock and, like a
@@ -15,6 +17,7 @@ func TestWatch(t *testing.T) {
 	h.fixture()
 	d := h.dict("app")
 	defer d.Close()
+	ownHits(t, d)
 	tick := 0
 	h.sleep = func(dur time.Duration) {
 		h.advance(dur)
@@ -45,4 +48,28 @@ func TestWatch(t *testing.T) {
 	if v, _, _ := d.Get("hits"); v.Int() != 42+10*(4*(1+2+3)+1) { // 13 ticks
 		t.Errorf("hits = %d after the watches", v.Int())
 	}
+}
+
+// ownHits makes "hits" anew in a page of d's own, with its value: d's
+// increments then move no entry to its pages (the dict package doc), in a
+// race build, where no write is in place and nothing moves, as in any
+// other. A process's first entry goes to a page others fill, so d makes
+// one first and deletes it.
+func ownHits(t *testing.T, d *dict.Dict) {
+	t.Helper()
+	v, _, err := d.Get("hits")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []func() error{
+		func() error { _, err := d.Set("first", dict.Int(0), 0, 0); return err },
+		func() error { return d.Delete("hits") },
+		func() error { _, err := d.Set("hits", v, 0, 0); return err },
+		func() error { return d.Delete("first") },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.SyncStats() // before the watch's first sample, which they would skew
 }

@@ -61,4 +61,5 @@ func (m *serveMetrics) write(b *bytes.Buffer) {
 	metric("shmzone_expirations_total", "counter", "Expired entries reclaimed.", s.Expirations)
 	metric("shmzone_lock_waits_total", "counter", "Lock acquisitions that had to wait.", s.LockWaits)
 	metric("shmzone_recoveries_total", "counter", "Shards rebuilt after a dead lock owner or corruption.", s.Recoveries)
+	metric("shmzone_moves_total", "counter", "Entries moved to the pages of the process that writes them.", s.Moves)
 }

@@ -26,6 +26,7 @@ var (
 	descExpirations = dictDesc("shmzone_expirations_total", "Expired entries reclaimed.")
 	descLockWaits   = dictDesc("shmzone_lock_waits_total", "Lock acquisitions that had to wait.")
 	descRecoveries  = dictDesc("shmzone_recoveries_total", "Shards rebuilt after a dead lock owner or corruption.")
+	descMoves       = dictDesc("shmzone_moves_total", "Entries moved to the pages of the process that writes them.")
 
 	descDecisions = prometheus.NewDesc("shmzone_limiter_decisions_total",
 		"Decisions of this process's limiter, by decision: allowed, rejected or error.", []string{"limiter", "decision"}, nil)
@@ -106,7 +107,7 @@ func (c *Collector) AddLimiter(name string, l limiter.Limiter) (limiter.Limiter,
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCapacity, descFree, descShards, descEntries, descBusy,
 		descProtected, descHits, descMisses, descWrites, descEvictions, descLost, descExpirations, descLockWaits,
-		descRecoveries, descDecisions, descForcible, descRetries, descEvicted} {
+		descRecoveries, descMoves, descDecisions, descForcible, descRetries, descEvicted} {
 		ch <- d
 	}
 }
@@ -139,6 +140,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descExpirations, s.Expirations, nd.name)
 		counter(descLockWaits, s.LockWaits, nd.name)
 		counter(descRecoveries, s.Recoveries, nd.name)
+		counter(descMoves, s.Moves, nd.name)
 	}
 	for _, l := range limiters {
 		counter(descDecisions, l.allowed.Load(), l.name, "allowed")

@@ -1,0 +1,88 @@
+package dict
+
+import "sync/atomic"
+
+// Entries move to the pages of the process that writes them.
+//
+// A process takes slab pages of its own for the entries it creates
+// (slab.ownPage), so that the entries of different processes share no cache
+// line and no page lock word. Entries that some other process created do
+// not lie in the writer's pages: those of a process that has since exited
+// (a restarted worker finds its clients' entries in its predecessor's
+// pages), or restored from a snapshot, or of clients that moved from one
+// process to another. Two processes that each write their own such entries
+// then write the same lines and page locks: in BenchmarkProcs keys=mixed,
+// two processes ran at 0.81x of one (bench/RESULTS.md, 2026-11-27 03:01).
+//
+// So a process that writes an entry in place, in a page it did not take
+// (slab.Mine), moves it to a page of its own: at the moveEvery-th write of
+// that page's entries in the process (the page's count, entryCounted, so
+// that the check costs the write nothing), under the shard's lock, with
+// the mechanism that clears pages (moveLocked), which keeps the entry's
+// place in the eviction queue and its bits, and loses at most the entry
+// being moved to a SIGKILL. The move is advice, and bounded:
+//   - at most one try per shard and millisecond, in all processes together
+//     (the shard header's MovedAt, a word of the line the move writes
+//     anyway): a key that several processes write (a hot key, or a client
+//     whose requests reach every process) moves back and forth at that
+//     rate at most, and a zone of S shards spends at most S moves a
+//     millisecond however many processes share it;
+//   - only when the shard's lock is free: it never waits for it;
+//   - only into a page of the process's own with room, or a free page it
+//     takes (slab.AllocOwn): in a full zone nothing moves.
+
+// moveEvery is how many writes in place a process makes to the entries of
+// one slab page between two checks of whether the entry written should
+// move (moveToOwn): a power of two that divides tallyFlush, so that one
+// test of the page's count serves both.
+const moveEvery = 64
+
+// moveToOwn moves key's entry, which the caller just wrote in place at off
+// and whose page lock it has released, to a page of this process's own
+// when off's page is not one, within the bounds above. It returns
+// nothing: the write is done whatever becomes of the move, and an error
+// met under the shard's lock is dealt with there, as by any other holder.
+func (d *Dict) moveToOwn(s *shard, key string, h uint64, off uint32) {
+	if s.slab.Mine(off) {
+		return
+	}
+	now := uint32(d.Now())
+	if atomic.LoadUint32(&s.h.MovedAt) == now || !d.z.TryLock(s.lockw) {
+		return
+	}
+	d.beginChange(s)
+	defer d.unlock(s)
+	hd := s.hdr()
+	if hd.MovedAt == now {
+		return // another process tried in this millisecond
+	}
+	atomic.StoreUint32(&hd.MovedAt, now)
+	off, _, err := s.findLocked(key, h)
+	if err != nil {
+		_ = d.corruptLocked(s, "index")
+		return
+	}
+	if off == 0 || s.slab.Mine(off) {
+		return // gone, or moved by another goroutine of the process
+	}
+	if err := s.drainPage(off); err != nil {
+		_ = d.failLocked(s, err, "page")
+		return
+	}
+	if gone, err := d.settleLocked(s, off); err != nil || gone {
+		return
+	}
+	e := s.entryAt(off)
+	if !s.okBody(off, e) {
+		_ = d.corruptLocked(s, "entry")
+		return
+	}
+	moved, err := s.moveLocked(off, e, true)
+	if err != nil {
+		_ = d.corruptLocked(s, "move")
+		return
+	}
+	if moved {
+		hd.Moves++
+	}
+}

@@ -1,0 +1,159 @@
+//go:build !race
+
+package dict
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// Entries move when a process writes them in place; under the race
+// detector every write takes its shard's lock (race.go) and none does:
+// TestMoveConcurrent covers the move itself there.
+
+// TestMoveToWriterPages: entries that one process created and another
+// writes in place move, one by one, to pages the writer took for itself,
+// keeping their values; at most one per shard while the clock stands
+// still, and each once.
+func TestMoveToWriterPages(t *testing.T) {
+	const keys, shards = 300, 4
+	a, b, c := openOwnViews(t, 1<<20, shards)
+	for i := range keys {
+		if _, err := a.Set(specKey(i), Int(0), 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range keys {
+		if s, off := placeOf(t, b, specKey(i)); s.slab.Mine(off) {
+			t.Fatalf("%s lies in a page of b's own before b wrote it", specKey(i))
+		}
+	}
+	writes := 0
+	round := func() {
+		for i := range keys {
+			if _, err := b.Incr(specKey(i), 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		writes++
+	}
+	for range 200 {
+		round()
+	}
+	if m := b.Stats().Moves; m < 1 || m > shards {
+		t.Fatalf("Stats().Moves = %d after %d writes of each entry at one instant, want 1 to %d: one per shard and millisecond", m, writes, shards)
+	}
+	for b.Stats().Moves < keys && writes < 5000 {
+		c.Advance(time.Millisecond)
+		round()
+	}
+	if m := b.Stats().Moves; m != keys {
+		t.Fatalf("Stats().Moves = %d after %d writes of each entry, want %d: each entry once", m, writes, keys)
+	}
+	for i := range keys {
+		key := specKey(i)
+		// In a page b took (a's Mine may also say so of a page a emptied
+		// and b took since: it is a hint of a's own).
+		if s, off := placeOf(t, b, key); !s.slab.Mine(off) {
+			t.Fatalf("%s at %d: not in a page of b's own", key, off)
+		}
+		wantGet(t, a, key, Int(int64(writes)), 0)
+	}
+	if st := a.Stats(); st.Entries != keys || st.Moves != keys {
+		t.Fatalf("Stats() = %+v, want %d entries, each moved once", st, keys)
+	}
+	if err := a.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMoveBoundedOnSharedKey: a key that two processes write in turn moves
+// at most once per millisecond, in both together, however many writes it
+// takes, and every increment lands.
+func TestMoveBoundedOnSharedKey(t *testing.T) {
+	a, b, c := openOwnViews(t, 1<<20, 1)
+	if _, err := a.Set("hot", Int(0), 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	turns := func(k int) {
+		for range k {
+			for _, d := range []*Dict{a, b} {
+				if _, err := d.Incr("hot", 1); err != nil {
+					t.Fatal(err)
+				}
+				n++
+			}
+		}
+	}
+	turns(5000)
+	if m := a.Stats().Moves; m != 1 {
+		t.Fatalf("Stats().Moves = %d after %d increments at one instant, want 1: one per shard and millisecond, in both processes together", m, n)
+	}
+	const ms = 50
+	for range ms {
+		c.Advance(time.Millisecond)
+		turns(500)
+	}
+	if m := a.Stats().Moves; m < 2 || m > ms+1 {
+		t.Fatalf("Stats().Moves = %d over %d ms of increments in turn, want 2 to %d", m, ms+1, ms+1)
+	}
+	wantGet(t, a, "hot", Int(int64(n)), 0)
+	if err := a.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMoveNeedsRoom: in a zone with no free page, entries written by a
+// process that took no page stay where they are, even where other pages
+// have room, and the writes land.
+func TestMoveNeedsRoom(t *testing.T) {
+	a, b, c := openOwnViews(t, specMinZone, 1)
+	n := 0
+	for ; ; n++ {
+		forcible, err := a.Set(specKey(n), Int(0), 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if forcible {
+			break
+		}
+	}
+	// Room in a's pages, but no free page.
+	const deleted = 10
+	for i := range deleted {
+		if err := a.Delete(specKey(n - i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if free := a.shards[0].slab.FreePages(); free != 0 {
+		t.Fatalf("%d free pages after the first eviction", free)
+	}
+	live := 0
+	for i := 0; i <= n-deleted; i++ {
+		c.Advance(time.Millisecond)
+		for range moveEvery {
+			_, err := b.Incr(specKey(i), 1)
+			if errors.Is(err, ErrNotFound) {
+				break // evicted
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := b.Incr(specKey(i), 0); err == nil {
+			live++
+			wantGet(t, a, specKey(i), Int(moveEvery), 0)
+		}
+	}
+	if live == 0 {
+		t.Fatal("no key left to write")
+	}
+	if m := a.Stats().Moves; m != 0 {
+		t.Fatalf("Stats().Moves = %d in a zone with no free page, want 0", m)
+	}
+	if err := a.Check(); err != nil {
+		t.Fatal(err)
+	}
+}

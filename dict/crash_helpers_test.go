@@ -306,10 +306,16 @@ func openCrashHelper(args []string, size int) (d *dict.Dict, ack []byte, seed, s
 	if d, err = dict.Open(args[0], dict.Options{}); err != nil {
 		return nil, nil, 0, 0, err
 	}
-	f, err := os.OpenFile(args[1], os.O_RDWR, 0)
-	if err != nil {
-		return nil, nil, 0, 0, err
-	}
-	ack, err = unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	ack, err = mapFile(args[1], size)
 	return d, ack, seed, stream, err
+}
+
+// mapFile maps the first size bytes of the file at path, shared.
+func mapFile(path string, size int) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 }

@@ -18,7 +18,7 @@ import (
 
 // TestHelperProcess runs the helper processes of this package's
 // multi-process tests (multiproc_test.go, crash_test.go,
-// crash_evict_test.go, spec_test.go, timeout_test.go, liveness_test.go,
+// crash_evict_test.go, crash_move_test.go, spec_test.go, timeout_test.go, liveness_test.go,
 // liveness_hammer_test.go, clock_test.go, readonly_live_test.go) and
 // benchmarks (procs_bench_test.go); in an ordinary test run it does nothing.
 func TestHelperProcess(t *testing.T) {
@@ -28,6 +28,7 @@ func TestHelperProcess(t *testing.T) {
 		"crash-hammer": helperHammer,
 		"crash-lock":   helperHoldLock,
 		"crash-evict":  helperEvictHammer,
+		"crash-move":   helperMove,
 		"hold-update":  helperHoldUpdate,
 		"hold-entry":   helperHoldEntry,
 		"wait-incr":    helperWaitIncr,

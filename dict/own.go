@@ -77,11 +77,15 @@ func (d *Dict) moveToOwn(s *shard, key string, h uint64, off uint32) {
 		_ = d.corruptLocked(s, "entry")
 		return
 	}
+	// Until the index points to the copy, a repair must drop the copy;
+	// after, the old chunk: whichever the index does not reach.
+	hd.Drop = dropUnreachable
 	moved, err := s.moveLocked(off, e, true)
 	if err != nil {
 		_ = d.corruptLocked(s, "move")
 		return
 	}
+	hd.Drop = dropNone
 	if moved {
 		hd.Moves++
 	}

@@ -22,8 +22,8 @@ import "sync/atomic"
 // place in the eviction queue and its bits, and loses at most the entry
 // being moved to a SIGKILL. The move is advice, and bounded:
 //   - at most one try per shard and millisecond, in all processes together
-//     (the shard header's MovedAt, a word of the line the move writes
-//     anyway): a key that several processes write (a hot key, or a client
+//     (the shard header's MovedAt, a word of a line the move writes anyway,
+//     and triedSince): a key that several processes write (a hot key, or a client
 //     whose requests reach every process) moves back and forth at that
 //     rate at most, and a zone of S shards spends at most S moves a
 //     millisecond however many processes share it;
@@ -47,13 +47,13 @@ func (d *Dict) moveToOwn(s *shard, key string, h uint64, off uint32) {
 		return
 	}
 	now := uint32(d.Now())
-	if atomic.LoadUint32(&s.h.MovedAt) == now || !d.z.TryLock(s.lockw) {
+	if triedSince(atomic.LoadUint32(&s.h.MovedAt), now) || !d.z.TryLock(s.lockw) {
 		return
 	}
 	d.beginChange(s)
 	defer d.unlock(s)
 	hd := s.hdr()
-	if hd.MovedAt == now {
+	if triedSince(hd.MovedAt, now) {
 		return // another process tried in this millisecond
 	}
 	atomic.StoreUint32(&hd.MovedAt, now)
@@ -89,4 +89,15 @@ func (d *Dict) moveToOwn(s *shard, key string, h uint64, off uint32) {
 	if moved {
 		hd.Moves++
 	}
+}
+
+// triedSince reports whether a shard's last try to move, at (its
+// MovedAt), is at now or up to a minute later: the coarse clocks of
+// processes differ by a millisecond or two, and one whose clock lags waits
+// until it passes at, so that a shard gets one try a millisecond in all
+// processes together. An at further from now (a clock set back, or the
+// wrap of the 32 bits every 49.7 days) allows a try.
+func triedSince(at, now uint32) bool {
+	d := int32(now - at)
+	return d <= 0 && d > -60_000
 }

@@ -103,3 +103,27 @@ func TestMoveConcurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTriedSince: a try at the same millisecond or up to a minute later
+// (another process's clock, ahead) waits; an earlier one, or one further
+// ahead, across the wrap of the 32 bits too, does not.
+func TestTriedSince(t *testing.T) {
+	for _, c := range []struct {
+		at, now uint32
+		want    bool
+	}{
+		{100, 100, true},
+		{101, 100, true},
+		{100 + 59_999, 100, true},
+		{100 + 60_000, 100, false},
+		{99, 100, false},
+		{0, 1 << 31, false},
+		{1<<32 - 1, 0, false},
+		{2, 1<<32 - 1, true},
+		{0, 1<<32 - 5, true},
+	} {
+		if got := triedSince(c.at, c.now); got != c.want {
+			t.Errorf("triedSince(%d, %d) = %t, want %t", c.at, c.now, got, c.want)
+		}
+	}
+}

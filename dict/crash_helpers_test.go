@@ -39,16 +39,7 @@ func helperHammer(args []string) error {
 	if err != nil {
 		return err
 	}
-	h := &hammer{
-		d:        d,
-		r:        rand.New(rand.NewPCG(seed, stream)),
-		inflight: word64(ack, ackInflight),
-		ops:      word64(ack, ackOps),
-		last:     make([]int64, crashCounters),
-	}
-	for k := 0; k < crashCounters; k++ {
-		h.acked = append(h.acked, word64(ack, ackCounts+8*k))
-	}
+	h := newHammer(d, seed, stream, ack)
 	fmt.Println(readyLine)
 	for {
 		err := h.step()
@@ -74,6 +65,22 @@ type hammer struct {
 	ops      *uint64   // in the ack file
 	acked    []*uint64 // in the ack file
 	last     []int64   // the last sum seen per counter: sums only grow
+}
+
+// newHammer returns a hammer of d that draws from the seed's stream and
+// acknowledges in ack.
+func newHammer(d *dict.Dict, seed, stream uint64, ack []byte) *hammer {
+	h := &hammer{
+		d:        d,
+		r:        rand.New(rand.NewPCG(seed, stream)),
+		inflight: word64(ack, ackInflight),
+		ops:      word64(ack, ackOps),
+		last:     make([]int64, crashCounters),
+	}
+	for k := 0; k < crashCounters; k++ {
+		h.acked = append(h.acked, word64(ack, ackCounts+8*k))
+	}
+	return h
 }
 
 // step does one random operation.

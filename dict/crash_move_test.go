@@ -24,18 +24,14 @@ import (
 func TestCrashMove(t *testing.T) {
 	kills := crashKills(t, crashDefaultKills)
 	seed := testutil.Seed(t)
-	path := testutil.TempZone(t)
-	d, err := dict.Open(path, dict.Options{Size: crashZoneSize, Shards: crashShards})
-	if err != nil {
+	path, d := openCrashCounters(t)
+	dir := t.TempDir()
+	// The helpers' clock, shared, so that no helper's starts behind the
+	// last try to move of one killed before it (triedSince).
+	clock := filepath.Join(dir, "clock")
+	if err := os.WriteFile(clock, binary.NativeEndian.AppendUint64(nil, 1_700_000_000_000), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	defer d.Close()
-	for k := 0; k < crashCounters; k++ {
-		if _, err := d.Set(crashCounterKey(k), dict.Int(0), 0, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dir := t.TempDir()
 	var total moveTally
 	hammered := killRounds(t, crashSlots, kills, seed, 0, &total, func(n int, r *rand.Rand, mine *moveTally) error {
 		ack := filepath.Join(dir, fmt.Sprintf("ack-%d", n))
@@ -48,7 +44,7 @@ func TestCrashMove(t *testing.T) {
 				return err
 			}
 		}
-		err := crashKill(t, testutil.Helper(t, "crash-move", path, ack, moving,
+		err := crashKill(t, testutil.Helper(t, "crash-move", path, ack, moving, clock,
 			strconv.FormatUint(seed, 10), strconv.Itoa(crashSlots+n)), r, crashMaxDelay)
 		if err != nil {
 			return err
@@ -70,25 +66,18 @@ func TestCrashMove(t *testing.T) {
 	if err := d.Check(); err != nil {
 		t.Fatalf("Check() after %d kills = %v", total.kills, err)
 	}
-	for k := 0; k < crashCounters; k++ {
-		key := crashCounterKey(k)
-		lo, hi := total.acked[k], total.acked[k]+total.inflight[k]
-		v, _, err := d.Get(key)
-		if err != nil || v.Kind() != dict.KindInt || uint64(v.Int()) < lo || uint64(v.Int()) > hi {
-			t.Errorf("Get(%q) = %v, %v, want Int from %d (acknowledged) to %d (+ in flight)", key, v, err, lo, hi)
-		}
-	}
+	checkCrashCounters(t, d, &total.crashTally)
 	if st.Moves == 0 || total.inMove == 0 {
-		t.Errorf("%d moves, %d kills inside one: the kills missed the moves", st.Moves, total.inMove)
+		t.Errorf("%d moves, %d kills inside MoveToOwn: the kills missed the moves", st.Moves, total.inMove)
 	}
 	if keys, err := d.Keys(0); err != nil || len(keys) != crashCounters {
 		t.Errorf("Keys(0) = %d keys, %v, want the %d counters, each once", len(keys), err, crashCounters)
 	}
-	t.Logf("%d kills in %v, %d inside a move: %d ops, %d moves, %d recoveries",
+	t.Logf("%d kills in %v, %d inside MoveToOwn: %d ops, %d moves, %d recoveries",
 		total.kills, hammered, total.inMove, total.ops, st.Moves, st.Recoveries)
 }
 
-// moveTally is crashTally with the kills that landed inside a move.
+// moveTally is crashTally with the kills that landed inside MoveToOwn.
 type moveTally struct {
 	crashTally
 	inMove int
@@ -110,23 +99,25 @@ func removeFiles(paths ...string) error {
 }
 
 // helperMove is TestCrashMove's helper, with arguments path, ack file,
-// moving file, seed and stream: it opens the zone twice, as two processes
-// would, on a clock that moves a millisecond at each read (so that no move
-// waits for the next millisecond), and in turns increments a counter with
-// one view and moves another to that view's pages, with the moving file's
-// word set while it moves.
+// moving file, clock file, seed and stream: it opens the zone twice, as two
+// processes would, on the clock file's word, which moves a millisecond at
+// each read (so that no move waits for the next millisecond), and in turns
+// increments a counter with one view and moves another to that view's
+// pages, with the moving file's word set while it calls MoveToOwn.
 func helperMove(args []string) error {
-	if len(args) != 5 {
-		return fmt.Errorf("want path, ack file, moving file, seed and stream, got %q", args)
+	if len(args) != 6 {
+		return fmt.Errorf("want path, ack file, moving file, clock file, seed and stream, got %q", args)
 	}
-	seed, err1 := strconv.ParseUint(args[3], 10, 64)
-	stream, err2 := strconv.ParseUint(args[4], 10, 64)
+	seed, err1 := strconv.ParseUint(args[4], 10, 64)
+	stream, err2 := strconv.ParseUint(args[5], 10, 64)
 	if err1 != nil || err2 != nil {
 		return fmt.Errorf("bad seed or stream in %q", args)
 	}
-	var ms atomic.Int64
-	ms.Store(1_700_000_000_000)
-	clock := func() int64 { return ms.Add(1) }
+	ms, err := mapFile(args[3], 8)
+	if err != nil {
+		return err
+	}
+	clock := func() int64 { return int64(atomic.AddUint64(word64(ms, 0), 1)) }
 	var views [2]*dict.Dict
 	for i := range views {
 		d, err := dict.Open(args[0], dict.Options{Clock: clock})
@@ -144,16 +135,8 @@ func helperMove(args []string) error {
 		return err
 	}
 	inMove := word64(moving, 0)
-	r := rand.New(rand.NewPCG(seed, stream))
-	h := &hammer{
-		r:        r,
-		inflight: word64(ack, ackInflight),
-		ops:      word64(ack, ackOps),
-		last:     make([]int64, crashCounters),
-	}
-	for k := 0; k < crashCounters; k++ {
-		h.acked = append(h.acked, word64(ack, ackCounts+8*k))
-	}
+	h := newHammer(views[0], seed, stream, ack)
+	r := h.r
 	fmt.Println(readyLine)
 	for i := 0; ; i++ {
 		h.d = views[i&1]

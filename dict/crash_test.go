@@ -73,17 +73,7 @@ func TestCrashKill(t *testing.T) {
 	seed := testutil.Seed(t)
 	t.Logf("%d kills (SHMZONE_CRASH_KILLS)", kills)
 
-	path := testutil.TempZone(t)
-	d, err := dict.Open(path, dict.Options{Size: crashZoneSize, Shards: crashShards})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	for k := 0; k < crashCounters; k++ {
-		if _, err := d.Set(crashCounterKey(k), dict.Int(0), 0, 0); err != nil {
-			t.Fatalf("Set(%q, 0) = %v", crashCounterKey(k), err)
-		}
-	}
+	path, d := openCrashCounters(t)
 
 	dir := t.TempDir()
 	var total crashTally
@@ -95,17 +85,7 @@ func TestCrashKill(t *testing.T) {
 	if err := d.Check(); err != nil {
 		t.Fatalf("Check() after %d kills = %v", total.kills, err)
 	}
-	var acked, inflight uint64
-	for k := 0; k < crashCounters; k++ {
-		key := crashCounterKey(k)
-		lo, hi := total.acked[k], total.acked[k]+total.inflight[k]
-		acked += lo
-		inflight += total.inflight[k]
-		v, _, err := d.Get(key)
-		if err != nil || v.Kind() != dict.KindInt || uint64(v.Int()) < lo || uint64(v.Int()) > hi {
-			t.Errorf("Get(%q) = %v, %v, want Int from %d (acknowledged) to %d (+ in flight)", key, v, err, lo, hi)
-		}
-	}
+	acked, inflight := checkCrashCounters(t, d, &total)
 	checkCrashLeftovers(t, d)
 	if st.Evictions != 0 {
 		t.Errorf("Stats() evictions = %d, want 0: the zone is too small for the test", st.Evictions)
@@ -125,6 +105,42 @@ func TestCrashKill(t *testing.T) {
 	}
 	t.Logf("%d kills in %v: %d ops, %d increments acknowledged, %d in flight; %d recoveries, %d lock waits, %d moves",
 		total.kills, hammered, total.ops, acked, inflight, st.Recoveries, st.LockWaits, st.Moves)
+}
+
+// openCrashCounters creates a crash test's zone, which the test closes,
+// with its counters at 0.
+func openCrashCounters(t *testing.T) (string, *dict.Dict) {
+	t.Helper()
+	path := testutil.TempZone(t)
+	d, err := dict.Open(path, dict.Options{Size: crashZoneSize, Shards: crashShards})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	for k := 0; k < crashCounters; k++ {
+		if _, err := d.Set(crashCounterKey(k), dict.Int(0), 0, 0); err != nil {
+			t.Fatalf("Set(%q, 0) = %v", crashCounterKey(k), err)
+		}
+	}
+	return path, d
+}
+
+// checkCrashCounters checks that every counter holds the increments the
+// helpers acknowledged and at most those in flight when they died; it
+// returns the sums of both.
+func checkCrashCounters(t *testing.T, d *dict.Dict, total *crashTally) (acked, inflight uint64) {
+	t.Helper()
+	for k := 0; k < crashCounters; k++ {
+		key := crashCounterKey(k)
+		lo, hi := total.acked[k], total.acked[k]+total.inflight[k]
+		acked += lo
+		inflight += total.inflight[k]
+		v, _, err := d.Get(key)
+		if err != nil || v.Kind() != dict.KindInt || uint64(v.Int()) < lo || uint64(v.Int()) > hi {
+			t.Errorf("Get(%q) = %v, %v, want Int from %d (acknowledged) to %d (+ in flight)", key, v, err, lo, hi)
+		}
+	}
+	return acked, inflight
 }
 
 // crashOnce starts helper n, kills it at a random moment drawn from r after

@@ -15,8 +15,10 @@ var infoCmd = &command{
 	summary: "print a zone's size, free space, keys and counters",
 	help: `Info prints a zone's size and geometry, its free space, its entries, the
 counters every process adds to (hits, misses, writes, evictions, lost,
-expirations, lock waits, recoveries: since the zone was created), and the
-use of each slab size class. Protected counts the entries used again, which
+expirations, lock waits, recoveries, moves: since the zone was created),
+and the use of each slab size class. Moves counts the entries a process
+moved, after writing them, from pages another process filled to pages of
+its own. Protected counts the entries used again, which
 eviction takes only when no other is left; lost counts keys written anew
 while their evicted entry would still have been live (a count that errs
 low: a shard remembers its last 16 evictions), and a zone whose lost grows

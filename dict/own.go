@@ -1,6 +1,10 @@
 package dict
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/shmzone/shmzone/shm"
+)
 
 // Entries move to the pages of the process that writes them.
 //
@@ -28,7 +32,9 @@ import "sync/atomic"
 //     whose requests reach every process) moves back and forth at that
 //     rate at most, and a zone of S shards spends at most S moves a
 //     millisecond however many processes share it;
-//   - only when the shard's lock is free: it never waits for it;
+//   - only when the shard's lock and the entry's page lock are free: it
+//     never waits for either (a page lock may be held through a Mutate's
+//     fn, for as long as the fn takes);
 //   - only into a page of the process's own with room, or a free page it
 //     takes (slab.AllocOwn): in a full zone nothing moves.
 
@@ -66,10 +72,18 @@ func (d *Dict) moveToOwn(s *shard, key string, h uint64, off uint32) {
 	if off == 0 || s.slab.Mine(off) {
 		return // gone, or moved by another goroutine of the process
 	}
-	if err := s.drainPage(off); err != nil {
-		_ = d.failLocked(s, err, "page")
+	// Drain the page without waiting: a writer inside it may be running a
+	// Mutate's fn, or have died there, and the move is not worth a wait.
+	// With Seq odd no writer can enter after this.
+	pw := s.slab.PageLock(off)
+	if pw == nil {
+		_ = d.corruptLocked(s, "page")
 		return
 	}
+	if !d.z.TryLock(pw) {
+		return
+	}
+	shm.Unlock(pw)
 	if gone, err := d.settleLocked(s, off); err != nil || gone {
 		return
 	}

@@ -5,11 +5,19 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shmzone/shmzone/shm"
 )
 
 // openOwnViews opens a zone of size bytes and shards shards twice, as two
 // processes would (each Dict has slab views of its own), on one fake clock.
 func openOwnViews(t *testing.T, size int64, shards int) (a, b *Dict, c *specClock) {
+	return openOwnViewsWith(t, size, shards, Options{})
+}
+
+// openOwnViewsWith is openOwnViews whose second Dict opens with o and the
+// clock.
+func openOwnViewsWith(t *testing.T, size int64, shards int, o Options) (a, b *Dict, c *specClock) {
 	t.Helper()
 	c = newSpecClock()
 	path := filepath.Join(t.TempDir(), "zone")
@@ -18,7 +26,8 @@ func openOwnViews(t *testing.T, size int64, shards int) (a, b *Dict, c *specCloc
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
-	b, err = Open(path, Options{Clock: c.Now})
+	o.Clock = c.Now
+	b, err = Open(path, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,5 +134,47 @@ func TestTriedSince(t *testing.T) {
 		if got := triedSince(c.at, c.now); got != c.want {
 			t.Errorf("triedSince(%d, %d) = %t, want %t", c.at, c.now, got, c.want)
 		}
+	}
+}
+
+// TestMoveNeverWaits: a move finds the entry's page lock held (by a writer
+// inside a Mutate's fn, say) and gives up at once, though its Dict waits
+// for locks without bound; once the page is free, the entry moves.
+func TestMoveNeverWaits(t *testing.T) {
+	a, b, c := openOwnViewsWith(t, 1<<20, 1, Options{LockTimeout: -1})
+	if _, err := a.Set("k", Int(7), 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	h := hashKey(b.seed, "k")
+	s, off := placeOf(t, b, "k")
+	pw := s.slab.PageLock(off)
+	if pw == nil || !a.z.TryLock(pw) {
+		t.Fatal("cannot take the page lock of k's entry")
+	}
+	done := make(chan struct{})
+	go func() {
+		b.moveToOwn(s, "k", h, off)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("moveToOwn still waits for a held page lock after a minute")
+	}
+	if m := b.Stats().Moves; m != 0 {
+		t.Fatalf("Stats().Moves = %d with k's page locked, want 0", m)
+	}
+	if _, now := placeOf(t, b, "k"); now != off {
+		t.Fatalf("k moved from %d to %d under a held page lock", off, now)
+	}
+	shm.Unlock(pw)
+	c.Advance(time.Millisecond)
+	b.moveToOwn(s, "k", h, off)
+	if m := b.Stats().Moves; m != 1 {
+		t.Fatalf("Stats().Moves = %d once the page is free, want 1", m)
+	}
+	wantGet(t, a, "k", Int(7), 0)
+	if err := a.Check(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -36,13 +36,21 @@ import (
 //     never waits for either (a page lock may be held through a Mutate's
 //     fn, for as long as the fn takes);
 //   - only into a page of the process's own with room, or a free page it
-//     takes (slab.AllocOwn): in a full zone nothing moves.
+//     takes while more than a moveReserve-th of the shard's pages are free
+//     (slab.AllocOwn): moves never take the last free pages, which new keys
+//     need, and in a full zone nothing moves. (A move frees its old chunk
+//     but may take a page for the new one; pages that its moves leave
+//     sparse are what eviction's page clearing compacts.)
 
 // moveEvery is how many writes in place a process makes to the entries of
 // one slab page between two checks of whether the entry written should
 // move (moveToOwn): a power of two that divides tallyFlush, so that one
 // test of the page's count serves both.
 const moveEvery = 64
+
+// moveReserve: a move takes a free page for its entry only while more than
+// one page in moveReserve of the shard's is free.
+const moveReserve = 16
 
 // moveToOwn moves key's entry, which the caller just wrote in place at off
 // and whose page lock it has released, to a page of this process's own

@@ -105,55 +105,72 @@ func TestMoveBoundedOnSharedKey(t *testing.T) {
 	}
 }
 
-// TestMoveNeedsRoom: in a zone with no free page, entries written by a
+// TestMoveNeedsRoom: in a zone with no free page, or with no more free
+// than the reserve that moves leave (moveReserve), entries written by a
 // process that took no page stay where they are, even where other pages
 // have room, and the writes land.
 func TestMoveNeedsRoom(t *testing.T) {
-	a, b, c := openOwnViews(t, specMinZone, 1)
-	n := 0
-	for ; ; n++ {
-		forcible, err := a.Set(specKey(n), Int(0), 0, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if forcible {
-			break
-		}
-	}
-	// Room in a's pages, but no free page.
-	const deleted = 10
-	for i := range deleted {
-		if err := a.Delete(specKey(n - i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if free := a.shards[0].slab.FreePages(); free != 0 {
-		t.Fatalf("%d free pages after the first eviction", free)
-	}
-	live := 0
-	for i := 0; i <= n-deleted; i++ {
-		c.Advance(time.Millisecond)
-		for range moveEvery {
-			_, err := b.Incr(specKey(i), 1)
-			if errors.Is(err, ErrNotFound) {
-				break // evicted
+	for _, tc := range []struct {
+		name string
+		size int64
+		// full reports whether a's keys filled the zone enough.
+		full func(s *shard, forcible bool) bool
+	}{
+		{"no free page", specMinZone, func(_ *shard, forcible bool) bool { return forcible }},
+		{"the reserve free", 1 << 20, func(s *shard, _ bool) bool {
+			return s.slab.FreePages() <= s.slab.Pages()/moveReserve
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b, c := openOwnViews(t, tc.size, 1)
+			s := &a.shards[0]
+			n := 0
+			for ; ; n++ {
+				forcible, err := a.Set(specKey(n), Int(0), 0, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.full(s, forcible) {
+					break
+				}
 			}
-			if err != nil {
+			// Room in a's pages, but no free page beyond the reserve: keys
+			// from the middle, whose page keeps others.
+			for i := range 10 {
+				if err := a.Delete(specKey(n/2 + i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			free := s.slab.FreePages()
+			if free > s.slab.Pages()/moveReserve {
+				t.Fatalf("%d free pages of %d, want no more than the reserve", free, s.slab.Pages())
+			}
+			live := 0
+			for i := 0; i <= n; i++ {
+				c.Advance(time.Millisecond)
+				for range moveEvery {
+					_, err := b.Incr(specKey(i), 1)
+					if errors.Is(err, ErrNotFound) {
+						break // evicted, or deleted
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, err := b.Incr(specKey(i), 0); err == nil {
+					live++
+					wantGet(t, a, specKey(i), Int(moveEvery), 0)
+				}
+			}
+			if live == 0 {
+				t.Fatal("no key left to write")
+			}
+			if m := a.Stats().Moves; m != 0 || s.slab.FreePages() != free {
+				t.Fatalf("Stats().Moves = %d and %d free pages, was %d: want no move", m, s.slab.FreePages(), free)
+			}
+			if err := a.Check(); err != nil {
 				t.Fatal(err)
 			}
-		}
-		if _, err := b.Incr(specKey(i), 0); err == nil {
-			live++
-			wantGet(t, a, specKey(i), Int(moveEvery), 0)
-		}
-	}
-	if live == 0 {
-		t.Fatal("no key left to write")
-	}
-	if m := a.Stats().Moves; m != 0 {
-		t.Fatalf("Stats().Moves = %d in a zone with no free page, want 0", m)
-	}
-	if err := a.Check(); err != nil {
-		t.Fatal(err)
+		})
 	}
 }

@@ -457,7 +457,8 @@ const maxPageChunks = 256
 
 // moveLocked moves the linked entry at off, whose page is drained, to a
 // chunk of its size in another page: with own, a page this process took
-// for itself (slab.AllocOwn), otherwise any (slab.AllocAway). The index
+// for itself (slab.AllocOwn, leaving moveReserve's share of the pages
+// free), otherwise any (slab.AllocAway). The index
 // and the queue point to the copy, which keeps the entry's bits, and the
 // old chunk is freed. moved is false when no such page has room.
 func (s *shard) moveLocked(off uint32, e *entry, own bool) (moved bool, err error) {
@@ -467,7 +468,7 @@ func (s *shard) moveLocked(off uint32, e *entry, own bool) (moved bool, err erro
 	}
 	var noff uint32
 	if own {
-		noff, err = s.slab.AllocOwn(size)
+		noff, err = s.slab.AllocOwn(size, s.slab.Pages()/moveReserve)
 	} else {
 		noff, err = s.slab.AllocAway(size, off)
 	}

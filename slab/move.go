@@ -73,24 +73,25 @@ func (s *Slab) AllocAway(size int, away uint32) (uint32, error) {
 	if h := atomic.LoadUint32(&s.hint[c]); h&^hintOwn == p+1 {
 		atomic.StoreUint32(&s.hint[c], 0) // not this view's own page either
 	}
-	return s.allocSmall(c, false)
+	return s.allocSmall(c, false, 0)
 }
 
 // AllocOwn is Alloc of a chunk of the class of size, which must be small,
 // in a page this view took for itself: the one it is filling (ownPage), or
-// a free page it takes. It is where a chunk moves to whose page the view
-// did not take (Mine), so that the chunks a process writes lie in its own
-// pages. Errors: ErrNoMemory when the view fills no page of the class with
-// room and no page is free, ErrTooLarge for a size of no class,
-// ErrCorrupt.
-func (s *Slab) AllocOwn(size int) (uint32, error) {
+// a free page it takes while more than reserve pages are free. It is where
+// a chunk moves to whose page the view did not take (Mine), so that the
+// chunks a process writes lie in its own pages; reserve keeps free pages
+// for what needs them more. Errors: ErrNoMemory when the view fills no
+// page of the class with room and no more than reserve pages are free,
+// ErrTooLarge for a size of no class, ErrCorrupt.
+func (s *Slab) AllocOwn(size, reserve int) (uint32, error) {
 	if size <= 0 {
 		size = 1
 	}
 	if !isSmall(size, int(s.pageSize)) {
 		return 0, ErrTooLarge
 	}
-	return s.allocSmall(classOf(size), true)
+	return s.allocSmall(classOf(size), true, uint32(max(reserve, 0)))
 }
 
 // Mine reports whether the chunk at off lies in a page that this view took

@@ -34,7 +34,7 @@ func TestAllocOwn(t *testing.T) {
 	bPages := map[uint32]int{}
 	var bOffs []uint32
 	for i := range perPage + 1 {
-		off, err := b.AllocOwn(csize)
+		off, err := b.AllocOwn(csize, 0)
 		if err != nil {
 			t.Fatalf("AllocOwn %d: %v", i, err)
 		}
@@ -66,7 +66,7 @@ func TestAllocOwn(t *testing.T) {
 		}
 	}
 	for {
-		off, err := b.AllocOwn(csize)
+		off, err := b.AllocOwn(csize, 0)
 		if errors.Is(err, ErrNoMemory) {
 			break
 		}
@@ -76,7 +76,7 @@ func TestAllocOwn(t *testing.T) {
 		bOffs = append(bOffs, off)
 	}
 	free := a.FreeBytes()
-	if _, err := b.AllocOwn(csize); !errors.Is(err, ErrNoMemory) {
+	if _, err := b.AllocOwn(csize, 0); !errors.Is(err, ErrNoMemory) {
 		t.Fatalf("AllocOwn with no own room = %v, want ErrNoMemory", err)
 	}
 	if a.FreeBytes() != free {
@@ -85,7 +85,7 @@ func TestAllocOwn(t *testing.T) {
 	if _, err := b.Alloc(csize); err != nil {
 		t.Fatalf("Alloc with a's page's room = %v, want a chunk", err)
 	}
-	if _, err := b.AllocOwn(pageSize); !errors.Is(err, ErrTooLarge) {
+	if _, err := b.AllocOwn(pageSize, 0); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("AllocOwn(%d) = %v, want ErrTooLarge", pageSize, err)
 	}
 	// A page b frees is b's no more.
@@ -100,6 +100,34 @@ func TestAllocOwn(t *testing.T) {
 		}
 	}
 	if err := a.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAllocOwnReserve: AllocOwn takes a free page only while more than
+// reserve pages are free, and fills the page it took whatever the reserve.
+func TestAllocOwnReserve(t *testing.T) {
+	const pageSize, csize = 4096, 56
+	s := newRegion(t, 8*pageSize)
+	free := s.FreePages()
+	if _, err := s.AllocOwn(csize, free); !errors.Is(err, ErrNoMemory) {
+		t.Fatalf("AllocOwn(%d, %d) with %d free pages = %v, want ErrNoMemory", csize, free, free, err)
+	}
+	for i := range (pageSize - PageHdr) / csize {
+		if _, err := s.AllocOwn(csize, free-1); err != nil {
+			t.Fatalf("AllocOwn %d with reserve %d: %v", i, free-1, err)
+		}
+	}
+	if s.FreePages() != free-1 {
+		t.Fatalf("%d free pages after filling one page, want %d", s.FreePages(), free-1)
+	}
+	if _, err := s.AllocOwn(csize, free-1); !errors.Is(err, ErrNoMemory) {
+		t.Fatalf("AllocOwn with its page full and %d free pages, reserve %d = %v, want ErrNoMemory", free-1, free-1, err)
+	}
+	if _, err := s.AllocOwn(csize, free-2); err != nil {
+		t.Fatalf("AllocOwn with reserve %d = %v", free-2, err)
+	}
+	if err := s.Check(); err != nil {
 		t.Fatal(err)
 	}
 }

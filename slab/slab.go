@@ -158,7 +158,7 @@ func (s *Slab) Alloc(size int) (uint32, error) {
 		size = 1
 	}
 	if isSmall(size, int(s.pageSize)) {
-		return s.allocSmall(classOf(size), false)
+		return s.allocSmall(classOf(size), false, 0)
 	}
 	if size > s.MaxAlloc() {
 		return 0, ErrTooLarge
@@ -181,13 +181,14 @@ func (s *Slab) Alloc(size int) (uint32, error) {
 }
 
 // allocSmall allocates a chunk of class c; with ownOnly, from a page of the
-// view's own or none (AllocOwn).
-func (s *Slab) allocSmall(c int, ownOnly bool) (uint32, error) {
+// view's own or none, taking a free page only while more than reserve are
+// (AllocOwn).
+func (s *Slab) allocSmall(c int, ownOnly bool, reserve uint32) (uint32, error) {
 	head := s.classHead(c)
 	size := uint32(classSizes[c])
 	n := chunksPerPage(c, s.pageSize)
 	p, own := s.ownPage(c, n)
-	if ownOnly && !own && s.hdr().FreePages == 0 {
+	if ownOnly && !own && s.hdr().FreePages <= reserve {
 		return 0, ErrNoMemory
 	}
 	took := false

@@ -128,6 +128,9 @@ type shardFields struct {
 	// clears, when not nil, records what clearPageLocked does, for the
 	// model test (export_test.go); nil otherwise.
 	clears *[]clearStep
+	// lastMoved is the hash of the key whose entry this process last moved
+	// to a page of its own (own.go); atomic.
+	lastMoved uint64
 }
 
 // Open opens the dictionary in the zone file at path, creating the zone when

@@ -28,10 +28,14 @@ import (
 // being moved to a SIGKILL. The move is advice, and bounded:
 //   - at most one try per shard and millisecond, in all processes together
 //     (the shard header's MovedAt, a word of a line the move writes anyway,
-//     and triedSince): a key that several processes write (a hot key, or a client
-//     whose requests reach every process) moves back and forth at that
-//     rate at most, and a zone of S shards spends at most S moves a
+//     and triedSince), so that a zone of S shards spends at most S moves a
 //     millisecond however many processes share it;
+//   - not of the key the process last moved in the shard (shard.lastMoved):
+//     found in another's page again, it is a key that another process
+//     writes too, and moved back. A hot key that several processes write
+//     so moves once each way, not back and forth; keys that several
+//     processes write, of which there are more than one a shard, move at
+//     the rate above at most;
 //   - only when the shard's lock and the entry's page lock are free: it
 //     never waits for either (a page lock may be held through a Mutate's
 //     fn, for as long as the fn takes);
@@ -58,7 +62,7 @@ const moveReserve = 16
 // nothing: the write is done whatever becomes of the move, and an error
 // met under the shard's lock is dealt with there, as by any other holder.
 func (d *Dict) moveToOwn(s *shard, key string, h uint64, off uint32) {
-	if s.slab.Mine(off) {
+	if s.slab.Mine(off) || atomic.LoadUint64(&s.lastMoved) == h {
 		return
 	}
 	now := uint32(d.Now())
@@ -111,6 +115,7 @@ func (d *Dict) moveToOwn(s *shard, key string, h uint64, off uint32) {
 	hd.Drop = dropNone
 	if moved {
 		hd.Moves++
+		atomic.StoreUint64(&s.lastMoved, h)
 	}
 }
 

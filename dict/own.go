@@ -17,7 +17,8 @@ import (
 // process to another. Two processes that each write their own such entries
 // then write the same lines and page locks: in BenchmarkProcs keys=mixed,
 // two processes ran at 0.81x of one (bench/RESULTS.md, 2026-11-27 03:01);
-// with the moves below, at 1.44x (2026-11-27 08:27).
+// with the moves below, at 1.44x and 1.78x in two runs (2026-11-27 08:27
+// and 09:30).
 //
 // So a process that writes an entry in place, in a page it did not take
 // (slab.Mine), moves it to a page of its own: at the moveEvery-th write of

@@ -1,10 +1,6 @@
 package dict
 
-import (
-	"sync/atomic"
-
-	"github.com/shmzone/shmzone/shm"
-)
+import "sync/atomic"
 
 // Entries move to the pages of the process that writes them.
 //
@@ -16,9 +12,9 @@ import (
 // pages), or restored from a snapshot, or of clients that moved from one
 // process to another. Two processes that each write their own such entries
 // then write the same lines and page locks: in BenchmarkProcs keys=mixed,
-// two processes ran at 0.81x of one (bench/RESULTS.md, 2026-11-27 03:01);
-// with the moves below, at 1.44x and 1.78x in two runs (2026-11-27 08:27
-// and 09:30).
+// two processes ran at 0.81x of one (make bench of 2026-11-27 03:01); with
+// the moves below, at 1.44x and 1.78x in two runs (08:27 and 09:30 that
+// day; bench/RESULTS.md holds the last).
 //
 // So a process that writes an entry in place, in a page it did not take
 // (slab.Mine), moves it to a page of its own: at the moveEvery-th write of
@@ -85,18 +81,14 @@ func (d *Dict) moveToOwn(s *shard, key string, h uint64, off uint32) {
 	if off == 0 || s.slab.Mine(off) {
 		return // gone, or moved by another goroutine of the process
 	}
-	// Drain the page without waiting: a writer inside it may be running a
-	// Mutate's fn, or have died there, and the move is not worth a wait.
-	// With Seq odd no writer can enter after this.
-	pw := s.slab.PageLock(off)
-	if pw == nil {
-		_ = d.corruptLocked(s, "page")
+	// A writer inside the page may be running a Mutate's fn, or have died
+	// there: the move is not worth a wait.
+	if drained, err := s.tryDrainPage(off); err != nil || !drained {
+		if err != nil {
+			_ = d.corruptLocked(s, "page")
+		}
 		return
 	}
-	if !d.z.TryLock(pw) {
-		return
-	}
-	shm.Unlock(pw)
 	if gone, err := d.settleLocked(s, off); err != nil || gone {
 		return
 	}

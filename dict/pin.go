@@ -68,6 +68,21 @@ func (s *shard) drainPage(off uint32) error {
 	return nil
 }
 
+// tryDrainPage is drainPage that does not wait: it reports false, and
+// drains nothing, when a writer holds the page of the entry at off (or
+// died holding it), for a change that is not worth a wait.
+func (s *shard) tryDrainPage(off uint32) (bool, error) {
+	w := s.slab.PageLock(off)
+	if w == nil {
+		return false, errCorruptArena
+	}
+	if !s.z.TryLock(w) {
+		return false, nil
+	}
+	shm.Unlock(w)
+	return true, nil
+}
+
 // drainPages drains every page of the shard, for a change to all of it.
 func (s *shard) drainPages() error {
 	for p := 0; p < s.slab.Pages(); p++ {

@@ -97,3 +97,31 @@ func TestInfoLostProtected(t *testing.T) {
 		t.Errorf("watch --json: lost %d (%v/s), protected %d; want %d (0/s), %d", w.Lost, w.PerSecond.Lost, w.Protected, st.Lost, st.Protected)
 	}
 }
+
+// TestStatsOfEveryCounter: every counter of dict.Stats reaches info's and
+// watch's counters, under its own name, and the rates of watch's JSON
+// follow them in order: the fixtures' counts are mostly 0, which would not
+// tell one counter from another, or a counter from none.
+func TestStatsOfEveryCounter(t *testing.T) {
+	st := dict.Stats{Hits: 1, Misses: 2, Writes: 3, Evictions: 4, Lost: 5, Expirations: 6,
+		LockWaits: 7, Recoveries: 8, Moves: 9}
+	want := []string{"hits", "misses", "writes", "evictions", "lost", "expirations", "lock waits", "recoveries", "moves"}
+	cs := statsOf(st).counters()
+	if len(cs) != len(want) {
+		t.Fatalf("%d counters, want %d: %v", len(cs), len(want), cs)
+	}
+	for i, c := range cs {
+		if c.name != want[i] || c.n != uint64(i+1) {
+			t.Errorf("counter %d = %s %d, want %s %d", i, c.name, c.n, want[i], i+1)
+		}
+	}
+	rates := perSecond(jsonStats{}, statsOf(st), 1000)
+	b, err := json.Marshal(jsonRates{rates[0], rates[1], rates[2], rates[3], rates[4], rates[5], rates[6], rates[7], rates[8]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const wantJSON = `{"hits":1,"misses":2,"writes":3,"evictions":4,"lost":5,"expirations":6,"lock_waits":7,"recoveries":8,"moves":9}`
+	if string(b) != wantJSON {
+		t.Errorf("rates = %s, want %s", b, wantJSON)
+	}
+}

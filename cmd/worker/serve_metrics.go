@@ -4,13 +4,15 @@ package main
 // (version 0.0.4). Decisions are this child's, the global limit's too
 // (-global-rate), and so are its per-client limiter's full-zone counts
 // (limiter.Stats); zone figures are the zone's, summed over every process
-// (dict.Stats).
+// (dict.Stats, as internal/zonemetrics names them).
 
 import (
 	"bytes"
 	"fmt"
 	"net/http"
 	"os"
+
+	"github.com/shmzone/shmzone/internal/zonemetrics"
 )
 
 func (m *serveMetrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -48,18 +50,7 @@ func (m *serveMetrics) write(b *bytes.Buffer) {
 		metric("worker_serve_redis_errors_total", "counter", "Script runs of this child's flushes that failed.", st.Errors)
 	}
 	s := m.dict.Stats()
-	metric("shmzone_capacity_bytes", "gauge", "Zone size in bytes.", s.Capacity)
-	metric("shmzone_free_bytes", "gauge", "Bytes allocatable without eviction.", s.FreeSpace)
-	metric("shmzone_shards", "gauge", "Shard count.", s.Shards)
-	metric("shmzone_entries", "gauge", "Entries, expired ones not yet reclaimed included.", s.Entries)
-	metric("shmzone_hits_total", "counter", "Reads and increments that found a live key.", s.Hits)
-	metric("shmzone_misses_total", "counter", "Reads and increments that did not.", s.Misses)
-	metric("shmzone_writes_total", "counter", "Successful writes.", s.Writes)
-	metric("shmzone_evictions_total", "counter", "Live entries evicted to make room.", s.Evictions)
-	metric("shmzone_lost_total", "counter", "Keys written anew while their evicted entry would still have been live (errs low).", s.Lost)
-	metric("shmzone_protected_entries", "gauge", "Entries used again, which eviction takes last.", s.Protected)
-	metric("shmzone_expirations_total", "counter", "Expired entries reclaimed.", s.Expirations)
-	metric("shmzone_lock_waits_total", "counter", "Lock acquisitions that had to wait.", s.LockWaits)
-	metric("shmzone_recoveries_total", "counter", "Shards rebuilt after a dead lock owner or corruption.", s.Recoveries)
-	metric("shmzone_moves_total", "counter", "Entries moved to the pages of the process that writes them.", s.Moves)
+	for _, zm := range zonemetrics.All {
+		metric(zm.Name, string(zm.Type), zm.Help, zm.Value(s))
+	}
 }

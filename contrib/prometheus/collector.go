@@ -6,28 +6,22 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonemetrics"
 	"github.com/shmzone/shmzone/limiter"
 )
 
-// The metrics. The dictionary's carry a zone label, the limiters' a
-// limiter label; the names are those of `worker serve`'s /metrics.
-var (
-	descCapacity    = dictDesc("shmzone_capacity_bytes", "Zone size in bytes.")
-	descFree        = dictDesc("shmzone_free_bytes", "Bytes allocatable without eviction.")
-	descShards      = dictDesc("shmzone_shards", "Shard count.")
-	descEntries     = dictDesc("shmzone_entries", "Entries, expired ones not yet reclaimed included.")
-	descBusy        = dictDesc("shmzone_busy_shards", "Shards left out of this scrape because a live process held their lock past the lock timeout.")
-	descHits        = dictDesc("shmzone_hits_total", "Reads and increments that found a live key.")
-	descMisses      = dictDesc("shmzone_misses_total", "Reads and increments that did not.")
-	descWrites      = dictDesc("shmzone_writes_total", "Successful writes.")
-	descEvictions   = dictDesc("shmzone_evictions_total", "Live entries evicted to make room.")
-	descLost        = dictDesc("shmzone_lost_total", "Keys written anew while their evicted entry would still have been live (errs low).")
-	descProtected   = dictDesc("shmzone_protected_entries", "Entries used again, which eviction takes last.")
-	descExpirations = dictDesc("shmzone_expirations_total", "Expired entries reclaimed.")
-	descLockWaits   = dictDesc("shmzone_lock_waits_total", "Lock acquisitions that had to wait.")
-	descRecoveries  = dictDesc("shmzone_recoveries_total", "Shards rebuilt after a dead lock owner or corruption.")
-	descMoves       = dictDesc("shmzone_moves_total", "Entries moved to the pages of the process that writes them.")
+// The metrics: the dictionary's are internal/zonemetrics', with a zone
+// label, in its order; the limiters' carry a limiter label. The names are
+// those of `worker serve`'s /metrics.
+var dictDescs = func() []*prometheus.Desc {
+	ds := make([]*prometheus.Desc, len(zonemetrics.All))
+	for i, m := range zonemetrics.All {
+		ds[i] = prometheus.NewDesc(m.Name, m.Help, []string{"zone"}, nil)
+	}
+	return ds
+}()
 
+var (
 	descDecisions = prometheus.NewDesc("shmzone_limiter_decisions_total",
 		"Decisions of this process's limiter, by decision: allowed, rejected or error.", []string{"limiter", "decision"}, nil)
 	descForcible = prometheus.NewDesc("shmzone_limiter_forcible_total",
@@ -37,10 +31,6 @@ var (
 	descEvicted = prometheus.NewDesc("shmzone_limiter_evicted_total",
 		"Decisions of this process's limiter that found their key's state lost to eviction (limiter.Stats.Evicted).", []string{"limiter"}, nil)
 )
-
-func dictDesc(name, help string) *prometheus.Desc {
-	return prometheus.NewDesc(name, help, []string{"zone"}, nil)
-}
 
 // statser is a limiter that counts its full-zone writes, as the limiters of
 // package limiter do.
@@ -105,9 +95,10 @@ func (c *Collector) AddLimiter(name string, l limiter.Limiter) (limiter.Limiter,
 
 // Describe sends every metric's description.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descCapacity, descFree, descShards, descEntries, descBusy,
-		descProtected, descHits, descMisses, descWrites, descEvictions, descLost, descExpirations, descLockWaits,
-		descRecoveries, descMoves, descDecisions, descForcible, descRetries, descEvicted} {
+	for _, d := range dictDescs {
+		ch <- d
+	}
+	for _, d := range []*prometheus.Desc{descDecisions, descForcible, descRetries, descEvicted} {
 		ch <- d
 	}
 }
@@ -118,29 +109,18 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	dicts := c.dicts
 	limiters := c.limiters
 	c.mu.Unlock()
-	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
-	}
 	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
 	for _, nd := range dicts {
 		s := nd.d.Stats()
-		gauge(descCapacity, float64(s.Capacity), nd.name)
-		gauge(descFree, float64(s.FreeSpace), nd.name)
-		gauge(descShards, float64(s.Shards), nd.name)
-		gauge(descEntries, float64(s.Entries), nd.name)
-		gauge(descBusy, float64(s.Busy), nd.name)
-		gauge(descProtected, float64(s.Protected), nd.name)
-		counter(descHits, s.Hits, nd.name)
-		counter(descMisses, s.Misses, nd.name)
-		counter(descWrites, s.Writes, nd.name)
-		counter(descEvictions, s.Evictions, nd.name)
-		counter(descLost, s.Lost, nd.name)
-		counter(descExpirations, s.Expirations, nd.name)
-		counter(descLockWaits, s.LockWaits, nd.name)
-		counter(descRecoveries, s.Recoveries, nd.name)
-		counter(descMoves, s.Moves, nd.name)
+		for i, m := range zonemetrics.All {
+			vt := prometheus.GaugeValue
+			if m.Type == zonemetrics.Counter {
+				vt = prometheus.CounterValue
+			}
+			ch <- prometheus.MustNewConstMetric(dictDescs[i], vt, float64(m.Value(s)), nd.name)
+		}
 	}
 	for _, l := range limiters {
 		counter(descDecisions, l.allowed.Load(), l.name, "allowed")

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/shmzone/shmzone/contrib/prometheus"
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonemetrics"
 	"github.com/shmzone/shmzone/limiter"
 )
 
@@ -153,6 +154,17 @@ func TestCollectorScrape(t *testing.T) {
 		}
 		if typ := mfs[tt.name].GetType(); typ != tt.typ {
 			t.Errorf("%s is a %v, want a %v", tt.name, typ, tt.typ)
+		}
+	}
+	// Every figure of Stats, each of its type and as Stats gives it (the
+	// scrape changed none of them).
+	for _, m := range zonemetrics.All {
+		typ := dto.MetricType_GAUGE
+		if m.Type == zonemetrics.Counter {
+			typ = dto.MetricType_COUNTER
+		}
+		if got, ok := value(mfs, m.Name, zone); !ok || got != float64(m.Value(st)) || mfs[m.Name].GetType() != typ {
+			t.Errorf("%s%v = %v (present %v), a %v; want %d, a %v", m.Name, zone, got, ok, mfs[m.Name].GetType(), m.Value(st), typ)
 		}
 	}
 	// Counts that moved: the increments and the write are hits, misses and

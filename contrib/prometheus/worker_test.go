@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/shmzone/shmzone/internal/testutil"
+	"github.com/shmzone/shmzone/internal/zonemetrics"
 )
 
 // `worker serve`'s /metrics, written by hand in the core module, parses
@@ -48,10 +50,22 @@ func TestWorkerServeMetricsParse(t *testing.T) {
 		}
 	}
 	mfs := scrape(t, "http://"+addr+"/metrics")
-	for _, name := range []string{"worker_serve_requests_total", "shmzone_capacity_bytes", "shmzone_entries", "shmzone_writes_total"} {
-		if mfs[name] == nil {
-			t.Errorf("/metrics lacks %s; has %d families", name, len(mfs))
+	if mfs["worker_serve_requests_total"] == nil {
+		t.Errorf("/metrics lacks worker_serve_requests_total; has %d families", len(mfs))
+	}
+	// Every figure of the zone's Stats, of its type, as the collector
+	// exports them.
+	for _, m := range zonemetrics.All {
+		typ := dto.MetricType_GAUGE
+		if m.Type == zonemetrics.Counter {
+			typ = dto.MetricType_COUNTER
 		}
+		if mf := mfs[m.Name]; mf == nil || mf.GetType() != typ {
+			t.Errorf("/metrics has %s as %v, want a %v", m.Name, mf, typ)
+		}
+	}
+	if v, ok := value(mfs, "shmzone_writes_total", nil); !ok || v < 1 {
+		t.Errorf("shmzone_writes_total = %v, %v; want at least the request's write", v, ok)
 	}
 	if v, ok := value(mfs, "worker_serve_requests_total", map[string]string{"result": "allowed"}); !ok || v < 1 {
 		t.Errorf("worker_serve_requests_total{result=\"allowed\"} = %v, %v; want at least the one request", v, ok)

@@ -226,6 +226,7 @@ func Open(path string, o Options) (d *Dict, err error) {
 			return nil, fmt.Errorf("dict: %s shard %d: %w: %v", path, i, ErrCorrupt, err)
 		}
 		sl.Share(&d.proc)
+		sl.SetOwner(z.OwnerTag())
 		sh.slab = sl
 		if !o.ReadOnly {
 			sh.pages = make([]pageTally, sl.Pages())

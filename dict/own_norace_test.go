@@ -53,10 +53,12 @@ func TestMoveToWriterPages(t *testing.T) {
 	}
 	for i := range keys {
 		key := specKey(i)
-		// In a page b took (a's Mine may also say so of a page a emptied
-		// and b took since: it is a hint of a's own).
+		// In a page b took, which is b's for every view.
 		if s, off := placeOf(t, b, key); !s.slab.Mine(off) {
 			t.Fatalf("%s at %d: not in a page of b's own", key, off)
+		}
+		if s, off := placeOf(t, a, key); s.slab.Mine(off) {
+			t.Fatalf("%s at %d: in a page b took, which a's view names its own", key, off)
 		}
 		wantGet(t, a, key, Int(int64(writes)), 0)
 	}

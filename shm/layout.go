@@ -111,6 +111,8 @@ const (
 	// Slots is how many zones may be open read-write at once on one file,
 	// across every process: each holds one slot.
 	Slots = (HeaderSize - slotTableOff) / slotSize
+	// slotBits are enough bits for a slot's index (OwnerTag).
+	slotBits = 10
 )
 
 // Guards: the table starts past the header and ends with the header page.
@@ -118,6 +120,7 @@ var (
 	_ [slotTableOff - hdrSize]struct{}
 	_ [HeaderSize - slotTableOff - Slots*slotSize]struct{}
 	_ [Slots*slotSize - (HeaderSize - slotTableOff)]struct{}
+	_ [1<<slotBits - Slots]struct{}
 )
 
 // slotByte returns the file offset whose OFD lock owns slot i.

@@ -92,6 +92,25 @@ func TestZoneSlots(t *testing.T) {
 	if c.Slot() != 1 || c.OwnerWord() != ownerWord(1, gen+1) {
 		t.Fatalf("reopened zone: slot %d word %#x, want slot 1 with generation %d", c.Slot(), c.OwnerWord(), gen+1)
 	}
+	// Tags: the slot below the generation, none for a read-only zone.
+	for _, z := range []*Zone{a, c} {
+		gen := atomic.LoadUint32(slotGen(a.data, z.Slot()))
+		if want := gen<<slotBits | uint32(z.Slot()); z.OwnerTag() != want {
+			t.Errorf("slot %d generation %d: tag %#x, want %#x", z.Slot(), gen, z.OwnerTag(), want)
+		}
+	}
+	if a.OwnerTag() == c.OwnerTag() || ro.OwnerTag() != 0 {
+		t.Errorf("tags %#x and %#x, read-only %#x; want two apart and 0", a.OwnerTag(), c.OwnerTag(), ro.OwnerTag())
+	}
+	// A generation that leaves no bit above slot 0's: still a tag, not 0.
+	atomic.StoreUint32(slotGen(a.data, 0), 1<<(32-slotBits)-1)
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	d := mustOpen(t, path, Options{})
+	if d.Slot() != 0 || d.OwnerTag() != 1<<slotBits {
+		t.Fatalf("slot %d at generation %d: tag %#x, want %#x", d.Slot(), atomic.LoadUint32(slotGen(d.data, 0)), d.OwnerTag(), 1<<slotBits)
+	}
 }
 
 // A Lock that finds the word held by a live owner waits for it, and says so.

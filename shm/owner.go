@@ -121,3 +121,19 @@ func (z *Zone) Slot() int { return z.own.slot }
 
 // OwnerWord returns the lock word the zone writes into the words it locks.
 func (z *Zone) OwnerWord() uint64 { return z.own.word }
+
+// OwnerTag returns a 32-bit name of the zone as a lock owner, for marks it
+// leaves that need less than a lock word (slab.SetOwner): its slot in the
+// low slotBits bits and its generation above them, so that no two zones
+// open read-write at once have the same tag (one that held the slot before
+// may have had it). 0 for a read-only zone, which holds no slot.
+func (z *Zone) OwnerTag() uint32 {
+	if z.own.slot < 0 {
+		return 0
+	}
+	tag := uint32(z.own.word>>32)<<slotBits | uint32(z.own.slot)
+	if tag == 0 { // slot 0, at a generation that fills the bits above it with 0
+		tag = 1 << slotBits
+	}
+	return tag
+}

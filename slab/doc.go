@@ -15,10 +15,11 @@
 //
 // Each view fills pages of its own (ownPage): once it has allocated, its
 // next chunks of a class come from a free page it takes, while free pages
-// last, so that the chunks of different processes share no page. Mine
-// tells a view's own pages, a hint kept in the view's memory, and AllocOwn
-// allocates from them alone: where a chunk that another view allocated
-// moves to when this view writes it (package dict).
+// last, so that the chunks of different processes share no page. A page a
+// view takes names the view's owner in its descriptor (SetOwner) until it
+// is freed; Mine tells a view's own pages by it, in any process, and
+// AllocOwn allocates from them alone: where a chunk that another view
+// allocated moves to when this view writes it (package dict).
 //
 // Format lays out an empty region; Attach checks a region's geometry (magic,
 // page size, page count and offset of page 0 against its length) and
@@ -58,8 +59,8 @@
 //
 // Concurrency: the package does no locking. Format, Attach, Restore and
 // every method but PageSize, Pages, Capacity, MaxAlloc, ChunkSize (which
-// read only the view's immutable geometry) and Mine (the view's own
-// memory, read atomically) read or write the region, and
+// read only the view's immutable geometry) and Mine (a hint that reads
+// a descriptor without the lock) read or write the region, and
 // the caller serialises them on one region, across goroutines and across
 // processes alike.
 // Package dict makes them only under the shard's lock (shm.Lock on a word

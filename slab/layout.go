@@ -79,7 +79,7 @@ const (
 	kindNone     = 0 // never formatted or corrupt: treated as free by Rebuild
 	kindFree     = 1 // first page of a free run; Run = pages in the run
 	kindFreeTail = 2 // last page of a free run of 2 or more; Run = index of its first page
-	kindSmall    = 3 // chunks of class Class; Used chunks set in Bitmap
+	kindSmall    = 3 // chunks of class Class; Used chunks set in Bitmap; Run = owner's tag (Mine), 0 = none
 	kindRun      = 4 // first page of an allocated run; Run = pages in the run
 	kindRunBody  = 5 // other pages of an allocated run; Run = index of its first page
 	kindFreeBody = 6 // inner pages of a free run (neither first nor last)

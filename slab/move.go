@@ -94,26 +94,31 @@ func (s *Slab) AllocOwn(size, reserve int) (uint32, error) {
 	return s.allocSmall(classOf(size), true, uint32(max(reserve, 0)))
 }
 
-// Mine reports whether the chunk at off lies in a page that this view took
-// for itself (to allocate from it alone, ownPage, or with AllocOwn) and
-// has not freed since. It is a hint, read without the region's lock: a
-// page that another view freed and took since still reads as this
-// view's.
+// SetOwner names the view's owner for Mine: tag is written in the
+// descriptor of each page the view takes for its chunks, where every view,
+// in any process, reads it. Views that may allocate in the region at the
+// same time must have tags of their own (package dict gives a shard's view
+// its zone's shm.Zone.OwnerTag). A view without an owner (0, the default)
+// takes pages for itself all the same (ownPage), but Mine names none its
+// own.
+func (s *Slab) SetOwner(tag uint32) { s.owner = tag }
+
+// Mine reports whether the chunk at off lies in a small page that this
+// view took for itself and that names it still (SetOwner): once the page is
+// freed, and whoever takes it next, it is this view's no more. It reads
+// the page's descriptor without the region's lock, as a hint: a page that
+// changes hands meanwhile may read as either owner's. Under the lock it is
+// exact. It loads a byte and an aligned word, each whole on every
+// platform Go supports, which writers change under the lock with plain
+// stores: the race detector is told not to watch the loads (go:norace),
+// as the answer is advice.
+//
+//go:norace
 func (s *Slab) Mine(off uint32) bool {
 	p, ok := s.pageOf(off)
-	return ok && atomic.LoadUint32(&s.mine[p/32])&(1<<(p%32)) != 0
-}
-
-// newMine returns a view's Mine bits for npages pages.
-func newMine(npages int) []uint32 { return make([]uint32, (npages+31)/32) }
-
-// setMine sets or clears page p's Mine bit; the caller holds the region's
-// lock, so no other goroutine of the process writes the word.
-func (s *Slab) setMine(p uint32, on bool) {
-	w := &s.mine[p/32]
-	if on {
-		atomic.StoreUint32(w, atomic.LoadUint32(w)|1<<(p%32))
-	} else {
-		atomic.StoreUint32(w, atomic.LoadUint32(w)&^(1<<(p%32)))
+	if !ok || s.owner == 0 {
+		return false
 	}
+	d := s.desc(p)
+	return d.Kind == kindSmall && d.Run == s.owner
 }

@@ -16,6 +16,8 @@ func TestAllocOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	a.SetOwner(1)
+	b.SetOwner(2)
 	perPage := (pageSize - PageHdr) / csize
 	// a's chunks: a page a took, which is a's and not b's.
 	var aOffs []uint32
@@ -98,6 +100,86 @@ func TestAllocOwn(t *testing.T) {
 		if b.Mine(off) {
 			t.Fatalf("b.Mine(%d) after b freed its pages", off)
 		}
+	}
+	if err := a.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMineFollowsPage: a page is the Mine of the view that took it until it
+// is freed, whoever frees it; the view that takes it next owns it, for
+// every view, and the first view allocates no more in it, though the page
+// has room of the class it was filling.
+func TestMineFollowsPage(t *testing.T) {
+	const pageSize, csize = 4096, 56
+	a := newRegion(t, 8*pageSize)
+	views := []*Slab{a}
+	for range 2 {
+		v, err := Attach(a.mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		views = append(views, v)
+	}
+	b, c := views[1], views[2]
+	for i, v := range views {
+		v.SetOwner(uint32(i + 1))
+	}
+	var tagless Slab = *a
+	tagless.SetOwner(0)
+	// a fills part of a page, which it takes, the region having none of
+	// the class.
+	var offs []uint32
+	for range 4 {
+		off, err := a.Alloc(csize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		offs = append(offs, off)
+	}
+	first := offs[0]
+	page, _ := a.pageOf(first)
+	for _, off := range offs {
+		if q, _ := a.pageOf(off); q != page {
+			t.Fatalf("a's chunks in pages %d and %d, want one page", page, q)
+		}
+		if !a.Mine(off) || b.Mine(off) || c.Mine(off) || tagless.Mine(off) {
+			t.Fatalf("chunk %d of a's page: Mine a %t b %t c %t tagless %t, want a's alone", off, a.Mine(off), b.Mine(off), c.Mine(off), tagless.Mine(off))
+		}
+	}
+	// b frees them all (as a process does that moves or deletes another's
+	// entries): the page is free, and a's no more.
+	for _, off := range offs {
+		if err := b.Free(off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a.Mine(first) {
+		t.Fatalf("a.Mine(%d) after b freed the page's chunks", first)
+	}
+	// c takes it (the lowest free page: the one b freed).
+	var cOff uint32
+	for {
+		off, err := c.AllocOwn(csize, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q, _ := c.pageOf(off); q == page {
+			cOff = off
+			break
+		}
+	}
+	if !c.Mine(cOff) || a.Mine(cOff) || b.Mine(cOff) {
+		t.Fatalf("page %d after c took it: Mine a %t b %t c %t, want c's alone", page, a.Mine(cOff), b.Mine(cOff), c.Mine(cOff))
+	}
+	// a's hint still names the page, which has room of a's class: a takes
+	// another page rather than fill c's.
+	off, err := a.Alloc(csize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q, _ := a.pageOf(off); q == page || !a.Mine(off) {
+		t.Fatalf("a allocated %d in page %d (Mine %t), after c took page %d", off, q, a.Mine(off), page)
 	}
 	if err := a.Check(); err != nil {
 		t.Fatal(err)

@@ -82,7 +82,7 @@ func (s *Slab) Rebuild() {
 				continue
 			}
 			d.Used = uint16(used)
-			d.Next, d.Prev, d.Run = 0, 0, 0
+			d.Next, d.Prev = 0, 0 // Run, the owner's tag, stays: a hint (Mine)
 			size := uint64(classSizes[d.Class])
 			h.FreeBytes += uint64(n-used) * size
 			if used < n {

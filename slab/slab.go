@@ -25,10 +25,9 @@ type Slab struct {
 	hint [numClasses]uint32
 	// proc, when set (Share), is shared by the views of one process.
 	proc *Proc
-	// mine has a bit per page, set while the page is one this view took
-	// for itself (ownPage) and has not freed since (Mine). Accessed
-	// atomically: it is set under the region's lock and read without it.
-	mine []uint32
+	// owner is the tag this view writes in the descriptor of each page it
+	// takes for its chunks (SetOwner, Mine); 0: none.
+	owner uint32
 }
 
 // Proc is what the views of one process share, so that each view knows
@@ -90,7 +89,7 @@ func geometry(mem []byte, pageSize int) (*Slab, error) {
 	if npages < 2 {
 		return nil, fmt.Errorf("%w: %d bytes hold fewer than 2 pages", ErrBadRegion, len(mem))
 	}
-	return &Slab{mem: mem, pageSize: uint32(pageSize), pageShift: uint32(bits.TrailingZeros(uint(pageSize))), npages: uint32(npages), pagesOff: uint32(pagesOff), mine: newMine(npages)}, nil
+	return &Slab{mem: mem, pageSize: uint32(pageSize), pageShift: uint32(bits.TrailingZeros(uint(pageSize))), npages: uint32(npages), pagesOff: uint32(pagesOff)}, nil
 }
 
 // writeHeader writes the header's immutable fields from the geometry.
@@ -120,7 +119,6 @@ func Attach(mem []byte) (*Slab, error) {
 	}
 	s.pageSize, s.npages, s.pagesOff = uint32(ps), uint32(npages), uint32(pagesOff)
 	s.pageShift = uint32(bits.TrailingZeros(uint(ps)))
-	s.mine = newMine(npages)
 	return s, nil
 }
 
@@ -198,10 +196,9 @@ func (s *Slab) allocSmall(c int, ownOnly bool, reserve uint32) (uint32, error) {
 		switch {
 		case err == nil:
 			s.zeroPageLock(q)
-			*s.desc(q) = desc{Kind: kindSmall, Class: uint8(c)}
+			*s.desc(q) = desc{Kind: kindSmall, Class: uint8(c), Run: s.owner}
 			s.hdr().FreeBytes -= uint64(s.pageSize) - uint64(n)*uint64(size)
 			s.pushClass(c, q)
-			s.setMine(q, true)
 			took = true
 		case ownOnly || *head == 0 || !errors.Is(err, ErrNoMemory):
 			return 0, err
@@ -257,7 +254,9 @@ func (s *Slab) wantsOwn(c int) bool {
 const hintOwn = 1 << 31
 
 // ownPage returns the page this view took for itself and last allocated
-// chunks of class c from, while it is still such a page with a chunk free.
+// chunks of class c from, while it is still such a page with a chunk free
+// and, for a view with an owner, still names it (SetOwner): a page that
+// was freed and that another view took since is that view's.
 // Each process has a view of its own (Attach): its first chunk of a class
 // comes from the class's first page with room, as any would, and its next
 // one from a free page it takes, of its own, while free pages last, and so
@@ -280,7 +279,7 @@ func (s *Slab) ownPage(c, n int) (uint32, bool) {
 		return 0, false
 	}
 	d := s.desc(p)
-	return p, d.Kind == kindSmall && int(d.Class) == c && int(d.Used) < n
+	return p, d.Kind == kindSmall && int(d.Class) == c && int(d.Used) < n && d.Run == s.owner
 }
 
 // chunkOff returns the offset of chunk i of size bytes in page p.
@@ -426,7 +425,6 @@ func (s *Slab) Free(off uint32) error {
 			s.unlinkClass(c, p)
 		}
 		h.FreeBytes += uint64(s.pageSize) - uint64(n)*uint64(size)
-		s.setMine(p, false)
 		s.freePages(p, 1)
 	case wasFull:
 		s.pushClass(c, p)

@@ -119,6 +119,9 @@
 //	slab page, first word   the page's lock (slab.PageLock): an entry writer's
 //	                        CAS; each process fills pages of its own
 //	                        (slab: ownPage), so its entries' locks are its own
+//	slab page descriptor    written under Lock; names the zone that took the
+//	                        page (shm.Zone.OwnerTag) until it is freed: what
+//	                        slab.Mine reads, without a lock, for the moves
 //	entry                   Next, QPrev, QNext: under Lock. Ver (version and
 //	                        expiry), Flags, Bits' kind, the value: under the
 //	                        page lock, or under Lock after draining the page.

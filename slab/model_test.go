@@ -79,8 +79,14 @@ func newModel(t *testing.T, s *Slab) *model {
 	for p := uint32(0); p < s.npages; p++ {
 		m.setWord(p, wordPattern(p))
 	}
+	s.SetOwner(modelOwner)
 	return m
 }
+
+// modelOwner is the owner of the model's view (SetOwner), which takes
+// every page: each small chunk lies in a page that names it, through
+// Rebuild and Restore too (verify).
+const modelOwner = 0x5a5a
 
 // setWord writes v in page p's word, in the region and in the model.
 func (m *model) setWord(p uint32, v uint64) {
@@ -302,6 +308,7 @@ func (m *model) restore(op int) {
 	if r.npages != s.npages || r.pagesOff != s.pagesOff || r.pageSize != s.pageSize {
 		m.t.Fatalf("op %d: Restore found %d pages of %d at %d, want %d of %d at %d", op, r.npages, r.pageSize, r.pagesOff, s.npages, s.pageSize, s.pagesOff)
 	}
+	r.SetOwner(modelOwner)
 	m.s = r
 }
 
@@ -439,6 +446,9 @@ func (m *model) verify(op int, full bool) {
 			t.Fatalf("op %d: ForEach size of %d = %d, want %d", op, off, got[off], c.csize)
 		}
 		m.checkBytes(op, off, c)
+		if s.Mine(off) != c.small {
+			t.Fatalf("op %d: Mine(%d) = %t for a chunk of %d bytes (small %t): the view took every page", op, off, s.Mine(off), c.size, c.small)
+		}
 	}
 	m.checkPages(op)
 }

@@ -285,6 +285,7 @@ func TestPageWords(t *testing.T) {
 					if err != nil {
 						t.Fatalf("op %d: Attach = %v", op, err)
 					}
+					s.SetOwner(modelOwner) // the same owner's view again
 					m.s = s
 					counts[2]++
 				case k < 7:

@@ -255,8 +255,8 @@ const hintOwn = 1 << 31
 
 // ownPage returns the page this view took for itself and last allocated
 // chunks of class c from, while it is still such a page with a chunk free
-// and, for a view with an owner, still names it (SetOwner): a page that
-// was freed and that another view took since is that view's.
+// and still names the view's owner (SetOwner; 0 for a view without one): a
+// page that was freed and that another view took since is that view's.
 // Each process has a view of its own (Attach): its first chunk of a class
 // comes from the class's first page with room, as any would, and its next
 // one from a free page it takes, of its own, while free pages last, and so

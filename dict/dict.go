@@ -455,7 +455,10 @@ func (d *Dict) expiryFor(ttl time.Duration) (int64, error) {
 	case ttl == 0:
 		return 0, nil
 	}
-	ms := int64((ttl + time.Millisecond - 1) / time.Millisecond)
+	ms := int64(ttl / time.Millisecond)
+	if ttl%time.Millisecond != 0 {
+		ms++ // rounds up; ttl+time.Millisecond-1 wraps near MaxInt64
+	}
 	if x := d.Now() + ms; x > 0 && x < maxExpiry {
 		return x, nil
 	}

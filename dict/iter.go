@@ -81,7 +81,7 @@ func (d *Dict) Scan(fn func(it Item) bool) (err error) {
 				Flags: r.flags,
 			}
 			if r.expiry != 0 {
-				it.TTL = time.Duration(r.expiry-r.now) * time.Millisecond
+				it.TTL = msDuration(r.expiry - r.now)
 			}
 			if r.kind == KindList {
 				list = list[:0]

@@ -1,6 +1,7 @@
 package dict
 
 import (
+	"math"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -256,7 +257,9 @@ func (d *Dict) getOptimistic(s *shard, key string, h uint64, dst []byte, allowSt
 	return -1, true, nil
 }
 
-// TTL returns the time key has left; 0 means it never expires. Errors:
+// TTL returns the time key has left, in whole milliseconds; 0 means it
+// never expires. An expiry further ahead than a Duration reaches (292
+// years) reads as the longest Duration of whole milliseconds. Errors:
 // ErrNotFound for an absent or expired key.
 func (d *Dict) TTL(key string) (_ time.Duration, err error) {
 	if d.guard {
@@ -303,5 +306,16 @@ func ttlLeft(expiry, now int64) (time.Duration, error) {
 	if left <= 0 {
 		return 0, ErrNotFound
 	}
-	return time.Duration(left) * time.Millisecond, nil
+	return msDuration(left), nil
+}
+
+// maxTTLMs is the longest TTL a time.Duration holds in whole milliseconds,
+// with a millisecond to spare for rounding up.
+const maxTTLMs = int64((math.MaxInt64 - time.Millisecond) / time.Millisecond)
+
+// msDuration converts a positive count of milliseconds to a Duration,
+// capped at maxTTLMs instead of wrapping negative (an expiry up to
+// maxExpiry, year 2527, is further away than a Duration reaches).
+func msDuration(ms int64) time.Duration {
+	return time.Duration(min(ms, maxTTLMs)) * time.Millisecond
 }

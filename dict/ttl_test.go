@@ -2,6 +2,7 @@ package dict
 
 import (
 	"errors"
+	"math"
 	"path/filepath"
 	"testing"
 	"time"
@@ -114,6 +115,52 @@ func TestExpireTTL(t *testing.T) {
 	}
 	if ttl, err := d.TTL("l"); ttl != 0 || err != nil {
 		t.Fatalf("TTL(\"l\") of a fresh list = %v, %v; want 0, <nil>", ttl, err)
+	}
+	specCheck(t, d)
+}
+
+// TestLongestTTL sets the longest TTLs a time.Duration holds, with Set,
+// Expire and a list: the entry keeps them (its expiry is in Unix ms, good
+// to the year 2527), and TTL and Scan give them back as the longest
+// Duration of whole milliseconds, never negative. Rounding the TTL up to
+// whole milliseconds once wrapped there: the entry's expiry became the
+// year 2527 and TTL read back -709599h27m9.29s.
+func TestLongestTTL(t *testing.T) {
+	d, _ := specOpen(t, Options{})
+	const longest = time.Duration(maxTTLMs) * time.Millisecond
+	for _, c := range []struct{ ttl, want time.Duration }{
+		{math.MaxInt64, longest},
+		{longest + 1, longest},
+		{longest, longest},
+		{longest - 1, longest},
+		{longest - time.Millisecond, longest - time.Millisecond},
+	} {
+		ttl, want := c.ttl, c.want
+		specSet(t, d, "k", Int(1), ttl, 0)
+		if err := d.Expire("l", 0); err != nil && !errors.Is(err, ErrNotFound) {
+			t.Fatalf("Expire(\"l\", 0) = %v", err)
+		}
+		if _, err := d.RPush("l", Int(1)); err != nil {
+			t.Fatalf("RPush = %v", err)
+		}
+		if err := d.Expire("l", ttl); err != nil {
+			t.Fatalf("Expire(\"l\", %v) = %v", ttl, err)
+		}
+		for _, k := range []string{"k", "l"} {
+			if got, err := d.TTL(k); got != want || err != nil {
+				t.Errorf("TTL(%q) after a TTL of %v = %v, %v; want %v, <nil>", k, ttl, got, err, want)
+			}
+		}
+		n := 0
+		if err := d.Scan(func(it Item) bool {
+			n++
+			if it.TTL != want {
+				t.Errorf("Scan: %q's TTL after a TTL of %v = %v, want %v", it.Key, ttl, it.TTL, want)
+			}
+			return true
+		}); err != nil || n != 2 {
+			t.Fatalf("Scan = %v after %d items, want <nil> after 2", err, n)
+		}
 	}
 	specCheck(t, d)
 }

@@ -139,10 +139,13 @@ type shardFields struct {
 // Errors are those of shm.Open (ErrNotZone, ErrNotOwner, ErrVersion,
 // ErrCorrupt, …, matched with errors.Is), and ErrCorrupt for a shard that
 // fails validation.
-// A writable Open empties a shard whose slab header is corrupt while another
-// shard's is sound (its entries are lost, no other shard's) rather than
-// refuse the whole zone; read-only, or when no shard is sound (a zone of
-// another slab format), it returns ErrCorrupt. A fault while it reads the
+// A writable Open rebuilds the slab header of a shard whose header is
+// corrupt, from the zone's geometry and the shard's page descriptors, and
+// then repairs the shard from its entries (those it can no longer find are
+// lost, no other shard's), rather than refuse the whole zone; read-only,
+// it returns ErrCorrupt. It does so for every shard, one or all: the zone's
+// header, validated first, names this package's layout, whose shards all
+// hold this slab format. A fault while it reads the
 // shards (a sparse zone file its filesystem cannot back, mapped read-only)
 // is shm.ErrFault.
 //
@@ -190,12 +193,6 @@ func Open(path string, o Options) (d *Dict, err error) {
 	for 1<<shift < h.Shards {
 		shift++
 	}
-	sound := 0 // shards whose slab attaches: the zone is of this format
-	for i := range d.shards {
-		if _, err := slab.Attach(z.Shard(i)[arenaOffset(h.IndexSize):]); err == nil {
-			sound++
-		}
-	}
 	for i := range d.shards {
 		mem := z.Shard(i)
 		sh := &d.shards[i]
@@ -218,7 +215,7 @@ func Open(path string, o Options) (d *Dict, err error) {
 			sh.lockw = new(uint64)
 		}
 		sl, err := slab.Attach(sh.arena)
-		if err != nil && !o.ReadOnly && sound > 0 {
+		if err != nil && !o.ReadOnly {
 			sl, err = reformatShard(z, mem, h, sh, d.lockTimeout)
 		}
 		if err != nil {
@@ -256,7 +253,8 @@ func Open(path string, o Options) (d *Dict, err error) {
 // reformatShard restores a shard whose slab header fails validation, under
 // the shard's lock: the slab's header is rewritten from the zone's geometry
 // and its lists rebuilt from the page descriptors, then the shard is repaired
-// from its entries; refusing the zone would lose every other shard too.
+// from its entries; refusing the zone would lose every other shard too, and
+// a zone of one shard every key.
 // Another process may have restored it first; then it is attached as it is.
 func reformatShard(z *shm.Zone, mem []byte, h shm.Header, sh *shard, timeout time.Duration) (*slab.Slab, error) {
 	hd := shardHdrAt(mem)

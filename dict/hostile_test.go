@@ -415,6 +415,61 @@ func TestCorruptShardKeepsOthers(t *testing.T) {
 	}
 }
 
+// TestCorruptSlabHeaderEveryShard flips one bit of the slab header's magic
+// in every shard of a zone, of one shard and of four: a read-only Open
+// refuses the zone with ErrCorrupt, and a writable Open rebuilds each
+// header from the zone's geometry and the shard's page descriptors, so that
+// every key is there again and the zone checks sound. A writable Open once
+// rebuilt a shard only while another shard's header was sound, so one
+// flipped bit made a zone of one shard unusable, its keys unreadable even
+// to a dump, and shmctl check --repair could not open it either.
+func TestCorruptSlabHeaderEveryShard(t *testing.T) {
+	for _, shards := range []int{1, 4} {
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "z.zone")
+			d, err := Open(path, Options{Size: shm.HeaderSize + int64(shards)*256<<10, Shards: shards})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]int64{}
+			for i := 0; i < 500; i++ {
+				k := fmt.Sprintf("key:%d", i)
+				if _, err := d.Set(k, Int(int64(i)), 0, 0); err != nil {
+					t.Fatalf("Set(%q) = %v", k, err)
+				}
+				want[k] = int64(i)
+			}
+			hdr := d.z.Header()
+			d.Close()
+			editZone(t, path, false, func(b []byte) []byte {
+				for i := 0; i < shards; i++ {
+					b[int(hdr.ShardOff)+i*int(hdr.ShardSize)+arenaOffset(hdr.IndexSize)] ^= 1 // the slab magic's first byte
+				}
+				return b
+			})
+			if _, err := Open(path, Options{ReadOnly: true}); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("Open read-only = %v, want %v", err, ErrCorrupt)
+			}
+			d, err = openBounded(t, path, Options{})
+			if err != nil {
+				t.Fatalf("Open with every shard's slab header corrupt = %v", err)
+			}
+			defer d.Close()
+			if st := d.Stats(); st.Recoveries != uint64(shards) {
+				t.Errorf("Stats().Recoveries = %d, want %d, one per shard", st.Recoveries, shards)
+			}
+			for k, n := range want {
+				if v, _, err := d.Get(k); err != nil || v.Int() != n {
+					t.Errorf("Get(%q) = %v, %v, want %d", k, v, err, n)
+				}
+			}
+			if err := d.Check(); err != nil {
+				t.Fatalf("Check = %v", err)
+			}
+		})
+	}
+}
+
 // keyIndex returns i of "key:i".
 func keyIndex(key string) int {
 	var i int

@@ -77,7 +77,15 @@ import (
 // when its shard is full (a flood of new keys), a new key is left out of
 // the window's list and counted in Stats.Unlisted; its decisions in the
 // window stand on the host's count, which no flush carries, and its first
-// request of a later window lists it again.
+// request of a later window lists it again. The list, a key's count and
+// the mark that says it is listed are entries of the zone like any other,
+// though, and a zone that must make room for other keys evicts them, the
+// least used first: a window's list evicted takes with it the keys it
+// held, which no flush carries for the rest of the window while their
+// marks stay, and a count evicted starts again from zero. Give a Tiered a
+// zone, or a share of one, that does not evict (dict.Stats.Evictions stays
+// 0): one that other users flood with keys of their own can cost the
+// global count the host's share of a window.
 type Tiered struct {
 	base
 	d                *dict.Dict

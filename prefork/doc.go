@@ -27,7 +27,10 @@
 //   - replaces a child that dies: at once if it had served for
 //     Options.StableAfter, else after a delay that doubles from
 //     Options.BackoffMin to Options.BackoffMax, so that a child that cannot
-//     start is not restarted in a tight loop;
+//     start is not restarted in a tight loop; a replacement that cannot be
+//     started at all (fork or exec failing: EAGAIN, EMFILE, ENOMEM) is
+//     tried again after the same delay, while the slot's socket keeps its
+//     connections for it;
 //   - kills a child that is not ready within Options.ReadyTimeout, and
 //     replaces it the same way;
 //   - on SIGTERM or SIGINT, or when Run's context ends, tells every child to
@@ -36,7 +39,8 @@
 //   - on SIGHUP, rolls the children one slot at a time: it starts the
 //     slot's new child and tells the old one to drain only once the new one
 //     is ready, so that the address always has a listener; a new child that
-//     dies or is not ready in time is given up and the slot keeps the old.
+//     cannot be started, dies or is not ready in time is given up and the
+//     slot keeps the old.
 //
 // A child gets SIGTERM when the master dies, even by SIGKILL (Linux's
 // parent-death signal), and so drains and exits.
@@ -52,9 +56,10 @@
 //	    ErrOrphan at once.
 //	I3. In a roll, a slot's old child is told to drain only after its new
 //	    child is ready.
-//	I4. A child that dies is replaced, unless it was told to drain; two
-//	    quick deaths in a row of a slot's children are BackoffMin apart at
-//	    least.
+//	I4. A child that dies is replaced, unless it was told to drain: a slot
+//	    whose replacement cannot be started is tried again until one
+//	    starts. Two quick deaths or failed starts in a row of a slot are
+//	    BackoffMin apart at least.
 //
 // Concurrency: Run is meant to be called once per process, from main; it
 // installs signal handlers for SIGTERM, SIGINT and, in the master, SIGHUP,

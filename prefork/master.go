@@ -136,9 +136,7 @@ func (m *master) run(ctx context.Context) error {
 		case e := <-m.events:
 			if e.respawn {
 				if m.slots[e.slot] == 0 {
-					if err := m.spawn(e.slot, 0); err != nil {
-						m.o.Logf("%v", err)
-					}
+					m.replace(e.slot)
 				}
 				continue
 			}
@@ -190,28 +188,52 @@ func (m *master) run(ctx context.Context) error {
 			delay := m.restartDelay(c)
 			m.o.Logf("child pid=%d died: %v; replacing it in %v", c.cmd.Process.Pid, exitText(e.err), delay)
 			if delay == 0 {
-				if err := m.spawn(c.slot, 0); err != nil {
-					m.o.Logf("%v", err)
-				}
+				m.replace(c.slot)
 				continue
 			}
-			m.slots[c.slot] = 0
-			slot := c.slot
-			time.AfterFunc(delay, func() { m.send(event{respawn: true, slot: slot}) })
+			m.replaceAfter(c.slot, delay)
 		}
 	}
 }
 
+// replace starts a child to serve slot s, which has none: its child died.
+// When the child cannot be started (fork or exec failing for a while:
+// EAGAIN, EMFILE, ENOMEM), the slot is left empty and tried again after its
+// backoff, as for a child that died young: the slot's socket stays open and
+// keeps receiving connections, which wait for the slot's next child.
+func (m *master) replace(s int) {
+	err := m.spawn(s, 0)
+	if err == nil {
+		return
+	}
+	d := m.nextBackoff(s)
+	m.o.Logf("slot %d: %v; trying again in %v", s, err, d)
+	m.replaceAfter(s, d)
+}
+
+// replaceAfter empties slot s and asks run, after d, to replace its child
+// if the slot is still empty then (a roll may have filled it).
+func (m *master) replaceAfter(s int, d time.Duration) {
+	m.slots[s] = 0
+	time.AfterFunc(d, func() { m.send(event{respawn: true, slot: s}) })
+}
+
 // restartDelay is how long to wait before replacing c, which died: 0 for a
-// child that served for StableAfter, else the slot's backoff, which doubles
-// for the next time.
+// child that served for StableAfter, else the slot's backoff.
 func (m *master) restartDelay(c *proc) time.Duration {
 	if c.ready && time.Since(c.started) >= m.o.StableAfter {
 		m.backoff[c.slot] = 0
 		return 0
 	}
-	d := max(m.backoff[c.slot], m.o.BackoffMin)
-	m.backoff[c.slot] = min(2*d, m.o.BackoffMax)
+	return m.nextBackoff(c.slot)
+}
+
+// nextBackoff returns slot s's backoff, at least BackoffMin, and doubles it,
+// up to BackoffMax, for the next time. It is reset by the death of a child
+// that served for StableAfter.
+func (m *master) nextBackoff(s int) time.Duration {
+	d := max(m.backoff[s], m.o.BackoffMin)
+	m.backoff[s] = min(2*d, m.o.BackoffMax)
 	return d
 }
 

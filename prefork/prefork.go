@@ -46,8 +46,10 @@ type Options struct {
 	// StableAfter is how long a ready child must have run for its death
 	// to be replaced at once; a child that dies sooner, or before it is
 	// ready, is replaced after a delay of BackoffMin, doubling at each
-	// such death of its slot up to BackoffMax. Zero fields mean
-	// DefaultStableAfter, DefaultBackoffMin and DefaultBackoffMax.
+	// such death of its slot up to BackoffMax. A replacement that cannot
+	// be started (fork or exec failing) is tried again after that delay,
+	// which doubles as for a death. Zero fields mean DefaultStableAfter,
+	// DefaultBackoffMin and DefaultBackoffMax.
 	StableAfter, BackoffMin, BackoffMax time.Duration
 	// Args are a child's arguments, without the program name; nil means
 	// the master's own (os.Args[1:]).

@@ -22,7 +22,8 @@ import (
 
 func TestHelperProcess(t *testing.T) {
 	testutil.RunHelper(map[string]func(args []string) error{
-		"server": helperServer,
+		"server":       helperServer,
+		"failed-start": helperFailedStart,
 	})
 }
 
@@ -35,13 +36,18 @@ func helperServer(args []string) error {
 	if err != nil {
 		return err
 	}
-	o := Options{
+	return runHelperServer(Options{
 		Addr:         args[0],
 		Children:     children,
 		ReadyTimeout: hang,
 		DrainTimeout: hang,
-		Logf:         func(format string, a ...any) { fmt.Printf(format+"\n", a...) },
-	}
+	})
+}
+
+// runHelperServer runs helperServer's master with o, and its reports on
+// stdout.
+func runHelperServer(o Options) error {
+	o.Logf = func(format string, a ...any) { fmt.Printf(format+"\n", a...) }
 	return Run(context.Background(), o, func(ctx context.Context, ln net.Listener) error {
 		pid := os.Getpid()
 		mux := http.NewServeMux()
@@ -78,12 +84,7 @@ type server struct {
 // port and waits until every child is ready.
 func startServer(t *testing.T, n int) *server {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &server{addr: ln.Addr().String()}
-	ln.Close()
+	s := &server{addr: freeAddr(t)}
 	s.p = testutil.Start(t, testutil.Helper(t, "server", s.addr, strconv.Itoa(n)), func(line string) {
 		s.mu.Lock()
 		s.out.WriteString(line + "\n")
@@ -91,6 +92,17 @@ func startServer(t *testing.T, n int) *server {
 	})
 	s.waitFor(t, "every child ready", func() bool { return len(s.pids(readyRE)) == n })
 	return s
+}
+
+// freeAddr returns a loopback address whose port was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 func (s *server) String() string {
@@ -391,12 +403,7 @@ func (l *lines) String() string {
 // every child has exited. The master runs in the test process; its
 // children are helpers.
 func TestContextEndDrains(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	helper := testutil.Helper(t, "server", addr, "2")
 	out := &lines{}
 	o := Options{

@@ -28,7 +28,8 @@ new zone, and rm the old one to resize a zone.
 When ZONE does not exist, --size creates it (with --shards shards). Restore
 never evicts: it stops with exit code 8 at the first key that does not fit,
 or the first line that is not a key (a ttl_ms beyond 292 years, a number
-out of its kind's range), and names that line. The keys of the lines before
+out of its kind's range, a value that is null or missing, a list of no
+elements), and names that line. The keys of the lines before
 it are stored; the key that failed keeps the value it had (a list is built
 whole before it replaces the old one).`,
 	min: 1, max: 2,

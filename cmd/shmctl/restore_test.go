@@ -316,3 +316,38 @@ func TestRestoreRejectsOutOfRangeNumbers(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A line whose value is null, missing or an empty list is refused, naming
+// the line: SetList of no elements would delete the key, and a bytes null
+// would store the text "null". The key keeps what it had.
+func TestRestoreRefusesMissingValues(t *testing.T) {
+	h := newHarness(t)
+	h.ok("create", "z", "--size", "256K", "--shards", "1")
+	h.ok("set", "z", "k", "old", "--flags", "2")
+	want := h.ok("get", "z", "k", "--json")
+	line := func(fields string) string {
+		return `{"key":"ok","kind":"int","value":1,"flags":0,"ttl_ms":0}` + "\n" +
+			`{"key":"k",` + fields + `,"flags":0,"ttl_ms":0}` + "\n"
+	}
+	tests := []struct {
+		name, input, msg string
+	}{
+		{"list null", line(`"kind":"list","value":null`), "line 2 (key k): list value null: want at least one element"},
+		{"empty list", line(`"kind":"list","value":[]`), "line 2 (key k): list value []: want at least one element"},
+		{"list without value", line(`"kind":"list"`), "line 2 (key k): list value missing: want at least one element"},
+		{"bytes null", line(`"kind":"bytes","value":null`), "line 2 (key k): bytes value null or missing"},
+		{"bytes without value", line(`"kind":"bytes"`), "line 2 (key k): bytes value null or missing"},
+		{"int without value", line(`"kind":"int"`), "line 2 (key k): int value null or missing"},
+		{"list element null", line(`"kind":"list","value":[{"kind":"bytes","value":null}]`), "line 2 (key k): list element 0: bytes value null or missing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h.ok("set", "z", "k", "old", "--flags", "2") // as it was, whatever a failed case did
+			restoreInto(t, h, "z", tt.input, exitFail, tt.msg)
+			if got := getKey(t, h, "z", "k", "--json"); got != want {
+				t.Errorf("get k after the failed restore = %q, want %q as before", got, want)
+			}
+			checkZone(t, h, "z")
+		})
+	}
+}

@@ -251,9 +251,15 @@ func (j jsonItem) item() (item, error) {
 		it.value = v
 		return it, err
 	}
+	if len(j.Value) == 0 {
+		return it, fmt.Errorf("list value missing: want at least one element")
+	}
 	var elems []jsonValue
 	if err := json.Unmarshal(j.Value, &elems); err != nil {
 		return it, fmt.Errorf("list value: %v", err)
+	}
+	if len(elems) == 0 { // null or []: dump writes no empty list, and SetList of none deletes the key
+		return it, fmt.Errorf("list value %s: want at least one element", j.Value)
 	}
 	it.isList = true
 	it.list = make([]dict.Value, len(elems))
@@ -278,6 +284,9 @@ func fromJSON(j jsonValue) (dict.Value, error) {
 			return dict.Value{}, fmt.Errorf("value_b64 for a %s", j.Kind)
 		}
 		return valueOfText(k, j.ValueB64, true)
+	}
+	if len(j.Value) == 0 || string(j.Value) == "null" { // bytes null would decode as the text "null"
+		return dict.Value{}, fmt.Errorf("%s value null or missing", j.Kind)
 	}
 	text := string(j.Value)
 	if k == dict.KindBytes || k == dict.KindFloat && strings.HasPrefix(text, `"`) {

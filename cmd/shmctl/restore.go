@@ -29,7 +29,7 @@ When ZONE does not exist, --size creates it (with --shards shards). Restore
 never evicts: it stops with exit code 8 at the first key that does not fit,
 or the first line that is not a key (a ttl_ms beyond 292 years, a number
 out of its kind's range, a value that is null or missing, a list of no
-elements), and names that line. The keys of the lines before
+elements, a key longer than 65535 bytes), and names that line. The keys of the lines before
 it are stored; the key that failed keeps the value it had (a list is built
 whole before it replaces the old one).`,
 	min: 1, max: 2,
@@ -80,11 +80,17 @@ func runRestore(e *env, name string, o dict.Options, in io.Reader) error {
 		}
 		if len(bytes.TrimSpace(b)) > 0 {
 			key, err := restoreLine(d, b)
-			if errors.Is(err, dict.ErrNoMemory) {
+			switch {
+			case errors.Is(err, dict.ErrNoMemory):
 				err = fmt.Errorf("zone full after %d keys: restore into a larger zone", n)
+			case errors.Is(err, dict.ErrKeyTooLong):
+				// %v: a bad line exits 8, not 2 as a bad key on the command line does.
+				err = fmt.Errorf("%v: at most %d bytes", err, dict.MaxKeyLen)
+			case errors.Is(err, dict.ErrEmptyKey):
+				err = fmt.Errorf("%v", err)
 			}
 			if err != nil && key != "" {
-				return fmt.Errorf("line %d (key %s): %w", line, humanKey(key), err)
+				return fmt.Errorf("line %d (key %s): %w", line, shortKey(key), err)
 			}
 			if err != nil {
 				return fmt.Errorf("line %d: %w", line, err)

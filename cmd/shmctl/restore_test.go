@@ -135,6 +135,7 @@ func TestRestoreErrors(t *testing.T) {
 		{"bad kind", `{"key":"a","kind":"long","value":1}`, []string{"restore", "app"}, exitFail, `bad kind "long"`},
 		{"bad int", `{"key":"a","kind":"int","value":1.5}`, []string{"restore", "app"}, exitFail, "bad int value 1.5"},
 		{"no key", `{"kind":"int","value":1}`, []string{"restore", "app"}, exitFail, "no key"},
+		{"empty key", `{"key":"","kind":"int","value":1}`, []string{"restore", "app"}, exitFail, "line 1: no key"},
 		{"second line", "{\"key\":\"a\",\"kind\":\"int\",\"value\":1}\n\n{\"key\":\"b\"}", []string{"restore", "app"}, exitFail, "line 3 (key b): "},
 		{"two records on a line", "{\"key\":\"a\",\"kind\":\"int\",\"value\":1} {\"key\":\"b\",\"kind\":\"int\",\"value\":1}", []string{"restore", "app"}, exitFail, "line 1: "},
 		{"shards without size", "", []string{"restore", "x", "--shards", "2"}, exitUsage, "--shards needs --size"},
@@ -348,6 +349,33 @@ func TestRestoreRefusesMissingValues(t *testing.T) {
 				t.Errorf("get k after the failed restore = %q, want %q as before", got, want)
 			}
 			checkZone(t, h, "z")
+		})
+	}
+}
+
+// A key that dict refuses (longer than dict.MaxKeyLen) is a bad line: exit
+// 8 naming it, without restore's usage, as for a bad key on a command line,
+// and the message shows the key's start and its length, not the whole key.
+func TestRestoreRefusesLongKeys(t *testing.T) {
+	h := newHarness(t)
+	h.ok("create", "z", "--size", "256K", "--shards", "1")
+	long := strings.Repeat("a", dict.MaxKeyLen+1)
+	snowmen := strings.Repeat("☃", dict.MaxKeyLen/3+1) // 3 bytes each: cut between two
+	tests := []struct {
+		name, input, msg string
+	}{
+		{"int", `{"key":"` + long + `","kind":"int","value":1}`, "line 1 (key " + long[:64] + "… (65536 bytes)): dict: key too long: at most 65535 bytes"},
+		{"list", `{"key":"` + long + `","kind":"list","value":[{"kind":"int","value":1}]}`, "line 1 (key " + long[:64] + "… (65536 bytes)): dict: key too long"},
+		{"utf-8", `{"key":"` + snowmen + `","kind":"int","value":1}`, "line 1 (key " + snowmen[:63] + "… (65538 bytes)): dict: key too long"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h.stdin = strings.NewReader(tt.input)
+			defer func() { h.stdin = nil }()
+			_, errs, code := h.run("restore", "z")
+			if code != exitFail || !strings.Contains(errs, tt.msg) || strings.Contains(errs, "Usage:") || len(errs) > 300 {
+				t.Errorf("restore (a long key, %s) = exit %d, stderr %s; want 8 and %q, no usage", tt.name, code, abbrev(errs), tt.msg)
+			}
 		})
 	}
 }

@@ -98,6 +98,21 @@ func humanKey(k string) string {
 	return k
 }
 
+// shortKey formats a key for a message: as humanKey does when it is at most
+// 64 bytes long, else its first 64 bytes or less (cut between two
+// characters), "…" and its length.
+func shortKey(k string) string {
+	const most = 64
+	if len(k) <= most {
+		return humanKey(k)
+	}
+	i := most
+	for i > 0 && !utf8.RuneStart(k[i]) {
+		i--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", humanKey(k[:i]), len(k))
+}
+
 // humanTTL formats a TTL for people: "never" for 0.
 func humanTTL(ttl time.Duration) string {
 	if ttl == 0 {

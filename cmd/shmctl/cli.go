@@ -69,7 +69,7 @@ const (
 	exitVersion = 5 // the zone was written by an incompatible version or layout
 	exitCorrupt = 6 // the zone is corrupt; check --repair may fix its entries
 	exitPerm    = 7 // permission denied
-	exitFail    = 8 // anything else: zone full, value not a number or a list, I/O
+	exitFail    = 8 // anything else: zone full, value not a number or a list, no folder to create a zone in, I/O
 	exitBusy    = 9 // a live process held a shard's lock past the lock timeout
 )
 
@@ -82,7 +82,7 @@ const exitCodesHelp = `Exit codes:
   5  incompatible zone version
   6  zone corrupt (try: shmctl check --repair ZONE)
   7  permission denied
-  8  other failure (zone full, wrong kind of value, I/O)
+  8  other failure (zone full, wrong kind of value, no such folder, I/O)
   9  zone busy: a live process held a shard's lock, or kept changing the
      shard, past the lock timeout; a write that timed out changed nothing
 `

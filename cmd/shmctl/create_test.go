@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -77,5 +78,22 @@ func TestParseSize(t *testing.T) {
 		if got := formatSize(n); got != want {
 			t.Errorf("formatSize(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// A zone in a folder that does not exist is an error naming the folder,
+// exit 8: not "no such zone" (exit 3) and its advice to create one, which
+// would fail the same way. No folder is made.
+func TestCreateInMissingFolder(t *testing.T) {
+	h := newHarness(t)
+	dir := filepath.Join(h.dir, "nodir")
+	zone := filepath.Join(dir, "app.zone")
+	_, errs, code := h.run("create", zone, "--size", "256K")
+	want := "cannot create zone " + zone + ": folder " + dir + " does not exist"
+	if code != exitFail || !strings.Contains(errs, want) || strings.Contains(errs, "create one with") {
+		t.Errorf("create %s = exit %d, stderr %q; want %d and %q", zone, code, errs, exitFail, want)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("create in a missing folder made it: %v", err)
 	}
 }

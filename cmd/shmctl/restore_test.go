@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -377,5 +378,20 @@ func TestRestoreRefusesLongKeys(t *testing.T) {
 				t.Errorf("restore (a long key, %s) = exit %d, stderr %s; want 8 and %q, no usage", tt.name, code, abbrev(errs), tt.msg)
 			}
 		})
+	}
+}
+
+// restore --size into a folder that does not exist says so, exit 8, as
+// create does, not "no such zone".
+func TestRestoreIntoMissingFolder(t *testing.T) {
+	h := newHarness(t)
+	dir := filepath.Join(h.dir, "nodir")
+	zone := filepath.Join(dir, "app.zone")
+	h.stdin = strings.NewReader(`{"key":"a","kind":"int","value":1}`)
+	defer func() { h.stdin = nil }()
+	_, errs, code := h.run("restore", zone, "--size", "256K")
+	want := "cannot create zone " + zone + ": folder " + dir + " does not exist"
+	if code != exitFail || !strings.Contains(errs, want) || strings.Contains(errs, "create one with") {
+		t.Errorf("restore %s --size 256K = exit %d, stderr %q; want %d and %q", zone, code, errs, exitFail, want)
 	}
 }

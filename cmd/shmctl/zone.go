@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -73,7 +74,8 @@ func (e *env) openWrite(name string, o dict.Options) (*dict.Dict, error) {
 
 // openCreate opens a zone read-write, creating it with o.Size and o.Shards
 // when it is absent. Options that make no zone are a usage error, checked
-// before any file is made; a creation that fails leaves no file behind.
+// before any file is made; a creation that fails leaves no file behind. A
+// folder that does not exist is a failure (exit 8), not "no such zone".
 func (e *env) openCreate(name string, o dict.Options) (*dict.Dict, error) {
 	if _, err := shm.Geometry(o.Size, o.Shards, 0); err != nil {
 		return nil, usagef("%v", err)
@@ -81,6 +83,13 @@ func (e *env) openCreate(name string, o dict.Options) (*dict.Dict, error) {
 	path := shm.Path(name)
 	_, absent := os.Lstat(path)
 	d, err := e.openWrite(name, o)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Not "no such zone" (exit 3): the file would have been created.
+		dir := filepath.Dir(path)
+		if _, serr := os.Stat(dir); errors.Is(serr, fs.ErrNotExist) {
+			return nil, fmt.Errorf("cannot create zone %s: folder %s does not exist", path, dir)
+		}
+	}
 	if err != nil && errors.Is(absent, fs.ErrNotExist) {
 		if fi, serr := os.Lstat(path); serr == nil && fi.Size() == 0 {
 			os.Remove(path)

@@ -26,7 +26,7 @@ one another user owns or others may write.`,
 	flags: func(fs *flag.FlagSet) func(*env, []string) error {
 		size := fs.String("size", "", "zone size in bytes, with K, M, G or T (required), e.g. 64M")
 		shards := fs.Int("shards", 0, "shard count, a power of two up to 4096; 0 chooses one per 512 KiB, up to 64")
-		perm := fs.String("perm", "0600", "file mode of the zone, in octal, set exactly whatever the umask")
+		perm := fs.String("perm", "0600", "file mode of the zone, in octal but not 0, set exactly whatever the umask")
 		return func(e *env, args []string) error {
 			if *size == "" {
 				return usagef("--size is required")
@@ -38,6 +38,9 @@ one another user owns or others may write.`,
 			mode, err := strconv.ParseUint(*perm, 8, 32)
 			if err != nil || mode&^0o777 != 0 {
 				return usagef("bad --perm %q: want an octal file mode such as 0644", *perm)
+			}
+			if mode == 0 { // dict.Options.Perm 0 is the default
+				return usagef("bad --perm %q: mode 0 would give the default, 0600; want a mode such as 0644", *perm)
 			}
 			return runCreate(e, args[0], dict.Options{Size: n, Shards: *shards, Perm: os.FileMode(mode)})
 		}

@@ -97,3 +97,23 @@ func TestCreateInMissingFolder(t *testing.T) {
 		t.Errorf("create in a missing folder made it: %v", err)
 	}
 }
+
+// A --perm that is no file mode, or mode 0 (which dict takes for its
+// default, 0600), is a usage error saying why, and no zone is made.
+func TestCreateRefusesBadPerm(t *testing.T) {
+	h := newHarness(t)
+	for _, tt := range []struct{ perm, says string }{
+		{"0", `bad --perm "0": mode 0 would give the default, 0600`},
+		{"0000", `bad --perm "0000": mode 0 would give the default, 0600`},
+		{"999", `bad --perm "999": want an octal file mode`},
+		{"01644", `bad --perm "01644": want an octal file mode`},
+	} {
+		_, errs, code := h.run("create", "app", "--size", "256K", "--perm", tt.perm)
+		if code != exitUsage || !strings.Contains(errs, tt.says) {
+			t.Errorf("create --perm %s = exit %d, stderr %q; want %d and %q", tt.perm, code, errs, exitUsage, tt.says)
+		}
+	}
+	if entries, err := os.ReadDir(h.dir); err != nil || len(entries) != 0 {
+		t.Errorf("bad --perm left %d files in the zone folder (%v)", len(entries), err)
+	}
+}

@@ -51,7 +51,8 @@ whole before it replaces the old one).`,
 			if len(args) == 2 && args[1] != "-" {
 				f, err := os.Open(args[1])
 				if err != nil {
-					return err
+					// %v: the dump's error is no zone's (exit codes 3 to 7).
+					return fmt.Errorf("cannot read the dump: %v", err)
 				}
 				defer f.Close()
 				in = f

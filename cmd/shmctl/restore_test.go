@@ -139,6 +139,7 @@ func TestRestoreErrors(t *testing.T) {
 		{"empty key", `{"key":"","kind":"int","value":1}`, []string{"restore", "app"}, exitFail, "line 1: no key"},
 		{"second line", "{\"key\":\"a\",\"kind\":\"int\",\"value\":1}\n\n{\"key\":\"b\"}", []string{"restore", "app"}, exitFail, "line 3 (key b): "},
 		{"two records on a line", "{\"key\":\"a\",\"kind\":\"int\",\"value\":1} {\"key\":\"b\",\"kind\":\"int\",\"value\":1}", []string{"restore", "app"}, exitFail, "line 1: "},
+		{"missing dump file", "", []string{"restore", "app", h.dir + "/missing.jsonl"}, exitFail, "cannot read the dump: open " + h.dir + "/missing.jsonl: no such file"},
 		{"shards without size", "", []string{"restore", "x", "--shards", "2"}, exitUsage, "--shards needs --size"},
 	}
 	for _, tt := range tests {

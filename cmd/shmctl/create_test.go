@@ -67,11 +67,17 @@ func TestParseSize(t *testing.T) {
 		want int64
 	}{
 		{"4096", 4096}, {"64K", 64 << 10}, {"64k", 64 << 10}, {"64KiB", 64 << 10}, {"64KB", 64 << 10},
-		{"3M", 3 << 20}, {"1G", 1 << 30}, {"2T", 2 << 40}, {"100b", 100},
+		{"3M", 3 << 20}, {"1G", 1 << 30}, {"2T", 2 << 40}, {"100b", 100}, {"64Ki", 64 << 10},
 	}
 	for _, tt := range tests {
 		if got, err := parseSize(tt.in); got != tt.want || err != nil {
 			t.Errorf("parseSize(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
+		}
+	}
+	// An "i" names a binary unit: alone it is no unit.
+	for _, bad := range []string{"70000i", "70000iB", "70000ib", "i", "iB", "KiKiB"} {
+		if got, err := parseSize(bad); err == nil {
+			t.Errorf("parseSize(%q) = %d, nil; want an error", bad, got)
 		}
 	}
 	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1536: "1.5 KiB", 64 << 20: "64.0 MiB", 3 << 40: "3.0 TiB"} {

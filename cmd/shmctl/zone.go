@@ -120,9 +120,10 @@ func zoneDir() string {
 }
 
 // parseSize reads a size in bytes: a number with an optional binary unit,
-// K, M, G or T (KiB, MiB, … and KB, MB, … mean the same).
+// K, M, G or T (KiB, MiB, … and KB, MB, … mean the same). An "i" is
+// taken only after a unit.
 func parseSize(s string) (int64, error) {
-	t := strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(s), "B"), "I")
+	t, binary := strings.CutSuffix(strings.TrimSuffix(strings.ToUpper(s), "B"), "I")
 	shift := 0
 	if n := len(t); n > 0 {
 		if i := strings.IndexByte("KMGT", t[n-1]); i >= 0 {
@@ -130,7 +131,7 @@ func parseSize(s string) (int64, error) {
 		}
 	}
 	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n <= 0 || n > 1<<(62-shift) {
+	if err != nil || n <= 0 || n > 1<<(62-shift) || binary && shift == 0 {
 		return 0, usagef("bad size %q: want a positive number of bytes, with K, M, G or T", s)
 	}
 	return n << shift, nil

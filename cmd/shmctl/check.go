@@ -26,8 +26,10 @@ check exits 9 when it found no problem elsewhere.
 
 --repair opens the zone read-write and rebuilds each broken shard from its
 entries, as recovery from a process killed holding a lock does (an entry
-being written then is lost), then checks again. A zone whose header is
-corrupt cannot be repaired.`,
+being written then is lost), then checks again. Opening the zone
+read-write may itself rebuild a shard whose slab header is corrupt; check
+says so. A zone whose header is corrupt cannot be repaired, nor one that
+does not open read-write.`,
 	min: 1, max: 1,
 	flags: func(fs *flag.FlagSet) func(*env, []string) error {
 		asJSON := fs.Bool("json", false, `print JSON: {"zone", "ok", "repaired", "problems"}`)
@@ -61,23 +63,44 @@ type checkReport struct {
 	Repaired *int     `json:"repaired,omitempty"` // shards rebuilt, with --repair
 	Problems []string `json:"problems"`
 	Busy     []string `json:"busy,omitempty"` // shards not checked: kept locked or changing
-	header   bool     // the zone's header is corrupt: nothing to repair from
-	busy     error    // the first shard not checked
+	// RebuiltOnOpen, with --repair, is the problem that kept the zone from
+	// opening read-only (a shard's slab header), which opening it
+	// read-write rebuilt; Repaired does not count that shard.
+	RebuiltOnOpen string `json:"rebuilt_on_open,omitempty"`
+	header        bool   // the zone's header is corrupt: nothing to repair from
+	unopened      bool   // --repair could not open the zone read-write: it repaired nothing
+	busy          error  // the first shard not checked
 }
 
 func runCheck(e *env, name string, repair bool) (checkReport, error) {
 	r := checkReport{Zone: shm.Path(name), Problems: []string{}}
 	var d *dict.Dict
 	var err error
+	// openProblem is the problem found before any shard could be read,
+	// or "": a corrupt header, or a shard's slab header.
+	openProblem := func(err error) string {
+		if zoneExitCode(err) != exitCorrupt {
+			return ""
+		}
+		return strings.ReplaceAll(problem(errors.Unwrap(err)), r.Zone+": ", "")
+	}
+	var roProblem string // with --repair, what kept the zone from opening read-only
 	if repair {
+		// A read-write open may rebuild a shard whose slab header is
+		// corrupt, which a read-only one refuses: tell that it did.
+		if ro, err := e.openRead(name); err == nil {
+			ro.Close()
+		} else {
+			roProblem = openProblem(err)
+		}
 		d, err = e.openWrite(name, dict.Options{})
 	} else {
 		d, err = e.openRead(name)
 	}
-	if zoneExitCode(err) == exitCorrupt { // found before any shard could be read
-		p := strings.ReplaceAll(problem(errors.Unwrap(err)), r.Zone+": ", "")
+	if p := openProblem(err); p != "" {
 		r.Problems = append(r.Problems, p)
 		r.header = !strings.HasPrefix(p, "dict: ")
+		r.unopened = repair
 		return r, nil
 	}
 	if err != nil {
@@ -89,7 +112,7 @@ func runCheck(e *env, name string, repair bool) (checkReport, error) {
 		if err != nil {
 			return r, err
 		}
-		r.Repaired = &n
+		r.Repaired, r.RebuiltOnOpen = &n, roProblem
 	}
 	if err := d.Check(); err != nil {
 		errs := []error{err}
@@ -117,7 +140,11 @@ func problem(err error) string {
 }
 
 func (r checkReport) write(e *env) {
-	if r.Repaired != nil {
+	switch {
+	case r.RebuiltOnOpen != "":
+		fmt.Fprintf(e.stdout, "opening the zone read-write rebuilt the shard(s) that kept it from opening read-only:\n  %s\n", r.RebuiltOnOpen)
+		fmt.Fprintf(e.stdout, "repaired %d more shard(s)\n", *r.Repaired)
+	case r.Repaired != nil:
 		fmt.Fprintf(e.stdout, "repaired %d shard(s)\n", *r.Repaired)
 	}
 	if r.OK {
@@ -142,6 +169,8 @@ func (r checkReport) write(e *env) {
 	case len(r.Problems) == 0:
 	case r.header:
 		fmt.Fprintln(e.stdout, "the zone's header is corrupt and cannot be repaired: rm the zone and restore an earlier dump")
+	case r.unopened:
+		fmt.Fprintln(e.stdout, "check --repair could not open the zone read-write to rebuild it: rm the zone and restore an earlier dump")
 	case r.Repaired == nil:
 		fmt.Fprintln(e.stdout, "shmctl check --repair rebuilds the broken shards from their entries")
 	}

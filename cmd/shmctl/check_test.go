@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"os"
@@ -129,4 +130,52 @@ func TestCheckHeader(t *testing.T) {
 			t.Errorf("shmctl %q: exit %d, output %q; want exit 1 and the problem", args, code, out)
 		}
 	}
+}
+
+// breakSlabMagic flips a bit of the shard's slab magic ("SLB2", slab's
+// layout.go), the first word of its slab header.
+func breakSlabMagic(t *testing.T) func(shard []byte, _ shm.Header) {
+	return func(shard []byte, _ shm.Header) {
+		var m [4]byte
+		binary.NativeEndian.PutUint32(m[:], 0x534c4232)
+		i := bytes.Index(shard, m[:])
+		if i < 0 {
+			t.Fatal("no slab magic in shard 0")
+		}
+		shard[i] ^= 1
+	}
+}
+
+// A one-shard zone whose slab header is corrupt may not open read-write:
+// then check --repair says it repaired nothing and what to do instead,
+// never that check --repair would rebuild the shard.
+func TestCheckRepairCannotOpen(t *testing.T) {
+	h := newHarness(t)
+	h.ok("create", "app", "--size", "256K", "--shards", "1")
+	h.ok("set", "app", "k", "v")
+	patchZone(t, h.path("app"), breakSlabMagic(t))
+	out, _, code := h.run("check", "--repair", "app")
+	if code == exitOK {
+		return // dict's Open rebuilt the shard: nothing to advise
+	}
+	want := "check --repair could not open the zone read-write to rebuild it: rm the zone and restore an earlier dump"
+	if code != exitNo || !strings.Contains(out, want) || strings.Contains(out, "check --repair rebuilds") {
+		t.Errorf("check --repair = exit %d, output\n%s\nwant exit 1 and %q, not the advice to run it", code, out, want)
+	}
+}
+
+// A shard whose slab header is corrupt, in a zone with a sound one, is
+// rebuilt by opening the zone read-write: check --repair says so, rather
+// than "repaired 0 shard(s)", and the zone is then sound.
+func TestCheckRepairReportsShardRebuiltOnOpen(t *testing.T) {
+	h := newHarness(t)
+	h.ok("create", "app", "--size", "256K", "--shards", "2")
+	h.ok("set", "app", "k", "v")
+	patchZone(t, h.path("app"), breakSlabMagic(t))
+	out, _, code := h.run("check", "--repair", "app")
+	want := "opening the zone read-write rebuilt the shard(s) that kept it from opening read-only:\n  dict: " + h.path("app") + " shard 0: slab: bad region: magic"
+	if code != exitOK || !strings.Contains(out, want) || !strings.Contains(out, "repaired 0 more shard(s)") {
+		t.Errorf("check --repair = exit %d, output\n%s\nwant exit 0 and %q", code, out, want)
+	}
+	h.ok("check", "app")
 }

@@ -83,7 +83,8 @@ func fileState(t *testing.T, path string) ([32]byte, time.Time) {
 
 // TestWriteVerbsOpenReadWrite is the control: the verbs that write map the
 // zone read-write, and the file's bytes change (but for a repair of a sound
-// zone).
+// zone). check --repair first opens the zone read-only, to tell whether the
+// read-write open rebuilt a shard.
 func TestWriteVerbsOpenReadWrite(t *testing.T) {
 	h := newHarness(t)
 	h.fixture()
@@ -97,7 +98,11 @@ func TestWriteVerbsOpenReadWrite(t *testing.T) {
 		h.opens = nil
 		h.ok(args...)
 		after, _ := fileState(t, path)
-		if len(h.opens) != 1 || h.opens[0] || after == before && args[0] != "check" {
+		opens := h.opens
+		if args[0] == "check" && len(opens) > 0 && opens[0] {
+			opens = opens[1:] // the read-only probe
+		}
+		if len(opens) != 1 || opens[0] || after == before && args[0] != "check" {
 			t.Errorf("shmctl %q: opens (read-only?) %v, file changed %v; want one read-write open and a change",
 				args, h.opens, after != before)
 		}

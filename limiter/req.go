@@ -211,19 +211,23 @@ func truncMs(now float64) int64 {
 }
 
 // decide fills the zero *dec with the Decision for an excess in
-// milli-requests.
+// milli-requests, the request's own included. A stored excess E is back to a
+// fresh key's allowance after (E+1000)/rate, when the next request's
+// E − leak + 1000 is 0: so ResetAfter is (excess+1000)/rate for an allowed
+// request (E = excess, a dry run counting the request as a commit would),
+// and excess/rate for a rejected one, which stores nothing (E = excess −
+// 1000 after the leak). Delay stays the Lua module's excess/rate.
 func (l *Req) decide(dec *Decision, excess float64, ok, commit bool) {
 	dec.State = excess / 1000
 	if !ok {
 		dec.RetryAfter = l.leakTime(excess - l.burstM)
-		dec.ResetAfter = l.leakTime(excess - 1000)
+		dec.ResetAfter = l.leakTime(excess)
 		return
 	}
-	delay := l.leakTime(excess)
 	dec.Allowed = true
-	dec.Delay = delay
+	dec.Delay = l.leakTime(excess)
 	dec.Remaining = floorCount((l.burstM - excess) / 1000)
-	dec.ResetAfter = delay
+	dec.ResetAfter = l.leakTime(excess + 1000)
 	dec.Committed = commit
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 )
 
 // reqStep is one call of a Req vector and what it returns.
@@ -119,5 +120,61 @@ func TestReqUncommitMissing(t *testing.T) {
 	l, _ := NewReq(d, "t", 1, 1)
 	if err := l.Uncommit(context.Background(), "nope"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Uncommit(absent) = %v, want ErrNotFound", err)
+	}
+}
+
+// TestReqResetAfter checks that ResetAfter is how long until the key is
+// back to a fresh key's allowance: resty.limit.req allows a request when
+// max(stored − leak + 1000, 0) ≤ burst, so a stored excess E is back to
+// burst+1 requests at once only after (E+1000)/rate. A dry run then finds
+// the State of a fresh key, 0, and a millisecond before it does not. A dry
+// run's ResetAfter, like its Remaining, counts the request as a commit
+// would.
+func TestReqResetAfter(t *testing.T) {
+	c := func(at int64) call { return call{at, "k", "c"} }
+	tests := []struct {
+		name        string
+		rate, burst float64
+		calls       []call
+		rej         bool // the last call is rejected
+		want        time.Duration
+	}{
+		{"first/burst=0", 1, 0, []call{c(0)}, false, time.Second},
+		{"first/burst=9", 10, 9, []call{c(0)}, false, 100 * time.Millisecond},
+		{"tenth/burst=9", 10, 9, []call{c(0), c(0), c(0), c(0), c(0), c(0), c(0), c(0), c(0), c(0)}, false, time.Second},
+		{"dry/burst=1", 1, 1, []call{c(0), {200, "k", "dry"}}, false, 1800 * time.Millisecond},
+		{"rejected/burst=0", 1, 0, []call{c(0), c(500)}, true, 500 * time.Millisecond},
+		{"rejected/burst=2", 2, 2, []call{c(0), c(200), c(400), c(600), c(800)}, true, 1200 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, clk := newDict(t)
+			l, err := NewReq(d, "t", tt.rate, tt.burst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got Decision
+			for _, c := range tt.calls {
+				got = do(t, clk, l, c)
+			}
+			last := tt.calls[len(tt.calls)-1]
+			if got.Allowed == tt.rej || got.ResetAfter != tt.want {
+				t.Fatalf("%v = (allowed %v, ResetAfter %v), want (allowed %v, ResetAfter %v)",
+					last, got.Allowed, got.ResetAfter, !tt.rej, tt.want)
+			}
+			if last.op == "dry" {
+				return // nothing stored to drain
+			}
+			for _, s := range []struct {
+				at    int64
+				fresh bool
+			}{{last.at + tt.want.Milliseconds() - 1, false}, {last.at + tt.want.Milliseconds(), true}} {
+				dry := do(t, clk, l, call{s.at, "k", "dry"})
+				if (dry.State == 0) != s.fresh {
+					t.Errorf("%v = (State %v, Remaining %d), want fresh %v (State 0)",
+						call{s.at, "k", "dry"}, dry.State, dry.Remaining, s.fresh)
+				}
+			}
+		})
 	}
 }

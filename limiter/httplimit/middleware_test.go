@@ -89,10 +89,10 @@ func TestHeaders(t *testing.T) {
 		{"count/1", count, Options{}, 0, want{200, `"default";q=2;w=60`, `"default";r=1;t=60`, "2", "1", "60", ""}, nil},
 		{"count/2", count, Options{}, 20000, want{200, `"default";q=2;w=60`, `"default";r=0;t=40`, "2", "0", "40", ""}, nil},
 		{"count/rejected", count, Options{}, 20500, want{429, `"default";q=2;w=60`, `"default";r=0;t=40`, "2", "0", "40", "40"}, nil},
-		{"req/1", req, Options{PolicyName: "per-ip"}, 0, want{200, `"per-ip";q=2;w=2`, `"per-ip";r=1`, "2", "1", "0", ""}, nil},
-		{"req/2", req, Options{PolicyName: "per-ip"}, 0, want{200, `"per-ip";q=2;w=2`, `"per-ip";r=0;t=1`, "2", "0", "1", ""}, nil},
-		{"req/rejected", req, Options{PolicyName: "per-ip"}, 500, want{429, `"per-ip";q=2;w=2`, `"per-ip";r=0;t=1`, "2", "0", "1", "1"}, nil},
-		{"fixed policy", req, Options{Policy: limiter.Policy{Limit: 60, Window: time.Minute}}, 3000, want{200, `"default";q=60;w=60`, `"default";r=1`, "60", "1", "0", ""}, nil},
+		{"req/1", req, Options{PolicyName: "per-ip"}, 0, want{200, `"per-ip";q=2;w=2`, `"per-ip";r=1;t=1`, "2", "1", "1", ""}, nil},
+		{"req/2", req, Options{PolicyName: "per-ip"}, 0, want{200, `"per-ip";q=2;w=2`, `"per-ip";r=0;t=2`, "2", "0", "2", ""}, nil},
+		{"req/rejected", req, Options{PolicyName: "per-ip"}, 500, want{429, `"per-ip";q=2;w=2`, `"per-ip";r=0;t=1`, "2", "0", "2", "1"}, nil},
+		{"fixed policy", req, Options{Policy: limiter.Policy{Limit: 60, Window: time.Minute}}, 3000, want{200, `"default";q=60;w=60`, `"default";r=1;t=1`, "60", "1", "1", ""}, nil},
 		{"conn", conn, Options{}, 0, want{200, `"default";q=4;qu="concurrent-requests"`, `"default";r=3`, "4", "3", "0", ""}, func(t *testing.T) {
 			if v, _, err := dn.Get("conn|t|198.51.100.1"); err != nil || v.Int() != 0 {
 				t.Errorf("conn after the request = %v, %v; want 0: Leaving was not called", v, err)

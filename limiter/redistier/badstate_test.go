@@ -238,8 +238,8 @@ func TestGoodStateDecided(t *testing.T) {
 	}
 	c.Set(ctx, "req:k", fmt.Sprintf("[1e10,%d,0]", now), time.Minute)
 	d := incoming(t, req, "k", true)
-	if !d.Allowed || d.Delay != 10_000_001*time.Second || d.ResetAfter != d.Delay || d.State != 10_000_001 {
-		t.Errorf("Req on an excess of 1e10 = %+v, want allowed with a delay of 10,000,001 s", d)
+	if !d.Allowed || d.Delay != 10_000_001*time.Second || d.ResetAfter != d.Delay+time.Second || d.State != 10_000_001 {
+		t.Errorf("Req on an excess of 1e10 = %+v, want allowed with a delay of 10,000,001 s, reset in 10,000,002 s", d)
 	}
 	// The largest excess a Req stores, at 1 r/m: far beyond a
 	// Duration in ns if it did not saturate.

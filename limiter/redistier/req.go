@@ -134,9 +134,9 @@ func luaArg(x float64) (float64, string) {
 
 // Incoming decides on a request for key. An allowed request waits Delay =
 // trunc(excess)/rate; State is the excess in requests. When commit is false
-// nothing is written. A forbidden key is rejected with RetryAfter its TTL.
-// Errors: ErrBadKey, ErrBadState for a value no Req writes, ErrScript, and
-// ErrUnavailable under FailError.
+// nothing is written. A forbidden key is rejected with RetryAfter and
+// ResetAfter its TTL. Errors: ErrBadKey, ErrBadState for a value no Req
+// writes, ErrScript, and ErrUnavailable under FailError.
 func (l *Req) Incoming(ctx context.Context, key string, commit bool) (limiter.Decision, error) {
 	r, err := l.runN(ctx, 3, reqScript, key, l.rateArg, l.now(1000), l.burstArg, l.durationS, flag(commit))
 	if err != nil {
@@ -146,27 +146,35 @@ func (l *Req) Incoming(ctx context.Context, key string, commit bool) (limiter.De
 }
 
 // decide turns the script's reply into a Decision. The delay is the Lua
-// module's, trunc(excess)/rate seconds.
+// module's, trunc(excess)/rate seconds. ResetAfter is how long until the key
+// is back to a fresh key's allowance: a stored excess E is after
+// (E+1000)/rate, when the next request's E − leak + 1000 is 0. Code 1
+// replies the excess the request stores (a dry run's, as a commit would),
+// so ResetAfter is (excess+1000)/rate; code 2 the excess of a request that
+// stores nothing, E = excess − 1000 after the leak, so excess/rate. A
+// forbidden key (code 3, or code 2 with the pttl of the rejection that
+// forbade it) expires after pttl and is then fresh.
 func (l *Req) decide(code, excess, pttl int64, commit bool) limiter.Decision {
-	d := limiter.Decision{
-		State:      float64(excess) / 1000,
-		ResetAfter: l.leakTime(float64(excess)),
-	}
+	d := limiter.Decision{State: float64(excess) / 1000}
 	switch code {
 	case 1:
 		d.Allowed, d.Committed = true, commit
-		d.Delay = d.ResetAfter
+		d.Delay = l.leakTime(float64(excess))
+		d.ResetAfter = l.leakTime(float64(excess) + 1000)
 		if r := (l.burstM - float64(excess)) / 1000; r > 0 {
 			d.Remaining = int64(min(r, math.MaxInt64/2))
 		}
 	case 3:
 		d.RetryAfter = ms(max(pttl, 0))
+		d.ResetAfter = d.RetryAfter
 	default:
 		if pttl > 0 { // this rejection made the key forbidden
 			d.RetryAfter = ms(pttl)
+			d.ResetAfter = d.RetryAfter
 			break
 		}
 		d.RetryAfter = l.leakTime(float64(excess) - l.burstM)
+		d.ResetAfter = l.leakTime(float64(excess))
 	}
 	return d
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/shmzone/shmzone/limiter"
 )
 
 // rrCall is one call of a Redis leaky-bucket vector: at ms after t0, the
@@ -70,6 +71,67 @@ func testReqVectors(t *testing.T, c redis.UniversalClient) {
 				}
 				if tt.delay != nil && d.Delay != tt.delay[i] {
 					t.Errorf("call %d: Delay = %v, want %v", i+1, d.Delay, tt.delay[i])
+				}
+			}
+		})
+	}
+}
+
+// testReqResetAfter checks that ResetAfter is how long until the key is
+// back to a fresh key's allowance. The script allows a request when
+// max(stored − leak + 1000, 0) ≤ burst, so a stored excess E is back to
+// burst+1 at once after (E+1000)/rate, when a dry run finds State 0 (and a
+// millisecond before, it does not). A key made forbidden expires after its
+// TTL and is then fresh: its ResetAfter is that TTL, as its RetryAfter.
+func testReqResetAfter(t *testing.T, c redis.UniversalClient) {
+	tests := []struct {
+		name      string
+		rate      string
+		burst     float64
+		duration  time.Duration
+		calls     []int64 // commits, at ms after t0
+		allowed   bool    // the last call's
+		want      time.Duration
+		forbidden bool // the key is forbidden after the last call: want is its TTL, less the time the calls took
+	}{
+		{"first/burst=0", "1r/s", 0, 0, []int64{0}, true, time.Second, false},
+		{"tenth/burst=9", "10r/s", 9, 0, []int64{0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, true, time.Second, false},
+		{"rejected/burst=0", "1r/s", 0, 0, []int64{0, 500}, false, 500 * time.Millisecond, false},
+		{"rejected/burst=2", "2r/s", 2, 0, []int64{0, 200, 400, 600, 800}, false, 1200 * time.Millisecond, false},
+		{"forbids", "1r/s", 0, 10 * time.Second, []int64{0, 500}, false, 10 * time.Second, true},
+		{"forbidden", "1r/s", 0, 10 * time.Second, []int64{0, 500, 2000}, false, 10 * time.Second, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := newFakeClock()
+			l, err := NewReq(c, "reset-"+tt.name, tt.rate, tt.burst, tt.duration, fake(clk))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var d limiter.Decision
+			for _, at := range tt.calls {
+				clk.Set(time.Duration(at) * time.Millisecond)
+				d = incoming(t, l, "k", true)
+			}
+			last := tt.calls[len(tt.calls)-1]
+			if tt.forbidden {
+				// PTTL counts down on the server's clock while the test runs.
+				if d.Allowed || d.ResetAfter != d.RetryAfter || d.ResetAfter > tt.want || d.ResetAfter < tt.want-time.Second {
+					t.Errorf("Incoming(\"k\") at +%d = (allowed %v, RetryAfter %v, ResetAfter %v), want (allowed false, both the key's TTL, %v)",
+						last, d.Allowed, d.RetryAfter, d.ResetAfter, tt.want)
+				}
+				return
+			}
+			if d.Allowed != tt.allowed || d.ResetAfter != tt.want {
+				t.Fatalf("Incoming(\"k\") at +%d = (allowed %v, ResetAfter %v), want (allowed %v, ResetAfter %v)",
+					last, d.Allowed, d.ResetAfter, tt.allowed, tt.want)
+			}
+			for _, at := range []int64{last + tt.want.Milliseconds() - 1, last + tt.want.Milliseconds()} {
+				clk.Set(time.Duration(at) * time.Millisecond)
+				dry := incoming(t, l, "k", false)
+				if fresh := at == last+tt.want.Milliseconds(); (dry.State == 0) != fresh {
+					t.Errorf("Incoming(\"k\", dry) at +%d = (State %v, Remaining %d), want fresh %v (State 0)",
+						at, dry.State, dry.Remaining, fresh)
 				}
 			}
 		})
@@ -211,6 +273,7 @@ func testSliding(t *testing.T, c redis.UniversalClient) {
 // suite runs every limiter's tests on c.
 func suite(t *testing.T, c redis.UniversalClient) {
 	t.Run("Req", func(t *testing.T) { testReqVectors(t, c) })
+	t.Run("ReqResetAfter", func(t *testing.T) { testReqResetAfter(t, c) })
 	t.Run("GCRA", func(t *testing.T) { testGCRAVectors(t, c) })
 	t.Run("Count", func(t *testing.T) { testCount(t, c) })
 	t.Run("SlidingWindow", func(t *testing.T) { testSliding(t, c) })

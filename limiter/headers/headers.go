@@ -90,12 +90,18 @@ func policyValue(quoted string, p limiter.Policy) string {
 	return v + `;qu="concurrent-requests"`
 }
 
-// ceilSeconds rounds a duration up to whole seconds; 0 for d <= 0.
+// ceilSeconds rounds a duration up to whole seconds; 0 for d <= 0. It
+// adds nothing to d, which may be the longest Duration (Req and GCRA
+// saturate there): d + time.Second - 1 would wrap negative.
 func ceilSeconds(d time.Duration) int64 {
 	if d <= 0 {
 		return 0
 	}
-	return int64((d + time.Second - 1) / time.Second)
+	s := int64(d / time.Second)
+	if d%time.Second != 0 {
+		s++
+	}
+	return s
 }
 
 // quoteName returns a policy name as a Structured Fields string, or

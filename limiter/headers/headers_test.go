@@ -3,6 +3,7 @@ package headers
 import (
 	"errors"
 	"maps"
+	"math"
 	"net/http"
 	"testing"
 	"time"
@@ -39,6 +40,8 @@ func TestWrite(t *testing.T) {
 			Policy: `"default";q=4;qu="concurrent-requests"`, RateLimit: `"default";r=3`, Limit: "4", Remaining: "3", Reset: "0"}},
 		{"no policy", "api", nil, limiter.Decision{Allowed: true, Remaining: 7}, 3 * time.Second, map[string]string{
 			RateLimit: `"api";r=7;t=3`, Remaining: "7", Reset: "3"}},
+		{"saturated durations", "", &limiter.Policy{Limit: 1, Window: math.MaxInt64}, limiter.Decision{RetryAfter: math.MaxInt64}, math.MaxInt64, map[string]string{
+			Policy: `"default";q=1;w=9223372037`, RateLimit: `"default";r=0;t=9223372037`, Limit: "1", Remaining: "0", Reset: "9223372037"}},
 		{"quoted name", `a "b" \c`, nil, limiter.Decision{Allowed: true, Remaining: 1}, 0, map[string]string{
 			RateLimit: `"a \"b\" \\c";r=1`, Remaining: "1", Reset: "0"}},
 	}
@@ -116,6 +119,8 @@ func TestRetryAfterValue(t *testing.T) {
 		{time.Second + time.Nanosecond, "2"},
 		{40 * time.Second, "40"},
 		{39500 * time.Millisecond, "40"},
+		{math.MaxInt64, "9223372037"}, // Req and GCRA saturate there
+		{math.MaxInt64 - 854775807, "9223372036"},
 	}
 	for _, tt := range tests {
 		if got := RetryAfterValue(limiter.Decision{RetryAfter: tt.retry}); got != tt.want {

@@ -21,7 +21,9 @@ import (
 // Remaining, and the last limiter's State; a rejection is the rejecting
 // limiter's Decision. Errors: ErrMismatch when the slices differ in length,
 // are empty or hold a nil limiter, a limiter's error, and Uncommit's errors
-// joined to it.
+// joined to it, but for ErrNotFound: a state that expired between the
+// passes (a drained Req) has nothing to give back, and the rejection stays
+// a rejection, as the Lua combine's, which ignores uncommit's errors.
 func Combine(ctx context.Context, ls []Limiter, keys []string) (Decision, error) {
 	n := len(ls)
 	if n == 0 || n != len(keys) {
@@ -55,9 +57,9 @@ func Combine(ctx context.Context, ls []Limiter, keys []string) (Decision, error)
 		if err != nil || !d.Allowed {
 			var errs []error
 			for j := range i {
-				errs = append(errs, ls[j].Uncommit(ctx, keys[j]))
+				errs = append(errs, uncommit(ctx, ls[j], keys[j]))
 			}
-			errs = append(errs, ls[n-1].Uncommit(ctx, keys[n-1]))
+			errs = append(errs, uncommit(ctx, ls[n-1], keys[n-1]))
 			if uerr := errors.Join(errs...); uerr != nil {
 				err = errors.Join(err, fmt.Errorf("limiter: combine: uncommit: %w", uerr))
 			}
@@ -66,6 +68,15 @@ func Combine(ctx context.Context, ls []Limiter, keys []string) (Decision, error)
 		merge(&out, d)
 	}
 	return out, nil
+}
+
+// uncommit undoes a committed request on l for Combine; ErrNotFound, a
+// state that expired meanwhile, is no error.
+func uncommit(ctx context.Context, l Limiter, key string) error {
+	if err := l.Uncommit(ctx, key); !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	return nil
 }
 
 // incomingAt asks l into the zero *dec, at now when it is a limiter of this

@@ -71,7 +71,8 @@
 //     more than no state, so that a full zone reclaims it before live
 //     state; the Lua module keeps it. Decisions are the same; Uncommit
 //     of a drained key finds nothing (ErrNotFound) where the Lua
-//     module's finds the drained record and leaves it drained.
+//     module's finds the drained record and leaves it drained; Combine,
+//     whose pass 2 may uncommit such a key, takes it as done.
 //   - Every read-modify-write is atomic across processes (above), where the
 //     Lua req's get-then-set may overshoot by a request per worker.
 //   - ParseRate refuses an infinite rate ("infr/s", "1e400r/s"), which the

@@ -111,6 +111,25 @@ func TestCombinePass2Rejection(t *testing.T) {
 	}
 }
 
+func TestCombineUncommitExpired(t *testing.T) {
+	// A remote limiter that takes 3 ms a call rejects in pass 2; by then
+	// the Req committed in pass 1 has drained and its state expired (at
+	// 1000 r/s an idle key's state lives 2 ms), so its Uncommit finds
+	// nothing: ErrNotFound, which has nothing left to give back and must
+	// not turn the rejection into an error (the Lua combine ignores
+	// uncommit's errors).
+	d, clk := newDict(t)
+	req, _ := NewReq(d, "t", 1000, 10)
+	remote := &fakeLimiter{rejectCommit: true, hook: func() { clk.at(clk.off.Load() + 3) }}
+	got, err := Combine(context.Background(), []Limiter{remote, req}, []string{"k", "k"})
+	if err != nil || got.Allowed {
+		t.Errorf("Combine(remote, req) = %+v, %v; want a rejection and no error", got, err)
+	}
+	if err := req.Uncommit(context.Background(), "k"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Uncommit(\"k\") after Combine = %v, want ErrNotFound: the state did not expire", err)
+	}
+}
+
 func TestCombineOneNow(t *testing.T) {
 	// The clock moves on while Combine runs; every limiter still decides
 	// at the time Combine read once.

@@ -84,8 +84,13 @@ func (c *Conn) SetBurst(burst int64) error {
 	return nil
 }
 
-// Policy returns max+burst requests at once, with no window.
-func (c *Conn) Policy() Policy { return Policy{Limit: c.max.Load() + c.burst.Load()} }
+// Policy returns max+burst requests at once (saturating at MaxInt64), with
+// no window.
+func (c *Conn) Policy() Policy { return Policy{Limit: c.limit()} }
+
+// limit returns max+burst, saturating at MaxInt64: SetBurst(MaxInt64) is
+// no practical limit, not a sum that wraps negative and rejects everything.
+func (c *Conn) limit() int64 { return satAdd(c.max.Load(), c.burst.Load()) }
 
 // Incoming decides on a request for key; State is the number of requests
 // in flight with this one, with the fraction of a key a Lua writer or
@@ -110,7 +115,7 @@ func (c *Conn) incomingAt(dec *Decision, now int64, key string, commit bool) err
 	if c.lease != nil {
 		return c.lease.incoming(dec, c, now, key, commit)
 	}
-	limit := c.max.Load() + c.burst.Load()
+	limit := c.limit()
 	var kb keyBuf
 	zk := c.key(&kb, key)
 	// The count is a float64: a key a Lua writer or IncrFloat left

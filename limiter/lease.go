@@ -99,7 +99,7 @@ func (ls *leases) edit(c *Conn, key string, now, delta, limit int64) (leaseEdit,
 		n, total, own := ls.scan(b, now, buf[:])
 		e.own = own.slots
 		switch {
-		case delta > 0 && total+delta > limit:
+		case delta > 0 && total > limit-delta: // total may be MaxInt64 (scan saturates)
 			e.rejected = true
 		case delta > 0 && own.slots == 0 && n == len(buf):
 			e.tooMany = true // no room for this holder's record
@@ -174,7 +174,7 @@ func ttlOf(b []byte, now int64) int64 {
 
 // incoming is Conn.incomingAt with leases.
 func (ls *leases) incoming(dec *Decision, c *Conn, now int64, key string, commit bool) error {
-	limit := c.max.Load() + c.burst.Load()
+	limit := c.limit()
 	if !commit {
 		buf := leaseBufs.Get().(*[MaxHolders * leaseSize]byte)
 		defer leaseBufs.Put(buf)
@@ -184,8 +184,8 @@ func (ls *leases) incoming(dec *Decision, c *Conn, now int64, key string, commit
 			return err
 		}
 		_, total, _ := ls.scan(v.Bytes(), now, nil) // none when absent
-		if total+1 > limit {
-			dec.State = float64(total + 1)
+		if total >= limit {
+			dec.State = float64(total) + 1
 			return nil
 		}
 		c.decide(dec, float64(total+1), limit, false)
@@ -196,7 +196,7 @@ func (ls *leases) incoming(dec *Decision, c *Conn, now int64, key string, commit
 		return err
 	}
 	if e.rejected {
-		dec.State = float64(e.total + 1)
+		dec.State = float64(e.total) + 1
 		return nil
 	}
 	ls.mu.Lock()

@@ -3,8 +3,11 @@ package limiter
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
+
+	"github.com/shmzone/shmzone/dict"
 )
 
 func TestLeaseRenew(t *testing.T) {
@@ -85,5 +88,23 @@ func TestLeaseHolders(t *testing.T) {
 	}
 	if dec, err := last.Incoming(ctx, "k", true); err != nil || !dec.Allowed || dec.State != 2*MaxHolders-1 {
 		t.Errorf("holder %d after one left: %+v, %v", MaxHolders+1, dec, err)
+	}
+}
+
+// TestLeasedConnSaturatedSlots: live slots that sum to MaxInt64 (scan
+// saturates; a record no Conn writes) fill even a limit of MaxInt64: the
+// next request is rejected, dry or not, rather than wrapping total+1.
+func TestLeasedConnSaturatedSlots(t *testing.T) {
+	for _, commit := range []bool{false, true} {
+		d, _ := newDict(t)
+		l, _ := NewLeasedConn(d, "t", 2, math.MaxInt64, 0, time.Minute)
+		var b [leaseSize]byte
+		putLease(b[:], lease{holder: 42, slots: math.MaxInt64, expiry: t0 + 60_000})
+		if _, err := d.Set(zoneKey(l, "k"), dict.Bytes(b[:]), time.Minute, 0); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := l.Incoming(context.Background(), "k", commit); err != nil || got.Allowed {
+			t.Errorf("Incoming(\"k\", commit %v) over MaxInt64 live slots = %+v, %v; want rejected", commit, got, err)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 )
@@ -107,6 +108,33 @@ func TestConnVectors(t *testing.T) {
 				}
 				if got := inFlight(t, l, "foo"); got != v.stored {
 					t.Errorf("requests in flight at the end = %d, want %d", got, v.stored)
+				}
+			})
+		}
+	}
+}
+
+// TestConnHugeBurst: max+burst saturates at MaxInt64 instead of wrapping
+// negative, so SetBurst(MaxInt64) means no practical limit, not a key that
+// rejects everything.
+func TestConnHugeBurst(t *testing.T) {
+	for _, leased := range []bool{false, true} {
+		for _, op := range []string{"dry", "c"} {
+			t.Run(fmt.Sprintf("leased=%v/%s", leased, op), func(t *testing.T) {
+				d, _ := newDict(t)
+				l, err := NewConn(d, "t", 2, math.MaxInt64, time.Second)
+				if leased {
+					l, err = NewLeasedConn(d, "t", 2, math.MaxInt64, time.Second, time.Minute)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := l.Policy(); got.Limit != math.MaxInt64 {
+					t.Errorf("Policy() = %+v, want Limit %d", got, int64(math.MaxInt64))
+				}
+				got, err := l.Incoming(context.Background(), "k", op == "c")
+				if err != nil || !got.Allowed || got.Remaining != math.MaxInt64 {
+					t.Errorf("Incoming(\"k\", %s) = %+v, %v; want allowed, Remaining %d", op, got, err, int64(math.MaxInt64))
 				}
 			})
 		}

@@ -132,7 +132,7 @@ func (c *Conn) incomingAt(dec *Decision, now int64, key string, commit bool) err
 		if err != nil {
 			return dictErr(zk, err)
 		}
-		if err := checkCount(c.d, zk, n); err != nil {
+		if err := checkCount(c.d, zk, n, 1); err != nil {
 			return err
 		}
 		if n > float64(limit) {
@@ -215,7 +215,7 @@ func (c *Conn) leave(key string) (int64, error) {
 		return 0, dictErr(zk, err)
 	}
 	if n != 0 { // the last request of a key leaves 0: a count, read no more
-		if err := checkCountInt(c.d, zk, n); err != nil {
+		if err := checkCountInt(c.d, zk, n, -1); err != nil {
 			return 0, err
 		}
 	}

@@ -80,7 +80,7 @@ func (l *Count) incomingAt(dec *Decision, _ int64, key string, commit bool) erro
 		if err != nil {
 			return dictErr(zk, err)
 		}
-		if err := checkCount(l.d, zk, n); err != nil {
+		if err := checkCount(l.d, zk, n, -1); err != nil {
 			return err
 		}
 		rem = n
@@ -142,5 +142,5 @@ func (l *Count) Uncommit(ctx context.Context, key string) error {
 	if err != nil {
 		return dictErr(zk, err)
 	}
-	return checkCountInt(l.d, zk, n)
+	return checkCountInt(l.d, zk, n, 1)
 }

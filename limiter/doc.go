@@ -28,10 +28,11 @@
 //
 // State a limiter did not write. A key may hold what no limiter of its type
 // writes: a value of another kind or size (ErrAbused), or one of its kind
-// whose contents none can have written: for Count and Conn a float that is
-// NaN, infinite or beyond ±2^53 (a Lua writer or IncrFloat may leave a
-// fraction, which is a count); for GCRA a negative TAT or one further ahead
-// than the largest τ, 100 years; for SlidingWindow a negative count, one
+// whose contents none can have written: for Count and Conn a number beyond
+// ±2^53, int or float, or a float that is NaN or infinite (a Lua writer or
+// IncrFloat may leave a fraction, which is a count); for GCRA a negative
+// TAT or one further ahead than the largest τ, 100 years; for
+// SlidingWindow a negative count, one
 // above any limit its window allows, or a window that starts before the
 // epoch or more than a day ahead of now. The bounds are those of every
 // limiter of the type, not of one configuration, so that limiters whose
@@ -43,8 +44,9 @@
 // that fails open on outages should not let it through. Count and Conn keep
 // their single IncrInit, which adds to the number before they see it: NaN,
 // the infinities and floats beyond 2^54 absorb the ±1 unchanged (one
-// between 2^53 and 2^54 may move by 2), and the value is read back only
-// when IncrInit's result is outside (0, 2^53]. A
+// between 2^53 and 2^54 may move by 2), an int beyond 2^53 is moved back
+// by as much, and the value is read back only when IncrInit's result is
+// outside (0, 2^53]. A
 // Req's 16 bytes are any excess and time it may have written (a time ahead
 // of now is a clock that went back, which leaks nothing until it is
 // reached, as in nginx), so Req checks their size only. Req's and GCRA's

@@ -307,6 +307,8 @@ func TestStateContents(t *testing.T) {
 	sw, _ := NewSlidingWindow(d, "t", 10, time.Second)
 	win := now / 1000
 	gcra, _ := NewGCRA(d, "t", 1000, 1000)
+	count, _ := NewCount(d, "t", 10, time.Minute)
+	conn, _ := NewConn(d, "t", 10, 0, 0)
 	const year = int64(365 * 24 * time.Hour)
 	tests := []struct {
 		name string
@@ -344,6 +346,17 @@ func TestStateContents(t *testing.T) {
 			return !d.Allowed && d.RetryAfter > 49*time.Duration(year)
 		}},
 		{"GCRA/TAT in the past", gcra, dict.Int(nowNs - 1), false, func(d Decision) bool { return d.Allowed }},
+		// An int is bound as a float is: one beyond ±2^53 is no count, and
+		// near ±2^63 IncrInit would wrap it (MinInt64 less 1 is MaxInt64
+		// left: an unlimited key).
+		{"Count/int -2^63", count, dict.Int(math.MinInt64), true, nil},
+		{"Count/int 2^63-1", count, dict.Int(math.MaxInt64), true, nil},
+		{"Count/int 2^54", count, dict.Int(1 << 54), true, nil},
+		{"Count/int 2^53", count, dict.Int(1 << 53), false, func(d Decision) bool { return d.Allowed }},
+		{"Count/int 1-2^53", count, dict.Int(1 - 1<<53), false, func(d Decision) bool { return !d.Allowed }},
+		{"Conn/int 2^63-1", conn, dict.Int(math.MaxInt64), true, nil},
+		{"Conn/int -2^63", conn, dict.Int(math.MinInt64), true, nil},
+		{"Conn/int -2^54", conn, dict.Int(-1 << 54), true, nil},
 	}
 	for _, tt := range tests {
 		for _, commit := range []bool{true, false} {

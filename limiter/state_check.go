@@ -28,10 +28,16 @@ const (
 )
 
 // badCount returns what is wrong with a Count's or a Conn's number v, an
-// int or a float; "" when it is a count.
+// int or a float; "" when it is a count. An int is bound as a float is: no
+// Count's allowance (its limit is at most 2^53) nor Conn's requests in
+// flight pass ±2^53, and one near ±2^63 would wrap in IncrInit (MinInt64
+// under a Count would become MaxInt64, an unlimited key).
 func badCount(v dict.Value) string {
 	if v.Kind() != dict.KindFloat {
-		return "" // every int is some Count's or Conn's count
+		if n := v.Int(); n > maxExact || n < -maxExact {
+			return "an int beyond 2^53"
+		}
+		return ""
 	}
 	switch f := v.Float(); {
 	case math.IsNaN(f):
@@ -44,33 +50,36 @@ func badCount(v dict.Value) string {
 	return ""
 }
 
-// checkCount returns ErrBadState when key's number, whose sum IncrInitNum
-// returned as n, is no count. Count and Conn decide with one IncrInitNum,
-// which adds to any number: NaN, an infinity or a float beyond 2^54 absorbs
-// the ±1 unchanged, and its sum is NaN, infinite or beyond 2^53. So n within
-// ±2^53 is a count (a rejection's negative allowance included) and costs
-// nothing more; any other n reads the value once to tell an int, which is
-// always a count, from a float that is none.
-func checkCount(d *dict.Dict, key string, n float64) error {
+// checkCount returns ErrBadState when key's number, to which IncrInitNum
+// added delta and returned the sum as n, is no count. Count and Conn decide
+// with one IncrInitNum, which adds to any number: NaN, an infinity or a
+// float beyond 2^54 absorbs the ±1 unchanged, and its sum is NaN, infinite
+// or beyond 2^53; an int beyond 2^53 moves by delta (readCount undoes it).
+// So n within ±2^53 is a count (a rejection's negative allowance included)
+// and costs nothing more; any other n reads the value once.
+func checkCount(d *dict.Dict, key string, n float64, delta int64) error {
 	if math.Abs(n) <= maxExact {
 		return nil
 	}
-	return readCount(d, key)
+	return readCount(d, key, delta)
 }
 
 // checkCountInt is checkCount for the int64 that Incr returned, the
 // float's conversion, which is platform-dependent for NaN and the
 // infinities but outside (0, 2^53] on every platform: n in (0, 2^53] is a
 // count; any other n reads the value once.
-func checkCountInt(d *dict.Dict, key string, n int64) error {
+func checkCountInt(d *dict.Dict, key string, n, delta int64) error {
 	if n > 0 && n <= maxExact {
 		return nil
 	}
-	return readCount(d, key)
+	return readCount(d, key, delta)
 }
 
-// readCount returns ErrBadState when key's number is no count.
-func readCount(d *dict.Dict, key string) error {
+// readCount returns ErrBadState when key's number, to which delta was just
+// added, is no count. An int that is none takes delta back, so that the
+// value stays as it was (±1s of other processes commute with it); a float
+// that is none absorbed it.
+func readCount(d *dict.Dict, key string, delta int64) error {
 	v, _, err := d.Get(key)
 	if errors.Is(err, dict.ErrNotFound) {
 		return nil // expired since: nothing to tell
@@ -78,10 +87,17 @@ func readCount(d *dict.Dict, key string) error {
 	if err != nil {
 		return dictErr(key, err)
 	}
-	if why := badCount(v); why != "" {
-		return badOf(v, why).err(key)
+	why := badCount(v)
+	if why == "" {
+		return nil
 	}
-	return nil
+	bad := badOf(v, why).err(key)
+	if v.Kind() == dict.KindInt {
+		if _, err := d.Incr(key, -delta); err != nil && !errors.Is(err, dict.ErrNotFound) {
+			return errors.Join(bad, dictErr(key, err))
+		}
+	}
+	return bad
 }
 
 // checkTAT notes what is wrong with a GCRA's value v at nowNs: nothing

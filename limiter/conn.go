@@ -97,8 +97,9 @@ func (c *Conn) limit() int64 { return satAdd(c.max.Load(), c.burst.Load()) }
 // IncrFloat left fractional, as in the Lua module. When commit is true an allowed request is
 // counted (Decision.Committed) and must be ended by Leaving; a rejected one
 // is not counted. Delay is the unit delay times the number of max-sized
-// groups ahead of the request. Errors: ErrAbused for a value that is not
-// this Conn's, ErrTooManyHolders (leased), the dictionary's errors.
+// groups ahead of the request, saturating at the longest Duration. Errors:
+// ErrAbused for a value that is not this Conn's, ErrTooManyHolders
+// (leased), the dictionary's errors.
 func (c *Conn) Incoming(ctx context.Context, key string, commit bool) (dec Decision, err error) {
 	var now int64
 	if c.lease != nil {
@@ -162,11 +163,17 @@ func (c *Conn) incomingAt(dec *Decision, now int64, key string, commit bool) err
 }
 
 // decide fills the zero *dec with an allowing Decision for conn requests
-// in flight.
+// in flight. Delay, the unit delay times the max-sized groups ahead,
+// saturates at the longest Duration.
 func (c *Conn) decide(dec *Decision, conn float64, limit int64, commit bool) {
 	dec.Allowed, dec.State, dec.Remaining, dec.Committed = true, conn, floorCount(float64(limit)-conn), commit
 	if max := c.max.Load(); conn > float64(max) {
-		dec.Delay = time.Duration(c.unitDelay.Load() * int64(math.Floor((conn-1)/float64(max))))
+		unit, groups := c.unitDelay.Load(), floorCount((conn-1)/float64(max))
+		if groups > 0 && unit > math.MaxInt64/groups {
+			dec.Delay = math.MaxInt64
+		} else {
+			dec.Delay = time.Duration(unit * groups)
+		}
 	}
 }
 
@@ -183,8 +190,10 @@ func (c *Conn) Leaving(ctx context.Context, key string, latency time.Duration) (
 	}
 	if latency > 0 {
 		for {
-			old := c.unitDelay.Load()
-			if c.unitDelay.CompareAndSwap(old, (int64(latency)+old)/2) {
+			// floor((old+lat)/2) without the sum, which overflows near
+			// the longest Duration; both are at least 0.
+			old, lat := c.unitDelay.Load(), int64(latency)
+			if c.unitDelay.CompareAndSwap(old, old/2+lat/2+(old%2+lat%2)/2) {
 				break
 			}
 		}

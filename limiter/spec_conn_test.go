@@ -7,6 +7,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/shmzone/shmzone/dict"
 )
 
 func TestConnVectors(t *testing.T) {
@@ -161,17 +163,63 @@ func inFlight(t *testing.T, l *Conn, key string) int64 {
 }
 
 func TestConnLeavingAdjustsDelay(t *testing.T) {
+	// The unit delay moves halfway to each latency: floor((old+latency)/2),
+	// computed without the sum, which overflows near the longest Duration.
+	tests := []struct {
+		old, latency, want time.Duration
+	}{
+		{time.Second, 3 * time.Second, 2 * time.Second},
+		{3, 4, 3},
+		{3, 5, 4},
+		{0, 1, 0},
+		{math.MaxInt64, math.MaxInt64, math.MaxInt64},
+		{math.MaxInt64 - 1, math.MaxInt64, math.MaxInt64 - 1},
+		{time.Second, math.MaxInt64, math.MaxInt64/2 + time.Second/2},
+	}
+	ctx := context.Background()
+	for _, tt := range tests {
+		d, _ := newDict(t)
+		l, _ := NewConn(d, "t", 1, 5, tt.old)
+		l.Incoming(ctx, "foo", true)
+		if _, err := l.Leaving(ctx, "foo", tt.latency); err != nil {
+			t.Fatal(err)
+		}
+		if got := l.UnitDelay(); got != tt.want {
+			t.Errorf("UnitDelay() from %d after Leaving(\"foo\", %d) = %d, want %d", tt.old, tt.latency, got, tt.want)
+		}
+	}
 	d, _ := newDict(t)
 	l, _ := NewConn(d, "t", 1, 5, time.Second)
-	ctx := context.Background()
-	l.Incoming(ctx, "foo", true)
-	if _, err := l.Leaving(ctx, "foo", 3*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if got := l.UnitDelay(); got != 2*time.Second {
-		t.Errorf("UnitDelay() after a 3 s request = %v, want 2s", got)
-	}
 	if _, err := l.Leaving(ctx, "absent", 0); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Leaving(absent) = %v, want ErrNotFound", err)
+	}
+}
+
+// TestConnDelaySaturates: Delay, the unit delay times the max-sized groups
+// ahead, saturates at the longest Duration instead of wrapping.
+func TestConnDelaySaturates(t *testing.T) {
+	tests := []struct {
+		name     string
+		unit     time.Duration
+		inFlight int64 // stored before the dry run
+		want     time.Duration
+	}{
+		{"fits", time.Hour, 2, 2 * time.Hour},
+		{"3e6 hours", time.Hour, 3_000_000, math.MaxInt64},
+		{"longest unit", math.MaxInt64, 1, math.MaxInt64},
+		{"longest unit, one group", math.MaxInt64, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, _ := newDict(t)
+			l, _ := NewConn(d, "t", 1, 1<<40, tt.unit)
+			if _, err := d.Set(zoneKey(l, "k"), dict.Int(tt.inFlight), 0, 0); err != nil {
+				t.Fatal(err)
+			}
+			got, err := l.Incoming(context.Background(), "k", false)
+			if err != nil || !got.Allowed || got.Delay != tt.want {
+				t.Errorf("Incoming(\"k\", dry) with %d in flight = %+v, %v; want allowed, Delay %d", tt.inFlight, got, err, tt.want)
+			}
+		})
 	}
 }

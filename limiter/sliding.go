@@ -35,8 +35,9 @@ type SlidingWindow struct {
 // NewSlidingWindow returns a sliding window named name over d (names.go)
 // of limit requests per window; the window is truncated to whole
 // milliseconds. Errors: ErrNilDict, ErrBadName, ErrBadLimit for a limit
-// below 1, ErrBadWindow for a window shorter than a millisecond or one for
-// which limit·window overflows.
+// below 1, ErrBadWindow for a window shorter than a millisecond, longer
+// than maxWindowMs (some 50 years), or one for which limit·window
+// overflows.
 func NewSlidingWindow(d *dict.Dict, name string, limit int64, window time.Duration) (*SlidingWindow, error) {
 	if d == nil {
 		return nil, ErrNilDict
@@ -49,11 +50,18 @@ func NewSlidingWindow(d *dict.Dict, name string, limit int64, window time.Durati
 		return nil, fmt.Errorf("%w: %d", ErrBadLimit, limit)
 	}
 	w := window.Milliseconds()
-	if w < 1 || limit > math.MaxInt64/4/w {
+	if w < 1 || w > maxWindowMs || limit > math.MaxInt64/4/w {
 		return nil, fmt.Errorf("%w: %v for a limit of %d", ErrBadWindow, window, limit)
 	}
 	return &SlidingWindow{space: sp, d: d, limit: limit, w: w}, nil
 }
+
+// maxWindowMs is the longest window, in ms. A state's TTL runs to the end
+// of the window after its own, (window+2)·w − now: at most 2·w, and at most
+// 2·w + maxAheadMs for a window ahead of a lagging clock (badSW refuses one
+// further ahead). So it stays within maxTTL, and its conversion to a
+// Duration in ns (292 years) cannot wrap negative.
+const maxWindowMs = (int64(maxTTL/time.Millisecond) - maxAheadMs) / 2
 
 // Policy returns limit requests per window.
 func (l *SlidingWindow) Policy() Policy {

@@ -2,6 +2,8 @@ package limiter
 
 import (
 	"context"
+	"errors"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -128,4 +130,45 @@ func checkBound(t *testing.T, admitted []int64, limit, w int64) int64 {
 		t.Errorf("a sliding window admitted %d, more than %d", most, 2*limit-1)
 	}
 	return most
+}
+
+// TestSlidingWindowLongWindows: a window is accepted only when the state's
+// TTL, to the end of the window after its own (up to a day later for a
+// window ahead of a lagging clock), stays within maxTTL; the longest one
+// decides and counts like a short one.
+func TestSlidingWindowLongWindows(t *testing.T) {
+	longest := time.Duration(maxWindowMs) * time.Millisecond
+	tests := []struct {
+		window time.Duration
+		ok     bool
+	}{
+		{longest, true},
+		{longest + time.Millisecond, false},
+		{maxTTL, false},
+		{200 * 365 * 24 * time.Hour, false}, // 2·window in ns would overflow
+		{math.MaxInt64, false},
+	}
+	ctx := context.Background()
+	for _, tt := range tests {
+		d, _ := newDict(t)
+		l, err := NewSlidingWindow(d, "t", 10, tt.window)
+		if !tt.ok {
+			if !errors.Is(err, ErrBadWindow) {
+				t.Errorf("NewSlidingWindow(d, \"t\", 10, %v) = %v, want ErrBadWindow", tt.window, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("NewSlidingWindow(d, \"t\", 10, %v) = %v", tt.window, err)
+		}
+		for want := int64(9); want >= 8; want-- {
+			dec, err := l.Incoming(ctx, "k", true)
+			if err != nil || !dec.Allowed || dec.Remaining != want || dec.ResetAfter <= 0 {
+				t.Errorf("Incoming(\"k\") in a window of %v = %+v, %v; want allowed, %d left", tt.window, dec, err, want)
+			}
+		}
+		if ttl, err := d.TTL(zoneKey(l, "k")); err != nil || ttl <= 0 || ttl > maxTTL {
+			t.Errorf("TTL of the state of a window of %v = %v, %v; want within (0, %v]", tt.window, ttl, err, maxTTL)
+		}
+	}
 }

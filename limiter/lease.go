@@ -117,7 +117,7 @@ func (ls *leases) edit(c *Conn, key string, now, delta, limit int64) (leaseEdit,
 		if n == 0 {
 			return cur, 0, false
 		}
-		return dict.Bytes(buf[:n]), time.Duration(ttlOf(buf[:n], now)) * time.Millisecond, true
+		return dict.Bytes(buf[:n]), ttlOf(buf[:n], now), true
 	}
 	out, err := c.d.UpdateOutcome(zk, fn)
 	if out != (dict.Outcome{}) || err != nil {
@@ -163,13 +163,18 @@ func (ls *leases) scan(b []byte, now int64, dst []byte) (n int, total int64, own
 	return n, total, own
 }
 
-// ttlOf returns the ms from now to the last expiry of records b.
-func ttlOf(b []byte, now int64) int64 {
+// ttlOf returns the time from now to the last expiry of records b, at most
+// maxTTL: a record no Conn writes may expire further ahead than a Duration
+// holds in ns.
+func ttlOf(b []byte, now int64) time.Duration {
 	var last int64
 	for off := 0; off+leaseSize <= len(b); off += leaseSize {
 		last = max(last, getLease(b[off:]).expiry)
 	}
-	return last - now
+	if last > satAdd(now, int64(maxTTL/time.Millisecond)) {
+		return maxTTL
+	}
+	return time.Duration(last-now) * time.Millisecond
 }
 
 // incoming is Conn.incomingAt with leases.

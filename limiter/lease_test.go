@@ -108,3 +108,25 @@ func TestLeasedConnSaturatedSlots(t *testing.T) {
 		}
 	}
 }
+
+// TestLeasedConnFarExpiry: a record whose lease ends far ahead (none a Conn
+// writes, which renews to now+lease) still decides, and the key's TTL is
+// clamped to maxTTL instead of wrapping negative in ms to ns.
+func TestLeasedConnFarExpiry(t *testing.T) {
+	for _, expiry := range []int64{math.MaxInt64, t0 + 300*365*24*3600*1000} {
+		d, _ := newDict(t)
+		l, _ := NewLeasedConn(d, "t", 3, 0, 0, time.Minute)
+		var b [leaseSize]byte
+		putLease(b[:], lease{holder: 42, slots: 1, expiry: expiry})
+		if _, err := d.Set(zoneKey(l, "k"), dict.Bytes(b[:]), 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		got, err := l.Incoming(context.Background(), "k", true)
+		if err != nil || !got.Allowed || got.State != 2 {
+			t.Errorf("Incoming(\"k\") beside a lease to %d = %+v, %v; want allowed, 2 in flight", expiry, got, err)
+		}
+		if ttl, err := d.TTL(zoneKey(l, "k")); err != nil || ttl <= 0 || ttl > maxTTL {
+			t.Errorf("TTL of the key beside a lease to %d = %v, %v; want within (0, %v]", expiry, ttl, err, maxTTL)
+		}
+	}
+}

@@ -293,6 +293,7 @@ func TestDurations(t *testing.T) {
 		{math.MinInt64, time.Microsecond, 0},
 		{math.MaxInt64 / 1000, time.Microsecond, math.MaxInt64 / 1000 * 1000},
 		{math.MaxInt64/1000 + 1, time.Microsecond, math.MaxInt64},
+		{9e18, time.Microsecond, math.MaxInt64}, // gcraScript's cap
 	} {
 		if got := span(tt.n, tt.unit); got != tt.want {
 			t.Errorf("span(%d, %v) = %d, want %d", tt.n, tt.unit, got, tt.want)

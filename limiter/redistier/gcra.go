@@ -14,7 +14,8 @@ import (
 // ns: Unix µs fit a Lua double exactly). The stored value is the TAT, with a
 // TTL that ends when it is reached. KEYS[1] prefix:key; ARGV now_us or ""
 // (TIME), T_us, tau_us, n, commit. Reply {allowed 0/1, remaining, retry_us,
-// reset_us}.
+// reset_us}. retry_us is capped at 9e18 (span saturates it): a huge n waits
+// beyond 2^63 µs, which Redis would reply as LLONG_MIN.
 var gcraScript = redis.NewScript(luaNow(1, 1e6) + luaState + `
 local T, tau, n = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local tat = gcraState(KEYS[1], now) or now
@@ -22,7 +23,7 @@ if tat < now then tat = now end
 local new_tat = tat + n * T
 local allow_at = new_tat - tau
 if now < allow_at then
-  return {0, 0, allow_at - now, tat - now}
+  return {0, 0, math.min(allow_at - now, 9e18), tat - now}
 end
 if ARGV[5] == '1' and n > 0 then
   redis.call('SET', KEYS[1], string.format('%d', new_tat), 'PX', math.ceil((new_tat - now) / 1000))

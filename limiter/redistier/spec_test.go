@@ -194,6 +194,36 @@ func testGCRAVectors(t *testing.T, c redis.UniversalClient) {
 	}
 }
 
+// TestGCRALongWaits: AllowN of more requests than the burst is rejected
+// with RetryAfter how long until n would be allowed, (n·T − τ) µs,
+// saturating at the longest Duration. The script caps its reply at 9e18 µs:
+// beyond 2^63 Redis converts it to LLONG_MIN, a rejection that said "retry
+// now".
+func TestGCRALongWaits(t *testing.T) {
+	_, c := newClient(t)
+	clk := newFakeClock()
+	l, err := NewGCRA(c, "long", 10, 10, fake(clk)) // T = 1e5 µs, τ = 1e6 µs
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		n    int64
+		want time.Duration
+	}{
+		{11, 100 * time.Millisecond},
+		{1e9, (1e14 - 1e6) * time.Microsecond},
+		{1e12, math.MaxInt64}, // 1e17 µs: beyond a Duration in ns
+		{1e14, math.MaxInt64}, // 1e19 µs: beyond Redis's integers
+		{1 << 62, math.MaxInt64},
+		{math.MaxInt64, math.MaxInt64},
+	} {
+		d, err := l.AllowN(context.Background(), "k", tt.n)
+		if err != nil || d.Allowed || d.RetryAfter != tt.want {
+			t.Errorf("AllowN(\"k\", %d) = (allowed %v, RetryAfter %d), %v; want (false, %d)", tt.n, d.Allowed, d.RetryAfter, err, tt.want)
+		}
+	}
+}
+
 // testCount checks the fixed window: limit per window, rejected commits
 // counted, dry runs not, Uncommit, and the window's end.
 func testCount(t *testing.T, c redis.UniversalClient) {

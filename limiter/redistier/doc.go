@@ -6,7 +6,8 @@
 //   - Req, a leaky bucket state-compatible with lua-resty-redis-ratelimit:
 //     key "zone:key", the JSON value [excess_m, last_ms, forbidden], rate in
 //     milli-requests per second, burst, and a duration for which a rejected
-//     key stays forbidden; allowed requests store the value with a 60 s TTL.
+//     key stays forbidden; allowed requests store the value with a 60 s TTL,
+//     or longer while the bucket has not drained (below).
 //     Go services and OpenResty nodes may share one key space.
 //   - Count, a fixed window: INCR and PEXPIRE in one script.
 //   - SlidingWindow, limiter.SlidingWindow's two weighted windows in one hash.
@@ -48,6 +49,14 @@
 //     module takes it as 0 and never drains. So is an infinite rate.
 //   - A dry run (commit false) writes nothing, and the reply says how long a
 //     forbidden key stays so: the module has neither.
+//   - An allowed request's value lives until the next request would find
+//     the key as if new, (excess+1000)/rate seconds, when that is longer
+//     than the module's 60 s. The module forgets a key 60 s after its last
+//     request whatever the bucket holds, so a bucket that takes longer to
+//     drain starts full again: at "10r/m" (166 milli-requests a second)
+//     with burst 20, a bucket that 21 requests filled drains in 126.5 s,
+//     but the module admits 21 again after 60 s, twice the rate. A key an
+//     OpenResty node writes still lives 60 s.
 //
 // Failure policy. Each call has a timeout (Options.Timeout, 100 ms by
 // default). When Redis does not answer within it, or the connection fails,

@@ -12,14 +12,17 @@ import (
 	"github.com/shmzone/shmzone/limiter"
 )
 
-// reqScript is lua-resty-redis-ratelimit 0.03's script with four changes
+// reqScript is lua-resty-redis-ratelimit 0.03's script with five changes
 // that leave the stored value's shape alone: an empty now reads TIME (the
 // server clock), commit 0 writes nothing (a dry run), the reply carries how
-// long a forbidden key stays so, and a now before the stored time leaks
+// long a forbidden key stays so, a now before the stored time leaks
 // nothing and leaves the stored time as it is (doc.go: the Lua module's
-// |now − last| leaks it, which over-admits). The value is the JSON
-// [excess_m, last_ms, forbidden]; an allowed request stores it with a 60 s
-// TTL, a rejection with duration > 0 stores it forbidden for duration
+// |now − last| leaks it, which over-admits), and an allowed request's TTL
+// lasts until its state no longer counts. The value is the JSON
+// [excess_m, last_ms, forbidden]; an allowed request stores it with a TTL
+// of 60 s, or (excess_m+1000)/rate_m seconds when that is longer (at most
+// a century), the time after which the next request finds the key as if
+// new; a rejection with duration > 0 stores it forbidden for duration
 // seconds.
 //
 // KEYS[1] zone:key; ARGV rate_m, now_ms or "", burst_m, duration_s, commit,
@@ -57,7 +60,9 @@ if res then
   end
 end
 if commit then
-  redis.call('SET', key, cjson.encode({excess, now, 0}), 'EX', 60)
+  local ttl = math.ceil((excess + 1000) / rate)
+  if ttl < 60 then ttl = 60 elseif ttl > 3153600000 then ttl = 3153600000 end
+  redis.call('SET', key, cjson.encode({excess, now, 0}), 'EX', ttl)
 end
 return {1, excess, 0}
 `)

@@ -138,6 +138,46 @@ func testReqResetAfter(t *testing.T, c redis.UniversalClient) {
 	}
 }
 
+// testReqTTL checks the TTL an allowed request gives its key: 60 s, as
+// the Lua module's, or, when the bucket takes longer to drain, the time
+// until the next request finds the key as if new, (excess+1000)/rate
+// seconds rounded up. The module's 60 s made a bucket of "10r/m" and burst
+// 20, filled by 21 requests, start full again after 60 s, where it drains
+// in 126.5 s.
+func testReqTTL(t *testing.T, c redis.UniversalClient) {
+	tests := []struct {
+		name  string
+		rate  string
+		burst float64
+		calls int           // commits at t0
+		want  time.Duration // the key's TTL after them
+	}{
+		{"fast", "2r/s", 10, 11, 60 * time.Second},        // (10000+1000)/2000 = 5.5 s
+		{"slow-first", "1r/m", 0, 1, 63 * time.Second},    // (0+1000)/16 = 62.5 s
+		{"slow-full", "10r/m", 20, 21, 127 * time.Second}, // (20000+1000)/166 = 126.5 s
+	}
+	ctx := context.Background()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := newFakeClock()
+			l, err := NewReq(c, "ttl-"+tt.name, tt.rate, tt.burst, 0, fake(clk))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < tt.calls; i++ {
+				if d := incoming(t, l, "k", true); !d.Allowed {
+					t.Fatalf("call %d of %d at t0 rejected: %+v", i+1, tt.calls, d)
+				}
+			}
+			// PTTL counts down on the server's clock while the test runs.
+			ttl, err := c.PTTL(ctx, "ttl-"+tt.name+":k").Result()
+			if err != nil || ttl > tt.want || ttl < tt.want-5*time.Second {
+				t.Errorf("PTTL after %d calls = %v, %v; want %v (less the test's time)", tt.calls, ttl, err, tt.want)
+			}
+		})
+	}
+}
+
 // gcCall is one call of a GCRA vector.
 type gcCall struct {
 	at        time.Duration
@@ -304,6 +344,7 @@ func testSliding(t *testing.T, c redis.UniversalClient) {
 func suite(t *testing.T, c redis.UniversalClient) {
 	t.Run("Req", func(t *testing.T) { testReqVectors(t, c) })
 	t.Run("ReqResetAfter", func(t *testing.T) { testReqResetAfter(t, c) })
+	t.Run("ReqTTL", func(t *testing.T) { testReqTTL(t, c) })
 	t.Run("GCRA", func(t *testing.T) { testGCRAVectors(t, c) })
 	t.Run("Count", func(t *testing.T) { testCount(t, c) })
 	t.Run("SlidingWindow", func(t *testing.T) { testSliding(t, c) })

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // Helper processes: the test binary re-executed with SHM_HELPER=1 runs
@@ -56,7 +58,10 @@ func helperMain(verb, path string, args []string) int {
 		defer z.Close()
 		fmt.Printf("created=%v seed=%d size=%d\n", z.Created(), z.Header().Seed, z.Header().Size)
 		return 0
-	case "die-in-format": // create a zone and die of SIGKILL while formatting it
+	case "die-in-format": // create a zone and die of SIGKILL while formatting it; args "nofallocate": as on a filesystem without fallocate
+		if len(args) > 0 && args[0] == "nofallocate" {
+			sysFallocate = fallocateFails(unix.EOPNOTSUPP)
+		}
 		o := small
 		o.Format = func(z *Zone) error {
 			copy(z.Shard(0), "half")

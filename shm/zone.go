@@ -363,24 +363,32 @@ func attachError(path string, size int64, err error) error {
 	return &os.PathError{Op: "fallocate", Path: path, Err: err}
 }
 
+// fallocate allocates the blocks of a file being created, whose first
+// hdrSize bytes hold the creator's marker (I1).
 func fallocate(fd int, size int64) error {
 	if err := fallocateAll(fd, size); err != unix.EOPNOTSUPP {
 		return err
 	}
-	// No fallocate here: extend and write every page so that the
-	// filesystem allocates them now rather than at a fault.
-	return fillZeros(fd, size)
+	// No fallocate here (ext2, ext3, NFSv3): extend and write every page
+	// after the marker so that the filesystem allocates them now rather than
+	// at a fault. The marker stays, so that a creator that dies from here on
+	// still leaves a file the next creating Open finishes (I1).
+	return fillZeros(fd, int64(hdrSize), size)
 }
 
 // fallocateAll allocates the blocks of fd's first size bytes, retrying
 // when a signal interrupts it.
 func fallocateAll(fd int, size int64) error {
 	for {
-		if err := unix.Fallocate(fd, 0, 0, size); err != unix.EINTR {
+		if err := sysFallocate(fd, 0, 0, size); err != unix.EINTR {
 			return err
 		}
 	}
 }
+
+// sysFallocate is unix.Fallocate; tests replace it to act out filesystems
+// that have no fallocate (EOPNOTSUPP) or whose quota is spent (EDQUOT).
+var sysFallocate = unix.Fallocate
 
 // roomFor reports whether the filesystem of fd may have size bytes free. A
 // fallocate that cannot succeed would first take every free block (ext4,
@@ -399,9 +407,10 @@ func roomFor(fd int, size int64) bool {
 	return uint64(size)/unit <= fs.Bavail
 }
 
-func fillZeros(fd int, size int64) error {
+// fillZeros writes zeros over fd's bytes [from, size).
+func fillZeros(fd int, from, size int64) error {
 	buf := make([]byte, 1<<20)
-	for off := int64(0); off < size; {
+	for off := from; off < size; {
 		n := int64(len(buf))
 		if size-off < n {
 			n = size - off

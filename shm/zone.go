@@ -302,7 +302,7 @@ func (z *Zone) create(fd int, o Options, st *unix.Stat_t, made bool) (err error)
 		return fmt.Errorf("%w: %s needs %d bytes, more than its filesystem has free", ErrNoSpace, z.path, h.Size)
 	}
 	if err := fallocate(fd, h.Size); err != nil {
-		if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EFBIG) {
+		if isNoSpace(err) {
 			return fmt.Errorf("%w: %s needs %d bytes: %v", ErrNoSpace, z.path, h.Size, err)
 		}
 		return &os.PathError{Op: "fallocate", Path: z.path, Err: err}
@@ -357,10 +357,18 @@ func allocate(fd int, st *unix.Stat_t, size int64) error {
 }
 
 func attachError(path string, size int64, err error) error {
-	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EFBIG) || errors.Is(err, unix.EDQUOT) {
+	if isNoSpace(err) {
 		return fmt.Errorf("%w: %s is sparse and its filesystem cannot back its %d bytes: %v", ErrNoSpace, path, size, err)
 	}
 	return &os.PathError{Op: "fallocate", Path: path, Err: err}
+}
+
+// isNoSpace reports whether err, from fallocate or a write, says the
+// filesystem cannot back the bytes asked for: it is full, the caller's
+// quota is spent, or the file would pass its largest size. Open returns
+// ErrNoSpace for each, creating or attaching.
+func isNoSpace(err error) bool {
+	return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) || errors.Is(err, unix.EFBIG)
 }
 
 // fallocate allocates the blocks of a file being created, whose first

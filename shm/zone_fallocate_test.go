@@ -100,3 +100,16 @@ func TestFailedFormatWithoutFallocateLeavesMarker(t *testing.T) {
 		t.Fatalf("Open(marker, Size).Created() = false, want true")
 	}
 }
+
+// A creation over quota is ErrNoSpace, as Open documents and as attaching
+// a sparse zone over quota is; the file it made is removed.
+func TestCreateOverQuotaIsErrNoSpace(t *testing.T) {
+	withFallocate(t, fallocateFails(unix.EDQUOT))
+	path := tempZone(t)
+	if _, err := Open(path, small); !errors.Is(err, ErrNoSpace) {
+		t.Fatalf("Open(absent, Size) with fallocate failing EDQUOT = %v, want ErrNoSpace", err)
+	}
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("failed Open left the file it created: Lstat = %v", err)
+	}
+}

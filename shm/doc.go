@@ -20,6 +20,10 @@
 // ErrNotOwner. An empty file is adopted because formatting it destroys no
 // byte, and because a creator's O_CREAT and its flock are two steps: another
 // Open may lock the new file first and must then create the zone itself.
+// An Open that may not create (no Size, or ReadOnly) and finds the file
+// empty cannot tell a creator about to lock it from a file that will stay
+// empty: it opens the path again for up to 100ms, attaching the zone once a
+// creator has begun it, and refuses a file still empty with ErrNotZone.
 // A creation that fails removes the file when its own O_EXCL made it, and
 // otherwise leaves it empty or holding the marker, as it was found; an Open
 // waiting on the removed file finds the path no longer names it and opens

@@ -88,6 +88,12 @@ type Zone struct {
 // size; ErrBadOptions for options that make no zone; and the os errors of
 // open, such as a permission error. A creation that fails removes the file
 // when this call made it, and leaves any other file as it found it.
+//
+// An Open that does not create (o.Size is 0, or o.ReadOnly) and finds the
+// file empty may have come between a creator's O_CREAT and its flock: it
+// opens the path again for up to 100ms, and attaches the zone once a
+// creator has begun it, waiting under flock as above. A file still empty
+// then is refused with ErrNotZone.
 func Open(path string, o Options) (*Zone, error) {
 	if o.Size < 0 {
 		return nil, fmt.Errorf("%w: negative size %d", ErrBadOptions, o.Size)
@@ -98,16 +104,42 @@ func Open(path string, o Options) (*Zone, error) {
 	if o.Perm&^os.ModePerm != 0 {
 		return nil, fmt.Errorf("%w: mode %v has bits other than permissions", ErrBadOptions, o.Perm)
 	}
-	for try := 0; ; try++ {
+	replaced, waited := 0, time.Duration(0)
+	for {
 		z, err := open(path, o)
-		if err != errReplaced {
+		switch err {
+		case errEmpty:
+			if waited >= emptyWait {
+				return nil, fmt.Errorf("%w: %s is empty, and no creator began a zone in it within %v", ErrNotZone, path, emptyWait)
+			}
+			d := min(max(waited, emptyPoll), emptyWait-waited) // 1, 1, 2, 4 … ms
+			sleepEmpty(d)
+			waited += d
+		case errReplaced:
+			replaced++
+			if replaced > maxReplaced {
+				return nil, fmt.Errorf("shm: %s was replaced %d times while it was being opened", path, replaced)
+			}
+		default:
 			return z, err
-		}
-		if try == maxReplaced {
-			return nil, fmt.Errorf("shm: %s was replaced %d times while it was being opened", path, try+1)
 		}
 	}
 }
+
+// errEmpty says an Open that does not create found the file empty. A
+// creator makes its file with O_CREAT and locks it next, so the file may be
+// a zone about to be created: Open waits emptyWait in all, polling from
+// emptyPoll, for a creator to lock it, and then refuses it.
+var errEmpty = errors.New("shm: file empty")
+
+const (
+	emptyWait = 100 * time.Millisecond
+	emptyPoll = time.Millisecond
+)
+
+// sleepEmpty is time.Sleep; tests replace it to act out a creator that
+// locks the file while Open waits, or to count the wait without taking it.
+var sleepEmpty = time.Sleep
 
 // errReplaced says the path no longer names the file open locked: another
 // process removed or replaced it meanwhile (a creation that failed removes
@@ -149,7 +181,7 @@ func open(path string, o Options) (*Zone, error) {
 	z := &Zone{path: path, readOnly: o.ReadOnly}
 	if st.Size == 0 {
 		if !create {
-			return nil, fmt.Errorf("%w: %s is empty", ErrNotZone, path)
+			return nil, errEmpty
 		}
 		if err := z.create(fd, o, &st, made); err != nil {
 			return nil, err

@@ -39,8 +39,9 @@
 //	I2. Open validates magic, then version and byte order, then the checksum,
 //	    then the geometry against the file size, before any offset is trusted
 //	    (ParseHeader).
-//	I3. Every byte of the file is allocated when it is created (fallocate),
-//	    and when it is attached read-write (a sparse copy is allocated, or
+//	I3. Every byte of the file is allocated when it is created (fallocate,
+//	    or, on a filesystem without it, zeros written after the marker), and
+//	    when it is attached read-write (a sparse copy is allocated, or
 //	    refused with ErrNoSpace), so a mapped page of a writer never faults
 //	    for lack of backing store. A fault that still happens (a read-only
 //	    mapping of a sparse file, a file truncated while mapped) becomes

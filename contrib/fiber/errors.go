@@ -15,7 +15,8 @@ var (
 	// ErrBadPolicy is returned by New for a policy name that is not
 	// printable ASCII, or a negative limit or window.
 	ErrBadPolicy = errors.New("shmfiber: bad policy")
-	// ErrNoClientAddr is returned by the default key function, through
-	// Options.Error, when c.IP() holds no IP address.
+	// ErrNoClientAddr is returned by ClientAddr, and by the default key
+	// function through Options.Error, when the peer's address is no IP
+	// address.
 	ErrNoClientAddr = errors.New("shmfiber: no client address")
 )

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v3"
@@ -15,19 +13,19 @@ import (
 )
 
 // Options configures the middleware, as httplimit.Options does net/http's.
-// The zero value keys requests by fiber's client address, writes the
-// headers of the limiter's policy, waits out delays, answers rejections with
-// 429 and errors with 500.
+// The zero value keys requests by ClientAddr, writes the headers of the
+// limiter's policy, waits out delays, answers rejections with 429 and
+// errors with 500.
 type Options struct {
 	// Next skips the middleware for a request when it returns true (fiber's
 	// convention): no decision, no headers.
 	Next func(c fiber.Ctx) bool
-	// Key returns a request's limiter key. Nil keys by c.IP(), which
-	// follows the app's TrustProxy, TrustProxyConfig and ProxyHeader (its
-	// first address when the header holds a list), made a key as
-	// httplimit.AddrKey does (an IPv6 client by its /64); a c.IP() that
-	// holds no address is ErrNoClientAddr. An error fails the request
-	// through Error.
+	// Key returns a request's limiter key. Nil keys by ClientAddr, which
+	// follows the app's TrustProxy, TrustProxyConfig and ProxyHeader but
+	// takes the header's rightmost untrusted address, not c.IP()'s
+	// leftmost (which the client writes), made a key as httplimit.AddrKey
+	// does (an IPv6 client by its /64); a peer with no IP address is
+	// ErrNoClientAddr. An error fails the request through Error.
 	Key func(c fiber.Ctx) (string, error)
 	// Policy is the quota the headers announce. Its zero value takes the
 	// limiter's own (a Policy() limiter.Policy method, as the limiters of
@@ -108,26 +106,14 @@ func (m *middleware) serve(c fiber.Ctx) error {
 	return c.Next()
 }
 
-// ipKey is the default key: fiber's client address, as httplimit keys it.
-// Behind a trusted proxy c.IP() is the proxy header's value, whole (a
-// list) unless the app sets EnableIPValidation; the key is then its first
-// address, the one fiber's validation would take.
+// ipKey is the default key: ClientAddr, made a key by httplimit.AddrKey
+// (an IPv6 client by its /64).
 func ipKey(c fiber.Ctx) (string, error) {
-	ip := c.IP()
-	s := ip
-	if i := strings.IndexByte(s, ','); i >= 0 {
-		s = s[:i]
-	}
-	s = strings.TrimSpace(s)
-	a, err := netip.ParseAddr(s)
+	a, err := ClientAddr(c)
 	if err != nil {
-		ap, err2 := netip.ParseAddrPort(s)
-		if err2 != nil {
-			return "", fmt.Errorf("%w: %q", ErrNoClientAddr, ip)
-		}
-		a = ap.Addr()
+		return "", err
 	}
-	return httplimit.AddrKey(a.Unmap().WithZone("")), nil
+	return httplimit.AddrKey(a), nil
 }
 
 func tooManyRequests(c fiber.Ctx, d limiter.Decision) error {

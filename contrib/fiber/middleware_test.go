@@ -3,6 +3,9 @@ package shmfiber_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -12,6 +15,7 @@ import (
 	"github.com/gofiber/fiber/v3"
 	"github.com/shmzone/shmzone/contrib/fiber"
 	"github.com/shmzone/shmzone/limiter"
+	"github.com/valyala/fasthttp"
 )
 
 // newApp returns an app whose "/" answers "ok" behind the middleware of l
@@ -84,15 +88,15 @@ func TestMiddlewareHeaders(t *testing.T) {
 	}
 }
 
-// The default key is c.IP(), which follows the app's proxy settings: a
-// trusted peer's X-Forwarded-For names the client, an untrusted one's is
-// ignored.
+// The default key is ClientAddr, which follows the app's proxy settings: a
+// trusted peer's X-Forwarded-For names the client, its rightmost untrusted
+// address; an untrusted peer's is ignored.
 func TestMiddlewareKeyFollowsTrustProxy(t *testing.T) {
 	d := openZone(t, nil)
 	trusting := fiber.Config{
 		TrustProxy:       true,
 		ProxyHeader:      fiber.HeaderXForwardedFor,
-		TrustProxyConfig: fiber.TrustProxyConfig{Proxies: []string{"0.0.0.0"}}, // app.Test's peer
+		TrustProxyConfig: fiber.TrustProxyConfig{Proxies: []string{"0.0.0.0", "10.0.0.0/8"}}, // app.Test's peer, a proxy behind it
 	}
 	untrusting := fiber.Config{ProxyHeader: fiber.HeaderXForwardedFor}
 	for _, tc := range []struct {
@@ -115,20 +119,130 @@ func TestMiddlewareKeyFollowsTrustProxy(t *testing.T) {
 			if r := do(t, app, "X-Forwarded-For", "192.0.2.1"); r.StatusCode != 429 {
 				t.Fatalf("first client again: %d, want 429", r.StatusCode)
 			}
-			// A list: fiber's client is its first address.
+			// A list: the client is its rightmost untrusted address.
 			if r := do(t, app, "X-Forwarded-For", "192.0.2.1, 10.0.0.9"); r.StatusCode != 429 {
 				t.Fatalf("first client through two proxies: %d, want 429", r.StatusCode)
 			}
+			if r := do(t, app, "X-Forwarded-For", "198.51.100.1, 192.0.2.1"); r.StatusCode != 429 {
+				t.Fatalf("first client with a forged first entry: %d, want 429", r.StatusCode)
+			}
 		})
 	}
+	t.Run("IPv6 by its /64", func(t *testing.T) {
+		l, _ := limiter.NewCount(d, "ipv6", 1, time.Minute)
+		app := newApp(t, l, shmfiber.Options{}, trusting)
+		if r := do(t, app, "X-Forwarded-For", "2001:db8:1:2::1"); r.StatusCode != 200 {
+			t.Fatalf("first request: %d", r.StatusCode)
+		}
+		if r := do(t, app, "X-Forwarded-For", "2001:db8:1:2::2, 10.0.0.9"); r.StatusCode != 429 {
+			t.Fatalf("same /64: %d, want 429", r.StatusCode)
+		}
+		if r := do(t, app, "X-Forwarded-For", "2001:db8:1:3::1"); r.StatusCode != 200 {
+			t.Fatalf("another /64: %d, want 200", r.StatusCode)
+		}
+	})
 	t.Run("no address", func(t *testing.T) {
 		l, _ := limiter.NewCount(d, "noaddr", 1, time.Minute)
 		var got error
 		app := newApp(t, l, shmfiber.Options{Error: func(c fiber.Ctx, err error) error { got = err; return c.SendStatus(500) }}, trusting)
-		if r := do(t, app, "X-Forwarded-For", "unknown"); r.StatusCode != 500 || !errors.Is(got, shmfiber.ErrNoClientAddr) {
-			t.Fatalf("X-Forwarded-For: unknown: %d, error %v; want 500 with ErrNoClientAddr", r.StatusCode, got)
+		var req fasthttp.Request
+		req.SetRequestURI("/")
+		var ctx fasthttp.RequestCtx
+		ctx.Init(&req, &net.TCPAddr{}, nil) // a peer with no IP
+		app.Handler()(&ctx)
+		if code := ctx.Response.StatusCode(); code != 500 || !errors.Is(got, shmfiber.ErrNoClientAddr) {
+			t.Fatalf("peer with no IP: %d, error %v; want 500 with ErrNoClientAddr", code, got)
 		}
 	})
+}
+
+// Behind a trusted proxy that appends the peer it saw to the client's
+// X-Forwarded-For (nginx's $proxy_add_x_forwarded_for), the client writes
+// every entry left of the proxy's: forging them must not buy it a new key,
+// nor an error that a fail-open Error would let through.
+func TestMiddlewareKeyIgnoresForgedForwardedFor(t *testing.T) {
+	d := openZone(t, nil)
+	cfg := fiber.Config{
+		TrustProxy:       true,
+		ProxyHeader:      fiber.HeaderXForwardedFor,
+		TrustProxyConfig: fiber.TrustProxyConfig{Proxies: []string{"0.0.0.0"}}, // app.Test's peer
+	}
+	for _, tc := range []struct {
+		name  string
+		forge func(i int) string
+	}{
+		{"other address", func(i int) string { return fmt.Sprintf("198.51.100.%d", i) }},
+		{"no address", func(int) string { return "unknown" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, _ := limiter.NewCount(d, tc.name, 1, time.Minute)
+			failOpen := func(c fiber.Ctx, err error) error { return c.Next() }
+			app := newApp(t, l, shmfiber.Options{Error: failOpen}, cfg)
+			passed := 0
+			for i := range 5 {
+				xff := tc.forge(i) + ", 203.0.113.7"
+				if r := do(t, app, "X-Forwarded-For", xff); r.StatusCode == 200 {
+					passed++
+				}
+			}
+			if passed != 1 {
+				t.Errorf("one client forging X-Forwarded-For's first entry: %d of 5 passed a limit of 1, want 1", passed)
+			}
+		})
+	}
+}
+
+func TestClientAddr(t *testing.T) {
+	proxies := fiber.TrustProxyConfig{Proxies: []string{"0.0.0.0", "10.0.0.0/8", "192.0.2.200"}}
+	tests := []struct {
+		name string
+		tpc  fiber.TrustProxyConfig
+		xff  []string // X-Forwarded-For lines
+		want string
+	}{
+		{"no header", proxies, nil, "0.0.0.0"},
+		{"one address", proxies, []string{"203.0.113.7"}, "203.0.113.7"},
+		{"forged first entry", proxies, []string{"198.51.100.1, 203.0.113.7"}, "203.0.113.7"},
+		{"forged non-address", proxies, []string{"unknown, 203.0.113.7"}, "203.0.113.7"},
+		{"through a trusted CIDR", proxies, []string{"203.0.113.7, 10.0.0.9"}, "203.0.113.7"},
+		{"through a trusted address", proxies, []string{"203.0.113.7, 192.0.2.200"}, "203.0.113.7"},
+		{"untrusted hop", proxies, []string{"203.0.113.7, 172.16.0.9"}, "172.16.0.9"},
+		{"every hop trusted", proxies, []string{"10.0.0.8, 10.0.0.9"}, "10.0.0.8"},
+		{"non-address behind a trusted hop", proxies, []string{"unknown, 10.0.0.9"}, "10.0.0.9"},
+		{"non-address alone", proxies, []string{"unknown"}, "0.0.0.0"},
+		{"two lines", proxies, []string{"198.51.100.1", "203.0.113.7"}, "203.0.113.7"},
+		{"port and mapped", proxies, []string{"[::ffff:203.0.113.7]:443"}, "203.0.113.7"},
+		{"IPv6", proxies, []string{"2001:db8::1, 10.0.0.9"}, "2001:db8::1"},
+		{"Private", fiber.TrustProxyConfig{Proxies: []string{"0.0.0.0"}, Private: true}, []string{"203.0.113.7, 172.16.0.9"}, "203.0.113.7"},
+		{"Loopback", fiber.TrustProxyConfig{Proxies: []string{"0.0.0.0"}, Loopback: true}, []string{"203.0.113.7, 127.0.0.2"}, "203.0.113.7"},
+		{"LinkLocal", fiber.TrustProxyConfig{Proxies: []string{"0.0.0.0"}, LinkLocal: true}, []string{"203.0.113.7, fe80::1%eth0"}, "203.0.113.7"},
+		{"untrusted peer", fiber.TrustProxyConfig{Proxies: []string{"10.0.0.0/8"}}, []string{"203.0.113.7"}, "0.0.0.0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			app := fiber.New(fiber.Config{TrustProxy: true, ProxyHeader: fiber.HeaderXForwardedFor, TrustProxyConfig: tt.tpc})
+			app.Get("/", func(c fiber.Ctx) error {
+				a, err := shmfiber.ClientAddr(c)
+				if err != nil {
+					return err
+				}
+				return c.SendString(a.String())
+			})
+			req := httptest.NewRequest("GET", "/", nil)
+			for _, v := range tt.xff {
+				req.Header.Add("X-Forwarded-For", v)
+			}
+			resp, err := app.Test(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if got := string(body); resp.StatusCode != 200 || got != tt.want {
+				t.Errorf("ClientAddr(X-Forwarded-For %q) = %d %q, want %s", tt.xff, resp.StatusCode, got, tt.want)
+			}
+		})
+	}
 }
 
 func TestMiddlewareOptions(t *testing.T) {

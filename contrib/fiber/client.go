@@ -1,0 +1,101 @@
+package shmfiber
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/gofiber/fiber/v3"
+)
+
+// ClientAddr returns the address of the client that sent c's request, by
+// the app's own proxy settings and httplimit.ClientAddr's rule. It is the
+// peer's address (as fasthttp's RemoteIP has it: 0.0.0.0 for a Unix
+// socket) unless c.IsProxyTrusted() (the app's TrustProxy and
+// TrustProxyConfig) and the app has a ProxyHeader; then that header (every
+// line of it) is read from the right, skipping the addresses
+// TrustProxyConfig trusts (its Proxies, addresses or CIDRs, and the
+// loopback, private and link-local ranges its flags name), and the first
+// untrusted one is the client: the rightmost untrusted address, the only
+// one no client can forge, since a proxy appends the peer it saw to
+// whatever the client sent. When every address is trusted, the leftmost is
+// the client; an entry that is no address ends the walk at the trusted hop
+// that added it. This is not c.IP(), which is the header whole, or with
+// EnableIPValidation its first valid address: the client's own claim.
+// IPv4-mapped IPv6 addresses are unmapped and zones dropped. Errors:
+// ErrNoClientAddr when the peer's TCP address holds no IP address.
+func ClientAddr(c fiber.Ctx) (netip.Addr, error) {
+	ip := c.RequestCtx().RemoteIP()
+	peer, ok := netip.AddrFromSlice(ip)
+	if !ok || !peer.IsValid() {
+		return netip.Addr{}, fmt.Errorf("%w: %v", ErrNoClientAddr, c.RequestCtx().RemoteAddr())
+	}
+	client := peer.Unmap().WithZone("")
+	if !c.IsProxyTrusted() {
+		return client, nil
+	}
+	cfg := c.App().Config()
+	if cfg.ProxyHeader == "" {
+		return client, nil
+	}
+	tc := &cfg.TrustProxyConfig
+	lines := c.Request().Header.PeekAll(cfg.ProxyHeader)
+	for i := len(lines) - 1; i >= 0; i-- {
+		list := string(lines[i])
+		for list != "" {
+			var item string
+			if j := strings.LastIndexByte(list, ','); j >= 0 {
+				list, item = list[:j], list[j+1:]
+			} else {
+				list, item = "", list
+			}
+			addr, ok := parseAddr(strings.TrimSpace(item))
+			if !ok {
+				return client, nil // forged or broken: trust the hop that added it
+			}
+			client = addr
+			if !isTrusted(addr, tc) {
+				return client, nil
+			}
+		}
+	}
+	return client, nil
+}
+
+// parseAddr parses an address with or without a port ("192.0.2.1",
+// "192.0.2.1:80", "[2001:db8::1]:80", "2001:db8::1"), unmapped and without
+// its zone.
+func parseAddr(s string) (netip.Addr, bool) {
+	addr, err := netip.ParseAddr(s)
+	if err != nil {
+		ap, err := netip.ParseAddrPort(s)
+		if err != nil {
+			return netip.Addr{}, false
+		}
+		addr = ap.Addr()
+	}
+	return addr.Unmap().WithZone(""), true
+}
+
+// isTrusted reports whether tc trusts a as a proxy, as fiber's
+// IsProxyTrusted does a peer: by its Loopback, Private and LinkLocal flags,
+// then by its Proxies, each a CIDR (with a '/') or an address. Entries
+// fiber could not parse (it warns of them in fiber.New) trust nothing.
+func isTrusted(a netip.Addr, tc *fiber.TrustProxyConfig) bool {
+	if (tc.Loopback && a.IsLoopback()) || (tc.Private && a.IsPrivate()) || (tc.LinkLocal && a.IsLinkLocalUnicast()) {
+		return true
+	}
+	for _, s := range tc.Proxies {
+		if strings.IndexByte(s, '/') >= 0 {
+			p, err := netip.ParsePrefix(s)
+			if err == nil && p.Masked().Contains(a) {
+				return true
+			}
+			continue
+		}
+		if p, err := netip.ParseAddr(s); err == nil && p.Unmap() == a {
+			return true
+		}
+	}
+	return false
+}

@@ -327,6 +327,13 @@ func (d *Dict) Created() bool { return d.z.Created() }
 // ReadOnly reports whether the zone is mapped read-only (Options.ReadOnly).
 func (d *Dict) ReadOnly() bool { return d.readOnly }
 
+// Err returns nil while d is usable, ErrClosed after Close, and the error
+// wrapping shm.ErrFault after a guarded operation faulted in the zone's
+// mapping (Options.GuardFaults): the error every other operation then
+// returns. Stats, FreeSpace and the other calls that return no error give
+// zeros then; Err tells those from an empty zone's.
+func (d *Dict) Err() error { return d.usable() }
+
 // Capacity returns the zone's size in bytes.
 func (d *Dict) Capacity() int64 { return d.z.Header().Size }
 

@@ -149,6 +149,9 @@ func TestErrorSentinels(t *testing.T) {
 	t.Run("closed", func(t *testing.T) {
 		d, _ := specOpen(t, Options{})
 		specSet(t, d, "k", Int(1), 0, 0)
+		if err := d.Err(); err != nil {
+			t.Fatalf("Err() before Close = %v, want <nil>", err)
+		}
 		if err := d.Close(); err != nil {
 			t.Fatalf("Close() = %v", err)
 		}
@@ -162,6 +165,7 @@ func TestErrorSentinels(t *testing.T) {
 			wantErr(t, op.name+" after Close", op.fn(d), ErrClosed)
 		}
 		wantErr(t, "Check after Close", d.Check(), ErrClosed)
+		wantErr(t, "Err after Close", d.Err(), ErrClosed)
 		if n := d.FreeSpace(); n != 0 {
 			t.Fatalf("FreeSpace() after Close = %d, want 0", n)
 		}

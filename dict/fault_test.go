@@ -112,6 +112,9 @@ func TestGuardFaultsStats(t *testing.T) {
 	if _, _, err := d.Get("k"); !errors.Is(err, shm.ErrFault) {
 		t.Fatalf("Get after Stats faulted: %v, want shm.ErrFault", err)
 	}
+	if err := d.Err(); !errors.Is(err, shm.ErrFault) {
+		t.Errorf("Err after the fault: %v, want shm.ErrFault", err)
+	}
 	if n := d.FreeSpace(); n != 0 {
 		t.Errorf("FreeSpace after the fault: %d", n)
 	}

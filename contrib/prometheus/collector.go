@@ -2,6 +2,7 @@ package shmprom
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,9 +41,13 @@ type statser interface {
 
 // Collector is a prometheus.Collector of dictionaries and limiters. The
 // zero value is not usable: call NewCollector. Register it once with a
-// registry; dictionaries and limiters may be added before or after.
+// registry; dictionaries and limiters may be added and removed before or
+// after.
 type Collector struct {
-	mu       sync.Mutex
+	// mu is held for reading while Collect reads the dictionaries, so that
+	// RemoveDict, which holds it for writing, returns only when no Collect
+	// reads the dictionary it removed.
+	mu       sync.RWMutex
 	dicts    []namedDict
 	limiters []*Limiter
 	names    map[string]bool // "zone/" and "limiter/" names taken
@@ -58,8 +63,11 @@ func NewCollector() *Collector {
 	return &Collector{names: map[string]bool{}}
 }
 
-// AddDict exports d's Stats under the label zone=name. Errors: ErrNilDict,
-// ErrDuplicate for a name already added.
+// AddDict exports d's Stats under the label zone=name, until RemoveDict
+// or until d is closed: a scrape leaves out a Dict whose Err is not nil,
+// whose figures would read as zeros (a counter falling to 0 reads as a
+// reset, the gauges as an empty zone). Errors: ErrNilDict, ErrDuplicate for
+// a name added and not removed, closed Dict or not.
 func (c *Collector) AddDict(name string, d *dict.Dict) error {
 	if d == nil {
 		return ErrNilDict
@@ -74,10 +82,26 @@ func (c *Collector) AddDict(name string, d *dict.Dict) error {
 	return nil
 }
 
+// RemoveDict stops exporting the dictionary added under name and frees
+// the name for AddDict, as for a Dict reopened. It reports whether there
+// was one. When it returns no Collect reads the dictionary, so remove a
+// Dict before closing it: Close must not race with its Stats.
+func (c *Collector) RemoveDict(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := slices.IndexFunc(c.dicts, func(nd namedDict) bool { return nd.name == name })
+	if i < 0 {
+		return false
+	}
+	c.dicts = slices.Delete(c.dicts, i, i+1)
+	delete(c.names, "zone/"+name)
+	return true
+}
+
 // AddLimiter returns l wrapped to count its decisions, exported under the
 // label limiter=name with l's limiter.Stats when it has them. Use the
 // returned Limiter in l's place. Errors: ErrNilLimiter, ErrDuplicate for a
-// name already added.
+// name added and not removed (RemoveLimiter).
 func (c *Collector) AddLimiter(name string, l limiter.Limiter) (limiter.Limiter, error) {
 	if l == nil {
 		return nil, ErrNilLimiter
@@ -93,6 +117,23 @@ func (c *Collector) AddLimiter(name string, l limiter.Limiter) (limiter.Limiter,
 	return w.wrapped(), nil
 }
 
+// RemoveLimiter stops exporting the limiter added under name and frees
+// the name for AddLimiter. It reports whether there was one. The Limiter
+// AddLimiter returned still works, its counts no longer exported; one
+// added again under the name counts from 0, which Prometheus reads as a
+// counter reset.
+func (c *Collector) RemoveLimiter(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := slices.IndexFunc(c.limiters, func(l *Limiter) bool { return l.name == name })
+	if i < 0 {
+		return false
+	}
+	c.limiters = slices.Delete(c.limiters, i, i+1)
+	delete(c.names, "limiter/"+name)
+	return true
+}
+
 // Describe sends every metric's description.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range dictDescs {
@@ -103,26 +144,37 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect reads every dictionary's Stats and every limiter's counts.
+// Collect reads every open dictionary's Stats, leaving out one whose Err
+// is not nil (closed, or faulted under GuardFaults), and every limiter's
+// counts.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	dicts := c.dicts
-	limiters := c.limiters
-	c.mu.Unlock()
-	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	for _, m := range c.metrics() {
+		ch <- m
 	}
-	for _, nd := range dicts {
+}
+
+// metrics reads the figures under c.mu, for Collect to send after.
+func (c *Collector) metrics() []prometheus.Metric {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var ms []prometheus.Metric
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ms = append(ms, prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...))
+	}
+	for _, nd := range c.dicts {
+		if nd.d.Err() != nil {
+			continue
+		}
 		s := nd.d.Stats()
 		for i, m := range zonemetrics.All {
 			vt := prometheus.GaugeValue
 			if m.Type == zonemetrics.Counter {
 				vt = prometheus.CounterValue
 			}
-			ch <- prometheus.MustNewConstMetric(dictDescs[i], vt, float64(m.Value(s)), nd.name)
+			ms = append(ms, prometheus.MustNewConstMetric(dictDescs[i], vt, float64(m.Value(s)), nd.name))
 		}
 	}
-	for _, l := range limiters {
+	for _, l := range c.limiters {
 		counter(descDecisions, l.allowed.Load(), l.name, "allowed")
 		counter(descDecisions, l.rejected.Load(), l.name, "rejected")
 		counter(descDecisions, l.errors.Load(), l.name, "error")
@@ -133,4 +185,5 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			counter(descEvicted, st.Evicted, l.name)
 		}
 	}
+	return ms
 }

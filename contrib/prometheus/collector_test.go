@@ -264,6 +264,116 @@ func TestCollectorErrors(t *testing.T) {
 	}
 }
 
+// gather collects reg's metric families by name.
+func gather(t *testing.T, reg *prometheus.Registry) map[string]*dto.MetricFamily {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mfs := make(map[string]*dto.MetricFamily, len(fams))
+	for _, mf := range fams {
+		mfs[mf.GetName()] = mf
+	}
+	return mfs
+}
+
+// A closed Dict's Stats are zeros: exported, its counters would fall to 0
+// (a reset to Prometheus) and its gauges claim an empty zone. A scrape
+// leaves it out, and keeps the open ones.
+func TestCollectorSkipsClosedDict(t *testing.T) {
+	open := openZone(t)
+	closed, err := dict.Open(filepath.Join(t.TempDir(), "closed.zone"), dict.Options{Size: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []*dict.Dict{open, closed} {
+		if err := d.SafeSet("a", dict.Int(1), 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := d.Get("a"); err != nil {
+			t.Fatal(err)
+		}
+		d.SyncStats()
+	}
+	c := shmprom.NewCollector()
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(c); err != nil {
+		t.Fatal(err)
+	}
+	c.AddDict("open", open)
+	c.AddDict("closed", closed)
+	if got, ok := value(gather(t, reg), "shmzone_hits_total", map[string]string{"zone": "closed"}); !ok || got != 1 {
+		t.Fatalf("before Close: shmzone_hits_total{zone=closed} = %v (present %v), want 1", got, ok)
+	}
+	closed.Close()
+	mfs := gather(t, reg)
+	for _, m := range zonemetrics.All {
+		if got, ok := value(mfs, m.Name, map[string]string{"zone": "closed"}); ok {
+			t.Errorf("after Close: %s{zone=closed} = %v, want no sample", m.Name, got)
+		}
+		if _, ok := value(mfs, m.Name, map[string]string{"zone": "open"}); !ok {
+			t.Errorf("%s{zone=open} missing", m.Name)
+		}
+	}
+}
+
+// RemoveDict and RemoveLimiter stop exporting a name and free it, so that
+// a reopened Dict, or a new limiter, can be added under it.
+func TestCollectorRemoveFreesName(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "z.zone")
+	d, err := dict.Open(path, dict.Options{Size: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := shmprom.NewCollector()
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddDict("z", d); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := limiter.NewCount(d, "c", 1, time.Minute)
+	if _, err := c.AddLimiter("l", l); err != nil {
+		t.Fatal(err)
+	}
+	if !c.RemoveDict("z") || !c.RemoveLimiter("l") {
+		t.Fatal("RemoveDict(z), RemoveLimiter(l) = false, want true")
+	}
+	if c.RemoveDict("z") || c.RemoveLimiter("l") {
+		t.Error("second RemoveDict(z), RemoveLimiter(l) = true, want false")
+	}
+	mfs := gather(t, reg)
+	if _, ok := value(mfs, "shmzone_entries", map[string]string{"zone": "z"}); ok {
+		t.Error("shmzone_entries{zone=z} exported after RemoveDict")
+	}
+	if _, ok := value(mfs, "shmzone_limiter_decisions_total", map[string]string{"limiter": "l"}); ok {
+		t.Error("shmzone_limiter_decisions_total{limiter=l} exported after RemoveLimiter")
+	}
+	d.Close()
+
+	d2, err := dict.Open(path, dict.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	if err := c.AddDict("z", d2); err != nil {
+		t.Fatalf("AddDict(z) of the reopened Dict = %v, want <nil>", err)
+	}
+	l2, _ := limiter.NewCount(d2, "c", 1, time.Minute)
+	if _, err := c.AddLimiter("l", l2); err != nil {
+		t.Fatalf("AddLimiter(l) after RemoveLimiter = %v, want <nil>", err)
+	}
+	mfs = gather(t, reg)
+	if got, ok := value(mfs, "shmzone_capacity_bytes", map[string]string{"zone": "z"}); !ok || got != float64(d2.Capacity()) {
+		t.Errorf("shmzone_capacity_bytes{zone=z} of the reopened Dict = %v (present %v), want %d", got, ok, d2.Capacity())
+	}
+	if _, ok := value(mfs, "shmzone_limiter_decisions_total", map[string]string{"limiter": "l"}); !ok {
+		t.Error("shmzone_limiter_decisions_total{limiter=l} missing after AddLimiter again")
+	}
+}
+
 // The wrapper keeps exactly the optional methods of the limiter it wraps,
 // which middleware looks for: a Count's Policy and ResetAfter, a Conn's
 // Policy and Leaving, a Req's Policy, nothing for a limiter without them.

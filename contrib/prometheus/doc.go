@@ -17,9 +17,13 @@
 //	    rejected or error; dry runs (commit false) included.
 //	I2. A scrape reads each dictionary's Stats once, one shard at a time,
 //	    as dict.Stats does.
+//	I3. A scrape exports no figure of a closed (or faulted) Dict: its
+//	    Stats are zeros, which would read as a counter reset and an empty
+//	    zone. RemoveDict and RemoveLimiter free a name for a new Add.
 //
 // Concurrency: a Collector and its Limiters are safe for concurrent use by
-// goroutines. The counts are this process's: each process, a prefork child
+// goroutines; RemoveDict returns when no scrape reads the Dict, which may
+// then be closed. The counts are this process's: each process, a prefork child
 // among them, exports its own decisions, while every process that opens a
 // zone exports the same zone-wide dictionary figures.
 package shmprom

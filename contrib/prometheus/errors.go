@@ -8,6 +8,7 @@ var (
 	// ErrNilLimiter is returned by AddLimiter for a nil limiter.
 	ErrNilLimiter = errors.New("shmprom: nil limiter")
 	// ErrDuplicate is returned by AddDict and AddLimiter for a name already
-	// added, whose metrics would collide.
+	// added and not removed (RemoveDict, RemoveLimiter), whose metrics
+	// would collide.
 	ErrDuplicate = errors.New("shmprom: duplicate name")
 )

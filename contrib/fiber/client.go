@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v3"
+	"github.com/shmzone/shmzone/limiter/httplimit"
 )
 
 // ClientAddr returns the address of the client that sent c's request, by
@@ -39,42 +40,12 @@ func ClientAddr(c fiber.Ctx) (netip.Addr, error) {
 		return client, nil
 	}
 	tc := &cfg.TrustProxyConfig
-	lines := c.Request().Header.PeekAll(cfg.ProxyHeader)
-	for i := len(lines) - 1; i >= 0; i-- {
-		list := string(lines[i])
-		for list != "" {
-			var item string
-			if j := strings.LastIndexByte(list, ','); j >= 0 {
-				list, item = list[:j], list[j+1:]
-			} else {
-				list, item = "", list
-			}
-			addr, ok := parseAddr(strings.TrimSpace(item))
-			if !ok {
-				return client, nil // forged or broken: trust the hop that added it
-			}
-			client = addr
-			if !isTrusted(addr, tc) {
-				return client, nil
-			}
-		}
+	peeked := c.Request().Header.PeekAll(cfg.ProxyHeader)
+	lines := make([]string, len(peeked))
+	for i, l := range peeked {
+		lines[i] = string(l)
 	}
-	return client, nil
-}
-
-// parseAddr parses an address with or without a port ("192.0.2.1",
-// "192.0.2.1:80", "[2001:db8::1]:80", "2001:db8::1"), unmapped and without
-// its zone.
-func parseAddr(s string) (netip.Addr, bool) {
-	addr, err := netip.ParseAddr(s)
-	if err != nil {
-		ap, err := netip.ParseAddrPort(s)
-		if err != nil {
-			return netip.Addr{}, false
-		}
-		addr = ap.Addr()
-	}
-	return addr.Unmap().WithZone(""), true
+	return httplimit.Forwarded(client, lines, func(a netip.Addr) bool { return isTrusted(a, tc) }), nil
 }
 
 // isTrusted reports whether tc trusts a as a proxy, as fiber's

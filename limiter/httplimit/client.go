@@ -23,10 +23,24 @@ func ClientAddr(r *http.Request, trusted []netip.Prefix) (netip.Addr, error) {
 	if !isTrusted(peer, trusted) {
 		return peer, nil
 	}
+	return Forwarded(peer, r.Header.Values("X-Forwarded-For"), func(a netip.Addr) bool { return isTrusted(a, trusted) }), nil
+}
+
+// Forwarded returns the client behind peer, a proxy that trusted accepts,
+// from the lines of the forwarding header it sent (X-Forwarded-For's
+// comma-separated addresses, each line as received, in order): the lines
+// are read from the right, skipping the addresses trusted accepts, and the
+// first it does not is the client, the only one no client can forge, since
+// a proxy appends the peer it saw to whatever the client sent. When every
+// address is trusted, the leftmost is the client; an entry that is no
+// address (with or without a port) ends the walk at the trusted hop that
+// added it. IPv4-mapped IPv6 addresses are unmapped and zones dropped.
+// ClientAddr is Forwarded with trusted prefixes; adapters of other servers
+// call it with their own proxy settings.
+func Forwarded(peer netip.Addr, lines []string, trusted func(netip.Addr) bool) netip.Addr {
 	client := peer
-	hdrs := r.Header.Values("X-Forwarded-For")
-	for i := len(hdrs) - 1; i >= 0; i-- {
-		list := hdrs[i]
+	for i := len(lines) - 1; i >= 0; i-- {
+		list := lines[i]
 		for list != "" {
 			var item string
 			if j := strings.LastIndexByte(list, ','); j >= 0 {
@@ -36,15 +50,15 @@ func ClientAddr(r *http.Request, trusted []netip.Prefix) (netip.Addr, error) {
 			}
 			addr, ok := parseAddr(strings.TrimSpace(item))
 			if !ok {
-				return client, nil // forged or broken: trust the hop that added it
+				return client // forged or broken: trust the hop that added it
 			}
 			client = addr
-			if !isTrusted(addr, trusted) {
-				return client, nil
+			if !trusted(addr) {
+				return client
 			}
 		}
 	}
-	return client, nil
+	return client
 }
 
 // parseAddr parses an address with or without a port ("192.0.2.1",

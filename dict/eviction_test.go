@@ -126,3 +126,58 @@ func TestMixedSizesEvict(t *testing.T) {
 	}
 	specCheck(t, d)
 }
+
+// TestWriteOverOwnExpiredEntry writes a key, in a value of another size,
+// over its own expired entry in a zone of one shard and 14 pages: every
+// write (Set, Add, SafeSet, SetList) frees that entry before it allocates,
+// so its pages serve the new value and no live key is evicted, as nginx's
+// shared dict removes a found node before it allocates. Set and Add once
+// kept the expired entry while they allocated: over a live key of 6 pages
+// and an expired one of 6, Set of 7 pages evicted the live key and still
+// failed with ErrNoMemory, and in a zone holding only the expired 12 pages
+// Set, Add and SetList of 6 failed.
+func TestWriteOverOwnExpiredEntry(t *testing.T) {
+	const page = 4096
+	big := func(n int) Value { return Bytes(make([]byte, n)) }
+	writes := []struct {
+		name string
+		fn   func(d *Dict, v Value) error
+	}{
+		{"Set", func(d *Dict, v Value) error { _, err := d.Set("k", v, 0, 0); return err }},
+		{"Add", func(d *Dict, v Value) error { _, err := d.Add("k", v, 0, 0); return err }},
+		{"SafeSet", func(d *Dict, v Value) error { return d.SafeSet("k", v, 0, 0) }},
+		{"SetList", func(d *Dict, v Value) error {
+			// Two nodes of whole pages, of about half the value each, and
+			// the list's own entry fit where the value would.
+			half := big((len(v.Bytes())/page)*page/2 - 300)
+			return d.SetList("k", []Value{half, half}, 0)
+		}},
+	}
+	for _, w := range writes {
+		t.Run(w.name+"/beside-a-live-key", func(t *testing.T) {
+			d, c := specOpen(t, Options{Size: specMinZone, Shards: 1})
+			specSet(t, d, "live", big(6*page-200), 0, 0)
+			specSet(t, d, "k", big(6*page-200), time.Millisecond, 0)
+			c.Advance(time.Millisecond)
+			if err := w.fn(d, big(7*page-200)); err != nil {
+				t.Errorf("%s(\"k\", 7 pages) over its expired 6 = %v, want <nil>", w.name, err)
+			}
+			if _, _, err := d.Get("live"); err != nil {
+				t.Errorf("Get(\"live\") after %s(\"k\") = %v: a live key evicted where k's own pages were free", w.name, err)
+			}
+			if st := d.Stats(); st.Evictions != 0 {
+				t.Errorf("Stats().Evictions = %d, want 0", st.Evictions)
+			}
+			specCheck(t, d)
+		})
+		t.Run(w.name+"/alone", func(t *testing.T) {
+			d, c := specOpen(t, Options{Size: specMinZone, Shards: 1})
+			specSet(t, d, "k", big(12*page), time.Millisecond, 0)
+			c.Advance(time.Millisecond)
+			if err := w.fn(d, big(6*page)); err != nil {
+				t.Errorf("%s(\"k\", 6 pages) over its expired 12 in an otherwise empty zone = %v, want <nil>", w.name, err)
+			}
+			specCheck(t, d)
+		})
+	}
+}

@@ -92,6 +92,15 @@ func (d *Dict) SetList(key string, elems []Value, ttl time.Duration) (err error)
 	}
 	defer d.unlock(s)
 	hd := s.hdr()
+	if off != 0 && expired(s.entryAt(off), d.clock) {
+		// The key's own expired entry holds nothing to keep: free its
+		// memory for the elements, as pushLocked does.
+		if err := s.removeLocked(off); err != nil {
+			return d.failLocked(s, err, "remove")
+		}
+		hd.Expirations++
+		off = 0
+	}
 	if len(elems) == 0 {
 		if off != 0 {
 			if err := s.removeLocked(off); err != nil {

@@ -383,7 +383,9 @@ func (h *mdlRun) store(key string, v Value, expiry int64, flags uint32, m mode, 
 		e.val, e.flags, e.expiry, e.ref = v, flags, expiry, true
 		return false, nil
 	}
-	if e != nil && !live && !evict {
+	wasProt := false
+	if e != nil && !live {
+		wasProt = e.prot
 		md.drop(e)
 		e = nil
 	}
@@ -392,7 +394,7 @@ func (h *mdlRun) store(key string, v Value, expiry int64, flags uint32, m mode, 
 	if err != nil {
 		return forcible, err
 	}
-	prot := e != nil && e.prot // a rewritten entry keeps its segment
+	prot := wasProt || (e != nil && e.prot) // a rewritten entry keeps its segment
 	if e != nil {
 		md.drop(e) // the old chunk goes; alloc counted the new one
 	}

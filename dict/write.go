@@ -168,15 +168,18 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, p put) (o
 		d.tally(s, tWrites)
 		return out, nil
 	}
-	if !live && !evict && off != 0 {
-		// An expired entry of another size: free it first so SafeSet can use
-		// its memory.
+	fresh := off == 0 // the key had no entry: it may have lost one to eviction
+	prot := uint8(0)
+	if !live && off != 0 {
+		// An expired entry of another size: free it first so that its
+		// memory serves the new value before any live entry is evicted.
+		prot = e.bits() & protBit
 		if err := s.removeLocked(off); err != nil {
 			return out, d.failLocked(s, err, "remove")
 		}
 		off = 0
 	}
-	if off == 0 {
+	if fresh {
 		out.Lost = s.lostLocked(h, d.clock)
 	}
 	noff, forcible, err := s.allocLocked(need, evict, off, d.clock)
@@ -197,6 +200,7 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, p put) (o
 	if off != 0 {
 		bits |= e.bits() & protBit // and keeps its segment
 	}
+	bits |= prot
 	*ne = entry{Flags: flags, Ver: uint64(expiry), VLen: uint32(vlen), KLen: uint16(len(key)), Tag: tagOf(h), Bits: bits}
 	copy(s.keyOf(noff, ne), key)
 	s.putValue(noff, ne, v)

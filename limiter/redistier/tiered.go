@@ -163,7 +163,9 @@ func NewTiered(d *dict.Dict, c redis.UniversalClient, prefix string, limit int64
 // the other hosts' count last read (named so that the count's key is a
 // prefix of it), "|m" a marker that the key is listed in
 // "tier|prefix|win|keys"; all expire two windows on. Per host:
-// "tier|prefix|host" the host's id in Redis, "|seq" the flush sequence,
+// "tier|prefix|host" the host's id in Redis, "|seq" the flush sequence
+// (created as the windows' clock in µs, below 2^53, which the script
+// allows, until the year 2255),
 // "|lease" the flusher's lease, "|ok" Redis's health: the time in ms (by
 // the windows' clock) of the last answer to a flush, negated while Redis is
 // failed (-1 when it never answered).

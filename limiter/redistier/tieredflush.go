@@ -128,7 +128,10 @@ func (l *Tiered) Flush(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	seq, _, err := l.d.IncrInit(l.zp+"seq", 1, 0, 0)
+	// Seeded from the clock in µs, an evicted sequence starts again above
+	// every number this host sent before (at most 1,000 flushes a ms),
+	// which Redis keeps per key: it would refuse smaller ones.
+	seq, _, err := l.d.IncrInit(l.zp+"seq", 1, max(l.o.Now().UnixMilli(), 0)*1000, 0)
 	if err != nil {
 		return false, fmt.Errorf("redistier: tiered sequence: %w", err)
 	}

@@ -598,3 +598,40 @@ func TestTieredFlushBadKey(t *testing.T) {
 		}
 	}
 }
+
+// TestTieredSequenceEvicted: the zone evicts the host's flush sequence
+// (here deleted) between two flushes of a window. The next flush's number
+// must still be above the one Redis keeps for each key, or Redis refuses
+// the host's counts for the rest of the window.
+func TestTieredSequenceEvicted(t *testing.T) {
+	_, c := newClient(t)
+	clk := newFakeClock()
+	const interval = 100 * time.Millisecond
+	l, d, keys := activeTiered(t, c, clk, "seqev", 3, interval, Options{Timeout: callTimeout})
+	ctx := context.Background()
+	win := clk.Now().UnixMilli() / time.Hour.Milliseconds()
+	for f := 1; f <= 3; f++ {
+		clk.Set(time.Duration(f) * interval)
+		if f == 3 {
+			if err := d.Delete("tier|seqev|seq"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, k := range keys {
+			incoming(t, l, k, true)
+		}
+		if _, err := l.Flush(ctx); err != nil {
+			t.Fatalf("flush %d: %v", f, err)
+		}
+		host, _, err := d.Get("tier|seqev|host")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			got, err := c.HGet(ctx, fmt.Sprintf("seqev:%s:%d", k, win), strconv.FormatInt(host.Int(), 10)).Result()
+			if want := strconv.Itoa(f + 1); err != nil || got != want {
+				t.Errorf("flush %d: Redis holds the host's count of %s as %q, %v; want %s", f, k, got, err, want)
+			}
+		}
+	}
+}

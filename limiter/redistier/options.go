@@ -76,6 +76,11 @@ type Stats struct {
 	// decides on its own count of such a key, which stays out of the
 	// global count for the rest of the window (Tiered's Capacity).
 	Unlisted uint64
+	// Relisted, Tiered's only, counts the keys this instance's flushes
+	// listed again after the zone evicted their window's list (Tiered's
+	// Capacity): each was out of the global count from the eviction to
+	// the flush that found it.
+	Relisted uint64
 }
 
 // base is what the Redis limiters share: the client, the options and the

@@ -80,12 +80,25 @@ import (
 // request of a later window lists it again. The list, a key's count and
 // the mark that says it is listed are entries of the zone like any other,
 // though, and a zone that must make room for other keys evicts them, the
-// least used first: a window's list evicted takes with it the keys it
-// held, which no flush carries for the rest of the window while their
-// marks stay, and a count evicted starts again from zero. Give a Tiered a
-// zone, or a share of one, that does not evict (dict.Stats.Evictions stays
-// 0): one that other users flood with keys of their own can cost the
-// global count the host's share of a window.
+// least used first. A window's list evicted takes with it the keys it held,
+// whose marks keep decisions from listing them again; the flusher finds
+// the loss at its next flush (the list lacks the elements it saw first),
+// scans the zone for the window's counts, flushes the keys missing from
+// the list and lists them again (Stats.Relisted), so a key is out of the
+// global count from the eviction to that flush, and a flush scans the
+// whole zone once per loss (every flush while the list's shard is too full
+// to take them back). What is still lost: a count evicted starts again
+// from zero (a mark evicted with its count is harmless: the count's next
+// request lists the key again); keys listed after a flush that saw the
+// window's list empty, or not at all (a window's first interval), and
+// evicted with the list before the next flush; and a loss just before the
+// lease passes to another process, whose flushes do not know what the last
+// holder saw, is found only if the last holder flushed once more after it.
+// The flush sequence, evicted, starts again from the clock, above its
+// earlier numbers. Give a Tiered a zone, or a share of one, that does not
+// evict (dict.Stats.Evictions stays 0): one that other users flood with
+// keys of their own costs scans, and can cost the global count some of the
+// host's share of a window.
 type Tiered struct {
 	base
 	d                *dict.Dict
@@ -102,11 +115,13 @@ type Tiered struct {
 	runs             atomic.Int32              // Run loops of this instance
 	called           atomic.Int64              // when Flush was last called, ms by the windows' clock
 	unlisted         atomic.Uint64             // Stats.Unlisted
+	relisted         atomic.Uint64             // Stats.Relisted
 
 	fmu       sync.Mutex // one Flush at a time; guards the fields below
 	leaseEnd  int64      // zone ms when the lease this instance holds ends, at the earliest
 	fails     int        // flushes in a row whose round trip failed
 	failSince time.Time  // when the first of them sent it
+	seen      listSeen   // the current window's list as the last flush saw it (tieredlost.go)
 }
 
 // winPrefix is a window's zone key prefix "tier|prefix|win|", kept so that
@@ -307,11 +322,13 @@ func (l *Tiered) list(win int64, key string, ttl time.Duration) error {
 }
 
 // Stats returns the instance's counts: its flushes' script runs (Calls,
-// Errors), its fallbacks, and its decisions on keys left out of the list
-// (Unlisted).
+// Errors), its fallbacks, its decisions on keys left out of the list
+// (Unlisted), and the keys its flushes listed again after an eviction
+// (Relisted).
 func (l *Tiered) Stats() Stats {
 	s := l.base.Stats()
 	s.Unlisted = l.unlisted.Load()
+	s.Relisted = l.relisted.Load()
 	return s
 }
 

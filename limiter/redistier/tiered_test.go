@@ -223,3 +223,154 @@ func TestTieredFlood(t *testing.T) {
 		t.Errorf("second host, held client beyond the limit: %+v, want a rejection", d)
 	}
 }
+
+// TestTieredListEvicted: a zone shared with other users, full and
+// evicting: between flushes the others write new keys and use each twice
+// (a local limiter's clients), and one Tiered client is active all along.
+// The zone evicts the window's list of keys while the client's count and
+// mark stay, so no decision lists it again; every flush must still carry
+// the host's count of it to Redis.
+func TestTieredListEvicted(t *testing.T) {
+	_, c := newClient(t)
+	clk := newFakeClock()
+	clk.Set(0)
+	d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: 1 << 20, Shards: 1, Clock: func() int64 { return clk.Now().UnixMilli() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	const window, interval, flushes = time.Hour, 100 * time.Millisecond, 200
+	l, err := NewTiered(d, c, "ev", 1<<30, window, interval, fake(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	win := clk.Now().UnixMilli() / window.Milliseconds()
+	rkey, zkey := fmt.Sprintf("ev:held:%d", win), fmt.Sprintf("tier|ev|%d|held|c", win)
+	n, behind := 0, 0
+	var last string
+	for f := 1; f <= flushes; f++ {
+		for i := range 400 {
+			k := fmt.Sprintf("other:%d", n)
+			n++
+			d.Set(k, dict.Int(1), 0, 0)
+			d.Get(k)
+			if i%4 == 0 {
+				incoming(t, l, "held", true)
+			}
+		}
+		clk.Set(time.Duration(f) * interval)
+		if _, err := l.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cnt, _, _ := d.Get(zkey)
+		host, _, _ := d.Get("tier|ev|host")
+		h, _ := c.HGetAll(ctx, rkey).Result()
+		if got := h[fmt.Sprint(host.Int())]; got != fmt.Sprint(cnt.Int()) {
+			behind++
+			last = fmt.Sprintf("after flush %d: zone count %d, Redis %s", f, cnt.Int(), got)
+		}
+	}
+	if behind > 0 {
+		t.Errorf("%d of %d flushes left the host's Redis count behind its zone count; last: %s (%+v)", behind, flushes, last, l.Stats())
+	}
+	if st := d.Stats(); st.Evictions == 0 {
+		t.Errorf("the zone evicted nothing (%+v): the test tests nothing", st)
+	}
+	if l.Stats().Relisted == 0 {
+		t.Errorf("Stats().Relisted = 0, want the client listed again after its list's evictions")
+	}
+}
+
+// TestTieredListLost: the window's list of keys is lost (deleted here, as
+// an eviction would) between two flushes while the keys' counts and marks
+// stay. The next flush must find it, in the same window or in the next
+// (which pops it), whether the list is gone or newer keys created it
+// again, and carry every key's count to Redis; a key whose count went with
+// the list (its mark stayed) must be listed when it counts again.
+func TestTieredListLost(t *testing.T) {
+	_, c := newClient(t)
+	for _, tc := range []struct {
+		name      string
+		recreate  bool // a new key creates the list again before the flush
+		nextWin   bool // the flush is the next window's first
+		countGone bool // one key's count goes with the list, its mark stays
+	}{
+		{name: "gone"},
+		{name: "recreated", recreate: true},
+		{name: "next window", nextWin: true},
+		{name: "next window recreated", recreate: true, nextWin: true},
+		{name: "count gone", countGone: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newFakeClock()
+			const interval = 100 * time.Millisecond
+			prefix := "lost" + strconv.Itoa(len(tc.name))
+			l, d, keys := activeTiered(t, c, clk, prefix, 5, interval, Options{Timeout: callTimeout})
+			ctx := context.Background()
+			// The flushes come an interval apart (the lease holds) near
+			// the window's end.
+			win := clk.Now().UnixMilli() / time.Hour.Milliseconds()
+			end := time.Duration((win+1)*time.Hour.Milliseconds()-t0.UnixMilli()) * time.Millisecond
+			clk.Set(end - 2*interval)
+			if _, err := l.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			zk := func(key, suffix string) string { return fmt.Sprintf("tier|%s|%d|%s%s", prefix, win, key, suffix) }
+			if err := d.Delete(zk("keys", "")); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]int64{}
+			for i, k := range keys {
+				incoming(t, l, k, true)
+				want[k] = 2
+				if tc.countGone && i == 0 {
+					if err := d.Delete(zk(k, "|c")); err != nil {
+						t.Fatal(err)
+					}
+					want[k] = 0
+				}
+			}
+			if tc.recreate {
+				incoming(t, l, "198.51.100.1", true)
+				want["198.51.100.1"] = 1
+			}
+			if tc.nextWin {
+				clk.Set(end + interval/2)
+			} else {
+				clk.Set(end - interval)
+			}
+			if _, err := l.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if tc.countGone {
+				// Its next request creates its count again: the key
+				// must be listed and flushed.
+				incoming(t, l, keys[0], true)
+				incoming(t, l, keys[0], true)
+				want[keys[0]] = 2
+				clk.Set(end - interval/2)
+				if _, err := l.Flush(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			host, _, err := d.Get("tier|" + prefix + "|host")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, n := range want {
+				got, err := c.HGet(ctx, fmt.Sprintf("%s:%s:%d", prefix, k, win), strconv.FormatInt(host.Int(), 10)).Result()
+				if err != nil || got != strconv.FormatInt(n, 10) {
+					t.Errorf("Redis holds the host's count of %s as %q, %v; want %d", k, got, err, n)
+				}
+			}
+			wantRelisted := uint64(len(keys))
+			if tc.countGone && !tc.nextWin {
+				wantRelisted-- // listed by its decision, not by the flush
+			}
+			if got := l.Stats().Relisted; got != wantRelisted {
+				t.Errorf("Stats().Relisted = %d, want %d", got, wantRelisted)
+			}
+		})
+	}
+}

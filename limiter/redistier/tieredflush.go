@@ -152,18 +152,25 @@ func (l *Tiered) Flush(ctx context.Context) (bool, error) {
 	return true, first
 }
 
-// relist lists key of window win again, at the end of its list.
+// relist lists key of window win again, at the end of its list; a list it
+// creates expires as a decision's would.
 func (l *Tiered) relist(win int64, key string) error {
-	if _, err := l.d.RPush(l.zkey(win, "keys", ""), dict.String(key)); err != nil {
+	lk := l.zkey(win, "keys", "")
+	n, err := l.d.RPush(lk, dict.String(key))
+	if err == nil && n == 1 {
+		err = l.d.Expire(lk, time.Duration(2*l.window)*time.Millisecond)
+	}
+	if err != nil {
 		return fmt.Errorf("redistier: tiered key list: %w", err)
 	}
 	return nil
 }
 
 // collect returns the keys to send: the previous window's, popped from its
-// list, then every key listed for the current window. A key whose count
-// cannot be read is left out (a previous window's stays listed), with the
-// first error.
+// list, then every key listed for the current window, and the keys of
+// either list that the zone counts but an eviction took from the list
+// (tieredlost.go), which it lists again. A key whose count cannot be read
+// is left out (a previous window's stays listed), with the first error.
 func (l *Tiered) collect(win int64) (items []flushItem, first error) {
 	keep := func(err error) {
 		if err != nil && first == nil {
@@ -182,21 +189,63 @@ func (l *Tiered) collect(win int64) (items []flushItem, first error) {
 		}
 		items = append(items, flushItem{key: key, others: ok, win: w, n: c, prev: prev, pos: len(items)})
 	}
+	seen := l.seen
 	lk := l.zkey(win-1, "keys", "")
 	n, err := l.d.LLen(lk)
 	keep(listErr(err))
+	var popped []string
 	for ; n > 0; n-- {
 		v, err := l.d.LPop(lk)
 		if err != nil {
 			break // expired meanwhile
 		}
-		add(win-1, v.String(), true)
+		popped = append(popped, v.String())
 	}
-	cur, err := l.d.LRange(l.zkey(win, "keys", ""))
-	keep(listErr(err))
-	for _, v := range cur {
-		add(win, v.String(), false)
+	for _, k := range popped {
+		add(win-1, k, true)
 	}
+	if seen.win == win-1 && listErr(err) == nil && seen.lost(popped) {
+		lost, err := l.lostKeys(win-1, popped)
+		keep(err)
+		l.relisted.Add(uint64(len(lost)))
+		for _, k := range lost {
+			add(win-1, k, true) // listed again unless Redis gets its count
+		}
+	}
+	lk = l.zkey(win, "keys", "")
+	cur, err := l.d.LRange(lk)
+	if err = listErr(err); err != nil {
+		return items, errors.Join(first, err) // seen stays as it was
+	}
+	listed := strs(cur)
+	for _, k := range listed {
+		add(win, k, false)
+	}
+	l.seen = listSeen{win: win, n: len(listed), sum: listSum(listed)}
+	if seen.win != win || !seen.lost(listed) {
+		return items, first
+	}
+	lost, err := l.lostKeys(win, listed)
+	keep(err)
+	l.relisted.Add(uint64(len(lost)))
+	short := err != nil
+	for _, k := range lost {
+		add(win, k, false)
+		if err := l.relist(win, k); err != nil {
+			short = true
+			if !errors.Is(err, dict.ErrNoMemory) { // a full shard: the next flush scans again
+				keep(err)
+			}
+		}
+	}
+	// What the next flush must find first: the list with the keys pushed
+	// back, and any a decision pushed meanwhile.
+	if cur, err = l.d.LRange(lk); listErr(err) != nil {
+		keep(listErr(err))
+		cur, short = nil, true
+	}
+	listed = strs(cur)
+	l.seen = listSeen{win: win, n: len(listed), sum: listSum(listed), short: short}
 	return items, first
 }
 
@@ -483,11 +532,17 @@ func (l *Tiered) mark(good bool) error {
 
 // takeLease takes the host's flusher lease or renews it when this instance
 // holds it, and reports whether it holds it. It records when the lease
-// ends by the zone's clock (at the earliest).
+// ends by the zone's clock (at the earliest), and forgets the list the
+// last flush saw when it takes a lease that had lapsed.
 func (l *Tiered) takeLease() (bool, error) {
 	k, lease := l.zp+"lease", time.Duration(l.lease)*time.Millisecond
 	at := l.d.Now()
 	_, err := l.d.Add(k, dict.Int(l.id), lease, 0)
+	if err == nil {
+		// Another instance may have flushed since this one last did,
+		// and popped the list it saw.
+		l.seen = listSeen{}
+	}
 	if errors.Is(err, dict.ErrExists) {
 		var mine bool
 		mine, err = l.d.CompareAndSwap(k, dict.Int(l.id), dict.Int(l.id), lease)

@@ -83,6 +83,7 @@ func TestServeGlobalHandler(t *testing.T) {
 		`worker_serve_global_requests_total{result="rejected"} 1`,
 		"worker_serve_global_fallbacks_total 0\n",
 		"worker_serve_global_unlisted_total 0\n",
+		"worker_serve_global_relisted_total 0\n",
 		// The per-client limit's full-zone counts: a zone with room.
 		"\nworker_serve_limiter_forcible_total 0\n",
 		"\nworker_serve_limiter_retries_total 0\n",

@@ -45,6 +45,7 @@ func (m *serveMetrics) write(b *bytes.Buffer) {
 		st := g.t.Stats()
 		metric("worker_serve_global_fallbacks_total", "counter", "Global decisions this child left to -redis-policy while Redis failed.", st.Fallbacks)
 		metric("worker_serve_global_unlisted_total", "counter", "Keys this child could not list for the flushes of a window, the zone being full: decided on the host's count alone for that window.", st.Unlisted)
+		metric("worker_serve_global_relisted_total", "counter", "Keys this child's flushes listed again after the zone evicted their window's list: out of the global count from the eviction to that flush.", st.Relisted)
 		metric("worker_serve_global_flushes_total", "counter", "Flushes of the host's count this child made as the host's flusher.", g.flushes.Load())
 		metric("worker_serve_redis_calls_total", "counter", "Script runs of this child's flushes.", st.Calls)
 		metric("worker_serve_redis_errors_total", "counter", "Script runs of this child's flushes that failed.", st.Errors)

@@ -215,7 +215,11 @@ func (l *Tiered) collect(win int64) (items []flushItem, first error) {
 	lk = l.zkey(win, "keys", "")
 	cur, err := l.d.LRange(lk)
 	if err = listErr(err); err != nil {
-		return items, errors.Join(first, err) // seen stays as it was
+		keep(err)
+		if seen.win != win { // a previous window's, whose list is popped
+			l.seen = listSeen{}
+		}
+		return items, first
 	}
 	listed := strs(cur)
 	for _, k := range listed {

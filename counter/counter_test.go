@@ -3,6 +3,7 @@ package counter_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"testing"
@@ -161,6 +162,27 @@ func TestIncrSync(t *testing.T) {
 			}
 			for _, w := range tt.want {
 				wantGet(t, c, w.key, w.want, w.err)
+			}
+		})
+	}
+}
+
+// TestSyncAddsToFloatBeyondInt checks that Sync adds to a float count that
+// no int64 holds, as to any other number: the count's sum is not returned,
+// so there is nothing to refuse (dict.IncrInit would).
+func TestSyncAddsToFloatBeyondInt(t *testing.T) {
+	for _, f := range []float64{1e19, -1e19, math.Inf(1)} {
+		t.Run(fmt.Sprint(f), func(t *testing.T) {
+			c, d := newCounter(t)
+			if _, err := d.Set("big", dict.Float(f), 0, 0); err != nil {
+				t.Fatal(err)
+			}
+			c.Incr("big", 1<<20)
+			if err := c.Sync(); err != nil {
+				t.Fatalf("Sync() = %v, want <nil>", err)
+			}
+			if v, _, err := d.Get("big"); err != nil || !v.Equal(dict.Float(f+1<<20)) {
+				t.Errorf("Get(big) after Sync = %v, %v; want %v", v, err, f+1<<20)
 			}
 		})
 	}

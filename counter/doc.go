@@ -15,7 +15,7 @@
 // stripe's cells lie in blocks of their own (cells.go), so goroutines on
 // different cores rarely write one cache line. The first increment after a
 // sync puts the entry on a pending list; Sync takes the list, swaps each
-// stripe to 0 and adds the sum to the dict with IncrInit(key, sum, 0, 0).
+// stripe to 0 and adds the sum to the dict with IncrInitNum(key, sum, 0, 0).
 // Each key held costs process memory, which
 //
 //	go test -run '^$' -bench 'BenchmarkCounter/op=key-memory' ./counter
@@ -59,7 +59,7 @@
 // a line; Syncs run one at a time; increments made while Close runs may
 // miss its final sync. Across processes, each
 // process has its own Counter and they meet only in the dict: every write
-// is one IncrInit, atomic under its shard's lock, so the zone holds the sum
+// is one IncrInitNum, atomic under its shard's lock, so the zone holds the sum
 // of every delta any process has synced, and Get reads that sum, without
 // any process's unsynced increments.
 package counter

@@ -12,8 +12,10 @@ import (
 // are counted in one more error.
 const maxSyncErrs = 8
 
-// Sync adds every key's unsynced delta to the dict with IncrInit(key, delta,
-// 0, 0), once per key, and skips keys whose delta is 0. A write that fails
+// Sync adds every key's unsynced delta to the dict with IncrInitNum(key,
+// delta, 0, 0) (IncrInit, but it adds to any number: it returns the sum
+// as the float64 it is stored as, where IncrInit refuses a float sum that
+// no int64 holds), once per key, and skips keys whose delta is 0. A write that fails
 // keeps its delta for the next Sync (dict.ErrNoMemory, dict.ErrNotNumber
 // for a key that holds bytes, …), except where the dict can never hold the
 // key (dict.ErrEmptyKey, dict.ErrKeyTooLong, dict.ErrValueTooLarge,
@@ -93,7 +95,7 @@ func (c *Counter) flush(e *entry, r *syncResult) {
 	if n == 0 {
 		return
 	}
-	_, _, err := c.d.IncrInit(e.key, n, 0, 0)
+	_, _, err := c.d.IncrInitNum(e.key, n, 0, 0)
 	switch {
 	case err == nil:
 		r.written++

@@ -32,13 +32,14 @@ func TestZeroAllocs(t *testing.T) {
 				bkey  = "bytes:0000000001"
 				bcas  = "bytes:0000000002"
 				other = "counter:00000003"
+				fnum  = "counter:00000004"
 			)
 			val := []byte("0123456789abcdef")
 			alt := []byte("fedcba9876543210")
 			for _, kv := range []struct {
 				key string
 				v   Value
-			}{{num, Int(1)}, {cas, Int(0)}, {bkey, Bytes(val)}, {bcas, Bytes(val)}, {other, Int(7)}} {
+			}{{num, Int(1)}, {cas, Int(0)}, {bkey, Bytes(val)}, {bcas, Bytes(val)}, {other, Int(7)}, {fnum, Float(0.5)}} {
 				if _, err := d.Set(kv.key, kv.v, 0, 0); err != nil {
 					t.Fatalf("Set(%q) = %v", kv.key, err)
 				}
@@ -56,6 +57,7 @@ func TestZeroAllocs(t *testing.T) {
 				{"Set same-size bytes", func() error { _, err := d.Set(bkey, Bytes(val), 0, 1); return err }},
 				{"Incr", func() error { _, err := d.Incr(num, 1); return err }},
 				{"IncrInit existing key", func() error { _, _, err := d.IncrInit(num, 1, 0, 0); return err }},
+				{"Incr float", func() error { _, err := d.Incr(fnum, 1); return err }}, // checks the sum fits an int64
 				{"CompareAndSwap int", func() error {
 					// cas holds 0 or 1: swap it to the other.
 					old := int64(0)

@@ -2,6 +2,7 @@ package dict
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/shmzone/shmzone/shm"
 )
@@ -16,7 +17,8 @@ var (
 	// the key is left as it was.
 	ErrNoMemory = errors.New("dict: no memory")
 	// ErrNotNumber is returned by the Incr family on a value that is not an
-	// int or a float.
+	// int or a float, and, wrapped, by Incr and IncrInit on a float whose
+	// sum no int64 holds.
 	ErrNotNumber = errors.New("dict: not a number")
 	// ErrNotList is returned by list operations on a key that holds a value.
 	ErrNotList = errors.New("dict: value is not a list")
@@ -51,3 +53,10 @@ var ErrBadValue = errors.New("dict: value has no kind")
 // ErrWrongShape is returned by Mutate when the live value is not a bytes
 // value of the size asked for.
 var ErrWrongShape = errors.New("dict: value of another kind or size")
+
+// errBeyondInt is the error of Incr and IncrInit on a float whose sum f no
+// int64 holds: ErrNotNumber, as the sum is no int. It is a function of its
+// own, so that the increment's path holds no fmt call.
+func errBeyondInt(f float64) error {
+	return fmt.Errorf("%w: float sum %g beyond int64; use IncrFloat", ErrNotNumber, f)
+}

@@ -12,12 +12,14 @@ import (
 // as 1). The kind stays, as with IncrInit: an int stays an int, a float a
 // float, and an absent or expired key becomes the int init+delta with
 // initTTL (0 = never). out says what creating it did (Outcome).
-// Errors as IncrInit.
+// Errors as IncrInit, but for a float sum that no int64 holds (NaN, an
+// infinity, beyond ±2^63), which IncrInit refuses: IncrInitNum stores and
+// returns it.
 func (d *Dict) IncrInitNum(key string, delta, init int64, initTTL time.Duration) (sum float64, out Outcome, err error) {
 	if d.guard {
 		return d.incrInitNumGuarded(key, delta, init, initTTL)
 	}
-	_, sum, out, err = d.incrInit(key, delta, init, initTTL)
+	_, sum, out, err = d.incrInit(key, delta, init, initTTL, incrNum)
 	return sum, out, err
 }
 
@@ -25,6 +27,6 @@ func (d *Dict) IncrInitNum(key string, delta, init int64, initTTL time.Duration)
 // incrGuarded).
 func (d *Dict) incrInitNumGuarded(key string, delta, init int64, initTTL time.Duration) (sum float64, out Outcome, err error) {
 	defer d.catchFault(&err, shm.GuardFaults())
-	_, sum, out, err = d.incrInit(key, delta, init, initTTL)
+	_, sum, out, err = d.incrInit(key, delta, init, initTTL, incrNum)
 	return sum, out, err
 }

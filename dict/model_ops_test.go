@@ -144,7 +144,7 @@ func (h *mdlRun) incr(key string) {
 	var wantErr error
 	if e := h.m.live(key); e == nil {
 		wantErr = ErrNotFound
-	} else if w, _, ok := h.incrModel(e, delta, float64(delta), false); !ok {
+	} else if w, _, ok := h.incrModel(e, delta, float64(delta), incrToInt); !ok {
 		wantErr = ErrNotNumber
 	} else {
 		want = w
@@ -165,7 +165,7 @@ func (h *mdlRun) incrFloat(key string) {
 	var wantErr error
 	if e := h.m.live(key); e == nil {
 		wantErr = ErrNotFound
-	} else if _, w, ok := h.incrModel(e, 0, delta, true); !ok {
+	} else if _, w, ok := h.incrModel(e, 0, delta, incrToFloat); !ok {
 		wantErr = ErrNotNumber
 	} else {
 		want = w
@@ -186,7 +186,7 @@ func (h *mdlRun) incrInit(key string) {
 	var wantF bool
 	var wantErr error
 	if e := h.m.live(key); e != nil {
-		if w, _, ok := h.incrModel(e, delta, float64(delta), false); ok {
+		if w, _, ok := h.incrModel(e, delta, float64(delta), incrToInt); ok {
 			want = w
 		} else {
 			wantErr = ErrNotNumber

@@ -404,15 +404,16 @@ func (h *mdlRun) store(key string, v Value, expiry int64, flags uint32, m mode, 
 }
 
 // incrModel mirrors incrLocked on a live number: the sum as an int and as
-// a float; ok is false for a non-number.
-func (h *mdlRun) incrModel(e *mdlEntry, delta int64, fdelta float64, asFloat bool) (int64, float64, bool) {
+// a float; ok is false for a non-number, and, in incrToInt mode, for a
+// float whose sum no int64 holds, which stays as it was.
+func (h *mdlRun) incrModel(e *mdlEntry, delta int64, fdelta float64, mode incrMode) (int64, float64, bool) {
 	if e.isList || (e.val.Kind() != KindInt && e.val.Kind() != KindFloat) {
 		return 0, 0, false
 	}
 	var n int64
 	var f float64
 	switch {
-	case e.val.Kind() == KindInt && !asFloat:
+	case e.val.Kind() == KindInt && mode != incrToFloat:
 		n = e.val.Int() + delta
 		f = float64(n)
 		e.val = Int(n)
@@ -422,6 +423,9 @@ func (h *mdlRun) incrModel(e *mdlEntry, delta int64, fdelta float64, asFloat boo
 		e.val = Float(f)
 	default:
 		f = e.val.Float() + fdelta
+		if mode == incrToInt && !(f >= -(1<<63) && f < 1<<63) { // no int64 holds it
+			return 0, 0, false
+		}
 		n = int64(f)
 		e.val = Float(f)
 	}

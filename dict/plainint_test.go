@@ -44,7 +44,7 @@ func TestPlainInt(t *testing.T) {
 		{"protected, not used", kind | protBit, false},
 	} {
 		e.setBits(tc.bits)
-		p := d.plainInt(s, off, len("n"), false)
+		p := d.plainInt(s, off, len("n"), incrToInt)
 		if got := p != nil; got != tc.want {
 			t.Errorf("%s: plainInt = %v, want a number %v", tc.name, p, tc.want)
 		}
@@ -61,14 +61,14 @@ func TestPlainInt(t *testing.T) {
 	if b := e.bits(); b != orig|refBit {
 		t.Errorf("bits after Incr = %#x, want %#x", b, orig|refBit)
 	}
-	if d.plainInt(s, off, len("n"), false) == nil {
+	if d.plainInt(s, off, len("n"), incrToInt) == nil {
 		t.Error("plainInt = nil after Incr set the ref bit")
 	}
 
 	// A half-written entry (odd Ver) is incrEntry's, which has it repaired.
 	w := e.ver()
 	e.Ver = w + verOne
-	if p := d.plainInt(s, off, len("n"), false); p != nil {
+	if p := d.plainInt(s, off, len("n"), incrToInt); p != nil {
 		t.Error("plainInt of an entry in the middle of a write is not nil")
 	}
 	e.Ver = w
@@ -76,11 +76,11 @@ func TestPlainInt(t *testing.T) {
 	// A TTL: live until its expiry, then incrEntry's, which counts a miss.
 	s, off = keyEntry(t, d, "ttl")
 	s.entryAt(off).use()
-	if d.plainInt(s, off, len("ttl"), false) == nil {
+	if d.plainInt(s, off, len("ttl"), incrToInt) == nil {
 		t.Error("plainInt of a live int with a TTL = nil")
 	}
 	c.Advance(time.Second)
-	if p := d.plainInt(s, off, len("ttl"), false); p != nil {
+	if p := d.plainInt(s, off, len("ttl"), incrToInt); p != nil {
 		t.Error("plainInt of an expired int is not nil")
 	}
 	if _, err := d.Incr("ttl", 1); err != ErrNotFound {
@@ -91,7 +91,7 @@ func TestPlainInt(t *testing.T) {
 	for _, key := range []string{"f", "b"} {
 		s, off := keyEntry(t, d, key)
 		s.entryAt(off).use()
-		if p := d.plainInt(s, off, len(key), false); p != nil {
+		if p := d.plainInt(s, off, len(key), incrToInt); p != nil {
 			t.Errorf("plainInt(%s) = %p, want nil", key, p)
 		}
 	}
@@ -101,7 +101,7 @@ func TestPlainInt(t *testing.T) {
 	arena := s.arena
 	v := uintptr(unsafe.Pointer(s.num(off, s.entryAt(off)))) - uintptr(unsafe.Pointer(&arena[0]))
 	s.arena = arena[:v+7]
-	if p := d.plainInt(s, off, len("n"), false); p != nil {
+	if p := d.plainInt(s, off, len("n"), incrToInt); p != nil {
 		t.Error("plainInt of a number past the arena's end is not nil")
 	}
 	s.arena = arena

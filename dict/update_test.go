@@ -3,6 +3,7 @@ package dict
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,72 @@ func TestIncrFloat(t *testing.T) {
 	}
 	if _, err := d.IncrFloat("l", 1); !errors.Is(err, ErrNotNumber) {
 		t.Fatalf("IncrFloat(\"l\", 1) on a list = %v, want %v", err, ErrNotNumber)
+	}
+	specCheck(t, d)
+}
+
+// TestIncrFloatBeyondInt checks that Incr and IncrInit refuse a float sum
+// that no int64 holds, with ErrNotNumber and the float left as it was,
+// where Go's conversion would return a platform's garbage (MinInt64 on
+// amd64); that the sums at the edges of int64's range are returned; and
+// that IncrFloat and IncrInitNum still add to such a float.
+func TestIncrFloatBeyondInt(t *testing.T) {
+	d, _ := specOpen(t, Options{})
+	const maxBelow = 0x1p63 - 1024 // the largest float64 below 2^63
+	tests := []struct {
+		name   string
+		stored float64
+		delta  int64
+		want   int64 // when ok
+		ok     bool
+	}{
+		{"1e19", 1e19, 0, 0, false},
+		{"-1e19", -1e19, 0, 0, false},
+		{"+inf", math.Inf(1), 1, 0, false},
+		{"-inf", math.Inf(-1), 1, 0, false},
+		{"NaN", math.NaN(), 1, 0, false},
+		{"0 plus MaxInt64 is 2^63", 0, math.MaxInt64, 0, false},
+		{"largest below 2^63", maxBelow, 0, maxBelow, true},
+		{"-2^63", -0x1p63, 0, math.MinInt64, true},
+		{"-2^63 absorbs 1", -0x1p63, 1, math.MinInt64, true},
+		{"-2^63 less 2048", -0x1p63, -2048, 0, false}, // the next float down
+		{"fraction truncates toward zero", -2.5, 1, -1, true},
+	}
+	for _, tt := range tests {
+		for _, op := range []struct {
+			name string
+			incr func(key string, delta int64) (int64, error)
+		}{
+			{"Incr", d.Incr},
+			{"IncrInit", func(key string, delta int64) (int64, error) {
+				n, _, err := d.IncrInit(key, delta, 5, 0)
+				return n, err
+			}},
+		} {
+			t.Run(op.name+"/"+tt.name, func(t *testing.T) {
+				specSet(t, d, "f", Float(tt.stored), time.Hour, 3)
+				n, err := op.incr("f", tt.delta)
+				if !tt.ok {
+					if !errors.Is(err, ErrNotNumber) {
+						t.Fatalf("%s(\"f\", %d) on %v = %d, %v; want ErrNotNumber", op.name, tt.delta, tt.stored, n, err)
+					}
+					wantGet(t, d, "f", Float(tt.stored), 3) // nothing written (I3)
+					return
+				}
+				if err != nil || n != tt.want {
+					t.Fatalf("%s(\"f\", %d) on %v = %d, %v; want %d, <nil>", op.name, tt.delta, tt.stored, n, err, tt.want)
+				}
+				wantGet(t, d, "f", Float(tt.stored+float64(tt.delta)), 3)
+			})
+		}
+	}
+	// The float forms add to it.
+	specSet(t, d, "f", Float(1e19), 0, 0)
+	if f, err := d.IncrFloat("f", 1e19); f != 2e19 || err != nil {
+		t.Errorf("IncrFloat(\"f\", 1e19) on 1e19 = %v, %v; want 2e19, <nil>", f, err)
+	}
+	if f, _, err := d.IncrInitNum("f", -1, 0, 0); f != 2e19 || err != nil {
+		t.Errorf("IncrInitNum(\"f\", -1) on 2e19 = %v, %v; want 2e19, <nil>", f, err)
 	}
 	specCheck(t, d)
 }

@@ -275,13 +275,17 @@ func (d *Dict) Delete(key string) (err error) {
 
 // Incr adds delta to the number under key and returns the sum; the TTL and
 // the flags stay. An int wraps around on overflow; a float adds delta as a
-// float and returns the sum truncated. Errors: ErrNotFound for an absent or
+// float and returns the sum truncated toward zero. A float sum that no
+// int64 holds (NaN, an infinity, or beyond ±2^63, as Float(1e19) plus 0 or
+// Float(0) plus MaxInt64, which is 2^63 as a float) is refused: the float
+// stays as it was and the error wraps ErrNotNumber (IncrFloat and
+// IncrInitNum return such a sum). Errors: ErrNotFound for an absent or
 // expired key, ErrNotNumber for bytes, a bool or a list.
 func (d *Dict) Incr(key string, delta int64) (int64, error) {
 	if d.guard {
 		return d.incrGuarded(key, delta)
 	}
-	n, _, found, err := d.incr(key, delta, float64(delta), false)
+	n, _, found, err := d.incr(key, delta, float64(delta), incrToInt)
 	if err == nil && !found {
 		err = ErrNotFound
 	}
@@ -292,7 +296,7 @@ func (d *Dict) Incr(key string, delta int64) (int64, error) {
 // that Incr itself sets up no deferred call (about a nanosecond).
 func (d *Dict) incrGuarded(key string, delta int64) (_ int64, err error) {
 	defer d.catchFault(&err, shm.GuardFaults())
-	n, _, found, err := d.incr(key, delta, float64(delta), false)
+	n, _, found, err := d.incr(key, delta, float64(delta), incrToInt)
 	if err == nil && !found {
 		err = ErrNotFound
 	}
@@ -305,7 +309,7 @@ func (d *Dict) IncrFloat(key string, delta float64) (_ float64, err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
 	}
-	_, f, found, err := d.incr(key, 0, delta, true)
+	_, f, found, err := d.incr(key, 0, delta, incrToFloat)
 	if err == nil && !found {
 		err = ErrNotFound
 	}
@@ -315,39 +319,41 @@ func (d *Dict) IncrFloat(key string, delta float64) (_ float64, err error) {
 // IncrInit adds delta to the number under key, or creates the key as
 // init+delta with initTTL (0 = never) and flags 0 when it is absent or
 // expired; init and initTTL are ignored for a live key. forcible reports
-// evictions made to create it.
+// evictions made to create it. A live number adds as with Incr, and a
+// float sum that no int64 holds is refused as Incr refuses it.
 func (d *Dict) IncrInit(key string, delta, init int64, initTTL time.Duration) (n int64, forcible bool, err error) {
 	if d.guard {
 		return d.incrInitGuarded(key, delta, init, initTTL)
 	}
-	n, _, out, err := d.incrInit(key, delta, init, initTTL)
+	n, _, out, err := d.incrInit(key, delta, init, initTTL, incrToInt)
 	return n, out.Forcible, err
 }
 
 // incrInitGuarded is IncrInit with Options.GuardFaults (as incrGuarded).
 func (d *Dict) incrInitGuarded(key string, delta, init int64, initTTL time.Duration) (n int64, forcible bool, err error) {
 	defer d.catchFault(&err, shm.GuardFaults())
-	n, _, out, err := d.incrInit(key, delta, init, initTTL)
+	n, _, out, err := d.incrInit(key, delta, init, initTTL, incrToInt)
 	return n, out.Forcible, err
 }
 
-// incrInit is IncrInit and IncrInitNum: the sum as an int and as a float.
-// A live key's increment is incr's; creating it, createInit's.
-func (d *Dict) incrInit(key string, delta, init int64, initTTL time.Duration) (int64, float64, Outcome, error) {
+// incrInit is IncrInit (mode incrToInt) and IncrInitNum (incrNum): the sum
+// as an int and as a float. A live key's increment is incr's; creating it,
+// createInit's.
+func (d *Dict) incrInit(key string, delta, init int64, initTTL time.Duration, mode incrMode) (int64, float64, Outcome, error) {
 	if initTTL < 0 {
 		return 0, 0, Outcome{}, ErrBadTTL
 	}
-	n, f, found, err := d.incr(key, delta, float64(delta), false)
+	n, f, found, err := d.incr(key, delta, float64(delta), mode)
 	if err != nil || found {
 		return n, f, Outcome{}, err
 	}
-	return d.createInit(key, delta, init, initTTL)
+	return d.createInit(key, delta, init, initTTL, mode)
 }
 
 // createInit is incrInit of a key incr found absent or expired, under the
 // shard's lock (a function of its own, so that incrInit has no deferred
 // call to pay for when the key is live).
-func (d *Dict) createInit(key string, delta, init int64, initTTL time.Duration) (n int64, f float64, out Outcome, err error) {
+func (d *Dict) createInit(key string, delta, init int64, initTTL time.Duration, mode incrMode) (n int64, f float64, out Outcome, err error) {
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
 	if err := d.lock(s); err != nil {
@@ -355,7 +361,7 @@ func (d *Dict) createInit(key string, delta, init int64, initTTL time.Duration) 
 	}
 	defer d.unlock(s)
 	// Another process may have created it since: add to it then.
-	n, f, found, err := d.incrLocked(s, key, h, delta, float64(delta), false)
+	n, f, found, err := d.incrLocked(s, key, h, delta, float64(delta), mode)
 	if err != nil || found {
 		return n, f, out, err
 	}
@@ -375,19 +381,19 @@ func (d *Dict) createInit(key string, delta, init int64, initTTL time.Duration) 
 // for an absent or expired key. The common case, an int's increment, adds
 // here when plainInt finds nothing else to check or write; anything else
 // on a pinned entry is incrPinned's.
-func (d *Dict) incr(key string, idelta int64, fdelta float64, asFloat bool) (int64, float64, bool, error) {
+func (d *Dict) incr(key string, idelta int64, fdelta float64, mode incrMode) (int64, float64, bool, error) {
 	if err := d.check(key, true); err != nil {
 		return 0, 0, false, err
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
 	if !optimistic {
-		return d.incrUnderLock(s, key, h, idelta, fdelta, asFloat)
+		return d.incrUnderLock(s, key, h, idelta, fdelta, mode)
 	}
 	off, seq, ok := s.findOptimistic(key, h)
 	if ok && off != 0 {
 		if pw := s.pinFirst(off, seq); pw != nil {
-			if p := d.plainInt(s, off, len(key), asFloat); p != nil {
+			if p := d.plainInt(s, off, len(key), mode); p != nil {
 				n := int64(atomic.LoadUint64(p)) + idelta
 				shm.StoreRelease(p, uint64(n)) // one aligned store: whole even if the process dies here
 				c, slow := s.entryCounted(off, tIncrs)
@@ -397,35 +403,36 @@ func (d *Dict) incr(key string, idelta int64, fdelta float64, asFloat bool) (int
 				}
 				return n, float64(n), true, nil
 			}
-			return d.incrPinned(s, key, h, off, pw, idelta, fdelta, asFloat)
+			return d.incrPinned(s, key, h, off, pw, idelta, fdelta, mode)
 		}
 	}
-	return d.incrAfter(s, key, h, off, seq, ok, idelta, fdelta, asFloat)
+	return d.incrAfter(s, key, h, off, seq, ok, idelta, fdelta, mode)
 }
 
 // incrAfter is incr after its first try to pin key's entry failed (see
 // pinAfter).
-func (d *Dict) incrAfter(s *shard, key string, h uint64, off uint32, seq uint64, ok bool, idelta int64, fdelta float64, asFloat bool) (int64, float64, bool, error) {
+func (d *Dict) incrAfter(s *shard, key string, h uint64, off uint32, seq uint64, ok bool, idelta int64, fdelta float64, mode incrMode) (int64, float64, bool, error) {
 	off, pw, found, ok := s.pinAfter(key, h, off, seq, ok)
 	if ok && !found {
 		d.tally(s, tMisses)
 		return 0, 0, false, nil
 	}
 	if ok {
-		return d.incrPinned(s, key, h, off, pw, idelta, fdelta, asFloat)
+		return d.incrPinned(s, key, h, off, pw, idelta, fdelta, mode)
 	}
-	return d.incrUnderLock(s, key, h, idelta, fdelta, asFloat)
+	return d.incrUnderLock(s, key, h, idelta, fdelta, mode)
 }
 
 // plainInt returns the number of the entry at off, whose page lock the
 // caller holds, when incr may add to it with nothing else to check or
 // write: a whole, live int whose ref bit is already set, in the queue's
-// protected segment or not, to which an int is added (asFloat false).
+// protected segment or not, to which an int is added (mode is not
+// incrToFloat).
 // Otherwise nil: incrEntry decides. klen is the length of the key that
 // found the entry, its KLen, which does not change while it is linked: the
 // number's address needs no load of the entry.
-func (d *Dict) plainInt(s *shard, off uint32, klen int, asFloat bool) *uint64 {
-	if asFloat {
+func (d *Dict) plainInt(s *shard, off uint32, klen int, mode incrMode) *uint64 {
+	if mode == incrToFloat {
 		return nil
 	}
 	e := s.entryAt(off)
@@ -450,8 +457,8 @@ func (d *Dict) plainInt(s *shard, off uint32, klen int, asFloat bool) *uint64 {
 // incrPinned is incr on the entry at off, key's, whose page lock pw it
 // holds and releases: incrEntry, or the shard's lock for an entry that
 // incrEntry finds broken.
-func (d *Dict) incrPinned(s *shard, key string, h uint64, off uint32, pw *uint64, idelta int64, fdelta float64, asFloat bool) (int64, float64, bool, error) {
-	n, f, res := d.incrEntry(s, off, idelta, fdelta, asFloat)
+func (d *Dict) incrPinned(s *shard, key string, h uint64, off uint32, pw *uint64, idelta int64, fdelta float64, mode incrMode) (int64, float64, bool, error) {
+	n, f, res := d.incrEntry(s, off, idelta, fdelta, mode)
 	var c uint32
 	slow := false
 	if res == incrDone {
@@ -469,23 +476,25 @@ func (d *Dict) incrPinned(s *shard, key string, h uint64, off uint32, pw *uint64
 		return 0, 0, false, nil
 	case incrNotNumber:
 		return 0, 0, true, ErrNotNumber
+	case incrBeyondInt:
+		return 0, 0, true, errBeyondInt(f)
 	}
 	// incrBroken: the shard's lock repairs it.
-	return d.incrUnderLock(s, key, h, idelta, fdelta, asFloat)
+	return d.incrUnderLock(s, key, h, idelta, fdelta, mode)
 }
 
 // incrUnderLock is incr under the shard's lock (a function of its own, as
 // mutateSlow).
-func (d *Dict) incrUnderLock(s *shard, key string, h uint64, idelta int64, fdelta float64, asFloat bool) (int64, float64, bool, error) {
+func (d *Dict) incrUnderLock(s *shard, key string, h uint64, idelta int64, fdelta float64, mode incrMode) (int64, float64, bool, error) {
 	if err := d.lock(s); err != nil {
 		return 0, 0, false, err
 	}
 	defer d.unlock(s)
-	return d.incrLocked(s, key, h, idelta, fdelta, asFloat)
+	return d.incrLocked(s, key, h, idelta, fdelta, mode)
 }
 
 // incrLocked is incr under the shard's lock.
-func (d *Dict) incrLocked(s *shard, key string, h uint64, idelta int64, fdelta float64, asFloat bool) (int64, float64, bool, error) {
+func (d *Dict) incrLocked(s *shard, key string, h uint64, idelta int64, fdelta float64, mode incrMode) (int64, float64, bool, error) {
 	off, _, err := s.findLocked(key, h)
 	if err != nil {
 		return 0, 0, false, d.corruptLocked(s, "index")
@@ -503,13 +512,15 @@ func (d *Dict) incrLocked(s *shard, key string, h uint64, idelta int64, fdelta f
 		}
 		return 0, 0, false, err
 	}
-	n, f, res := d.incrEntry(s, off, idelta, fdelta, asFloat)
+	n, f, res := d.incrEntry(s, off, idelta, fdelta, mode)
 	switch res {
 	case incrMiss:
 		d.tally(s, tMisses)
 		return 0, 0, false, nil
 	case incrNotNumber:
 		return 0, 0, true, ErrNotNumber
+	case incrBeyondInt:
+		return 0, 0, true, errBeyondInt(f)
 	case incrBroken:
 		return 0, 0, false, d.corruptLocked(s, "number")
 	}
@@ -524,16 +535,40 @@ const (
 	incrDone      incrResult = iota
 	incrMiss                 // the entry has expired
 	incrNotNumber            // the entry holds bytes, a bool or a list
+	incrBeyondInt            // a float whose sum no int64 holds, for incrToInt: nothing written
 	incrBroken               // a half-written or malformed entry, for the shard's lock to repair
 )
 
+// How incrEntry adds, and which sum its caller returns.
+type incrMode uint8
+
+const (
+	// incrToInt is Incr's and IncrInit's: an int stays an int, a float
+	// adds as a float, and the sum is returned as an int64, so a float sum
+	// that no int64 holds is refused (incrBeyondInt).
+	incrToInt incrMode = iota
+	// incrNum is IncrInitNum's: as incrToInt, but the sum is returned as a
+	// float64, so any float sum is stored.
+	incrNum
+	// incrToFloat is IncrFloat's: an int becomes a float.
+	incrToFloat
+)
+
+// fitsInt reports whether float f converts to an int64 exactly as
+// truncation says: f is a number in [-2^63, 2^63). Go's int64(f) of any
+// other f (NaN, an infinity, beyond) is platform-dependent: MinInt64 on
+// amd64.
+func fitsInt(f float64) bool { return f >= -0x1p63 && f < 0x1p63 }
+
 // incrEntry adds to the number of the entry at off, which is key's: the
 // caller holds the entry's page lock, or the shard's lock and has drained the
-// page. An int adds idelta, or becomes a float plus fdelta when asFloat; a
-// float adds fdelta. It returns the sum as an int and as a float. The
-// caller counts it: under the page lock with entryCounted, under the
+// page. An int adds idelta, or becomes a float plus fdelta in incrToFloat
+// mode; a float adds fdelta. It returns the sum as an int and as a float.
+// In incrToInt mode a float sum that no int64 holds (fitsInt) is not
+// stored: incrBeyondInt, with the sum as a float. The caller counts a
+// done increment: under the page lock with entryCounted, under the
 // shard's with tally.
-func (d *Dict) incrEntry(s *shard, off uint32, idelta int64, fdelta float64, asFloat bool) (int64, float64, incrResult) {
+func (d *Dict) incrEntry(s *shard, off uint32, idelta int64, fdelta float64, mode incrMode) (int64, float64, incrResult) {
 	e := s.entryAt(off)
 	w := e.ver()
 	if writing(w) {
@@ -553,7 +588,7 @@ func (d *Dict) incrEntry(s *shard, off uint32, idelta int64, fdelta float64, asF
 	var n int64
 	var f float64
 	switch {
-	case kind == KindInt && !asFloat:
+	case kind == KindInt && mode != incrToFloat:
 		n = int64(atomic.LoadUint64(p)) + idelta
 		f = float64(n)
 		shm.StoreRelease(p, uint64(n)) // one aligned store: whole even if the process dies here
@@ -566,6 +601,9 @@ func (d *Dict) incrEntry(s *shard, off uint32, idelta int64, fdelta float64, asF
 		e.endWrite(bw, expiryOf(w))
 	default:
 		f = math.Float64frombits(atomic.LoadUint64(p)) + fdelta
+		if mode == incrToInt && !fitsInt(f) {
+			return 0, f, incrBeyondInt
+		}
 		n = int64(f)
 		shm.StoreRelease(p, math.Float64bits(f))
 	}

@@ -76,16 +76,38 @@ func String(s string) Value { return Value{kind: KindBytes, b: stringBytes(s), s
 func (v Value) Kind() Kind { return v.kind }
 
 // Int returns the value of an int, a float truncated toward zero, or 1/0 for a
-// bool; 0 for bytes.
+// bool; 0 for bytes. A float that no int64 holds is clamped: one at or above
+// 2^63 (+Inf included) is MaxInt64, one below -2^63 (-Inf included)
+// MinInt64, and NaN 0.
 func (v Value) Int() int64 {
 	switch v.kind {
 	case KindInt, KindBool:
 		return int64(v.num)
 	case KindFloat:
-		return int64(math.Float64frombits(v.num))
+		return clampInt(math.Float64frombits(v.num))
 	}
 	return 0
 }
+
+// clampInt returns f truncated toward zero, clamped to int64's range, NaN
+// as 0: Go's int64(f) of a float outside the range is platform-dependent.
+func clampInt(f float64) int64 {
+	switch {
+	case fitsInt(f):
+		return int64(f)
+	case f > 0:
+		return math.MaxInt64
+	case f < 0:
+		return math.MinInt64
+	}
+	return 0 // NaN
+}
+
+// fitsInt reports whether float f converts to an int64 exactly as
+// truncation says: f is a number in [-2^63, 2^63). Go's int64(f) of any
+// other f (NaN, an infinity, beyond) is platform-dependent: MinInt64 on
+// amd64.
+func fitsInt(f float64) bool { return f >= -0x1p63 && f < 0x1p63 }
 
 // Float returns the value of a float or an int as a float64; 0 otherwise.
 func (v Value) Float() float64 {

@@ -554,12 +554,6 @@ const (
 	incrToFloat
 )
 
-// fitsInt reports whether float f converts to an int64 exactly as
-// truncation says: f is a number in [-2^63, 2^63). Go's int64(f) of any
-// other f (NaN, an infinity, beyond) is platform-dependent: MinInt64 on
-// amd64.
-func fitsInt(f float64) bool { return f >= -0x1p63 && f < 0x1p63 }
-
 // incrEntry adds to the number of the entry at off, which is key's: the
 // caller holds the entry's page lock, or the shard's lock and has drained the
 // page. An int adds idelta, or becomes a float plus fdelta in incrToFloat

@@ -129,7 +129,9 @@ func (c *Counter) entryFor(key string, pin bool) *entry {
 // Get returns key's count in the dict: the sum of what every process has
 // synced, without this process's unsynced increments. Errors are the
 // dict's (dict.ErrNotFound for an absent key), dict.ErrNotNumber for a key
-// that holds bytes or a bool, and ErrClosed. A float count is truncated.
+// that holds bytes or a bool, and ErrClosed. A float count is truncated
+// toward zero and clamped as dict.Value.Int clamps it: MaxInt64 at or
+// above 2^63, MinInt64 below -2^63, 0 for NaN.
 func (c *Counter) Get(key string) (int64, error) {
 	if c.closed.Load() {
 		return 0, ErrClosed

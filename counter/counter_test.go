@@ -194,6 +194,9 @@ func TestGet(t *testing.T) {
 	d.Set("f", dict.Float(2.75), 0, 0)
 	d.Set("s", dict.String("12"), 0, 0)
 	d.Set("b", dict.Bool(true), 0, 0)
+	d.Set("big", dict.Float(1e19), 0, 0)
+	d.Set("-inf", dict.Float(math.Inf(-1)), 0, 0)
+	d.Set("nan", dict.Float(math.NaN()), 0, 0)
 	tests := []struct {
 		key  string
 		want int64
@@ -201,6 +204,9 @@ func TestGet(t *testing.T) {
 	}{
 		{"i", -3, nil},
 		{"f", 2, nil},
+		{"big", math.MaxInt64, nil}, // a float count beyond int64 is clamped
+		{"-inf", math.MinInt64, nil},
+		{"nan", 0, nil},
 		{"s", 0, dict.ErrNotNumber},
 		{"b", 0, dict.ErrNotNumber},
 		{"none", 0, dict.ErrNotFound},

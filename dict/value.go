@@ -120,10 +120,15 @@ func (v Value) Float() float64 {
 	return 0
 }
 
-// Bool returns the value of a bool; for other kinds, whether it is non-zero.
+// Bool returns the value of a bool; for other kinds, whether it is non-zero:
+// a non-empty bytes value, an int other than 0, a float other than 0 and
+// -0 (NaN is non-zero: true). The zero Value is false.
 func (v Value) Bool() bool {
-	if v.kind == KindBytes {
+	switch v.kind {
+	case KindBytes:
 		return v.Len() > 0
+	case KindFloat:
+		return v.Float() != 0
 	}
 	return v.num != 0
 }

@@ -35,3 +35,32 @@ func TestValueIntClampsFloat(t *testing.T) {
 		})
 	}
 }
+
+// TestValueBoolIsNonZero checks that Bool of a value that is not a bool is
+// whether it is non-zero: -0 is a zero float, NaN a non-zero one.
+func TestValueBoolIsNonZero(t *testing.T) {
+	tests := []struct {
+		name string
+		v    Value
+		want bool
+	}{
+		{"true", Bool(true), true},
+		{"false", Bool(false), false},
+		{"int 0", Int(0), false},
+		{"int -1", Int(-1), true},
+		{"float 0", Float(0), false},
+		{"float -0", Float(math.Copysign(0, -1)), false},
+		{"float 0.5", Float(0.5), true},
+		{"float NaN", Float(math.NaN()), true},
+		{"empty bytes", String(""), false},
+		{"bytes", String("0"), true},
+		{"zero Value", Value{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.v.Bool(); got != tt.want {
+				t.Errorf("%s.Bool() = %v, want %v", tt.name, got, tt.want)
+			}
+		})
+	}
+}

@@ -42,7 +42,11 @@ func (d *Dict) Mutate(key string, size int, ttl time.Duration, fn func(b []byte,
 // entry (ignored for a found one, as Mutate's), a TTL: ttl > 0 makes the
 // entry expire ttl after now; 0 leaves a found entry's TTL as it is and
 // gives a new entry none. So a state can expire at the moment it stops
-// meaning anything, set where it is computed.
+// meaning anything, set where it is computed. A negative TTL for an entry
+// that stays (found, or new and kept) is ErrBadTTL, as elsewhere: fn's
+// change is undone as a panic's is (a found entry gets its old bytes
+// back, a new entry is removed); a new entry that fn does not keep needs
+// no TTL, and its negative one is ignored.
 func (d *Dict) MutateOutcome(key string, size int, fn func(b []byte, found bool) (keep bool, ttl time.Duration)) (out Outcome, err error) {
 	err = d.mutate(key, size, 0, mutateFn{ttl: fn}, &out)
 	return out, err
@@ -55,13 +59,13 @@ type mutateFn struct {
 }
 
 // call calls the fn with b, returning whether to keep a new entry and the
-// TTL to set (0: none set).
+// TTL to set (0: none set; negative: fn's error, ErrBadTTL when the entry
+// stays).
 func (f mutateFn) call(b []byte, found bool) (bool, time.Duration) {
 	if f.keep != nil {
 		return f.keep(b, found), 0
 	}
-	keep, ttl := f.ttl(b, found)
-	return keep, max(ttl, 0)
+	return f.ttl(b, found)
 }
 
 // mutate is Mutate; it records in *out what the write did.
@@ -88,10 +92,11 @@ func (d *Dict) mutate(key string, size int, ttl time.Duration, fn mutateFn, out 
 			shm.Unlock(pw)
 			return ErrWrongShape
 		}
-		if n, slow := d.mutatePinned(s, off, pw, fn); slow {
+		n, slow, err := d.mutatePinned(s, off, pw, fn)
+		if slow {
 			d.pageSlow(s, key, h, off, n)
 		}
-		return nil
+		return err
 	}
 	return d.mutateSlow(key, size, ttl, fn, out)
 }
@@ -115,7 +120,9 @@ func (d *Dict) mutateSlow(key string, size int, ttl time.Duration, fn mutateFn, 
 			if !s.okBody(off, e) {
 				return d.corruptLocked(s, "entry")
 			}
-			d.mutateLocked(s, off, true, fn)
+			if _, err := d.mutateLocked(s, off, true, fn); err != nil {
+				return err // undone
+			}
 			e.use()
 			d.tally(s, tWrites)
 			return nil
@@ -132,7 +139,11 @@ func (d *Dict) mutateSlow(key string, size int, ttl time.Duration, fn mutateFn, 
 	if off, _, err = s.findLocked(key, h); err != nil || off == 0 {
 		return d.corruptLocked(s, "index")
 	}
-	if !d.mutateLocked(s, off, false, fn) {
+	keep, err := d.mutateLocked(s, off, false, fn)
+	if err != nil {
+		return err // removed
+	}
+	if !keep {
 		if err := s.removeLocked(off); err != nil {
 			return d.failLocked(s, err, "remove")
 		}
@@ -144,11 +155,12 @@ func (d *Dict) mutateSlow(key string, size int, ttl time.Duration, fn mutateFn, 
 // passed okBody, capped, holding the entry's page lock pw, which it
 // releases. Readers see the entry's Ver odd while fn runs. When fn does not
 // return (a panic, runtime.Goexit) the entry gets the bytes it had back
-// before the panic goes on. A process that dies inside fn leaves Ver odd:
-// the entry is dropped by the repair that finds it. It counts the write
-// (entryCounted) and returns what the count asks of the caller once the
-// lock is released.
-func (d *Dict) mutatePinned(s *shard, off uint32, pw *uint64, fn mutateFn) (n uint32, slow bool) {
+// before the panic goes on; when it returns a negative TTL, too, and
+// mutatePinned returns ErrBadTTL. A process that dies inside fn leaves Ver
+// odd: the entry is dropped by the repair that finds it. It counts a write
+// that stands (entryCounted) and returns what the count asks of the caller
+// once the lock is released.
+func (d *Dict) mutatePinned(s *shard, off uint32, pw *uint64, fn mutateFn) (n uint32, slow bool, err error) {
 	e := s.entryAt(off)
 	b := capped(s.valueOf(off, e))
 	var small [undoSmall]byte // see undoSmall
@@ -160,20 +172,25 @@ func (d *Dict) mutatePinned(s *shard, off uint32, pw *uint64, fn mutateFn) (n ui
 	copy(old, b)
 	w := e.beginWrite()
 	expiry := expiryOf(w)
-	returned := false
+	stands := false // fn returned, with a TTL that is no error
 	defer func() {
-		if !returned {
+		if !stands {
 			copy(b, old[:len(b)])
 		}
 		e.endWrite(w, expiry)
 		e.use()
 		shm.Unlock(pw)
 	}()
-	if _, ttl := fn.call(b, true); ttl > 0 {
+	_, ttl := fn.call(b, true)
+	if ttl < 0 {
+		return 0, false, ErrBadTTL // the deferred call undoes fn's change
+	}
+	if ttl > 0 {
 		expiry, _ = d.expiryFor(ttl) // a positive TTL is no error
 	}
-	returned = true
-	return s.entryCounted(off, tWrites) // before the deferred unlock
+	stands = true
+	n, slow = s.entryCounted(off, tWrites) // before the deferred unlock
+	return n, slow, nil
 }
 
 // undoSmall is the size of the buffer in which mutatePinned and
@@ -187,10 +204,13 @@ const undoSmall = 32
 
 // mutateLocked calls fn with the value bytes of the entry at off, which
 // passed okBody, capped, and with Drop naming the entry while fn writes its
-// words one by one. When fn does not return (a panic, runtime.Goexit) it
-// undoes fn's work as the stack unwinds: a found entry gets the bytes it
-// had, a new one is removed. It does not recover: the panic goes on.
-func (d *Dict) mutateLocked(s *shard, off uint32, found bool, fn mutateFn) bool {
+// words one by one, and returns whether fn keeps a new entry. When fn does
+// not return (a panic, runtime.Goexit) it undoes fn's work as the stack
+// unwinds: a found entry gets the bytes it had, a new one is removed. It
+// does not recover: the panic goes on. When fn returns a negative TTL for
+// an entry that stays (found, or new and kept), it undoes it the same way
+// and returns ErrBadTTL.
+func (d *Dict) mutateLocked(s *shard, off uint32, found bool, fn mutateFn) (bool, error) {
 	hd := s.hdr()
 	b := capped(s.valueOf(off, s.entryAt(off)))
 	var small [undoSmall]byte // see undoSmall
@@ -202,9 +222,9 @@ func (d *Dict) mutateLocked(s *shard, off uint32, found bool, fn mutateFn) bool 
 	if found {
 		copy(old, b)
 	}
-	returned := false
+	stands := false // fn returned, with a TTL that is no error
 	defer func() {
-		if returned {
+		if stands {
 			return
 		}
 		if !found {
@@ -218,11 +238,16 @@ func (d *Dict) mutateLocked(s *shard, off uint32, found bool, fn mutateFn) bool 
 	}()
 	hd.Drop = off
 	keep, ttl := fn.call(b, found)
-	if ttl > 0 && (keep || found) {
-		expiry, _ := d.expiryFor(ttl) // a positive TTL is no error
-		s.entryAt(off).setExpiry(expiry)
+	if keep || found {
+		if ttl < 0 {
+			return false, ErrBadTTL // the deferred call undoes fn's change
+		}
+		if ttl > 0 {
+			expiry, _ := d.expiryFor(ttl) // a positive TTL is no error
+			s.entryAt(off).setExpiry(expiry)
+		}
 	}
 	hd.Drop = dropNone
-	returned = true
-	return keep
+	stands = true
+	return keep, nil
 }

@@ -102,6 +102,49 @@ func TestMutate(t *testing.T) {
 	specCheck(t, d)
 }
 
+// TestMutateOutcomeNegativeTTL checks that MutateOutcome's fn returning a
+// negative TTL for an entry that stays is ErrBadTTL with its change undone,
+// as a negative TTL is everywhere else, rather than an entry that never
+// expires; and that a new entry fn does not keep ignores it.
+func TestMutateOutcomeNegativeTTL(t *testing.T) {
+	d, c := specOpen(t, Options{Shards: 1})
+	empty := d.FreeSpace()
+	set := func(b []byte, _ bool) (bool, time.Duration) { b[0] = 'X'; return true, -time.Second }
+	if _, err := d.MutateOutcome("new", 16, set); !errors.Is(err, ErrBadTTL) {
+		t.Fatalf("MutateOutcome(absent, keep, ttl -1s) = %v, want ErrBadTTL", err)
+	}
+	wantGetErr(t, d, "new", ErrNotFound)
+	if got := d.FreeSpace(); got != empty {
+		t.Fatalf("FreeSpace after a refused new entry = %d, want %d", got, empty)
+	}
+	drop := func(b []byte, _ bool) (bool, time.Duration) { b[0] = 'X'; return false, -time.Second }
+	if _, err := d.MutateOutcome("new", 16, drop); err != nil {
+		t.Fatalf("MutateOutcome(absent, keep false, ttl -1s) = %v, want <nil>", err)
+	}
+	wantGetErr(t, d, "new", ErrNotFound)
+
+	// A found entry, live or expired since (a new one again).
+	old := bytes.Repeat([]byte("o"), 16)
+	for _, expire := range []bool{false, true} {
+		specSet(t, d, "k", Bytes(old), time.Minute, 5)
+		if expire {
+			c.Advance(time.Minute)
+		}
+		if _, err := d.MutateOutcome("k", 16, set); !errors.Is(err, ErrBadTTL) {
+			t.Fatalf("MutateOutcome(found, ttl -1s), expired %v = %v, want ErrBadTTL", expire, err)
+		}
+		if expire {
+			wantGetErr(t, d, "k", ErrNotFound)
+			continue
+		}
+		wantGet(t, d, "k", Bytes(old), 5)
+		if ttl, err := d.TTL("k"); ttl != time.Minute || err != nil {
+			t.Fatalf("TTL after a refused MutateOutcome = %v, %v; want 1m0s (unchanged)", ttl, err)
+		}
+	}
+	specCheck(t, d)
+}
+
 func TestMutateAllocs(t *testing.T) {
 	d, _ := specOpen(t, Options{})
 	if err := d.Mutate("k", 16, 0, add1); err != nil {

@@ -221,7 +221,7 @@ func (c *Conn) leave(key string) (int64, error) {
 		if errors.Is(err, dict.ErrNotFound) {
 			return 0, fmt.Errorf("limiter: leaving %q: %w", strings.Clone(zk), ErrNotFound)
 		}
-		return 0, dictErr(zk, err)
+		return 0, incrErr(c.d, zk, err)
 	}
 	if n != 0 { // the last request of a key leaves 0: a count, read no more
 		if err := checkCountInt(c.d, zk, n, -1); err != nil {

@@ -140,7 +140,7 @@ func (l *Count) Uncommit(ctx context.Context, key string) error {
 		return nil
 	}
 	if err != nil {
-		return dictErr(zk, err)
+		return incrErr(l.d, zk, err)
 	}
 	return checkCountInt(l.d, zk, n, 1)
 }

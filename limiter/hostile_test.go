@@ -244,6 +244,10 @@ func TestBadState(t *testing.T) {
 					if !errors.Is(err, ErrBadState) || dec != (Decision{}) {
 						t.Fatalf("= %+v, %v; want ErrBadState and the zero Decision", dec, err)
 					}
+					if number := hv.v.Kind() == dict.KindInt || hv.v.Kind() == dict.KindFloat; number && !hv.list &&
+						(lt.l == Limiter(count) || lt.l == Limiter(conn)) && errors.Is(err, ErrAbused) {
+						t.Errorf("= %v; want ErrBadState naming the number, not ErrAbused: a number is this limiter's kind", err)
+					}
 					if hv.list {
 						if n, err := d.LLen(zk); err != nil || n != 1 {
 							t.Errorf("list afterwards: %d elements, %v; want it unchanged", n, err)
@@ -264,7 +268,7 @@ func TestBadState(t *testing.T) {
 	}
 	// Conn's Leaving is checked too.
 	d.Set(zoneKey(conn, "k"), dict.Float(math.NaN()), 0, 0)
-	if _, err := conn.Leaving(ctx, "k", 0); !errors.Is(err, ErrBadState) {
+	if _, err := conn.Leaving(ctx, "k", 0); !errors.Is(err, ErrBadState) || errors.Is(err, ErrAbused) {
 		t.Errorf("Conn.Leaving on NaN: %v, want ErrBadState", err)
 	}
 }

@@ -64,15 +64,30 @@ func checkCount(d *dict.Dict, key string, n float64, delta int64) error {
 	return readCount(d, key, delta)
 }
 
-// checkCountInt is checkCount for the int64 that Incr returned, the
-// float's conversion, which is platform-dependent for NaN and the
-// infinities but outside (0, 2^53] on every platform: n in (0, 2^53] is a
-// count; any other n reads the value once.
+// checkCountInt is checkCount for the int64 that Incr returned, a float's
+// truncated (Incr refuses a float sum beyond int64: incrErr): n in
+// (0, 2^53] is a count; any other n reads the value once.
 func checkCountInt(d *dict.Dict, key string, n, delta int64) error {
 	if n > 0 && n <= maxExact {
 		return nil
 	}
 	return readCount(d, key, delta)
+}
+
+// incrErr is the error of Incr's err on a Count's or a Conn's key. Incr
+// refuses a float whose sum no int64 holds (NaN, an infinity, beyond
+// ±2^63) with dict.ErrNotNumber and leaves it as it was: that float is no
+// count, ErrBadState naming it, as checkCount names it after IncrInitNum.
+// Any other error, bytes and the like included, is dictErr's.
+func incrErr(d *dict.Dict, key string, err error) error {
+	if errors.Is(err, dict.ErrNotNumber) {
+		if v, _, gerr := d.Get(key); gerr == nil && v.Kind() == dict.KindFloat {
+			if why := badCount(v); why != "" {
+				return badOf(v, why).err(key)
+			}
+		}
+	}
+	return dictErr(key, err)
 }
 
 // readCount returns ErrBadState when key's number, to which delta was just

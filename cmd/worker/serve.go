@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -117,8 +118,10 @@ func serveFlags(args []string, stderr io.Writer) (procs int, zoneSize int64, c s
 	if c.Rate, err = limiter.ParseRate(*rate); err != nil {
 		return 0, 0, c, err
 	}
-	if c.Burst < 0 {
-		return 0, 0, c, errors.New("-burst must not be negative")
+	// As limiter.NewReq checks it in each child: a burst it refuses would
+	// have the master restart children that cannot start, forever.
+	if !(c.Burst >= 0) || math.IsInf(c.Burst*1000, 0) {
+		return 0, 0, c, fmt.Errorf("-burst %v: want a number from 0 to %g", c.Burst, math.MaxFloat64/1000)
 	}
 	if c.Drain <= 0 {
 		return 0, 0, c, errors.New("-drain must be positive")
@@ -141,6 +144,11 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "worker serve:", err)
 		return 2
 	}
+	cfg, err := json.Marshal(c)
+	if err != nil {
+		fmt.Fprintln(stderr, "worker serve: the children's configuration:", err)
+		return 1
+	}
 	if c.Redis != "" {
 		if err := servePingRedis(c.Redis); err != nil {
 			fmt.Fprintln(stderr, "worker serve: -redis:", err)
@@ -156,6 +164,5 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		}
 		d.Close()
 	}
-	cfg, _ := json.Marshal(c)
 	return serveMaster(c, procs, string(cfg), stdout, stderr)
 }

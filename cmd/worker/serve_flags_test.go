@@ -35,6 +35,53 @@ func TestServeFlags(t *testing.T) {
 	}
 }
 
+// The master takes a -burst exactly when the children's limiter.NewReq
+// does: one it refuses (NaN, infinite, or whose thousandfold overflows)
+// fails the flags with exit 2, else every child would fail to start and be
+// restarted forever.
+func TestServeBurstAsTheLimiterTakesIt(t *testing.T) {
+	d, err := dict.Open(filepath.Join(t.TempDir(), "b.zone"), dict.Options{Size: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, tc := range []struct {
+		burst string
+		ok    bool
+	}{
+		{"0", true},
+		{"20", true},
+		{"1e305", true},
+		{"-1", false},
+		{"NaN", false},
+		{"+Inf", false},
+		{"-Inf", false},
+		{"1e308", false},
+	} {
+		t.Run(tc.burst, func(t *testing.T) {
+			b, err := strconv.ParseFloat(tc.burst, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := limiter.NewReq(d, "t", 1, b); (err == nil) != tc.ok {
+				t.Fatalf("limiter.NewReq(burst %s) = %v; the table is wrong", tc.burst, err)
+			}
+			_, _, _, err = serveFlags([]string{"-burst", tc.burst}, io.Discard)
+			if (err == nil) != tc.ok {
+				t.Fatalf("serveFlags(-burst %s) = %v, want ok %v", tc.burst, err, tc.ok)
+			}
+			if tc.ok {
+				return
+			}
+			// Refused by serveFlags, so runServe starts no server.
+			var errb bytes.Buffer
+			if code := runServe([]string{"-burst", tc.burst}, io.Discard, &errb); code != 2 || !strings.Contains(errb.String(), "-burst") {
+				t.Errorf("runServe(-burst %s) = %d, %q; want 2 and a message naming -burst", tc.burst, code, errb.String())
+			}
+		})
+	}
+}
+
 func TestServeGlobalFlags(t *testing.T) {
 	_, _, c, err := serveFlags([]string{"-redis", "127.0.0.1:6379", "-global-rate", "30r/m", "-global-interval", "1s", "-redis-policy", "closed"}, io.Discard)
 	if err != nil {

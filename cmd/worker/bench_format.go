@@ -34,6 +34,12 @@ func writeJSON(w io.Writer, rep report) error {
 
 // humanCount writes n with a k, M or G suffix and three significant digits.
 func humanCount(n float64) string {
+	// Round to three significant digits before choosing the suffix: 999,999
+	// is 1M, not 1e+03k.
+	if n >= 1 {
+		p := math.Pow(10, math.Floor(math.Log10(n))-2)
+		n = math.Round(n/p) * p
+	}
 	switch {
 	case n >= 1e9:
 		return fmt.Sprintf("%.3gG", n/1e9)

@@ -41,6 +41,30 @@ func TestWriteTableGolden(t *testing.T) {
 	}
 }
 
+// humanCount rounds to three significant digits before it picks the
+// suffix, so a count just under a suffix's boundary reads as the next one.
+func TestHumanCountRoundsBeforeItsSuffix(t *testing.T) {
+	for _, tc := range []struct {
+		n    float64
+		want string
+	}{
+		{0, "0"},
+		{7, "7"},
+		{999, "999"},
+		{999.6, "1k"},
+		{1234, "1.23k"},
+		{999_499, "999k"},
+		{999_999, "1M"},
+		{30e6, "30M"},
+		{999.6e6, "1G"},
+		{1.5e9, "1.5G"},
+	} {
+		if got := humanCount(tc.n); got != tc.want {
+			t.Errorf("humanCount(%v) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}
+
 func TestWriteJSONRoundTrip(t *testing.T) {
 	rep := fixedReport()
 	var b bytes.Buffer

@@ -51,13 +51,14 @@ func humanCount(n float64) string {
 	return fmt.Sprintf("%.0f", n)
 }
 
-// humanNanos writes a latency as a duration of about three significant digits.
+// humanNanos writes a latency as a duration of three significant digits,
+// rounded once: 1,234,567 ns is 1.23ms.
 func humanNanos(ns int64) string {
-	d := time.Duration(ns)
-	for r := time.Duration(1); d >= 1000*r; r *= 10 {
-		d = d.Round(r * 10)
+	d, r := time.Duration(ns), time.Duration(1)
+	for d >= 1000*r {
+		r *= 10
 	}
-	return d.String()
+	return d.Round(r).String()
 }
 
 // writeChartFile writes the report's SVG chart to path.

@@ -65,6 +65,31 @@ func TestHumanCountRoundsBeforeItsSuffix(t *testing.T) {
 	}
 }
 
+// humanNanos rounds a latency once, to three significant digits: rounding
+// digit by digit would carry a 5 up (1,234,567 ns to 1.24ms).
+func TestHumanNanosRoundsOnce(t *testing.T) {
+	for _, tc := range []struct {
+		ns   int64
+		want string
+	}{
+		{0, "0s"},
+		{80, "80ns"},
+		{999, "999ns"},
+		{1250, "1.25µs"},
+		{14848, "14.8µs"},
+		{144_449, "144µs"},
+		{999_499, "999µs"},
+		{999_999, "1ms"},
+		{1_234_449, "1.23ms"},
+		{1_234_567, "1.23ms"},
+		{3_456_789, "3.46ms"},
+	} {
+		if got := humanNanos(tc.ns); got != tc.want {
+			t.Errorf("humanNanos(%d) = %q, want %q", tc.ns, got, tc.want)
+		}
+	}
+}
+
 func TestWriteJSONRoundTrip(t *testing.T) {
 	rep := fixedReport()
 	var b bytes.Buffer

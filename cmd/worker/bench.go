@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -10,12 +11,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/shmzone/shmzone/dict"
@@ -53,7 +56,9 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchFlags, error) {
 Bench runs -op against -backend from each count of processes in -procs (the
 processes are this program re-executed), for -duration each, and prints
 ops/s (all processes), ns/op (per process), sampled p50/p99/p999 latency of
-one op, and scaling: ops/s over one process's ops/s.
+one op, and scaling: ops/s over one process's ops/s. SIGINT (Ctrl-C) or
+SIGTERM stops the processes, removes the default -zone's temp dir and
+exits 1.
 
 Backends: zone (shmzone's dict in a zone file), mutex (a map under a
 sync.Mutex in each process: one process's ceiling, nothing shared), flock (a
@@ -119,7 +124,12 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "worker bench:", err)
 		return 2
 	}
-	rep, err := runBench(f, stderr)
+	// SIGINT or SIGTERM stops the children and removes the temp zone
+	// (runBench's defers) before exiting, instead of killing this process
+	// at once and leaving them behind.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	rep, err := runBench(ctx, f, stderr)
+	stop()
 	if err != nil {
 		fmt.Fprintln(stderr, "worker bench:", err)
 		return 1
@@ -139,8 +149,9 @@ func benchMain(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// runBench runs one row per procs value and returns the report.
-func runBench(f benchFlags, stderr io.Writer) (report, error) {
+// runBench runs one row per procs value and returns the report. When ctx
+// is done it kills the children, cleans up and returns errInterrupted.
+func runBench(ctx context.Context, f benchFlags, stderr io.Writer) (report, error) {
 	cfg := f.cfg
 	rep := report{Backend: cfg.Backend, Op: cfg.Op, Keys: cfg.Keys, Keyset: cfg.Keyset, Duration: cfg.Duration.String()}
 	if cfg.Zone == "" {
@@ -170,7 +181,12 @@ func runBench(f benchFlags, stderr io.Writer) (report, error) {
 	p := newProgress(stderr)
 	for _, n := range f.procs {
 		cfg.Procs = n
-		r, err := runRow(exe, cfg, p)
+		r, err := runRow(ctx, exe, cfg, p)
+		if ctx.Err() != nil {
+			// The children died of it; their errors say nothing more.
+			p.done()
+			return rep, errInterrupted
+		}
 		if err != nil {
 			return rep, fmt.Errorf("procs=%d: %w", n, err)
 		}
@@ -191,8 +207,12 @@ type child struct {
 	stderr strings.Builder
 }
 
+// errInterrupted is runBench's error when its context ended it (a signal).
+var errInterrupted = errors.New("interrupted")
+
 // runRow runs the cfg.Procs processes of one row and gathers their results.
-func runRow(exe string, cfg benchConfig, p *progress) (row, error) {
+// When ctx is done the children are killed.
+func runRow(ctx context.Context, exe string, cfg benchConfig, p *progress) (row, error) {
 	n := cfg.Procs
 	conf, err := json.Marshal(cfg)
 	if err != nil {
@@ -214,7 +234,7 @@ func runRow(exe string, cfg benchConfig, p *progress) (row, error) {
 		}
 	}()
 	for i := range cs {
-		c := &child{cmd: exec.Command(exe)}
+		c := &child{cmd: exec.CommandContext(ctx, exe)}
 		c.cmd.Env = append(os.Environ(), childEnv+"=bench", benchConfigEnv+"="+string(conf), benchIDEnv+"="+strconv.Itoa(i))
 		c.cmd.Stderr = &c.stderr
 		var err error

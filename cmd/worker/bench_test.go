@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -276,6 +280,91 @@ func TestBenchRunZone(t *testing.T) {
 	if got := svgPoints(t, svg); len(got) != 2 {
 		t.Fatalf("chart has %d points, want 2", len(got))
 	}
+}
+
+// SIGINT or SIGTERM to a running "worker bench" (a real process, this
+// test binary run as the worker command) stops its children, removes the
+// temp dir of its default zone and exits 1 saying it was interrupted.
+func TestBenchSignalStopsChildrenAndRemovesTempZone(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			tmp := t.TempDir()
+			// A row that outlasts the test: only the signal ends it.
+			cmd := exec.Command(os.Args[0], "bench", "-procs", "2", "-duration", "1h")
+			cmd.Env = append(os.Environ(), serveTestEnv+"=1", "TMPDIR="+tmp)
+			stderr := &serveBuffer{}
+			cmd.Stdout, cmd.Stderr = io.Discard, stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			t.Cleanup(func() {
+				cmd.Process.Kill()
+				<-done
+			})
+			// A progress line: the row's children are running.
+			if !serveWaitFor(serveHang, func() bool { return strings.Contains(stderr.String(), "procs=2: ") }) {
+				t.Fatalf("no progress line; stderr:\n%s", stderr)
+			}
+			kids := procChildren(t, cmd.Process.Pid)
+			if len(kids) != 2 {
+				t.Fatalf("worker bench has children %v, want 2", kids)
+			}
+			if ents, _ := os.ReadDir(tmp); len(ents) != 1 || !strings.HasPrefix(ents[0].Name(), "worker-bench-") {
+				t.Fatalf("TMPDIR holds %v, want the bench's temp dir", ents)
+			}
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			select {
+			case err = <-done:
+				done <- err // for the cleanup
+			case <-time.After(serveHang):
+				t.Fatalf("worker bench still running %v after %v; stderr:\n%s", sig, serveHang, stderr)
+			}
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "worker bench: interrupted") {
+				t.Errorf("worker bench after %v: %v, stderr %q; want exit 1 and \"worker bench: interrupted\"", sig, err, stderr)
+			}
+			for _, pid := range kids {
+				if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+					t.Errorf("child %d still there after worker bench exited: %v", pid, err)
+				}
+			}
+			if ents, err := os.ReadDir(tmp); err != nil || len(ents) != 0 {
+				t.Errorf("TMPDIR after %v holds %v (%v), want nothing", sig, ents, err)
+			}
+		})
+	}
+}
+
+// procChildren lists the child processes of pid, from every thread's
+// /proc children file.
+func procChildren(t *testing.T, pid int) []int {
+	t.Helper()
+	files, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no /proc children files for %d: %v", pid, err)
+	}
+	var kids []int
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range strings.Fields(string(b)) {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				t.Fatalf("%s: %q", f, b)
+			}
+			kids = append(kids, n)
+		}
+	}
+	return kids
 }
 
 func TestProgressLines(t *testing.T) {

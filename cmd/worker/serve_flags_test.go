@@ -147,6 +147,40 @@ func TestServeRedisDownAtStart(t *testing.T) {
 	}
 }
 
+// A -redis URL's password is never printed: the master's messages show the
+// URL redacted (url.URL.Redacted), and a URL that does not parse is not
+// quoted.
+func TestServeRedisURLPasswordNotPrinted(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	for _, tc := range []struct {
+		name  string
+		redis string
+		code  int
+		want  string // in the message
+	}{
+		{"down", "redis://:s3cret@" + addr + "/0", 1, "worker serve: -redis: redis redis://:xxxxx@" + addr + "/0: "},
+		{"user and password", "redis://u:s3cret@" + addr + "/0", 1, "redis redis://u:xxxxx@" + addr + "/0: "},
+		{"bad port", "redis://:s3cret@127.0.0.1:bad/0", 2, `worker serve: -redis: bad URL: invalid port ":bad" after host`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var errb bytes.Buffer
+			args := []string{"-zone", filepath.Join(t.TempDir(), "z.zone"), "-procs", "1", "-addr", "127.0.0.1:0", "-redis", tc.redis, "-global-rate", "10r/s"}
+			code := runServe(args, io.Discard, &errb)
+			if code != tc.code || !strings.Contains(errb.String(), tc.want) {
+				t.Errorf("runServe(-redis %s) = %d, %q; want %d and a message with %q", tc.redis, code, errb.String(), tc.code, tc.want)
+			}
+			if strings.Contains(errb.String(), "s3cret") {
+				t.Errorf("runServe(-redis %s) printed the password: %q", tc.redis, errb.String())
+			}
+		})
+	}
+}
+
 func TestServeHelpNamesEveryFlag(t *testing.T) {
 	var errb bytes.Buffer
 	if code := runServe([]string{"-h"}, io.Discard, &errb); code != 0 {

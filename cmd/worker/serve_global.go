@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/url"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -115,11 +116,29 @@ func serveRedisOptions(addr string) (*redis.Options, error) {
 	if strings.Contains(addr, "://") {
 		var err error
 		if o, err = redis.ParseURL(addr); err != nil {
+			// url.Parse's error quotes the whole URL, password and all.
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				err = fmt.Errorf("bad URL: %w", ue.Err)
+			}
 			return nil, err
 		}
 	}
 	o.ContextTimeoutEnabled = true
 	return o, nil
+}
+
+// serveRedisName is -redis as messages print it: a URL with its password
+// replaced by "xxxxx" (url.URL.Redacted).
+func serveRedisName(addr string) string {
+	if !strings.Contains(addr, "://") {
+		return addr
+	}
+	u, err := url.Parse(addr)
+	if err != nil {
+		return "(the -redis URL)"
+	}
+	return u.Redacted()
 }
 
 // servePingRedis checks, in the master, that Redis answers, so that a wrong
@@ -135,7 +154,7 @@ func servePingRedis(addr string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), serveRedisPing)
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("redis %s: %w", addr, err)
+		return fmt.Errorf("redis %s: %w", serveRedisName(addr), err)
 	}
 	return nil
 }
@@ -145,7 +164,7 @@ func servePingRedis(addr string) error {
 type serveGlobal struct {
 	t      *redistier.Tiered
 	client *redis.Client
-	addr   string // -redis, for the log
+	addr   string // -redis for the log, its password redacted
 	policy string
 	every  time.Duration
 
@@ -171,7 +190,7 @@ func serveOpenGlobal(c serveConfig, d *dict.Dict, stderr io.Writer) (*serveGloba
 		client.Close()
 		return nil, err
 	}
-	g := &serveGlobal{t: t, client: client, addr: c.Redis, policy: c.RedisPolicy, every: c.GlobalInterval,
+	g := &serveGlobal{t: t, client: client, addr: serveRedisName(c.Redis), policy: c.RedisPolicy, every: c.GlobalInterval,
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go g.run(stderr)
 	return g, nil

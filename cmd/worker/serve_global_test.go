@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -168,6 +169,42 @@ func TestServeGlobalRedisFails(t *testing.T) {
 			}
 			t.Logf("log:\n%s", logs)
 		})
+	}
+}
+
+// The flushing child's log names -redis with its password redacted.
+func TestServeGlobalLogHidesRedisPassword(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there: every flush fails
+	d, err := dict.Open(filepath.Join(t.TempDir(), "g.zone"), dict.Options{Size: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	c := serveConfig{Redis: "redis://:s3cret@" + addr + "/0", GlobalLimit: 1000, GlobalWindow: time.Hour,
+		GlobalInterval: 10 * time.Millisecond, RedisPolicy: "open", RedisPrefix: "t"}
+	logs := &serveBuffer{}
+	g, err := serveOpenGlobal(c, d, logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.close()
+	// A flush reaches Redis only for keys with requests.
+	if _, err := g.Incoming(context.Background(), "", true); err != nil {
+		t.Fatal(err)
+	}
+	if !serveWaitFor(serveHang, func() bool { return strings.Contains(logs.String(), "a flush failed") }) {
+		t.Fatalf("no log of the failure: %q", logs)
+	}
+	if want := "if Redis redis://:xxxxx@" + addr + "/0 keeps failing"; !strings.Contains(logs.String(), want) {
+		t.Errorf("log %q lacks %q", logs, want)
+	}
+	if strings.Contains(logs.String(), "s3cret") {
+		t.Errorf("log printed the password: %q", logs)
 	}
 }
 

@@ -528,3 +528,33 @@ func TestFiberTable(t *testing.T) {
 		}
 	}
 }
+
+// The limiter/redistier section shows its step's command, and a run without
+// the step (no redis-server) shows none, not an empty sh block.
+func TestRedistierSectionCommand(t *testing.T) {
+	res, err := readResults("testdata/results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := func() string {
+		t.Helper()
+		page, err := render(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, sec, ok := strings.Cut(string(page), "## limiter/redistier\n")
+		if !ok {
+			t.Fatalf("page lacks the limiter/redistier section:\n%s", page)
+		}
+		sec, _, _ = strings.Cut(sec, "\n## ")
+		return sec
+	}
+	cmd := res.Go["redistier"].Command
+	if want := "```sh\n" + cmd + "\n```\n"; cmd == "" || !strings.Contains(section(), want) {
+		t.Errorf("limiter/redistier section lacks its command %q:\n%s", want, section())
+	}
+	delete(res.Go, "redistier")
+	if sec := section(); strings.Contains(sec, "```sh") {
+		t.Errorf("page without the redistier step shows a command block:\n%s", sec)
+	}
+}

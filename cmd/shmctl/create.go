@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -20,8 +21,8 @@ var createCmd = &command{
 --shards shards (a power of two; each has its own lock and eviction order).
 It exits 1 when the zone exists: an existing zone keeps its size (use dump
 and restore to move its keys to a zone of another size). It writes no file
-but its own: a file there that is not a zone is refused, and so is an empty
-one another user owns or others may write.`,
+that exists: any other file there, empty or not, is not a zone and is
+refused with exit code 4 (rm --force removes it).`,
 	min: 1, max: 1,
 	flags: func(fs *flag.FlagSet) func(*env, []string) error {
 		size := fs.String("size", "", "zone size in bytes, with K, M, G or T (required), e.g. 64M")
@@ -58,6 +59,14 @@ func runCreate(e *env, name string, o dict.Options) error {
 			return fmt.Errorf("%w: %s is a directory; name a file in it, such as %s", shm.ErrNotRegular, path, filepath.Join(path, "app.zone"))
 		case !fi.Mode().IsRegular():
 			return fmt.Errorf("%w: %s", shm.ErrNotRegular, path)
+		}
+		// A zone, even a corrupt one, exists; any other file is no zone.
+		d, err := e.openRead(name)
+		if err == nil {
+			d.Close()
+		}
+		if errors.Is(err, shm.ErrNotZone) {
+			return fmt.Errorf("%w: %s exists and is not a zone: create writes no file that exists (rm --force removes it)", shm.ErrNotZone, path)
 		}
 		return fmt.Errorf("%w: %s", errZoneExists, path)
 	}

@@ -123,3 +123,28 @@ func TestCreateRefusesBadPerm(t *testing.T) {
 		t.Errorf("bad --perm left %d files in the zone folder (%v)", len(entries), err)
 	}
 }
+
+// create over a file that exists: a zone is "zone exists", exit 1; any
+// other file, empty or holding text, is no zone, exit 4, and stays as it
+// was. create once called every existing file "zone exists", and its help
+// implied it took an empty file of its own.
+func TestCreateOverExistingFile(t *testing.T) {
+	h := newHarness(t)
+	h.ok("create", "app", "--size", "256K")
+	if _, errs, code := h.run("create", "app", "--size", "256K"); code != exitNo || !strings.Contains(errs, "zone exists") {
+		t.Errorf("create over a zone = exit %d, stderr %q; want %d and zone exists", code, errs, exitNo)
+	}
+	for _, tt := range []struct{ name, content string }{{"empty", ""}, {"text", "hi\n"}} {
+		path := h.path(tt.name)
+		if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, errs, code := h.run("create", tt.name, "--size", "256K")
+		if want := "exists and is not a zone"; code != exitNotZone || !strings.Contains(errs, want) {
+			t.Errorf("create over a %s file = exit %d, stderr %q; want %d and %q", tt.name, code, errs, exitNotZone, want)
+		}
+		if b, err := os.ReadFile(path); err != nil || string(b) != tt.content {
+			t.Errorf("create over a %s file left %q, %v; want %q", tt.name, b, err, tt.content)
+		}
+	}
+}

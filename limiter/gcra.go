@@ -27,7 +27,8 @@ type GCRA struct {
 // NewGCRA returns a GCRA limiter named name over d (names.go) of rate
 // requests per second (0.1 is one per ten seconds) with bursts of up to
 // burst requests. Errors: ErrNilDict, ErrBadName, ErrBadRate for a rate
-// that is not positive and finite or whose interval is not between 1 ns and
+// that is not positive and finite or whose interval, rounded to the
+// nearest ns (the interval the limiter enforces), is not between 1 ns and
 // a year, ErrBadBurst for a burst below 1 or one whose tolerance τ exceeds
 // 100 years.
 func NewGCRA(d *dict.Dict, name string, rate float64, burst int64) (*GCRA, error) {

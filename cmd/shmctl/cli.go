@@ -202,8 +202,10 @@ A ZONE is a name, resolved as $SHMZONE_DIR/NAME.zone (default /dev/shm), or a
 path holding a slash. "shmctl VERB --help" describes a verb and its flags.
 
 The read verbs (ls, info, get, ttl, keys, check, dump, watch) map the zone
-read-only and take no lock: they never change it, nor wait for its writers,
-and may see a write that is in progress at that instant.
+read-only and take no lock: they never change it, and may see a write that
+is in progress at that instant. keys, dump and check copy each shard
+between two of its changes, so they wait for a shard whose lock a live
+process holds, up to the lock timeout (1s), and then exit 9.
 
 `, exitCodesHelp)
 }

@@ -52,7 +52,8 @@ type GCRA struct {
 // NewGCRA returns a GCRA on c of rate requests per second with bursts of up
 // to burst, under keys "prefix:key". Errors: ErrNilClient,
 // ErrNoContextTimeout, ErrNoLocal, limiter.ErrBadRate for a rate whose
-// interval is not between 1 µs and a year, limiter.ErrBadBurst for a burst
+// interval, rounded to the nearest µs (the interval the limiter enforces),
+// is not between 1 µs and a year, limiter.ErrBadBurst for a burst
 // below 1 or a tolerance above 100 years.
 func NewGCRA(c redis.UniversalClient, prefix string, rate float64, burst int64, o Options) (*GCRA, error) {
 	const year = int64(365 * 24 * time.Hour / time.Microsecond)

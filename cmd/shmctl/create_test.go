@@ -87,6 +87,29 @@ func TestParseSize(t *testing.T) {
 	}
 }
 
+// TestFormatSizeRoundsBeforeUnit picks the unit after rounding to a tenth:
+// a size just below a unit reads as one of it, never as 1024.0 of the one
+// below.
+func TestFormatSizeRoundsBeforeUnit(t *testing.T) {
+	tests := []struct {
+		n    int64
+		want string
+	}{
+		{1<<20 - 1, "1.0 MiB"},
+		{1<<30 - 1, "1.0 GiB"},
+		{1<<40 - 1, "1.0 TiB"},
+		{1048524, "1023.9 KiB"}, // 1023.949… KiB
+		{1048525, "1.0 MiB"},    // 1023.950… KiB, which rounds up
+		{1<<50 - 1, "1024.0 TiB"},
+		{1 << 50, "1024.0 TiB"}, // no unit above TiB
+	}
+	for _, tt := range tests {
+		if got := formatSize(tt.n); got != tt.want {
+			t.Errorf("formatSize(%d) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+}
+
 // A zone in a folder that does not exist is an error naming the folder,
 // exit 8: not "no such zone" (exit 3) and its advice to create one, which
 // would fail the same way. No folder is made.

@@ -137,16 +137,20 @@ func parseSize(s string) (int64, error) {
 	return n << shift, nil
 }
 
-// formatSize writes bytes for people: "64.0 MiB", or "812 B".
+// formatSize writes bytes for people: "64.0 MiB", or "812 B". The unit is
+// the one the figure, rounded to a tenth, is below 1024 in: 1048575 bytes
+// are "1.0 MiB", not "1024.0 KiB".
 func formatSize(n int64) string {
 	const units = "KMGT"
 	if n < 1024 {
 		return fmt.Sprintf("%d B", n)
 	}
-	f, i := float64(n)/1024, 0
-	for f >= 1024 && i < len(units)-1 {
+	f := float64(n) / 1024
+	for i := 0; ; i++ {
+		s := strconv.FormatFloat(f, 'f', 1, 64)
+		if r, _ := strconv.ParseFloat(s, 64); r < 1024 || i == len(units)-1 {
+			return fmt.Sprintf("%s %ciB", s, units[i])
+		}
 		f /= 1024
-		i++
 	}
-	return fmt.Sprintf("%.1f %ciB", f, units[i])
 }

@@ -22,11 +22,12 @@ its own. Protected counts the entries used again, which
 eviction takes only when no other is left; lost counts keys written anew
 while their evicted entry would still have been live (a count that errs
 low: a shard remembers its last 16 evictions), and a zone whose lost grows
-is too small for the keys in use. --shards adds a line per shard. Info
-opens the zone read-only.`,
+is too small for the keys in use. --shards adds a line per shard. A zone
+path that is not printable text is quoted, as keys are. Info opens the
+zone read-only.`,
 	min: 1, max: 1,
 	flags: func(fs *flag.FlagSet) func(*env, []string) error {
-		asJSON := fs.Bool("json", false, "print JSON")
+		asJSON := fs.Bool("json", false, "print JSON; a zone path that is not UTF-8 is in zone_b64 instead of zone, in base64")
 		shards := fs.Bool("shards", false, "also print each shard's figures")
 		return func(e *env, args []string) error {
 			d, err := e.openRead(args[0])
@@ -84,7 +85,11 @@ func (s jsonStats) counters() []struct {
 
 // info is what info reports.
 type info struct {
-	Zone       string `json:"zone"`
+	path string // the zone's file, any bytes
+	// Zone is path when it is UTF-8; else ZoneB64 is, in base64, as a key
+	// is (jsonKey).
+	Zone       string `json:"zone,omitempty"`
+	ZoneB64    string `json:"zone_b64,omitempty"`
 	Size       int64  `json:"size"`
 	Shards     int    `json:"shards"`
 	ShardSize  int64  `json:"shard_size"`
@@ -112,10 +117,11 @@ type jsonShard struct {
 func newInfo(d *dict.Dict, perShard bool) info {
 	h := d.Header()
 	r := info{
-		Zone: d.Path(), Size: h.Size, Shards: h.Shards, ShardSize: h.ShardSize,
+		path: d.Path(), Size: h.Size, Shards: h.Shards, ShardSize: h.ShardSize,
 		IndexSlots: h.IndexSize, PageSize: h.PageSize, jsonStats: statsOf(d.Stats()),
 		Classes: []jsonClass{},
 	}
+	r.Zone, r.ZoneB64 = textOrB64(r.path)
 	for _, c := range d.SlabStats() {
 		r.Classes = append(r.Classes, jsonClass(c))
 	}
@@ -127,7 +133,7 @@ func newInfo(d *dict.Dict, perShard bool) info {
 
 func (r info) write(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintf(tw, "zone\t%s\n", r.Zone)
+	fmt.Fprintf(tw, "zone\t%s\n", humanKey(r.path))
 	fmt.Fprintf(tw, "size\t%s (%d bytes): %d shard(s) of %s, %d index slots each\n",
 		formatSize(r.Size), r.Size, r.Shards, formatSize(r.ShardSize), r.IndexSlots)
 	fmt.Fprintf(tw, "free\t%s (%d bytes)\n", formatSize(r.Free), r.Free)

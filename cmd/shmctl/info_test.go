@@ -1,11 +1,13 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/shmzone/shmzone/dict"
 )
@@ -123,5 +125,34 @@ func TestStatsOfEveryCounter(t *testing.T) {
 	const wantJSON = `{"hits":1,"misses":2,"writes":3,"evictions":4,"lost":5,"expirations":6,"lock_waits":7,"recoveries":8,"moves":9}`
 	if string(b) != wantJSON {
 		t.Errorf("rates = %s, want %s", b, wantJSON)
+	}
+}
+
+// TestInfoQuotesZonePath prints a zone path that is not printable text
+// quoted, as keys are, so that no control code reaches the terminal; in
+// JSON a path that is not UTF-8 is in zone_b64, so that it names the file.
+func TestInfoQuotesZonePath(t *testing.T) {
+	h := newHarness(t)
+	for _, name := range []string{"e\x1b[31mred", "\xff"} {
+		h.ok("create", name, "--size", "256K", "--shards", "1")
+		out := h.ok("info", name)
+		if want := fmt.Sprintf("zone         %q\n", h.path(name)); !strings.HasPrefix(out, want) {
+			t.Errorf("info %q begins %q, want %q", name, strings.SplitAfter(out, "\n")[0], want)
+		}
+		var r struct {
+			Zone    string `json:"zone"`
+			ZoneB64 string `json:"zone_b64"`
+		}
+		if err := json.Unmarshal([]byte(h.ok("info", "--json", name)), &r); err != nil {
+			t.Fatal(err)
+		}
+		path := r.Zone
+		if r.ZoneB64 != "" {
+			b, _ := base64.StdEncoding.DecodeString(r.ZoneB64)
+			path = string(b)
+		}
+		if path != h.path(name) || (r.ZoneB64 != "") != !utf8.ValidString(path) {
+			t.Errorf("info --json %q: zone %q, zone_b64 %q; want the path %q, in zone_b64 only when it is not UTF-8", name, r.Zone, r.ZoneB64, h.path(name))
+		}
 	}
 }

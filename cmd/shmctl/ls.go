@@ -6,8 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
 )
 
 var lsCmd = &command{
@@ -17,10 +20,10 @@ var lsCmd = &command{
 	help: `Ls lists the zone files (NAME.zone) in DIR, by default $SHMZONE_DIR or
 /dev/shm, sorted by name, with their size, free space, entries and shards. A
 file that cannot be opened as a zone is listed with the reason. Ls opens each
-zone read-only.`,
+zone read-only. A name that is not printable text is quoted, as keys are.`,
 	min: 0, max: 1,
 	flags: func(fs *flag.FlagSet) func(*env, []string) error {
-		asJSON := fs.Bool("json", false, "print a JSON array of {name, path, size, free, entries, shards} or {name, path, error}")
+		asJSON := fs.Bool("json", false, "print a JSON array of {name, path, size, free, entries, shards} or {name, path, error}; a name or path that is not UTF-8 is in name_b64 or path_b64 instead, in base64")
 		return func(e *env, args []string) error {
 			dir := zoneDir()
 			if len(args) == 1 {
@@ -31,28 +34,51 @@ zone read-only.`,
 				return err
 			}
 			if *asJSON {
-				return writeJSON(e.stdout, zones, true)
+				js := make([]jsonZone, len(zones))
+				for i, z := range zones {
+					js[i] = z.json()
+				}
+				return writeJSON(e.stdout, js, true)
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 8, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tSIZE\tFREE\tENTRIES\tSHARDS")
 			for _, z := range zones {
-				if z.Error != "" {
-					fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t(%s)\n", z.Name, z.Error)
+				if z.err != "" {
+					fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t(%s)\n", humanKey(z.name), printable(z.err))
 					continue
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", z.Name, formatSize(z.Size), formatSize(z.Free), z.Entries, z.Shards)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", humanKey(z.name), formatSize(z.Size), formatSize(z.Free), z.Entries, z.Shards)
 			}
 			return tw.Flush()
 		}
 	},
 }
 
-// zoneEntry is one zone of ls: its figures, or why it did not open.
+// zoneEntry is one zone of ls: its figures, or why it did not open. Its
+// name and path are the file's, any bytes.
 type zoneEntry struct {
-	Name string `json:"name"`
-	Path string `json:"path"`
+	name, path string
+	*zoneFigures
+	err string // "" when it opened
+}
+
+// jsonZone is a zoneEntry in JSON. As a key is (jsonKey), a name or path
+// that is not UTF-8, which JSON would turn into U+FFFD and so name no file,
+// is in name_b64 or path_b64, in base64, instead of name or path.
+type jsonZone struct {
+	Name    string `json:"name,omitempty"`
+	NameB64 string `json:"name_b64,omitempty"`
+	Path    string `json:"path,omitempty"`
+	PathB64 string `json:"path_b64,omitempty"`
 	*zoneFigures
 	Error string `json:"error,omitempty"`
+}
+
+func (z zoneEntry) json() jsonZone {
+	j := jsonZone{zoneFigures: z.zoneFigures, Error: z.err}
+	j.Name, j.NameB64 = textOrB64(z.name)
+	j.Path, j.PathB64 = textOrB64(z.path)
+	return j
 }
 
 type zoneFigures struct {
@@ -74,13 +100,13 @@ func listZones(e *env, dir string) ([]zoneEntry, error) {
 		if !ok || name == "" {
 			continue
 		}
-		z := zoneEntry{Name: name, Path: filepath.Join(dir, f.Name())}
-		if !strings.ContainsRune(z.Path, '/') {
-			z.Path = "./" + z.Path // a path, not a name to resolve
+		z := zoneEntry{name: name, path: filepath.Join(dir, f.Name())}
+		if !strings.ContainsRune(z.path, '/') {
+			z.path = "./" + z.path // a path, not a name to resolve
 		}
-		d, err := e.openRead(z.Path)
+		d, err := e.openRead(z.path)
 		if err != nil {
-			z.Error = reason(err)
+			z.err = reason(err)
 		} else {
 			st := d.Stats()
 			z.zoneFigures = &zoneFigures{st.Capacity, st.FreeSpace, st.Entries, st.Shards}
@@ -88,7 +114,7 @@ func listZones(e *env, dir string) ([]zoneEntry, error) {
 		}
 		zones = append(zones, z)
 	}
-	sort.Slice(zones, func(i, j int) bool { return zones[i].Name < zones[j].Name })
+	sort.Slice(zones, func(i, j int) bool { return zones[i].name < zones[j].name })
 	return zones, nil
 }
 
@@ -107,4 +133,15 @@ func reason(err error) string {
 		return "permission denied"
 	}
 	return err.Error()
+}
+
+// printable returns s as it is when it is UTF-8 text with no control codes,
+// quoted otherwise: a message that may hold a file's name, for a terminal.
+func printable(s string) string {
+	for _, r := range s {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }

@@ -137,10 +137,18 @@ type jsonKey struct {
 }
 
 func newJSONKey(k string) jsonKey {
-	if utf8.ValidString(k) {
-		return jsonKey{Key: k}
+	var j jsonKey
+	j.Key, j.KeyB64 = textOrB64(k)
+	return j
+}
+
+// textOrB64 returns s for a JSON string when it is UTF-8, else its base64
+// for a *_b64 field: the other is "".
+func textOrB64(s string) (text, b64 string) {
+	if utf8.ValidString(s) {
+		return s, ""
 	}
-	return jsonKey{KeyB64: base64.StdEncoding.EncodeToString([]byte(k))}
+	return "", base64.StdEncoding.EncodeToString([]byte(s))
 }
 
 func (j jsonKey) key() (string, error) {

@@ -161,7 +161,7 @@ func perSecond(prev, cur jsonStats, ms int64) []float64 {
 func (w *watcher) screen(cur jsonStats, rates []float64, keyText string) error {
 	out := w.e.stdout
 	fmt.Fprint(out, "\x1b[H\x1b[2J")
-	fmt.Fprintf(out, "shmctl watch %s, every %v (Ctrl-C stops)\n\n", w.d.Path(), w.interval)
+	fmt.Fprintf(out, "shmctl watch %s, every %v (Ctrl-C stops)\n\n", humanKey(w.d.Path()), w.interval)
 	fmt.Fprintf(out, "%-12s %14d\n%-12s %14d\n%-12s %14s\n\n",
 		"entries", cur.Entries, "protected", cur.Protected, "free", formatSize(cur.Free))
 	fmt.Fprintf(out, "%-12s %14s %12s\n", "", "total", "per second")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -72,4 +73,19 @@ func ownHits(t *testing.T, d *dict.Dict) {
 		}
 	}
 	d.SyncStats() // before the watch's first sample, which they would skew
+}
+
+// TestWatchScreenQuotesZonePath prints, on a terminal, a zone path that is
+// not printable text quoted, as info does: the only control codes are the
+// screen's own.
+func TestWatchScreenQuotesZonePath(t *testing.T) {
+	h := newHarness(t)
+	name := "e\x1b[31mred"
+	h.ok("create", name, "--size", "256K", "--shards", "1")
+	h.sleep = h.advance
+	h.term = true
+	out := h.ok("watch", name, "--count", "1")
+	if want := fmt.Sprintf("shmctl watch %q,", h.path(name)); !strings.Contains(out, want) || strings.Contains(out, name) {
+		t.Errorf("watch on a terminal wrote %q, want the path quoted: %s", out, want)
+	}
 }

@@ -25,6 +25,11 @@ type env struct {
 	clock func() int64
 	// sleep waits between watch's samples; nil is time.Sleep.
 	sleep func(time.Duration)
+	// mono reads a monotonic clock, the time since any fixed start, which
+	// no step of the wall clock moves: watch's intervals are measured by
+	// it. nil is the system's (time.Since on a time.Now value). A test that
+	// injects sleep and clock injects it too, moved by its sleep.
+	mono func() time.Duration
 	// terminal says stdout is a terminal: watch redraws in place.
 	terminal bool
 	// opened, when set, is told of every dictionary a verb opens.
@@ -37,6 +42,19 @@ func (e *env) now() int64 {
 		return e.clock()
 	}
 	return time.Now().UnixMilli()
+}
+
+// monoStart is the start of the system's monotonic readings: time.Now
+// carries a monotonic reading, which time.Since subtracts.
+var monoStart = time.Now()
+
+// monoNow returns the time since a fixed start by the env's monotonic
+// clock, for measuring intervals; wall time (now) is for timestamps.
+func (e *env) monoNow() time.Duration {
+	if e.mono != nil {
+		return e.mono()
+	}
+	return time.Since(monoStart)
 }
 
 // command is one verb of shmctl.

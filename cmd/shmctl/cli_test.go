@@ -33,11 +33,12 @@ func TestMain(m *testing.M) {
 const epoch = int64(1_700_000_000_000)
 
 // harness runs shmctl in-process on zones in a temporary SHMZONE_DIR, with
-// a clock that moves only when told, and records every zone a verb opens.
+// clocks that move only when told, and records every zone a verb opens.
 type harness struct {
 	t     *testing.T
 	dir   string
-	ms    atomic.Int64
+	ms    atomic.Int64 // the wall clock, Unix ms
+	mono  atomic.Int64 // the monotonic clock, ns since the harness began
 	mu    sync.Mutex
 	opens []bool // for each zone a verb opened, whether it is mapped read-only
 	sleep func(time.Duration)
@@ -53,8 +54,17 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
-func (h *harness) now() int64              { return h.ms.Load() }
-func (h *harness) advance(d time.Duration) { h.ms.Add(d.Milliseconds()) }
+func (h *harness) now() int64             { return h.ms.Load() }
+func (h *harness) monoNow() time.Duration { return time.Duration(h.mono.Load()) }
+
+// stepWall steps the wall clock alone, as NTP or a person setting the
+// clock does; advance moves both clocks, as time passing does.
+func (h *harness) stepWall(d time.Duration) { h.ms.Add(d.Milliseconds()) }
+
+func (h *harness) advance(d time.Duration) {
+	h.ms.Add(d.Milliseconds())
+	h.mono.Add(int64(d))
+}
 
 // path returns the file of a zone name.
 func (h *harness) path(name string) string { return filepath.Join(h.dir, name+".zone") }
@@ -65,7 +75,7 @@ func (h *harness) env(stdout, stderr io.Writer) *env {
 		in = strings.NewReader("")
 	}
 	return &env{
-		stdin: in, stdout: stdout, stderr: stderr, clock: h.now, sleep: h.sleep, terminal: h.term,
+		stdin: in, stdout: stdout, stderr: stderr, clock: h.now, sleep: h.sleep, mono: h.monoNow, terminal: h.term,
 		opened: func(d *dict.Dict) {
 			h.mu.Lock()
 			defer h.mu.Unlock()

@@ -117,7 +117,7 @@ func TestStatsOfEveryCounter(t *testing.T) {
 			t.Errorf("counter %d = %s %d, want %s %d", i, c.name, c.n, want[i], i+1)
 		}
 	}
-	rates := perSecond(jsonStats{}, statsOf(st), 1000)
+	rates := perSecond(jsonStats{}, statsOf(st), time.Second)
 	b, err := json.Marshal(jsonRates{rates[0], rates[1], rates[2], rates[3], rates[4], rates[5], rates[6], rates[7], rates[8]})
 	if err != nil {
 		t.Fatal(err)

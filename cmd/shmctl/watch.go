@@ -77,7 +77,10 @@ func (w *watcher) run(count int) error {
 	if sleep == nil {
 		sleep = time.Sleep
 	}
-	prev, then := statsOf(w.d.Stats()), w.e.now()
+	// Rates divide by the monotonic interval: a step of the wall clock
+	// (NTP, a manual change) would give wrong, negative or no rates. The
+	// wall clock only stamps a sample (time_ms).
+	prev, then := statsOf(w.d.Stats()), w.e.monoNow()
 	prevKey, _ := w.readKey()
 	if !w.e.terminal && !w.json {
 		fmt.Fprintf(w.e.stdout, "%10s %10s %10s %9s %9s %9s %9s %9s %9s %9s %9s %9s",
@@ -89,10 +92,10 @@ func (w *watcher) run(count int) error {
 	}
 	for i := 0; count == 0 || i < count; i++ {
 		sleep(w.interval)
-		cur, now := statsOf(w.d.Stats()), w.e.now()
-		rates := perSecond(prev, cur, now-then)
+		cur, mono, now := statsOf(w.d.Stats()), w.e.monoNow(), w.e.now()
+		rates := perSecond(prev, cur, mono-then)
 		key, keyErr := w.readKey()
-		keyText := w.keyText(prevKey, key, keyErr, now-then)
+		keyText := w.keyText(prevKey, key, keyErr, mono-then)
 		var err error
 		switch {
 		case w.json:
@@ -113,7 +116,7 @@ func (w *watcher) run(count int) error {
 		if err != nil {
 			return err
 		}
-		prev, then, prevKey = cur, now, key
+		prev, then, prevKey = cur, mono, key
 	}
 	return nil
 }
@@ -127,8 +130,9 @@ func (w *watcher) readKey() (item, error) {
 }
 
 // keyText describes --key's value for people, "" without --key: the value,
-// and for a number its change per second since the last sample.
-func (w *watcher) keyText(prev, cur item, err error, ms int64) string {
+// and for a number its change per second over the interval since the last
+// sample.
+func (w *watcher) keyText(prev, cur item, err error, interval time.Duration) string {
 	switch {
 	case w.key == "":
 		return ""
@@ -136,23 +140,24 @@ func (w *watcher) keyText(prev, cur item, err error, ms int64) string {
 		return "  (absent)"
 	}
 	text := "  " + cur.human()
-	if isNumber(prev.value) && isNumber(cur.value) && ms > 0 {
-		text += fmt.Sprintf(" (%+.1f/s)", (cur.value.Float()-prev.value.Float())*1000/float64(ms))
+	if isNumber(prev.value) && isNumber(cur.value) && interval > 0 {
+		text += fmt.Sprintf(" (%+.1f/s)", (cur.value.Float()-prev.value.Float())/interval.Seconds())
 	}
 	return text
 }
 
 func isNumber(v dict.Value) bool { return v.Kind() == dict.KindInt || v.Kind() == dict.KindFloat }
 
-// perSecond returns each counter's rate between two samples ms apart.
-func perSecond(prev, cur jsonStats, ms int64) []float64 {
+// perSecond returns each counter's rate between two samples interval
+// apart.
+func perSecond(prev, cur jsonStats, interval time.Duration) []float64 {
 	p, c := prev.counters(), cur.counters()
 	rates := make([]float64, len(c))
-	if ms <= 0 {
+	if interval <= 0 {
 		return rates
 	}
 	for i := range c {
-		rates[i] = float64(c[i].n-p[i].n) * 1000 / float64(ms)
+		rates[i] = float64(c[i].n-p[i].n) / interval.Seconds()
 	}
 	return rates
 }

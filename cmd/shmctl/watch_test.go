@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -87,5 +88,57 @@ func TestWatchScreenQuotesZonePath(t *testing.T) {
 	out := h.ok("watch", name, "--count", "1")
 	if want := fmt.Sprintf("shmctl watch %q,", h.path(name)); !strings.Contains(out, want) || strings.Contains(out, name) {
 		t.Errorf("watch on a terminal wrote %q, want the path quoted: %s", out, want)
+	}
+}
+
+// TestWatchRatesUseMonotonicClock divides by the interval the monotonic
+// clock measured, whatever the wall clock did meanwhile: a one-second
+// interval with 10 reads is 10 hits/s when NTP steps the wall clock back or
+// forward, and time_ms is the wall clock's.
+func TestWatchRatesUseMonotonicClock(t *testing.T) {
+	tests := []struct {
+		name string
+		step time.Duration // of the wall clock, during the interval
+	}{
+		{"wall clock steady", 0},
+		{"wall clock stepped back 900ms", -900 * time.Millisecond},
+		{"wall clock stepped back 2s", -2 * time.Second},
+		{"wall clock stepped forward 1h", time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.ok("create", "app", "--size", "256K", "--shards", "1")
+			d := h.dict("app")
+			defer d.Close()
+			if _, err := d.Set("k", dict.Int(0), 0, 0); err != nil {
+				t.Fatal(err)
+			}
+			d.SyncStats()
+			h.sleep = func(dur time.Duration) {
+				h.advance(dur)
+				h.stepWall(tt.step)
+				for i := 0; i < 10; i++ {
+					d.Get("k")
+				}
+				if _, err := d.Incr("k", 10); err != nil {
+					t.Fatal(err)
+				}
+				d.SyncStats()
+			}
+			var s watchSample
+			out := h.ok("watch", "--json", "--count", "1", "app")
+			if err := json.Unmarshal([]byte(out), &s); err != nil {
+				t.Fatal(err)
+			}
+			// Incr reads the key too: 11 hits in the second.
+			if want := epoch + time.Second.Milliseconds() + tt.step.Milliseconds(); s.PerSecond.Hits != 11 || s.TimeMs != want {
+				t.Errorf("watch --json: %v hits/s at time_ms %d, want 11 at %d", s.PerSecond.Hits, s.TimeMs, want)
+			}
+			out = h.ok("watch", "--count", "1", "--key", "k", "app")
+			if !strings.Contains(out, "int 20 (+10.0/s)") {
+				t.Errorf("watch --key k wrote %q, want int 20 (+10.0/s)", out)
+			}
+		})
 	}
 }

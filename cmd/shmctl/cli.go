@@ -82,7 +82,7 @@ const (
 	exitOK      = 0 // done
 	exitNo      = 1 // the answer is no: key not found or expired, key or zone exists, check found problems
 	exitUsage   = 2 // bad arguments: unknown verb or flag, wrong operands, a value that does not parse
-	exitNoZone  = 3 // no such zone file
+	exitNoZone  = 3 // no such zone file; watch: the zone was removed or replaced
 	exitNotZone = 4 // the file is not a zone (or not a regular file)
 	exitVersion = 5 // the zone was written by an incompatible version or layout
 	exitCorrupt = 6 // the zone is corrupt; check --repair may fix its entries
@@ -95,7 +95,7 @@ const exitCodesHelp = `Exit codes:
   0  done
   1  no: key not found or expired, key or zone exists, check found problems
   2  bad arguments
-  3  no such zone
+  3  no such zone (watch: the zone was removed or replaced while watched)
   4  not a zone file
   5  incompatible zone version
   6  zone corrupt (try: shmctl check --repair ZONE)
@@ -127,6 +127,8 @@ func exitCode(err error) int {
 	case errors.Is(err, errProblems), errors.Is(err, dict.ErrNotFound), errors.Is(err, dict.ErrExists),
 		errors.Is(err, errZoneExists):
 		return exitNo
+	case errors.Is(err, errZoneRemoved), errors.Is(err, errZoneReplaced):
+		return exitNoZone
 	case errors.Is(err, dict.ErrLockTimeout):
 		return exitBusy
 	}

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
+	"os"
 	"time"
 
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/shm"
 )
 
 var watchCmd = &command{
@@ -19,7 +23,10 @@ anew while their evicted entry would still have been live),
 until interrupted or --count samples; --key adds a key's value (and for a
 number, its change per second). On a terminal it redraws one screen;
 otherwise (a pipe, a file) it writes a plain line per sample, no control
-codes. Watch opens the zone read-only.
+codes. Watch opens the zone read-only. Before each sample it checks that
+ZONE still names the file it opened: when the zone was removed (shmctl rm)
+or replaced (removed and created anew, or another file moved there), it
+stops with exit 3, as the zone it watched is no longer there.
 
   shmctl watch app --key hits`,
 	min: 1, max: 1,
@@ -32,12 +39,23 @@ codes. Watch opens the zone read-only.
 			if *interval <= 0 || *count < 0 {
 				return usagef("--interval must be positive and --count not negative")
 			}
+			// The file ZONE names before and after the open is the one
+			// opened (the open checks that the path names it): one that
+			// changed meanwhile was replaced.
+			path := shm.Path(args[0])
+			before, _ := os.Lstat(path)
 			d, err := e.openRead(args[0])
 			if err != nil {
 				return err
 			}
 			defer d.Close()
 			w := watcher{e: e, d: d, interval: *interval, json: *asJSON, key: *key}
+			if w.file, err = os.Lstat(path); err != nil {
+				return zoneGone(path, err)
+			}
+			if before == nil || !os.SameFile(before, w.file) {
+				return fmt.Errorf("%w: %s names another file than it did a moment ago", errZoneReplaced, humanKey(path))
+			}
 			return w.run(*count)
 		}
 	},
@@ -46,6 +64,7 @@ codes. Watch opens the zone read-only.
 type watcher struct {
 	e        *env
 	d        *dict.Dict
+	file     os.FileInfo // the zone's file, to tell whether its path still names it
 	interval time.Duration
 	json     bool
 	key      string // "" for none
@@ -92,6 +111,9 @@ func (w *watcher) run(count int) error {
 	}
 	for i := 0; count == 0 || i < count; i++ {
 		sleep(w.interval)
+		if err := w.stillThere(); err != nil {
+			return err
+		}
 		cur, mono, now := statsOf(w.d.Stats()), w.e.monoNow(), w.e.now()
 		rates := perSecond(prev, cur, mono-then)
 		key, keyErr := w.readKey()
@@ -119,6 +141,37 @@ func (w *watcher) run(count int) error {
 		prev, then, prevKey = cur, mono, key
 	}
 	return nil
+}
+
+// errZoneRemoved and errZoneReplaced are returned by watch when ZONE no
+// longer names the file it opened: the zone it watches is not there to
+// watch. Both exit 3, no such zone.
+var (
+	errZoneRemoved  = errors.New("zone removed")
+	errZoneReplaced = errors.New("zone replaced")
+)
+
+// stillThere returns an error when the zone's path no longer names the file
+// watch opened, which the mapping keeps, unchanging, after a removal.
+func (w *watcher) stillThere() error {
+	path := w.d.Path()
+	fi, err := os.Lstat(path)
+	switch {
+	case err != nil:
+		return zoneGone(path, err)
+	case !os.SameFile(fi, w.file):
+		return fmt.Errorf("%w: %s names another file than the zone watched", errZoneReplaced, humanKey(path))
+	}
+	return nil
+}
+
+// zoneGone is the error of a zone's path that names no file: removed, or
+// another error from Lstat.
+func zoneGone(path string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s names no file", errZoneRemoved, humanKey(path))
+	}
+	return &zoneError{path, err}
 }
 
 // readKey reads --key's value, if there is a --key.

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -140,5 +141,51 @@ func TestWatchRatesUseMonotonicClock(t *testing.T) {
 				t.Errorf("watch --key k wrote %q, want int 20 (+10.0/s)", out)
 			}
 		})
+	}
+}
+
+// TestWatchStopsWhenZoneGone stops watch, exit 3, before the first sample
+// after ZONE stops naming the file it opened: its mapping would show the
+// removed zone's figures, frozen, or not the zone now at the path.
+func TestWatchStopsWhenZoneGone(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(h *harness)
+		says   string
+	}{
+		{"removed", func(h *harness) { h.ok("rm", "app") }, "zone removed: $SHMZONE_DIR/app.zone names no file"},
+		{"removed and created anew", func(h *harness) {
+			h.ok("rm", "app")
+			h.ok("create", "app", "--size", "1M", "--shards", "1")
+		}, "zone replaced: $SHMZONE_DIR/app.zone names another file than the zone watched"},
+		{"another zone moved there", func(h *harness) {
+			h.ok("create", "other", "--size", "256K", "--shards", "1")
+			if err := os.Rename(h.path("other"), h.path("app")); err != nil {
+				h.t.Fatal(err)
+			}
+		}, "zone replaced: $SHMZONE_DIR/app.zone names another file than the zone watched"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.ok("create", "app", "--size", "256K", "--shards", "1")
+			tick := 0
+			h.sleep = func(d time.Duration) {
+				h.advance(d)
+				if tick++; tick == 2 {
+					tt.change(h)
+				}
+			}
+			out, errs, code := h.run("watch", "--json", "--count", "3", "app")
+			errs = strings.ReplaceAll(errs, h.dir, "$SHMZONE_DIR")
+			if samples := strings.Count(out, "\n"); code != exitNoZone || samples != 1 || errs != "shmctl watch: "+tt.says+"\n" {
+				t.Errorf("watch with the zone %s at the second sample: exit %d, %d sample(s), stderr %q; want exit %d after 1 sample, saying %q",
+					tt.name, code, samples, errs, exitNoZone, tt.says)
+			}
+		})
+	}
+	h := newHarness(t)
+	if help := strings.Join(strings.Fields(h.ok("watch", "--help")), " "); !strings.Contains(help, "removed (shmctl rm) or replaced (removed and created anew, or another file moved there), it stops with exit 3") {
+		t.Errorf("shmctl watch --help does not document the exit when the zone is removed or replaced")
 	}
 }

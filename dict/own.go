@@ -59,7 +59,7 @@ const moveReserve = 16
 // nothing: the write is done whatever becomes of the move, and an error
 // met under the shard's lock is dealt with there, as by any other holder.
 func (d *Dict) moveToOwn(s *shard, key string, h uint64, off uint32) {
-	if s.slab.Mine(off) || atomic.LoadUint64(&s.lastMoved) == h {
+	if settled(s, off) || atomic.LoadUint64(&s.lastMoved) == h {
 		return
 	}
 	now := uint32(d.Now())
@@ -78,7 +78,7 @@ func (d *Dict) moveToOwn(s *shard, key string, h uint64, off uint32) {
 		_ = d.corruptLocked(s, "index")
 		return
 	}
-	if off == 0 || s.slab.Mine(off) {
+	if off == 0 || settled(s, off) {
 		return // gone, or moved by another goroutine of the process
 	}
 	// A writer inside the page may be running a Mutate's fn, or have died
@@ -111,6 +111,12 @@ func (d *Dict) moveToOwn(s *shard, key string, h uint64, off uint32) {
 		atomic.StoreUint64(&s.lastMoved, h)
 	}
 }
+
+// settled reports whether the entry at off is where its writer's entries
+// go: in a small page of this process's own (slab.Mine), or in a run of
+// pages, which holds it alone and shares no line nor page lock with another
+// entry (slab.InRun).
+func settled(s *shard, off uint32) bool { return s.slab.Mine(off) || s.slab.InRun(off) }
 
 // triedSince reports whether a shard's last try to move, at (its
 // MovedAt), is at now or up to a minute later: the coarse clocks of

@@ -3,6 +3,7 @@
 package dict
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 	"time"
@@ -174,5 +175,45 @@ func TestMoveNeedsRoom(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestMoveLeavesRunEntries writes in place, from a second view, two
+// entries the first made: a counter, in a small page of the first's, and a
+// value too large for a class, in a run of pages of its own, 640 times
+// each, 2 ms apart every 64 writes. The counter moves to the writer's
+// pages, once; the large entry stays where it is, as it shares nothing, and
+// the shard is never repaired. Its every 64th write once asked AllocOwn,
+// whose pages are small, for a run's size, took the ErrTooLarge answer for
+// a corrupt arena and repaired the shard: 10 repairs over these writes,
+// each sending every protected entry back to probation.
+func TestMoveLeavesRunEntries(t *testing.T) {
+	a, b, c := openOwnViews(t, 1<<20, 1)
+	big := Bytes(bytes.Repeat([]byte{'x'}, 3000))
+	if _, err := a.Set("big", big, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.IncrInit("n", 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 64*10; i++ {
+		if i%64 == 0 {
+			c.Advance(2 * time.Millisecond)
+		}
+		if _, err := b.Set("big", big, 0, 0); err != nil {
+			t.Fatalf("Set(\"big\") %d = %v", i, err)
+		}
+		if _, err := b.Incr("n", 1); err != nil {
+			t.Fatalf("Incr(\"n\") %d = %v", i, err)
+		}
+	}
+	if st := b.Stats(); st.Recoveries != 0 || st.Moves != 1 {
+		t.Errorf("Stats() = %d recoveries, %d moves; want 0 and 1 (the counter)", st.Recoveries, st.Moves)
+	}
+	if v, _, err := b.Get("n"); err != nil || v.Int() != 640 {
+		t.Errorf("Get(\"n\") = %v, %v; want 640", v, err)
+	}
+	if err := b.Check(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -94,6 +94,18 @@ func (s *Slab) AllocOwn(size, reserve int) (uint32, error) {
 	return s.allocSmall(classOf(size), true, uint32(max(reserve, 0)))
 }
 
+// InRun reports whether the chunk at off begins a run of pages, which holds
+// it alone (a size of no class): no chunk of another view shares its
+// pages, and AllocOwn, whose pages are small, could not take it. Like Mine
+// it reads the page's descriptor without the region's lock, as a hint, and
+// under the lock it is exact.
+//
+//go:norace
+func (s *Slab) InRun(off uint32) bool {
+	p, ok := s.pageOf(off)
+	return ok && s.desc(p).Kind == kindRun
+}
+
 // SetOwner names the view's owner for Mine: tag is written in the
 // descriptor of each page the view takes for its chunks, where every view,
 // in any process, reads it. Views that may allocate in the region at the

@@ -29,8 +29,9 @@ const (
 // socket from the master, whatever Options it is given.
 type Options struct {
 	// Addr is the TCP address every child listens on, as for net.Listen
-	// ("127.0.0.1:8080", ":8080"). A port of 0 is refused: each socket
-	// would get its own port.
+	// ("127.0.0.1:8080", ":8080", ":http"). A port of 0, however written
+	// (":0", ":00", ":+0"), is refused with ErrBadOptions, as is one that
+	// net.LookupPort rejects: each socket would get its own port.
 	Addr string
 	// Children is how many children serve at once; 0 means
 	// runtime.NumCPU().
@@ -121,7 +122,13 @@ func (o Options) check() error {
 	if err != nil {
 		return fmt.Errorf("%w: address %q: %v", ErrBadOptions, o.Addr, err)
 	}
-	if port == "0" || port == "" {
+	// Port 0 has many spellings ("00", "+0", "-0"), and net.Listen reads
+	// them all as 0: ask net what the port is, as Listen will.
+	p, err := net.LookupPort("tcp", port)
+	if err != nil {
+		return fmt.Errorf("%w: address %q: %v", ErrBadOptions, o.Addr, err)
+	}
+	if p == 0 {
 		return fmt.Errorf("%w: address %q has no fixed port", ErrBadOptions, o.Addr)
 	}
 	return nil

@@ -356,6 +356,41 @@ func TestRunBadOptions(t *testing.T) {
 	}
 }
 
+// A port of 0 is refused however it is written, since net.Listen reads
+// every spelling as 0 and would give each slot's socket its own port; a
+// port net cannot read is refused too, and one it reads is kept. Options
+// are checked without Run: a port let through would start a master in the
+// test process.
+func TestRunRefusesPortZeroHoweverWritten(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		ok   bool
+	}{
+		{"127.0.0.1:0", false},
+		{"127.0.0.1:00", false},
+		{"127.0.0.1:+0", false},
+		{"127.0.0.1:-0", false},
+		{"[::1]:000", false},
+		{":", false},
+		{":65536", false},
+		{":-1", false},
+		{":nosuchservice", false},
+		{"127.0.0.1:8080", true},
+		{"127.0.0.1:080", true},
+		{":http", true},
+	} {
+		t.Run(tc.addr, func(t *testing.T) {
+			err := Options{Addr: tc.addr}.check()
+			if tc.ok && err != nil {
+				t.Fatalf("check(Addr %q) = %v, want nil", tc.addr, err)
+			}
+			if !tc.ok && !errors.Is(err, ErrBadOptions) {
+				t.Fatalf("check(Addr %q) = %v, want ErrBadOptions", tc.addr, err)
+			}
+		})
+	}
+}
+
 // The README's prefork example is Example's body, as a main: it compiles
 // because Example does.
 func TestREADMEExample(t *testing.T) {

@@ -32,6 +32,14 @@ func runChild(ctx context.Context, child func(ctx context.Context, ln net.Listen
 	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	// SIGHUP is the master's signal (roll); one that reaches a child too
+	// (pkill -HUP by name, kill -HUP -PGID, a terminal's hang-up) would
+	// kill it with its requests in flight. Catch it and drop it: unlike
+	// signal.Ignore, a handler is not inherited by the programs the child
+	// execs.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	// The master may have died before the parent-death signal was set:
 	// the child then has a new parent.
 	if os.Getppid() != ppid {

@@ -10,7 +10,10 @@
 // environment variable EnvChild, which the master sets in each child. In a
 // child, Run calls the child function with the child's listener and a
 // context that ends on SIGTERM or SIGINT; the function serves (Serve does it
-// for an http.Server) and drains when the context ends.
+// for an http.Server) and drains when the context ends. A child ignores
+// SIGHUP, the master's signal to roll, which may reach it too (pkill -HUP by
+// name, kill -HUP to the process group, a terminal's hang-up): it keeps
+// serving and its requests in flight are not dropped.
 //
 //	err := prefork.Run(ctx, prefork.Options{Addr: ":8080", Children: 4},
 //		func(ctx context.Context, ln net.Listener) error {
@@ -62,8 +65,10 @@
 //	    BackoffMin apart at least.
 //
 // Concurrency: Run is meant to be called once per process, from main; it
-// installs signal handlers for SIGTERM, SIGINT and, in the master, SIGHUP,
-// and removes them when it returns. Serve may be called from any goroutine.
+// installs signal handlers for SIGTERM, SIGINT and SIGHUP (in the master to
+// roll, in a child to ignore it), and removes them when it returns; a child
+// catches SIGHUP rather than ignoring it, so that the programs it execs get
+// the default disposition. Serve may be called from any goroutine.
 // Across processes, the master and the children share nothing but the
 // listening sockets, the ready pipes, their stdout and stderr, and what the
 // program shares itself (a zone file).

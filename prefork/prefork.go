@@ -93,7 +93,8 @@ var masterPid = func() string {
 //
 // In a child, Run calls child with the child's listener and a context
 // that ends on SIGTERM or SIGINT (sent by the master to drain it, or when
-// the master dies), and returns what child returns. child should serve ln
+// the master dies), and returns what child returns; SIGHUP, meant for the
+// master, is ignored while child runs. child should serve ln
 // until the context ends and then finish its requests in flight (Serve
 // does both for an http.Server). The child is ready for the master when it
 // first calls ln's Accept (or Addr); one that never does is killed after

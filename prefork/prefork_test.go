@@ -253,6 +253,44 @@ func TestSIGTERMDrains(t *testing.T) {
 	}
 }
 
+// A child ignores a SIGHUP that reaches it (a process group's hang-up,
+// kill -HUP -PGID, pkill -HUP by name): it keeps its request in flight and
+// answers it in full once the master drains it.
+func TestChildIgnoresSIGHUP(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, 1)
+	child := s.pids(readyRE)[0]
+	type answer struct {
+		body string
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		body, err := get(s.addr, "/slow")
+		done <- answer{body, err}
+	}()
+	s.waitFor(t, "request in flight", func() bool { return len(s.pids(flightRE)) == 1 })
+	// The child's SIGHUP is pending before its master's SIGTERM is sent,
+	// and is delivered first: a child that does not ignore it dies with
+	// the request in flight.
+	if err := syscall.Kill(child, syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(s.p.Pid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	if want := fmt.Sprintf("drained pid=%d", child); a.err != nil || a.body != want {
+		t.Fatalf("request in flight at the child's SIGHUP: %q, %v; want %q; output:\n%s", a.body, a.err, want, s)
+	}
+	if err := s.p.Wait(); err != nil {
+		t.Fatalf("master after SIGTERM: %v; output:\n%s", err, s)
+	}
+	if !strings.Contains(s.String(), fmt.Sprintf("child pid=%d retired: exit 0", child)) {
+		t.Errorf("child %d did not retire with exit 0; output:\n%s", child, s)
+	}
+}
+
 // The children exit when their master dies, even by SIGKILL. One of them
 // is a replacement started by the master's loop after the first children:
 // the parent-death signal follows the thread that forked a child, and the

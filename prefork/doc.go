@@ -41,9 +41,10 @@
 //     Options.DrainTimeout, and returns;
 //   - on SIGHUP, rolls the children one slot at a time: it starts the
 //     slot's new child and tells the old one to drain only once the new one
-//     is ready, so that the address always has a listener; a new child that
-//     cannot be started, dies or is not ready in time is given up and the
-//     slot keeps the old.
+//     is ready, so that the address always has a listener, and kills the
+//     old one if it is still running Options.DrainTimeout later; a new child
+//     that cannot be started, dies or is not ready in time is given up and
+//     the slot keeps the old.
 //
 // A child gets SIGTERM when the master dies, even by SIGKILL (Linux's
 // parent-death signal), and so drains and exits.
@@ -63,6 +64,8 @@
 //	    whose replacement cannot be started is tried again until one
 //	    starts. Two quick deaths or failed starts in a row of a slot are
 //	    BackoffMin apart at least.
+//	I5. A child told to drain, by a roll or at the master's end, is killed
+//	    if it still runs DrainTimeout after it was last told.
 //
 // Concurrency: Run is meant to be called once per process, from main; it
 // installs signal handlers for SIGTERM, SIGINT and SIGHUP (in the master to

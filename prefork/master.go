@@ -3,7 +3,8 @@ package prefork
 // master.go: the master keeps Children children running, one per slot: a
 // child that dies is replaced; SIGTERM, SIGINT or the end of Run's context
 // drains every child; SIGHUP rolls the slots one at a time, starting the new
-// child and waiting until it is ready before the old one is told to drain.
+// child and waiting until it is ready before the old one is told to drain,
+// and killing the old one if it still runs DrainTimeout later.
 
 import (
 	"context"
@@ -48,7 +49,8 @@ type proc struct {
 
 // event reports that a child is ready, has exited, or has not been ready
 // within the ready timeout (late); or, with respawn set, that slot's
-// restart delay is over.
+// restart delay is over; or, with retiree set, that DrainTimeout has passed
+// since a roll told retiree to drain.
 type event struct {
 	id      int
 	ready   bool
@@ -56,10 +58,11 @@ type event struct {
 	err     error
 	respawn bool
 	slot    int
+	retiree *proc
 }
 
 // exited reports whether e is a child's exit.
-func (e event) exited() bool { return !e.ready && !e.late && !e.respawn }
+func (e event) exited() bool { return !e.ready && !e.late && !e.respawn && e.retiree == nil }
 
 func newMaster(o Options) *master {
 	return &master{
@@ -140,6 +143,10 @@ func (m *master) run(ctx context.Context) error {
 				}
 				continue
 			}
+			if e.retiree != nil {
+				m.killRetiree(e.retiree)
+				continue
+			}
 			c := m.children[e.id]
 			if c == nil {
 				continue
@@ -167,8 +174,7 @@ func (m *master) run(ctx context.Context) error {
 				if e.id == rolling {
 					// The new child is ready: the old one may go.
 					if old := m.children[m.slots[c.slot]]; old != nil && old != c {
-						old.retiring = true
-						old.cmd.Process.Signal(syscall.SIGTERM)
+						m.retire(old)
 					}
 					m.slots[c.slot] = c.id
 					rolling = 0
@@ -194,6 +200,29 @@ func (m *master) run(ctx context.Context) error {
 			m.replaceAfter(c.slot, delay)
 		}
 	}
+}
+
+// retire tells c, the old child of a rolled slot, to drain, and asks run to
+// kill it if it still runs after DrainTimeout: a child wedged in a request,
+// or that ignores the end of its context, would otherwise serve on until
+// the master exits.
+func (m *master) retire(c *proc) {
+	c.retiring = true
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	time.AfterFunc(m.o.DrainTimeout, func() { m.send(event{retiree: c}) })
+}
+
+// killRetiree kills c, told to drain by a roll DrainTimeout ago, if it
+// still runs, and reports whether it did. c still runs if it is still one
+// of the children (its exit not yet reported): c itself is looked for, not
+// its pid, which once c has exited may be another process's.
+func (m *master) killRetiree(c *proc) bool {
+	if m.children[c.id] != c {
+		return false
+	}
+	m.o.Logf("child pid=%d still draining after %v; killing it", c.cmd.Process.Pid, m.o.DrainTimeout)
+	c.cmd.Process.Kill()
+	return true
 }
 
 // replace starts a child to serve slot s, which has none: its child died.

@@ -40,9 +40,11 @@ type Options struct {
 	// takes longer is killed (and replaced, but in a roll the slot keeps
 	// its old child). 0 means DefaultReadyTimeout.
 	ReadyTimeout time.Duration
-	// DrainTimeout is how long the master waits, once it told its
-	// children to drain, before it kills those still running. It should
-	// exceed the children's own drain time. 0 means DefaultDrainTimeout.
+	// DrainTimeout is how long the master waits, once it told a child to
+	// drain (every child on SIGTERM, SIGINT or the end of Run's context;
+	// a rolled slot's old child on SIGHUP), before it kills the child if
+	// it still runs. It should exceed the children's own drain time. 0
+	// means DefaultDrainTimeout.
 	DrainTimeout time.Duration
 	// StableAfter is how long a ready child must have run for its death
 	// to be replaced at once; a child that dies sooner, or before it is

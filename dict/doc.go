@@ -154,7 +154,9 @@
 //	structural    everything else: takes Lock (Seq odd), drains the page of
 //	              each existing entry it changes (locks and unlocks it: the
 //	              writers inside finish; no new one validates while Seq is
-//	              odd), changes, and leaves Seq even again at unlock.
+//	              odd), and of each it judges by what writers write (the
+//	              hand's look at expiry and refBit) before it reads it,
+//	              changes, and leaves Seq even again at unlock.
 //
 // Retry rules: a reader or an entry writer retries a find that met an odd
 // Seq, a torn walk or a page lock held, up to 8 times (yielding between),

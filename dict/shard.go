@@ -399,9 +399,10 @@ func (s *shard) logClear(off uint32, e *entry, what byte) {
 	*s.clears = append(*s.clears, step)
 }
 
-// evictLocked drops the entry at off, which passed okBody, for room:
-// counted as an expiration when it has expired, else as an eviction, which
-// leaves a ghost; live reports the latter.
+// evictLocked drops the entry at off, which passed okBody and whose page
+// the caller drained under this hold of the lock, for room: counted as an
+// expiration when it has expired, else as an eviction, which leaves a
+// ghost; live reports the latter.
 func (s *shard) evictLocked(off uint32, e *entry, now func() int64) (live bool, err error) {
 	h := s.hdr()
 	isExpired := expired(e, now)
@@ -440,9 +441,17 @@ func (s *shard) evictAwayLocked(page *uint64, like *entry, pin uint32, now func(
 			return false, false, nil // probation is behind
 		}
 		prev := e.QPrev
-		if off != pin && s.slab.PageWord(off) != page && s.okBody(off, e) &&
-			s.slab.ChunkSize(entrySize(int(e.KLen), int(e.VLen))) == want &&
-			(e.bits()&refBit == 0 || expired(e, now)) {
+		if off == pin || s.slab.PageWord(off) == page || !s.okBody(off, e) ||
+			s.slab.ChunkSize(entrySize(int(e.KLen), int(e.VLen))) != want {
+			off = prev
+			continue
+		}
+		// Its refBit and expiry are judged once the writers inside its
+		// page are done: one may be setting them (drainBeforeJudging).
+		if err := s.drainPage(off); err != nil {
+			return false, false, err
+		}
+		if e.bits()&refBit == 0 || expired(e, now) {
 			live, err = s.evictLocked(off, e, now)
 			return live, err == nil, err
 		}
@@ -549,6 +558,10 @@ func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed i
 			off = prev
 			continue
 		}
+		// Judged only after its page is drained (drainBeforeJudging).
+		if err := s.drainPage(off); err != nil {
+			return freed, live, err
+		}
 		isExpired := expired(e, now)
 		if !isExpired && (!evict || live) {
 			break
@@ -610,6 +623,17 @@ func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed i
 	return freed, live, nil
 }
 
+// drainBeforeJudging: the hand (reclaimLocked, freeExpiredLocked,
+// evictAwayLocked, clearPageLocked) drains an entry's page before it reads
+// the entry's expiry or refBit, and drops it on what it read then. An
+// entry writer that pinned the entry while it was live, before the shard's
+// lock was taken, may still be inside the page giving it a new TTL or
+// setting its refBit; judged before the drain, the entry would be dropped
+// once that writer is done, live, as expired (SafeSet evicting a live key)
+// or unused. After the drain no writer enters the page until the lock is
+// released (I8), so what the hand read holds until it drops the entry. It
+// costs a compare-and-swap of the page's word per entry the hand looks at.
+
 // freeExpiredLocked frees the expired protected entry nearest the
 // segment's tail, if any: before the hand evicts a live protected entry.
 func (s *shard) freeExpiredLocked(pin uint32, now func() int64) (bool, error) {
@@ -624,7 +648,15 @@ func (s *shard) freeExpiredLocked(pin uint32, now func() int64) (bool, error) {
 			return false, errCorruptArena
 		}
 		prev := e.QPrev
-		if off != pin && expired(e, now) {
+		if off == pin {
+			off = prev
+			continue
+		}
+		// Judged only after its page is drained (drainBeforeJudging).
+		if err := s.drainPage(off); err != nil {
+			return false, err
+		}
+		if expired(e, now) {
 			if err := s.dropLocked(off, e); err != nil {
 				return false, err
 			}
@@ -701,12 +733,10 @@ func (s *shard) lostLocked(kh uint64, now func() int64) bool {
 	return false
 }
 
-// dropLocked unlinks and frees an entry without touching Drop: for eviction,
-// inside allocLocked, where Drop is already dropUnreachable.
+// dropLocked unlinks and frees an entry, whose page the caller drained
+// under this hold of the lock, without touching Drop: for eviction, inside
+// allocLocked, where Drop is already dropUnreachable.
 func (s *shard) dropLocked(off uint32, e *entry) error {
-	if err := s.drainPage(off); err != nil {
-		return err
-	}
 	if !s.chainUnlinkLocked(off, e) || !s.queueUnlinkLocked(off, e) {
 		return errCorruptArena
 	}

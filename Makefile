@@ -24,8 +24,11 @@ deps:
 	cc=$$($(GO) env CC); command -v "$${cc%% *}" >/dev/null || pkgs="$$pkgs gcc libc6-dev"; \
 	[ -z "$$pkgs" ] || ($(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y $$pkgs)
 
+## unit also runs dict's tests that stall goroutines at chosen points
+## (dict/stall.go), which need the dictstall tag.
 unit: deps
 	$(GO) test -count=1 $(PKGS)
+	$(GO) test -count=1 -tags dictstall -run StalePin ./dict
 	$(call in_contrib,$(GO) test -count=1 ./...)
 
 race: deps

@@ -118,7 +118,10 @@
 //	index slots             written by inserts and deletes, under Lock
 //	slab page, first word   the page's lock (slab.PageLock): an entry writer's
 //	                        CAS; each process fills pages of its own
-//	                        (slab: ownPage), so its entries' locks are its own
+//	                        (slab: ownPage), so its entries' locks are its own.
+//	                        A free page's: slab.FreeWord, written under Lock
+//	                        as the page is freed, zeroed by the Alloc that
+//	                        takes it again; no CAS of a lock succeeds on it
 //	slab page descriptor    written under Lock; names the zone that took the
 //	                        page (shm.Zone.OwnerTag) until it is freed: what
 //	                        slab.Mine reads, without a lock, for the moves
@@ -178,15 +181,28 @@
 //	    freed.
 //	I9. A page's first word is its lock while the page holds chunks of a
 //	    class or begins a run; Alloc zeroes it when it gives the page that
-//	    role. An entry writer swaps it only after validating, against Seq,
-//	    that the entry it found was linked in that page, and validates again
-//	    after: if the shard changed in between it gives the word back only if
-//	    it still holds its own swap. What this leaves open: a writer stalled
-//	    between its check and its swap (a few instructions) for as long as
-//	    other processes free the entry's page and reuse it inside a run,
-//	    whose first word then happens to be zero, swaps that word of a value
-//	    and restores it at once; a reader copying that value in that instant
-//	    would see it torn. Every other interleaving is validated.
+//	    role. A free page's first word is slab.FreeWord once the page was
+//	    ever taken (the slab writes it as it frees the page, under Lock,
+//	    after the drain), which no lock's compare-and-swap accepts. An
+//	    entry writer swaps the word only after validating, against Seq,
+//	    that the entry it found was linked in
+//	    that page, and validates again after: if the shard changed in
+//	    between it gives the word back only if it still holds its own swap
+//	    (shm.Zone.Unswap). Its owner word is that of its process, the same
+//	    for all the process's goroutines, so a swap made on a freed page
+//	    and given back after the page was taken again could release a
+//	    sibling's lock on it: FreeWord makes that swap fail. What this
+//	    leaves open: a writer stalled between its check and its swap (a
+//	    few instructions) for as long as other processes free the entry's
+//	    page and take it again inside a run, after its first page, whose
+//	    first word is then a value's bytes and happens to be zero, swaps
+//	    that word and restores it at once (no lock of that page exists to
+//	    be released: a run's lock is its first page's). A reader copying
+//	    that value in that instant sees it torn, and so does a read of it
+//	    under Lock (a copy, a snapshot, Update's cur), which drains the
+//	    run's first page only and is not ordered with the swap; a write of
+//	    the word in that instant stands, as the give-back then finds the
+//	    word no longer its own. Every other interleaving is validated.
 //	I10. The queue's first ProtCount entries from its head, and only they,
 //	    have protBit, and ProtTail is the last of them (0 when none);
 //	    protBit, ProtTail and ProtCount change only under Lock. A repair

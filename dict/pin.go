@@ -212,9 +212,14 @@ func (s *shard) pinAfter(key string, h uint64, off uint32, seq uint64, ok bool) 
 // page) where one does.
 func (s *shard) pinFirst(off uint32, seq uint64) *uint64 {
 	pw := s.slab.PageWord(off)
-	if pw == nil || !s.z.TryLock(pw) {
+	if pw == nil {
 		return nil
 	}
+	stall(stallBeforeSwap)
+	if !s.z.TryLock(pw) {
+		return nil
+	}
+	stall(stallAfterSwap)
 	if s.seq() != seq {
 		s.z.Unswap(pw)
 		return nil

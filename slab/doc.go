@@ -4,7 +4,13 @@
 // that class only (at least two), with a bitmap of the chunks in use; larger
 // sizes take a run of whole pages. Every page starts with PageHdr bytes that
 // no chunk covers, its lock word (PageLock); a run's chunk starts after its
-// first page's. Freed pages merge with their free neighbours.
+// first page's. Freed pages merge with their free neighbours. A page's
+// first word is written only by the Alloc that takes the page for a class
+// or as a run's first page, which zeroes it, and as the page is freed
+// (Free, Rebuild, Format of a region in use), which writes FreeWord: a
+// free page's word is no lock a stale compare-and-swap can take. Format
+// does not touch the pages of a new region, whose words stay as the file
+// holds them.
 //
 // Everything lives in the region, as offsets, never pointers (layout.go): a
 // header, a list head per class, a descriptor per page, then the pages. A

@@ -122,8 +122,10 @@ func corruptible(t testing.TB) ([]byte, *Slab) {
 // as a crash or a hostile process could, then uses the region: nothing may
 // panic, loop forever, hand out an offset outside the pages or at a page's
 // word, or write a byte of the pages, but for an Alloc that succeeds, which
-// may zero the word of the page that holds its chunk (the page it takes);
-// and Rebuild must leave a region that passes Check and works.
+// may zero the word of the page that holds its chunk (the page it takes),
+// and for Free and Rebuild, which may write FreeWord in the word of a page
+// the metadata then says is free; and Rebuild must leave a region that
+// passes Check and works.
 func FuzzAttachCorrupt(f *testing.F) {
 	_, s := corruptible(f)
 	put := func(off int, v ...byte) []byte {
@@ -174,7 +176,8 @@ func FuzzAttachCorrupt(f *testing.F) {
 		}
 		// untouched checks, after each operation, that it wrote no byte of
 		// the pages, but for the word of page took (-1 for none), which it
-		// may only zero.
+		// may only zero, and the word of a page now free, which it may
+		// only set to FreeWord.
 		untouched := func(what string, took int) {
 			got := mem[meta:]
 			if slices.Equal(got, pages) {
@@ -186,6 +189,9 @@ func FuzzAttachCorrupt(f *testing.F) {
 					continue
 				}
 				if p := i / ps; p == took && i%ps < pageWord && word(s, uint32(p)) == 0 {
+					continue
+				}
+				if p := uint32(i / ps); i%ps < pageWord && word(s, p) == FreeWord && isFree(s.desc(p).Kind) {
 					continue
 				}
 				t.Fatalf("%s: byte %d of the pages (at %d in page %d) = %#x, want %#x: written over corrupt metadata",
@@ -256,21 +262,21 @@ func FuzzAttachCorrupt(f *testing.F) {
 			t.Fatalf("Check() after Rebuild = %v", err)
 		}
 		// The rebuilt region works.
-		m := newModel(t, s)
+		var kept []uint32
 		s.ForEach(func(off uint32, size int) bool {
 			inPages("ForEach after Rebuild", off, size)
 			if _, err := s.Size(off); err != nil {
 				t.Fatalf("Size(%d) of a chunk ForEach gave = %v", off, err)
 			}
-			m.live = append(m.live, off)
+			kept = append(kept, off)
 			return true
 		})
-		for _, off := range m.live {
+		for _, off := range kept {
 			if err := s.Free(off); err != nil {
 				t.Fatalf("Free(%d) after Rebuild = %v", off, err)
 			}
 		}
-		m.live = m.live[:0]
+		m := newModel(t, s)
 		if s.FreeBytes() != s.Capacity() || s.FreePages() != s.Pages() {
 			t.Fatalf("after Rebuild and freeing all: %v, want %d free bytes", s, s.Capacity())
 		}
@@ -280,3 +286,6 @@ func FuzzAttachCorrupt(f *testing.F) {
 		}
 	})
 }
+
+// isFree reports whether a page of kind k is part of a free run.
+func isFree(k uint8) bool { return k == kindFree || k == kindFreeBody || k == kindFreeTail }

@@ -29,10 +29,10 @@ func newSlab(t testing.TB, size, pageSize int) *Slab {
 // model is the reference the slab is checked against: the live chunks with
 // what was asked for and the byte they were filled with, which 8-byte units
 // of the page area each chunk owns, what each page holds, and what every
-// byte of the page area must hold. The package writes one thing there: the
-// word of a page that Alloc takes for a class or as a run's first page,
+// byte of the page area must hold. The package writes two things there:
+// the word of a page that Alloc takes for a class or as a run's first page,
 // which it zeroes, as while the page was free or inside a run its first
-// bytes were nobody's lock.
+// bytes were nobody's lock; and the word of each page it frees, FreeWord.
 type model struct {
 	t      *testing.T
 	s      *Slab
@@ -94,15 +94,20 @@ func (m *model) setWord(p uint32, v uint64) {
 	binary.NativeEndian.PutUint64(m.pages[p*m.s.pageSize:], v)
 }
 
+// expectWord records that the package has written v in page p's word.
+func (m *model) expectWord(p uint32, v uint64) {
+	binary.NativeEndian.PutUint64(m.pages[p*m.s.pageSize:], v)
+}
+
 // modelWord returns what page p's word must hold.
 func (m *model) modelWord(p uint32) uint64 {
 	return binary.NativeEndian.Uint64(m.pages[p*m.s.pageSize:])
 }
 
 // use records that the chunk at off is allocated (+1) or freed (-1). A
-// page that becomes free keeps its bytes in the package: the model leaves
-// wordPattern in its word, as a lock's last holder or a run's owner might,
-// so that the word is never 0 when Alloc next takes the page.
+// page that becomes free keeps its bytes in the package but for its word,
+// which the package sets to FreeWord (never 0, so Alloc's zeroing shows
+// when it takes the page again): the model expects it there.
 func (m *model) use(off uint32, c mchunk, delta int) {
 	ps := int(m.s.pageSize)
 	p := int(pageOf(m.s, off))
@@ -111,7 +116,7 @@ func (m *model) use(off uint32, c mchunk, delta int) {
 			switch {
 			case delta < 0:
 				m.class[p+i] = 0
-				m.setWord(uint32(p+i), wordPattern(uint32(p+i)))
+				m.expectWord(uint32(p+i), FreeWord)
 			case i == 0:
 				m.class[p+i] = runHead
 			default:
@@ -124,7 +129,7 @@ func (m *model) use(off uint32, c mchunk, delta int) {
 	m.used[p] += delta
 	if m.used[p] == 0 {
 		m.class[p] = 0
-		m.setWord(uint32(p), wordPattern(uint32(p)))
+		m.expectWord(uint32(p), FreeWord)
 	}
 }
 
@@ -254,12 +259,11 @@ func (m *model) checkTaken(op, size int, off uint32, c mchunk) {
 	m.setWord(p, wordPattern(p))
 }
 
-// drop removes the i-th live chunk from the model after checking its
-// bytes: the package has freed it, by Free or by Forget and Rebuild.
+// drop removes the i-th live chunk from the model, whose bytes the caller
+// checked: the package frees it, by Free or by Forget and Rebuild.
 func (m *model) drop(op, i int) uint32 {
 	off := m.live[i]
 	c := m.chunks[off]
-	m.checkBytes(op, off, c)
 	for u := m.unit(off); u < m.unit(off)+c.csize/8; u++ {
 		m.owner[u] = 0
 	}
@@ -288,6 +292,7 @@ func (m *model) free(op, i int) {
 // Rebuild.
 func (m *model) forget(op, i int) {
 	t, s := m.t, m.s
+	m.checkBytes(op, m.live[i], m.chunks[m.live[i]])
 	off := m.drop(op, i)
 	s.Forget(off)
 	s.Rebuild()
@@ -321,9 +326,10 @@ func (m *model) checkBytes(op int, off uint32, c mchunk) {
 }
 
 // checkWords checks that every page's word holds what the model last wrote
-// there: wordPattern, or a run's bytes for the inner pages of a run. The
-// package writes a word only in the Alloc that takes its page, which
-// alloc checks and the model then overwrites. It also checks that
+// there: wordPattern, FreeWord in a page the package freed, or a run's
+// bytes for the inner pages of a run. The package writes a word only in
+// the Alloc that takes its page, which alloc checks and the model then
+// overwrites, and as it frees the page. It also checks that
 // PageLockAt and PageLock give the word of a small page or a run's first
 // page, for any offset in the page, and nil for a free page or a run's
 // other pages, and nil outside the pages.

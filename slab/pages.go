@@ -105,9 +105,13 @@ func (s *Slab) takePages(n uint32) (uint32, error) {
 }
 
 // freePages returns pages [p, p+n) to the free runs, merged with the free runs
-// on either side. It marks the freed pages and rewrites the ends of the merged
-// run, never the inner pages of the runs it joins.
+// on either side. It writes FreeWord in the freed pages' first words, then
+// marks their descriptors and rewrites the ends of the merged run, never the
+// inner pages of the runs it joins.
 func (s *Slab) freePages(p, n uint32) {
+	for i := uint32(0); i < n; i++ {
+		s.markFree(p + i)
+	}
 	for i := uint32(0); i < n; i++ {
 		*s.desc(p + i) = desc{Kind: kindFreeBody, Run: p}
 	}

@@ -1,6 +1,7 @@
 package slab
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -113,6 +114,7 @@ func TestPageLock(t *testing.T) {
 					drop[p] = p != pageOf(s, longest.off)
 				}
 			}
+			before := slices.Clone(kind)
 			var live []chunk
 			for _, c := range chunks {
 				if drop[pageOf(s, c.off)] {
@@ -133,14 +135,21 @@ func TestPageLock(t *testing.T) {
 				t.Fatalf("test bug: %d free pages, %d small, %d runs, %d pages inside runs, last page %d; want some of each and the last page used", counts[free], counts[small], counts[head], counts[body], kind[s.npages-1])
 			}
 			// Alloc zeroed the words of the pages it took, for a class or
-			// as a run's first page, and Alloc and Free wrote no other byte
-			// of the pages: the others keep the random bytes, the words of
-			// a run's other pages too. The chunks are filled only now, as
-			// their owners would.
+			// as a run's first page, Free wrote FreeWord in the word of
+			// each page it freed, a run's other pages too, and Alloc and
+			// Free wrote no other byte of the pages: the others keep the
+			// random bytes, the words of a live run's other pages too. The
+			// chunks are filled only now, as their owners would.
+			var freeWord [pageWord]byte
+			binary.NativeEndian.PutUint64(freeWord[:], FreeWord)
 			for i := int(s.pagesOff); i < len(mem); i++ {
 				p, rel := pageOf(s, uint32(i)), (i-int(s.pagesOff))%ps
 				want := orig[i]
-				if p < s.npages && rel < pageWord && taken[p] {
+				switch {
+				case p >= s.npages || rel >= pageWord:
+				case before[p] != free && kind[p] == free:
+					want = freeWord[rel]
+				case taken[p]:
 					want = 0
 				}
 				if mem[i] != want {
@@ -252,11 +261,13 @@ func TestPageLock(t *testing.T) {
 }
 
 // Alloc zeroes the word of a page it takes, for a class or as a run's
-// first page, and writes no other word; Free, Forget, Rebuild, Restore,
-// Attach and Check write none. The model writes wordPattern in every word,
-// and again in the word of each page Alloc takes once it has seen it
-// zeroed, runs random operations of every kind, and checks every word,
-// and PageLock and PageLockAt of every page, after each one. The other
+// first page, and writes no other word; Free, and Rebuild (also in
+// Restore) after Forget, write FreeWord in the word of each page they
+// free and no other; Attach and Check write none. The model writes
+// wordPattern in every word, and again in the word of each page Alloc
+// takes once it has seen it zeroed, runs random operations of every kind,
+// and checks every word, and PageLock and PageLockAt of every page, after
+// each one. The other
 // words that change are those inside a run's chunk (the words of its pages
 // after the first), which the model itself writes as a chunk's owner would.
 func TestPageWords(t *testing.T) {
@@ -320,12 +331,13 @@ func TestPageWords(t *testing.T) {
 	}
 }
 
-// Format writes the region's metadata only, never a byte of the pages:
-// not over random bytes, as a new zone's file is zero anyway, and not over
-// a region in use, whose words processes may hold as locks. The region it
-// leaves is all free: PageLock of every page is nil, and the Alloc that
-// takes a page then zeroes its word.
-func TestFormatWritesNoPage(t *testing.T) {
+// Format writes the region's metadata, and of the pages only the words of
+// those a region in use had taken (for a class, or in a run), FreeWord, as
+// Free would: never a byte over random bytes, as a new zone's file is zero
+// anyway, and no other byte of a region in use. The region it leaves is
+// all free: PageLock of every page is nil, and the Alloc that takes a page
+// then zeroes its word.
+func TestFormatWritesOnlyTakenWords(t *testing.T) {
 	for _, ps := range []int{512, 4096, 1 << 16} {
 		t.Run(fmt.Sprint("page=", ps), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
@@ -343,7 +355,7 @@ func TestFormatWritesNoPage(t *testing.T) {
 				for i := int(s.pagesOff); i < len(mem); i++ {
 					if mem[i] != before[i] {
 						rel := (i - int(s.pagesOff)) % ps
-						t.Fatalf("%s: byte %d (at %d in page %d) = %#x, want %#x untouched", when, i, rel, (i-int(s.pagesOff))/ps, mem[i], before[i])
+						t.Fatalf("%s: byte %d (at %d in page %d) = %#x, want %#x", when, i, rel, (i-int(s.pagesOff))/ps, mem[i], before[i])
 					}
 				}
 				if s.FreeBytes() != s.Capacity() || s.FreePages() != s.Pages() {
@@ -376,6 +388,11 @@ func TestFormatWritesNoPage(t *testing.T) {
 				t.Fatalf("test bug: 50 Allocs took no page")
 			}
 			before = slices.Clone(mem)
+			for p := uint32(0); p < s.npages; p++ {
+				if m.class[p] != 0 {
+					binary.NativeEndian.PutUint64(before[pageStart(s, p):], FreeWord)
+				}
+			}
 			if s, err = Format(mem, ps); err != nil {
 				t.Fatal(err)
 			}

@@ -48,7 +48,9 @@ func (s *Slab) Forget(off uint32) {
 
 // Rebuild recomputes every list and count from the descriptors' kinds,
 // classes and bitmaps: the allocated chunks stay allocated, every other page
-// becomes free, and the free runs are merged. It repairs a region whose owner
+// becomes free, and the free runs are merged. A page it frees that its
+// descriptor did not mark free gets FreeWord in its first word, as Free
+// would have written. It repairs a region whose owner
 // died in the middle of Alloc or Free.
 func (s *Slab) Rebuild() {
 	h := s.hdr()
@@ -112,6 +114,11 @@ func (s *Slab) Rebuild() {
 		}
 		q := p
 		for q < s.npages && free[q] {
+			// A page freed here that was not free gets FreeWord, as
+			// Free gives it; a free page keeps its word.
+			if k := s.desc(q).Kind; k != kindFree && k != kindFreeBody && k != kindFreeTail {
+				s.markFree(q)
+			}
 			q++
 		}
 		s.putFreeRun(p, q-p)

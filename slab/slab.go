@@ -61,14 +61,23 @@ func layoutFor(size int, pageSize int) (npages, pagesOff int) {
 func alignUp(n, a int) int { return (n + a - 1) / a * a }
 
 // Format lays out an empty slab over mem with pages of pageSize bytes and
-// returns it attached. mem must hold at least two pages. It writes the
-// region's metadata only, never a page: a new region's page lock words are
-// zero as its file is, and an emptied one keeps them, as processes may
-// hold them.
+// returns it attached. mem must hold at least two pages. Of the pages it
+// writes only words of pages that a slab of this geometry already formatted
+// over mem had taken (for a class, or in a run): FreeWord, as Free would
+// have (an emptied region). A new region's pages, and the pages an emptied
+// one had not taken, keep their bytes: a new region's file is zero, and
+// Format does not touch its pages.
 func Format(mem []byte, pageSize int) (*Slab, error) {
 	s, err := geometry(mem, pageSize)
 	if err != nil {
 		return nil, err
+	}
+	if h := s.hdr(); h.Magic == magic && h.PageSize == s.pageSize && h.NPages == s.npages && h.PagesOff == s.pagesOff {
+		for p := uint32(0); p < s.npages; p++ {
+			if k := s.desc(p).Kind; k == kindSmall || k == kindRun || k == kindRunBody {
+				s.markFree(p)
+			}
+		}
 	}
 	clear(mem[:s.pagesOff])
 	s.writeHeader()
@@ -310,7 +319,8 @@ func (s *Slab) PageLockAt(p int) *uint64 {
 // PageLock returns the lock word of the page that holds offset off: the
 // PageHdr word at the start of a page of chunks of a class, or of the first
 // page of a run. No chunk covers it; Alloc zeroes it when it turns a free
-// page into one of those, and nothing else here writes it. It returns nil
+// page into one of those, and freeing the page writes FreeWord in it;
+// nothing else here writes it. It returns nil
 // for an offset outside the pages, or in a page that is free or inside a
 // run, whose first word is no lock. The answer holds while the region's
 // lock is held.
@@ -353,9 +363,18 @@ func (s *Slab) pageOf(off uint32) (uint32, bool) {
 }
 
 // zeroPageLock clears page p's lock word as the page begins to hold chunks:
-// while it was free or inside a run, its first bytes were nobody's lock.
+// while it was free (FreeWord) or inside a run, its first bytes were
+// nobody's lock.
 func (s *Slab) zeroPageLock(p uint32) {
 	*(*uint64)(unsafe.Pointer(&s.mem[s.pageOff(p)])) = 0
+}
+
+// markFree writes FreeWord in page p's first word as the page is freed,
+// before its descriptor says so. It is an atomic store: a process that
+// swapped the word on a stale guess may write it at the same time, with a
+// compare-and-swap that then fails.
+func (s *Slab) markFree(p uint32) {
+	atomic.StoreUint64((*uint64)(unsafe.Pointer(&s.mem[s.pageOff(p)])), FreeWord)
 }
 
 // locate returns the page of off and checks it lies in the page area.

@@ -184,9 +184,9 @@
 //	    role. A free page's first word is slab.FreeWord once the page was
 //	    ever taken (the slab writes it as it frees the page, under Lock,
 //	    after the drain), which no lock's compare-and-swap accepts. An
-//	    entry writer swaps the word only after validating, against Seq,
-//	    that the entry it found was linked in
-//	    that page, and validates again after: if the shard changed in
+//	    entry writer swaps the word only after validating, against Seq
+//	    loaded right before the swap, that the entry it found was linked
+//	    in that page, and validates again after: if the shard changed in
 //	    between it gives the word back only if it still holds its own swap
 //	    (shm.Zone.Unswap). Its owner word is that of its process, the same
 //	    for all the process's goroutines, so a swap made on a freed page

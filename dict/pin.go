@@ -209,10 +209,12 @@ func (s *shard) pinAfter(key string, h uint64, off uint32, seq uint64, ok bool) 
 // always succeeds. It swaps the word without loading it first: a load
 // would fetch the word's line shared, and the swap fetch it again to own
 // it, two transfers of a line that another process writes (a hot key's
-// page) where one does.
+// page) where one does. It loads Seq right before the swap, as tryPin
+// does (Seq's line stays in the cache while the shard does not change),
+// so that a find gone stale since is no swap of a word at all (I9).
 func (s *shard) pinFirst(off uint32, seq uint64) *uint64 {
 	pw := s.slab.PageWord(off)
-	if pw == nil {
+	if pw == nil || s.seq() != seq {
 		return nil
 	}
 	stall(stallBeforeSwap)

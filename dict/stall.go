@@ -10,6 +10,6 @@ package dict
 type stallPoint uint8
 
 const (
-	stallBeforeSwap stallPoint = iota // pinFirst: entry found, page word not yet swapped
+	stallBeforeSwap stallPoint = iota // pinFirst: Seq checked, page word not yet swapped
 	stallAfterSwap                    // pinFirst: page word swapped, Seq not yet checked again
 )

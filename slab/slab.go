@@ -424,6 +424,13 @@ func (s *Slab) Free(off uint32) error {
 	h := s.hdr()
 	if d.Kind == kindRun {
 		n := d.Run
+		// The run's pages must all name it: a corrupt length would free
+		// pages that hold other chunks (Check and Rebuild test the same).
+		for i := uint32(1); i < n; i++ {
+			if b := s.desc(p + i); b.Kind != kindRunBody || b.Run != p {
+				return s.corrupt("run at page %d of %d pages: page %d is of kind %d, run %d", p, n, p+i, b.Kind, b.Run)
+			}
+		}
 		h.FreeBytes += uint64(n) * uint64(s.pageSize)
 		s.freePages(p, n)
 		h.Frees++

@@ -211,6 +211,43 @@ func TestTooLargeAndNoMemory(t *testing.T) {
 	}
 }
 
+// A run whose length was overwritten (1 page to 2) over a full small page:
+// Free finds the second page is no body of the run and returns ErrCorrupt,
+// freeing nothing; the small page's chunks stay allocated. Free once
+// trusted the length, freed the small page under its 39 live chunks,
+// returned nil, and Check passed.
+func TestFreeRunOfCorruptLength(t *testing.T) {
+	s := newSlab(t, 64<<10, 4096)
+	small, err := s.Alloc(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < perPage(104, 4096); i++ { // the page is full: out of its class's list
+		if _, err := s.Alloc(100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run, err := s.Alloc(3000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, sp := pageOf(s, run), pageOf(s, small)
+	if sp != rp+1 {
+		t.Fatalf("the run is in page %d and the small page %d: want the small page right after the run", rp, sp)
+	}
+	free := s.FreeBytes()
+	s.desc(rp).Run = 2
+	if err := s.Free(run); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Free(run of corrupt length 2) = %v, want %v", err, ErrCorrupt)
+	}
+	if n, err := s.Size(small); err != nil || n != 104 {
+		t.Errorf("Size(a chunk of the small page) = %d, %v; want 104, <nil>", n, err)
+	}
+	if got := s.FreeBytes(); got != free {
+		t.Errorf("FreeBytes() = %d after the refused Free, want %d", got, free)
+	}
+}
+
 // Freeing what is not an allocated chunk is ErrCorrupt and changes nothing.
 func TestFreeBadOffset(t *testing.T) {
 	s := newSlab(t, 64<<10, 4096)

@@ -161,6 +161,23 @@ func get(addr, path string) (string, error) {
 	return string(b), err
 }
 
+// answer is what get returned.
+type answer struct {
+	body string
+	err  error
+}
+
+// getAsync runs get(addr, path) in a goroutine, for a request kept in
+// flight, and returns where its answer comes.
+func getAsync(addr, path string) <-chan answer {
+	done := make(chan answer, 1)
+	go func() {
+		body, err := get(addr, path)
+		done <- answer{body, err}
+	}()
+	return done
+}
+
 // gone reports whether pid has exited: no longer in /proc, or a zombie
 // that its new parent (not this test) has yet to reap.
 func gone(pid int) bool {
@@ -220,15 +237,7 @@ func TestKilledChildIsReplaced(t *testing.T) {
 func TestSIGTERMDrains(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, 2)
-	type answer struct {
-		body string
-		err  error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		body, err := get(s.addr, "/slow")
-		done <- answer{body, err}
-	}()
+	done := getAsync(s.addr, "/slow")
 	s.waitFor(t, "request in flight", func() bool { return len(s.pids(flightRE)) == 1 })
 	if err := syscall.Kill(s.p.Pid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -261,15 +270,7 @@ func TestChildIgnoresSIGHUP(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, 1)
 	child := s.pids(readyRE)[0]
-	type answer struct {
-		body string
-		err  error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		body, err := get(s.addr, "/slow")
-		done <- answer{body, err}
-	}()
+	done := getAsync(s.addr, "/slow")
 	s.waitFor(t, "request in flight", func() bool { return len(s.pids(flightRE)) == 1 })
 	// The child's SIGHUP is pending before its master's SIGTERM is sent,
 	// and is delivered first: a child that does not ignore it dies with
@@ -466,15 +467,7 @@ func TestContextEndDrains(t *testing.T) {
 		cancel()
 		t.Fatalf("children not ready; Run: %v; output:\n%s", <-ran, out)
 	}
-	type answer struct {
-		body string
-		err  error
-	}
-	done := make(chan answer, 1)
-	go func() {
-		body, err := get(addr, "/slow")
-		done <- answer{body, err}
-	}()
+	done := getAsync(addr, "/slow")
 	if !waitFor(func() bool { return count(flightRE) == 1 }) {
 		cancel()
 		t.Fatalf("no request in flight; Run: %v; output:\n%s", <-ran, out)

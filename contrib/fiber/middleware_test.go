@@ -46,6 +46,24 @@ func do(t *testing.T, app *fiber.App, header ...string) *http.Response {
 	return resp
 }
 
+// xffStep is a request of forwarded: its X-Forwarded-For and the status
+// it must get.
+type xffStep struct {
+	what, xff string
+	want      int
+}
+
+// forwarded sends app a request per step, in order, and fails at the first
+// whose status is not the step's.
+func forwarded(t *testing.T, app *fiber.App, steps []xffStep) {
+	t.Helper()
+	for _, st := range steps {
+		if r := do(t, app, "X-Forwarded-For", st.xff); r.StatusCode != st.want {
+			t.Fatalf("%s (X-Forwarded-For %q): %d, want %d", st.what, st.xff, r.StatusCode, st.want)
+		}
+	}
+}
+
 func TestMiddlewareHeaders(t *testing.T) {
 	now := int64(1_700_000_000_000)
 	d := openZone(t, func() int64 { return now })
@@ -110,36 +128,24 @@ func TestMiddlewareKeyFollowsTrustProxy(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			l, _ := limiter.NewCount(d, tc.name, 1, time.Minute)
 			app := newApp(t, l, shmfiber.Options{}, tc.cfg)
-			if r := do(t, app, "X-Forwarded-For", "192.0.2.1"); r.StatusCode != 200 {
-				t.Fatalf("first request: %d", r.StatusCode)
-			}
-			if r := do(t, app, "X-Forwarded-For", "192.0.2.2"); r.StatusCode != tc.second {
-				t.Fatalf("second client: %d, want %d", r.StatusCode, tc.second)
-			}
-			if r := do(t, app, "X-Forwarded-For", "192.0.2.1"); r.StatusCode != 429 {
-				t.Fatalf("first client again: %d, want 429", r.StatusCode)
-			}
-			// A list: the client is its rightmost untrusted address.
-			if r := do(t, app, "X-Forwarded-For", "192.0.2.1, 10.0.0.9"); r.StatusCode != 429 {
-				t.Fatalf("first client through two proxies: %d, want 429", r.StatusCode)
-			}
-			if r := do(t, app, "X-Forwarded-For", "198.51.100.1, 192.0.2.1"); r.StatusCode != 429 {
-				t.Fatalf("first client with a forged first entry: %d, want 429", r.StatusCode)
-			}
+			forwarded(t, app, []xffStep{
+				{"first request", "192.0.2.1", 200},
+				{"second client", "192.0.2.2", tc.second},
+				{"first client again", "192.0.2.1", 429},
+				// A list: the client is its rightmost untrusted address.
+				{"first client through two proxies", "192.0.2.1, 10.0.0.9", 429},
+				{"first client with a forged first entry", "198.51.100.1, 192.0.2.1", 429},
+			})
 		})
 	}
 	t.Run("IPv6 by its /64", func(t *testing.T) {
 		l, _ := limiter.NewCount(d, "ipv6", 1, time.Minute)
 		app := newApp(t, l, shmfiber.Options{}, trusting)
-		if r := do(t, app, "X-Forwarded-For", "2001:db8:1:2::1"); r.StatusCode != 200 {
-			t.Fatalf("first request: %d", r.StatusCode)
-		}
-		if r := do(t, app, "X-Forwarded-For", "2001:db8:1:2::2, 10.0.0.9"); r.StatusCode != 429 {
-			t.Fatalf("same /64: %d, want 429", r.StatusCode)
-		}
-		if r := do(t, app, "X-Forwarded-For", "2001:db8:1:3::1"); r.StatusCode != 200 {
-			t.Fatalf("another /64: %d, want 200", r.StatusCode)
-		}
+		forwarded(t, app, []xffStep{
+			{"first request", "2001:db8:1:2::1", 200},
+			{"same /64", "2001:db8:1:2::2, 10.0.0.9", 429},
+			{"another /64", "2001:db8:1:3::1", 200},
+		})
 	})
 	t.Run("no address", func(t *testing.T) {
 		l, _ := limiter.NewCount(d, "noaddr", 1, time.Minute)

@@ -5,13 +5,26 @@ PKGS ?= ./...
 ## with its own dependencies, so that the core module never pulls them; ./...
 ## stops at their go.mod, and every target below runs them one by one.
 CONTRIB := $(patsubst %/go.mod,%,$(wildcard contrib/*/go.mod))
-# in_contrib runs $(1) in every contrib module, stopping at the first failure.
-in_contrib = @for m in $(CONTRIB); do echo "$$m: $(1)"; (cd $$m && $(1)) || exit 1; done
+# KEEP starts a recipe whose commands all run even after one fails: `run
+# CMD...` runs a command in the root, `contrib CMD...` in every contrib
+# module. The recipe ends with $(DONE), which fails if any command did.
+KEEP = @st=0; \
+	run() { echo "$$*"; "$$@" || st=1; }; \
+	contrib() { for m in $(CONTRIB); do echo "$$m: $$*"; (cd $$m && "$$@") || st=1; done; }
+DONE = exit $$st
 
 .PHONY: test deps lint vet fmt race unit bench fuzz
 
-## test: what CI runs: lint, the tests, and the tests again under the race detector.
-test: deps lint unit race
+## test: what CI runs: lint, the tests, and the tests again under the race
+## detector. Every stage runs even when an earlier one fails, so that one
+## failure hides no other; test fails at the end if any stage failed.
+STAGES := lint unit race
+test: deps
+	@failed=; for s in $(STAGES); do \
+		$(MAKE) --no-print-directory $$s || failed="$$failed $$s"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make test: failed:$$failed" >&2; exit 1; fi; \
+	echo "make test: $(STAGES) passed"
 
 ## deps: the tests start real redis-server processes (limiter/redistier),
 ## and go test -race needs cgo, so a C compiler; install redis-server and
@@ -27,20 +40,27 @@ deps:
 ## unit also runs dict's tests that stall goroutines at chosen points
 ## (dict/stall.go), which need the dictstall tag.
 unit: deps
-	$(GO) test -count=1 $(PKGS)
-	$(GO) test -count=1 -tags dictstall -run StalePin ./dict
-	$(call in_contrib,$(GO) test -count=1 ./...)
+	$(KEEP); \
+	run $(GO) test -count=1 $(PKGS); \
+	run $(GO) test -count=1 -tags dictstall -run StalePin ./dict; \
+	contrib $(GO) test -count=1 ./...; \
+	$(DONE)
 
 race: deps
-	$(GO) test -race -count=1 $(PKGS)
-	$(call in_contrib,$(GO) test -race -count=1 ./...)
+	$(KEEP); \
+	run $(GO) test -race -count=1 $(PKGS); \
+	contrib $(GO) test -race -count=1 ./...; \
+	$(DONE)
 
 ## lint: gofmt and go vet must be clean.
-lint: vet fmt
+lint:
+	$(KEEP); run $(MAKE) --no-print-directory vet; run $(MAKE) --no-print-directory fmt; $(DONE)
 
 vet:
-	$(GO) vet $(PKGS)
-	$(call in_contrib,$(GO) vet ./...)
+	$(KEEP); \
+	run $(GO) vet $(PKGS); \
+	contrib $(GO) vet ./...; \
+	$(DONE)
 
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

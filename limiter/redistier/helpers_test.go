@@ -48,13 +48,13 @@ func newClient(t testing.TB) (*testutil.Redis, redis.UniversalClient) {
 // healthy server must succeed: generous, so that a loaded machine does not
 // fail them; the fault tests, which need calls that time out, set their
 // own.
-const callTimeout = 10 * time.Second
+const callTimeout = time.Minute
 
 // faultHang bounds a wait for something the fault tests expect to happen
 // (a limiter back to normal, a policy taking over, a call returning): a
 // guard against a hang, generous enough for a loaded machine and the race
 // detector, never a measure of how long it took.
-const faultHang = 10 * time.Second
+const faultHang = time.Minute
 
 // decisionKey marks the context of a decision, so that callHook sees which
 // commands a decision sent.

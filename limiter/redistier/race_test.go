@@ -1,5 +1,0 @@
-//go:build race
-
-package redistier
-
-func init() { raceBuild = true }

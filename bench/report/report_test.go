@@ -629,3 +629,38 @@ func TestRedistierSectionCommand(t *testing.T) {
 		t.Errorf("page without the redistier step shows a command block:\n%s", sec)
 	}
 }
+
+// The tiered flush target judges the least rate of its four rows, as the
+// page shows it.
+func TestTieredFlushTarget(t *testing.T) {
+	row := func(rates ...float64) string {
+		smp := samples{}
+		i := 0
+		for _, keys := range []int{10_000, 100_000} {
+			for _, b := range []string{"redis-loopback", "cluster-loopback"} {
+				smp[fmt.Sprintf("BenchmarkTieredFlush/keys=%d/backend=%s", keys, b)] = map[string][]float64{"keys/s": {rates[i]}}
+				i++
+			}
+		}
+		page, err := render(&results{Go: map[string]goStep{"redistier": {Samples: smp}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(page), "\n") {
+			if strings.HasPrefix(l, "| tiered flush,") {
+				return l
+			}
+		}
+		t.Fatalf("no tiered flush target in:\n%s", page)
+		return ""
+	}
+	if got, want := row(272e3, 149e3, 275e3, 185e3), "| 149.0 k (10,000 keys, cluster-loopback) | holds |"; !strings.HasSuffix(got, want) {
+		t.Errorf("target row = %q, want it to end %q", got, want)
+	}
+	if got, want := row(272e3, 149e3, 24.96e3, 185e3), "| 25.0 k (100,000 keys, redis-loopback) | holds |"; !strings.HasSuffix(got, want) {
+		t.Errorf("target row = %q, want it to end %q", got, want)
+	}
+	if got, want := row(272e3, 149e3, 24.9e3, 185e3), "| 24.9 k (100,000 keys, redis-loopback) | **missed** |"; !strings.HasSuffix(got, want) {
+		t.Errorf("target row = %q, want it to end %q", got, want)
+	}
+}

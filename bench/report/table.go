@@ -103,6 +103,17 @@ func shown(cell string) float64 {
 	return x
 }
 
+// shownRate returns the rate a cell of rate shows ("272.3 k" is 272,300),
+// and NaN for any other cell.
+func shownRate(cell string) float64 {
+	num, unit, _ := strings.Cut(cell, " ")
+	scale := map[string]float64{"k": 1e3, "M": 1e6}[unit]
+	if scale == 0 {
+		return math.NaN()
+	}
+	return shown(num) * scale
+}
+
 // commas rounds v to an integer and groups its digits by thousands.
 func commas(v float64) string {
 	s := fmt.Sprintf("%.0f", math.Round(v))

@@ -17,12 +17,12 @@ func syncLoops() int {
 	return strings.Count(string(buf[:runtime.Stack(buf, true)]), "created by github.com/shmzone/shmzone/counter.New")
 }
 
-// settled polls fn until it returns at most want, for up to 5 s, and
+// settled polls fn until it returns at most want, for up to a minute, and
 // returns its last result: a goroutine that has signalled its end to Close
 // may still be returning.
 func settled(fn func() int, want int) int {
 	n := fn()
-	for deadline := time.Now().Add(5 * time.Second); n > want && time.Now().Before(deadline); n = fn() {
+	for deadline := time.Now().Add(time.Minute); n > want && time.Now().Before(deadline); n = fn() {
 		time.Sleep(time.Millisecond)
 	}
 	return n

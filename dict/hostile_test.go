@@ -207,8 +207,8 @@ func openBounded(t *testing.T, path string, o Options) (*Dict, error) {
 	select {
 	case r := <-done:
 		return r.d, r.err
-	case <-time.After(10 * time.Second):
-		t.Fatalf("Open(%s, %+v) still blocked after 10s", path, o)
+	case <-time.After(time.Minute):
+		t.Fatalf("Open(%s, %+v) still blocked after a minute", path, o)
 		return nil, nil
 	}
 }

@@ -82,7 +82,7 @@ func TestReadOnlyDeadHolder(t *testing.T) {
 	if got := scanAll(t, ro); !slices.Equal(got, snapAll) {
 		t.Errorf("read-only Scan reports\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(snapAll, "\n"))
 	}
-	if el := time.Since(start); el > 10*time.Second {
+	if el := time.Since(start); el >= time.Minute { // the view's lock timeout
 		t.Errorf("read-only Check, Keys and Scan took %v: they waited for a dead holder", el)
 	}
 	atomic.AddUint64(&s.h.Seq, 1)

@@ -186,8 +186,8 @@ func TestOpenHostile(t *testing.T) {
 				var err error
 				select {
 				case err = <-done:
-				case <-time.After(10 * time.Second):
-					t.Fatalf("Open(%s, %+v) still blocked after 10s", tt.name, o)
+				case <-time.After(time.Minute):
+					t.Fatalf("Open(%s, %+v) still blocked after a minute", tt.name, o)
 				}
 				if !errors.Is(err, tt.want) {
 					t.Fatalf("Open(%s, %+v) = %v, want %v", tt.name, o, err, tt.want)

@@ -21,6 +21,10 @@ const (
 	socketFD = 4
 )
 
+// ExtraFD is the descriptor of a child's first file from
+// Options.ExtraFiles. The next ones follow it in order.
+const ExtraFD = socketFD + 1
+
 // runChild is Run in a child.
 func runChild(ctx context.Context, child func(ctx context.Context, ln net.Listener) error) error {
 	ppid, err := strconv.Atoi(masterPid)

@@ -25,7 +25,9 @@
 // hands it to each child of the slot (fd 4), so connections queued on a
 // socket wait for the slot's next child instead of being reset when a child
 // dies or is replaced. A child is ready when it first accepts; it says so to
-// the master through a pipe (fd 3). The master
+// the master through a pipe (fd 3). Options.ExtraFiles hands each child more
+// files, from ExtraFD on: a pipe carrying a secret, for one, which neither
+// the command line nor the environment should show. The master
 //
 //   - replaces a child that dies: at once if it had served for
 //     Options.StableAfter, else after a delay that doubles from
@@ -73,8 +75,8 @@
 // catches SIGHUP rather than ignoring it, so that the programs it execs get
 // the default disposition. Serve may be called from any goroutine.
 // Across processes, the master and the children share nothing but the
-// listening sockets, the ready pipes, their stdout and stderr, and what the
-// program shares itself (a zone file).
+// listening sockets, the ready pipes, their stdout and stderr, the files of
+// Options.ExtraFiles, and what the program shares itself (a zone file).
 //
 // The package is for Linux: it relies on SO_REUSEPORT and the parent-death
 // signal.

@@ -338,8 +338,20 @@ func (m *master) spawn(s, roll int) error {
 // start starts a child for slot s, for the SIGHUP roll (0 for none), and
 // returns its id. The child serves the slot's socket at its fd 4 and writes
 // one byte to the pipe at its fd 3 once it accepts; its exit is reported
-// too.
+// too. The files of Options.ExtraFiles follow from ExtraFD.
 func (m *master) start(s, roll int) (int, error) {
+	var extra []*os.File
+	if m.o.ExtraFiles != nil {
+		var err error
+		if extra, err = m.o.ExtraFiles(s, roll); err != nil {
+			return 0, fmt.Errorf("extra files: %w", err)
+		}
+	}
+	defer func() {
+		for _, f := range extra {
+			f.Close()
+		}
+	}()
 	r, w, err := os.Pipe()
 	if err != nil {
 		return 0, err
@@ -350,7 +362,7 @@ func (m *master) start(s, roll int) (int, error) {
 		cmd.Env = append(cmd.Env, m.o.Env(s, roll)...)
 	}
 	cmd.Stdout, cmd.Stderr = m.o.Stdout, m.o.Stderr
-	cmd.ExtraFiles = []*os.File{w, m.sockets[s]}
+	cmd.ExtraFiles = append([]*os.File{w, m.sockets[s]}, extra...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	err = cmd.Start()
 	w.Close()

@@ -62,6 +62,14 @@ type Options struct {
 	// SIGHUP that started it (1 for the first), or 0 for a child that
 	// was not started by a roll.
 	Env func(slot, roll int) []string
+	// ExtraFiles, when set, returns files a child inherits after its
+	// socket: the first at ExtraFD in the child, the next at ExtraFD+1,
+	// and so on. slot and roll are as for Env. It is called for every
+	// child, replacements and rolls included, so it may hand each child
+	// a fresh pipe. The master closes the files once the child has
+	// started or failed to start. An error fails that start, which is
+	// retried as a failed fork is.
+	ExtraFiles func(slot, roll int) ([]*os.File, error)
 	// Stdout and Stderr are the children's; nil means the master's
 	// os.Stdout and os.Stderr.
 	Stdout, Stderr io.Writer

@@ -25,6 +25,7 @@ func TestHelperProcess(t *testing.T) {
 		"server":        helperServer,
 		"failed-start":  helperFailedStart,
 		"stubborn-roll": helperStubbornRoll,
+		"extra-files":   helperExtraFiles,
 	})
 }
 

@@ -47,10 +47,20 @@ type serveConfig struct {
 	GlobalInterval time.Duration `json:"global_interval,omitempty"`
 	RedisPolicy    string        `json:"redis_policy,omitempty"`
 	RedisPrefix    string        `json:"redis_prefix,omitempty"`
+	RedisUsername  string        `json:"redis_username,omitempty"`
+	// RedisPasswordFD tells the child to read the password from the pipe
+	// at prefork.ExtraFD (serve_secret.go).
+	RedisPasswordFD bool `json:"redis_password_fd,omitempty"`
+
+	// Password is Redis's password. It is never sent in the JSON: a child
+	// reads it from its pipe.
+	Password serveSecret `json:"-"`
 
 	// The master's own settings, not sent.
 	ReadyTimeout time.Duration `json:"-"`
 	UnreadyRoll  int           `json:"-"`
+	PasswordFile string        `json:"-"`
+	PasswordEnv  string        `json:"-"`
 }
 
 const serveUsage = `usage: worker serve [flags]
@@ -76,6 +86,13 @@ intervals. A request rejected by either limit gets 429 and is not counted by
 the other. While Redis fails, -redis-policy decides (open by default), and the
 child that flushes logs it. Redis must answer when the master starts.
 
+Redis's password comes from -redis-password-file or -redis-password-env,
+with -redis-username for an ACL user. A -redis URL with a password is
+refused: every user of the host can read the master's command line.
+-redis-password-in-url accepts it all the same. The master hands the
+password to each child on a pipe, never in the environment or the command
+line.
+
 flags:
 `
 
@@ -97,7 +114,11 @@ func serveFlags(args []string, stderr io.Writer) (procs int, zoneSize int64, c s
 	fs.BoolVar(&c.PerProcess, "per-process", false, "give each child a private zone instead of the shared one (the baseline: N children admit N times the limit)")
 	fs.BoolVar(&c.Precise, "precise-clock", false, "stamp each decision with a read of the system clock instead of the zone's coarse clock, which ticks every millisecond and lags when the machine is busy (a request may then be decided as if a little earlier)")
 	fs.DurationVar(&c.Drain, "drain", 10*time.Second, "how long a child waits for in-flight requests on SIGTERM")
-	fs.StringVar(&c.Redis, "redis", "", "Redis server of -global-rate: host:port, or a redis:// URL")
+	fs.StringVar(&c.Redis, "redis", "", "Redis server of -global-rate: host:port, or a redis:// URL without a password")
+	fs.StringVar(&c.RedisUsername, "redis-username", "", "Redis ACL user to log in as; the default user when empty")
+	fs.StringVar(&c.PasswordFile, "redis-password-file", "", "file that holds Redis's password and nothing else; a trailing newline is dropped")
+	fs.StringVar(&c.PasswordEnv, "redis-password-env", "", "environment variable that holds Redis's password; the master removes it from its environment, so no child inherits it")
+	inURL := fs.Bool("redis-password-in-url", false, "accept a password in the -redis URL, which every user of this host can read in the master's command line")
 	globalRate := fs.String("global-rate", "", "limit on all requests together, over every host that uses the same -redis and -redis-prefix: a fixed window of N requests per second or minute (1000r/s, 30r/m), on top of -rate; needs -redis")
 	fs.DurationVar(&c.GlobalInterval, "global-interval", 100*time.Millisecond, "how often one child per host flushes the host's count to Redis; the hosts may admit up to 2 x hosts x (one host's rate) x interval over -global-rate in a window")
 	fs.StringVar(&c.RedisPolicy, "redis-policy", "open", "what -global-rate does while Redis fails: open lets requests through (-rate still applies), closed answers 429")
@@ -129,6 +150,9 @@ func serveFlags(args []string, stderr io.Writer) (procs int, zoneSize int64, c s
 	if c.ReadyTimeout <= 0 {
 		return 0, 0, c, errors.New("-ready-timeout must be positive")
 	}
+	if err = serveAuthFlags(&c, *inURL); err != nil {
+		return 0, 0, c, err
+	}
 	if err = serveGlobalFlags(&c, *globalRate); err != nil {
 		return 0, 0, c, err
 	}
@@ -144,13 +168,22 @@ func runServe(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "worker serve:", err)
 		return 2
 	}
+	warn, err := serveLoadPassword(&c)
+	if warn != nil {
+		fmt.Fprintln(stderr, "worker serve: warning:", warn)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "worker serve:", err)
+		return 2
+	}
+	c.RedisPasswordFD = c.Password != ""
 	cfg, err := json.Marshal(c)
 	if err != nil {
 		fmt.Fprintln(stderr, "worker serve: the children's configuration:", err)
 		return 1
 	}
 	if c.Redis != "" {
-		if err := servePingRedis(c.Redis); err != nil {
+		if err := servePingRedis(c); err != nil {
 			fmt.Fprintln(stderr, "worker serve: -redis:", err)
 			return 1
 		}

@@ -37,6 +37,14 @@ func serveChild() int {
 		fmt.Fprintln(os.Stderr, "worker serve child: bad", serveConfigEnv, err)
 		return 2
 	}
+	if c.RedisPasswordFD {
+		pw, err := serveReadSecret()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "worker serve child %d: %v\n", os.Getpid(), err)
+			return 2
+		}
+		c.Password = pw
+	}
 	if os.Getenv(serveUnreadyEnv) == "1" {
 		// Testing: a child stuck before it listens (-unready-roll).
 		sigs := make(chan os.Signal, 1)

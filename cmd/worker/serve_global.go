@@ -109,7 +109,7 @@ func serveFailure(policy string) (redistier.Failure, error) {
 }
 
 // serveRedisOptions reads -redis: host:port, or a redis:// or rediss:// URL
-// (for a password or a database). The client honours context deadlines, as
+// (for a database, a user, or TLS). The client honours context deadlines, as
 // redistier requires.
 func serveRedisOptions(addr string) (*redis.Options, error) {
 	o := &redis.Options{Addr: addr}
@@ -141,20 +141,37 @@ func serveRedisName(addr string) string {
 	return u.Redacted()
 }
 
-// servePingRedis checks, in the master, that Redis answers, so that a wrong
-// -redis fails at start rather than as a log line of every child.
-func servePingRedis(addr string) error {
-	o, err := serveRedisOptions(addr)
+// serveRedisClient returns the options of c's Redis client: -redis, and
+// the credentials of -redis-username and c.Password.
+func serveRedisClient(c serveConfig) (*redis.Options, error) {
+	o, err := serveRedisOptions(c.Redis)
+	if err != nil {
+		return nil, err
+	}
+	if c.RedisUsername != "" {
+		o.Username = c.RedisUsername
+	}
+	if c.Password != "" {
+		o.Password = string(c.Password)
+	}
+	return o, nil
+}
+
+// servePingRedis checks, in the master, that Redis answers and takes the
+// credentials, so that a wrong -redis fails at start rather than as a log
+// line of every child.
+func servePingRedis(c serveConfig) error {
+	o, err := serveRedisClient(c)
 	if err != nil {
 		return err
 	}
 	o.MaxRetries = -1
-	c := redis.NewClient(o)
-	defer c.Close()
+	client := redis.NewClient(o)
+	defer client.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), serveRedisPing)
 	defer cancel()
-	if err := c.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("redis %s: %w", serveRedisName(addr), err)
+	if err := client.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("redis %s: %w", serveRedisName(c.Redis), err)
 	}
 	return nil
 }
@@ -176,7 +193,7 @@ type serveGlobal struct {
 // serveOpenGlobal returns the global limiter of a child over its zone d.
 // Its flush loop runs until close.
 func serveOpenGlobal(c serveConfig, d *dict.Dict, stderr io.Writer) (*serveGlobal, error) {
-	o, err := serveRedisOptions(c.Redis)
+	o, err := serveRedisClient(c)
 	if err != nil {
 		return nil, err
 	}

@@ -54,6 +54,13 @@ func serveMaster(c serveConfig, procs int, config string, stdout, stderr io.Writ
 			}
 			return env
 		},
+		// The password of Redis, on a pipe per child (serve_secret.go).
+		ExtraFiles: func(slot, roll int) ([]*os.File, error) {
+			if c.Password == "" {
+				return nil, nil
+			}
+			return serveSecretPipe(c.Password)
+		},
 		Stdout: stdout,
 		Stderr: stderr,
 		Logf: func(format string, args ...any) {

@@ -100,6 +100,12 @@ func (s *serveTestServer) waitReady(t *testing.T) {
 // launchServe starts "worker serve" like startServe without waiting.
 func launchServe(t *testing.T, procs int, args ...string) *serveTestServer {
 	t.Helper()
+	return launchServeEnv(t, procs, nil, args...)
+}
+
+// launchServeEnv is launchServe with env added to the master's environment.
+func launchServeEnv(t *testing.T, procs int, env []string, args ...string) *serveTestServer {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +115,7 @@ func launchServe(t *testing.T, procs int, args ...string) *serveTestServer {
 	zone := filepath.Join(t.TempDir(), "serve.zone")
 	all := append([]string{"serve", "-procs", strconv.Itoa(procs), "-addr", addr, "-zone", zone, "-zone-size", "1048576"}, args...)
 	cmd := exec.Command(os.Args[0], all...)
-	cmd.Env = append(os.Environ(), serveTestEnv+"=1")
+	cmd.Env = append(append(os.Environ(), serveTestEnv+"=1"), env...)
 	s := &serveTestServer{procs: procs, cmd: cmd, addr: addr, zone: zone, stderr: &serveBuffer{}, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = io.Discard, s.stderr
 	if err := cmd.Start(); err != nil {

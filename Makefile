@@ -13,7 +13,7 @@ KEEP = @st=0; \
 	contrib() { for m in $(CONTRIB); do echo "$$m: $$*"; (cd $$m && "$$@") || st=1; done; }
 DONE = exit $$st
 
-.PHONY: test deps lint vet fmt race unit bench fuzz
+.PHONY: test deps lint vet fmt race unit bench bench-deps fuzz
 
 ## test: what CI runs: lint, the tests, and the tests again under the race
 ## detector. Every stage runs even when an earlier one fails, so that one
@@ -70,12 +70,23 @@ fmt:
 ## one and two processes on random client keys), the `worker bench` matrix
 ## (zone, Redis when redis-server is installed, flock, mutex; the zone again
 ## with -keyset own, each process on its own keys), the scaling chart
-## (opened in headless Chromium when installed) and nginx's lua_shared_dict
-## (bench/peers/nginx.sh, when nginx and its lua module are installed); then
-## it rewrites bench/RESULTS.md, bench/results.json and bench/scaling.svg,
-## which says how long the run took.
-bench:
+## (opened in headless Chromium when installed), and nginx's
+## lua_shared_dict, resty.limit.req and resty.limit.count
+## (bench/peers/nginx.sh); then it rewrites bench/RESULTS.md,
+## bench/results.json and bench/scaling.svg, which says how long the run
+## took.
+bench: bench-deps
 	$(GO) run ./bench/report
+
+## bench-deps: bench/peers/nginx.sh runs nginx with its lua module and
+## lua-resty-core; install nginx-light, libnginx-mod-http-lua and
+## lua-resty-core with apt when they are missing.
+bench-deps:
+	@pkgs=; \
+	command -v nginx >/dev/null || pkgs="nginx-light"; \
+	[ -e /usr/share/nginx/modules/ngx_http_lua_module.so ] || pkgs="$$pkgs libnginx-mod-http-lua"; \
+	[ -e /usr/share/lua/5.1/resty/core.lua ] || pkgs="$$pkgs lua-resty-core"; \
+	[ -z "$$pkgs" ] || ($(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y $$pkgs)
 
 ## fuzz: a short fuzzing run of each target beyond the seed corpus that test runs.
 FUZZTIME ?= 30s

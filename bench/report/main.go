@@ -15,8 +15,12 @@
 //     (-keyset own), each row -reps times (medians);
 //   - the scaling chart (bench/scaling.svg), opened in headless Chromium when
 //     one is installed to show that a browser draws it;
-//   - nginx's lua_shared_dict against the dict (bench/peers/nginx.sh), when
-//     nginx and its lua module are installed.
+//   - bench/peers/nginx.sh: nginx's lua_shared_dict against the dict, and
+//     lua-resty-limit-traffic's resty.limit.req and resty.limit.count
+//     against limiter's Req and Count, at one and two processes. It runs
+//     when nginx and its lua module are installed; make bench installs
+//     them (make bench-deps). The Lua sources come from REF, as nginx.sh
+//     says, and the run fails at its start if they are missing.
 //
 // The raw figures go to bench/results.json and the page to bench/RESULTS.md.
 // Both files are replaced only when every step has run: a failed run leaves
@@ -65,8 +69,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `usage: go run ./bench/report [flags]
 
-Report runs the benchmark suite (Go benchmarks, the worker bench matrix,
-the scaling chart, and nginx's lua_shared_dict when installed) and rewrites
+Report runs the benchmark suite: the Go benchmarks, the worker bench
+matrix, the scaling chart, and nginx's lua_shared_dict and
+lua-resty-limit-traffic when nginx is installed. It rewrites
 bench/RESULTS.md and bench/results.json from the figures. It takes minutes
 (the page says how long the run it shows took); the files change only if
 every step ran.
@@ -86,7 +91,7 @@ Flags:
 	fs.DurationVar(&c.duration, "duration", 2*time.Second, "worker bench -duration of each run")
 	fs.StringVar(&c.procs, "procs", "1,2", "worker bench -procs of the matrix")
 	fs.IntVar(&c.density, "density", 10, "runs of dict's density test")
-	fs.BoolVar(&c.nginx, "nginx", true, "measure nginx's lua_shared_dict when nginx and its lua module are installed")
+	fs.BoolVar(&c.nginx, "nginx", true, "measure nginx's lua_shared_dict, resty.limit.req and resty.limit.count when nginx and its lua module are installed")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

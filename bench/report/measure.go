@@ -121,6 +121,11 @@ func (m *measurer) measure(ctx context.Context, chartPath string) (*results, err
 	// The Go benchmarks, the density test, the worker build, the matrix,
 	// the chart, its rendering and nginx.
 	m.prog.plan(len(goSteps) + 2 + len(matrixPlan(redisErr == nil))*m.c.reps + 3)
+	if m.nginxSkip() == "" {
+		if _, err := limitTrafficRef(m.c.root, os.Getenv); err != nil {
+			return nil, err
+		}
+	}
 	tmp, cleanup, err := tempDir()
 	if err != nil {
 		return nil, err

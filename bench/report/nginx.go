@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
 
 // nginxStep is the output of `FORMAT=tsv bash bench/peers/nginx.sh`: its
-// metadata lines and one row per op, key count and worker count.
+// metadata lines and one row per op, key count and worker count. The ops
+// are the dict's incr, get and set, and the limiters' req and count.
 type nginxStep struct {
 	Command string     `json:"command"`
 	Meta    []string   `json:"meta"`
@@ -28,20 +30,48 @@ type nginxRow struct {
 // nginxModule is where Debian's libnginx-mod-http-lua puts the module.
 const nginxModule = "/usr/share/nginx/modules/ngx_http_lua_module.so"
 
-func (m *measurer) nginx(ctx context.Context, res *results) error {
-	const cmd = "FORMAT=tsv bash bench/peers/nginx.sh"
+// nginxWhat is what the nginx step measures, for the lines that say it
+// was not measured.
+const nginxWhat = "nginx lua_shared_dict, resty.limit.req and resty.limit.count"
+
+// nginxSkip says why the nginx step does not run, or "" if it does.
+func (m *measurer) nginxSkip() string {
 	if !m.c.nginx {
-		m.prog.skip(cmd, "-nginx=false")
-		res.Missing = append(res.Missing, "nginx lua_shared_dict: not measured (-nginx=false)")
-		return nil
+		return "-nginx=false"
 	}
 	_, err := m.look("nginx")
 	if err == nil {
 		_, err = os.Stat(nginxModule)
 	}
 	if err != nil {
-		m.prog.skip(cmd, "nginx or its lua module is not installed")
-		res.Missing = append(res.Missing, "nginx lua_shared_dict: nginx-light and libnginx-mod-http-lua are not installed")
+		return "nginx or its lua module is not installed (make bench-deps)"
+	}
+	return ""
+}
+
+// limitTrafficRef returns the directory that nginx.sh takes the Lua
+// sources from: REF from getenv, else ../shared/reference beside root, as
+// nginx.sh looks. It returns an error if lua-resty-limit-traffic's req.lua
+// or count.lua is not there, so a run can fail before it measures.
+func limitTrafficRef(root string, getenv func(string) string) (string, error) {
+	ref := getenv("REF")
+	if ref == "" {
+		ref = filepath.Join(root, "..", "shared", "reference")
+	}
+	for _, f := range []string{"req.lua", "count.lua"} {
+		p := filepath.Join(ref, "lua-resty-limit-traffic", "lib", "resty", "limit", f)
+		if _, err := os.Stat(p); err != nil {
+			return ref, fmt.Errorf("bench/peers/nginx.sh needs lua-resty-limit-traffic's Lua sources under REF=%s: %w", ref, err)
+		}
+	}
+	return ref, nil
+}
+
+func (m *measurer) nginx(ctx context.Context, res *results) error {
+	const cmd = "FORMAT=tsv bash bench/peers/nginx.sh"
+	if why := m.nginxSkip(); why != "" {
+		m.prog.skip(cmd, why)
+		res.Missing = append(res.Missing, nginxWhat+": "+why)
 		return nil
 	}
 	m.prog.step(cmd)

@@ -36,6 +36,9 @@ type view struct {
 	Extra            table
 	ChartRows        table
 	Nginx, NginxPair table
+	// NginxLimiter is limiter's Req and Count against
+	// lua-resty-limit-traffic in nginx, at one and two processes.
+	NginxLimiter table
 	// NginxMeta is nginx.sh's metadata, "name: value" a line; NginxJIT
 	// is its check that LuaJIT compiled every timed loop ("ok").
 	NginxMeta []string
@@ -184,8 +187,8 @@ func (v *view) targets() {
 	leastCell := ratio(least, 1, true)
 	v.target("zone over Redis, least of incr/get/set/req/count at each procs (1,000 keys)", "≥ 100×",
 		fmt.Sprintf("%s (%s)", leastCell, where), shown(leastCell) >= 100, where != "")
-	nx := func(what, op string, keys int, want float64) {
-		r := v.results.Nginx.row(op, keys, 1)
+	nx := func(what, op string, keys, workers int, want float64) {
+		r := v.results.Nginx.row(op, keys, workers)
 		ok := r != nil
 		x := 0.0
 		if ok {
@@ -194,8 +197,12 @@ func (v *view) targets() {
 		got := ratio(x, 1, ok)
 		v.target(what, fmt.Sprintf("≥ %g×", want), got, shown(got) >= want, ok)
 	}
-	nx("zone over nginx lua_shared_dict, incr at 1,000 keys", "incr", 1000, 1.5)
-	nx("zone over nginx lua_shared_dict, get at 100,000 keys", "get", 100000, 2)
+	nx("zone over nginx lua_shared_dict, incr at 1,000 keys", "incr", 1000, 1, 1.5)
+	nx("zone over nginx lua_shared_dict, get at 100,000 keys", "get", 100000, 1, 2)
+	nx("limiter Req over nginx resty.limit.req, 1 process on 1,000 clients", "req", 1000, 1, 2)
+	nx("limiter Req over nginx resty.limit.req, 2 processes each on its own 1,000 clients", "req", 1000, 2, 2)
+	nx("limiter Count over nginx resty.limit.count, 1 process on 1,000 clients", "count", 1000, 1, 2)
+	nx("limiter Count over nginx resty.limit.count, 2 processes each on its own 1,000 clients", "count", 1000, 2, 2)
 }
 
 // scaling returns ops/s at procs=2 over procs=1 of a Go benchmark that
@@ -448,17 +455,27 @@ func (v *view) detail(keys int, keep func(matrixRun) bool) table {
 	return t
 }
 
+// nginxLimiters are the ops of nginx.sh that are limiter decisions, not
+// dict operations.
+var nginxLimiters = []string{"req", "count"}
+
 func (v *view) nginxTable() {
 	v.Nginx = table{head: []string{"op", "keys", "nginx ns/op", "zone ns/op", "zone speed-up (nginx/zone)", "redis ns/op (procs=1)", "zone/redis"}}
 	v.NginxPair = table{head: []string{"op", "keys per process", "nginx ops/s", "zone ops/s", "zone/nginx"}}
+	v.NginxLimiter = table{head: []string{"limiter", "processes", "nginx ns/op per process", "zone ns/op per process", "nginx ops/s", "zone ops/s", "zone speed-up (nginx/zone)"}}
 	if v.results.Nginx == nil {
+		for _, op := range nginxLimiters {
+			for _, w := range []string{"1", "2"} {
+				v.NginxLimiter.add(op, w, missing, missing, missing, missing, missing)
+			}
+		}
 		return
 	}
 	for _, m := range v.results.Nginx.Meta {
 		f := strings.Split(m, "\t")
 		switch f[0] {
 		case "ops_per_s":
-			if len(f) == 6 {
+			if len(f) == 6 && !slices.Contains(nginxLimiters, f[1]) {
 				a, errA := strconv.ParseFloat(f[4], 64)
 				b, errB := strconv.ParseFloat(f[5], 64)
 				ok := errA == nil && errB == nil
@@ -467,6 +484,11 @@ func (v *view) nginxTable() {
 			continue
 		case "jit_check":
 			v.NginxJIT = strings.Join(f[1:], " ")
+		case "jit_other_aborts":
+			if len(f) == 6 {
+				v.NginxMeta = append(v.NginxMeta, fmt.Sprintf("traces aborted in functions the timed loop calls, %s at %s keys, workers %s: %s, why: %s", f[1], f[2], f[3], f[4], f[5]))
+				continue
+			}
 		case "loop_ns_per_op":
 			if len(f) == 3 {
 				v.NginxMeta = append(v.NginxMeta, fmt.Sprintf("loop overhead at %s keys (the same Lua loop without the dict call, part of every nginx figure): %s ns/op", f[1], f[2]))
@@ -476,18 +498,30 @@ func (v *view) nginxTable() {
 		v.NginxMeta = append(v.NginxMeta, f[0]+": "+strings.Join(f[1:], " "))
 	}
 	for _, r := range v.results.Nginx.Rows {
-		if r.Workers != 1 {
+		if r.Workers != 1 || slices.Contains(nginxLimiters, r.Op) {
 			continue
 		}
 		redis, zr := missing, missing
-		if r.Workers == 1 {
-			if rr := v.run("redis", r.Op, r.Keys).row(1); rr != nil {
-				redis = ns(rr.NsPerOp, true)
-				zr = ratio(rr.NsPerOp, r.Zone, true)
-			}
+		if rr := v.run("redis", r.Op, r.Keys).row(1); rr != nil {
+			redis = ns(rr.NsPerOp, true)
+			zr = ratio(rr.NsPerOp, r.Zone, true)
 		}
 		v.Nginx.add(r.Op, commas(float64(r.Keys)), ns(r.Nginx, true), ns(r.Zone, true),
 			ratio(r.Nginx, r.Zone, true), redis, zr)
+	}
+	for _, op := range nginxLimiters {
+		for _, w := range []int{1, 2} {
+			r := v.results.Nginx.row(op, 1000, w)
+			if r == nil {
+				v.NginxLimiter.add(op, itoa(w), missing, missing, missing, missing, missing)
+				continue
+			}
+			// ops/s of all processes together: each did its operations
+			// in the time the slower one took.
+			per := float64(w) * 1e9
+			v.NginxLimiter.add(op, itoa(w), ns(r.Nginx, true), ns(r.Zone, true),
+				rate(per/r.Nginx, true), rate(per/r.Zone, true), ratio(r.Nginx, r.Zone, true))
+		}
 	}
 }
 

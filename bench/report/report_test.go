@@ -125,6 +125,34 @@ func TestParseNginx(t *testing.T) {
 	}
 }
 
+// TestLimitTrafficRef: REF, or ../shared/reference beside the root, must
+// hold lua-resty-limit-traffic's req.lua and count.lua.
+func TestLimitTrafficRef(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, "repo")
+	lib := filepath.Join(dir, "shared", "reference", "lua-resty-limit-traffic", "lib", "resty", "limit")
+	if err := os.MkdirAll(lib, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	noenv := func(string) string { return "" }
+	if _, err := limitTrafficRef(root, noenv); err == nil {
+		t.Errorf("limitTrafficRef without req.lua and count.lua = nil error, want one")
+	}
+	for _, f := range []string{"req.lua", "count.lua"} {
+		if err := os.WriteFile(filepath.Join(lib, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := filepath.Join(dir, "shared", "reference")
+	if ref, err := limitTrafficRef(root, noenv); err != nil || filepath.Clean(ref) != want {
+		t.Errorf("limitTrafficRef(%q) = %q, %v, want %q, nil", root, ref, err, want)
+	}
+	env := func(string) string { return filepath.Join(dir, "elsewhere") }
+	if ref, err := limitTrafficRef(root, env); err == nil {
+		t.Errorf("limitTrafficRef with REF=%s, which holds nothing = %q, nil, want an error", env("REF"), ref)
+	}
+}
+
 func TestMedianRows(t *testing.T) {
 	rep := func(ops ...float64) workerReport {
 		var w workerReport
@@ -209,9 +237,24 @@ func TestTargets(t *testing.T) {
 	if got := verdict(res, "zone over nginx lua_shared_dict, get"); got != "1.05× **missed**" {
 		t.Errorf("nginx get target = %q, want 1.05× **missed**", got)
 	}
+	// The limiters against lua-resty-limit-traffic, per process: req
+	// 330/121.3 at one process, count 185/102.9 at two.
+	if got := verdict(res, "limiter Req over nginx resty.limit.req, 1 process"); got != "2.72× holds" {
+		t.Errorf("nginx req target at 1 process = %q, want 2.72× holds", got)
+	}
+	if got := verdict(res, "limiter Count over nginx resty.limit.count, 2 processes"); got != "1.80× **missed**" {
+		t.Errorf("nginx count target at 2 processes = %q, want 1.80× **missed**", got)
+	}
+	res.Nginx.row("count", 1000, 2).Nginx = 205.8
+	if got := verdict(res, "limiter Count over nginx resty.limit.count, 2 processes"); got != "2.00× holds" {
+		t.Errorf("nginx count target at 2 processes, 205.8/102.9 = %q, want 2.00× holds", got)
+	}
 	res.Nginx = nil
 	if got := verdict(res, "zone over nginx lua_shared_dict, get"); got != "— not measured" {
 		t.Errorf("nginx get target without nginx = %q, want not measured", got)
+	}
+	if got := verdict(res, "limiter Req over nginx resty.limit.req, 2 processes"); got != "— not measured" {
+		t.Errorf("nginx req target without nginx = %q, want not measured", got)
 	}
 	res.Go["dict-ops"].Samples["BenchmarkOps/op=incr/keys=1000"]["ns/op"] = []float64{29, 31, 30}
 	if got := verdict(res, "dict incr, 1,000 keys"); got != "30.0 ns holds" {

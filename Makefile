@@ -75,7 +75,7 @@ fmt:
 ## (bench/peers/nginx.sh); then it rewrites bench/RESULTS.md,
 ## bench/results.json and bench/scaling.svg, which says how long the run
 ## took.
-bench: bench-deps
+bench: deps bench-deps
 	$(GO) run ./bench/report
 
 ## bench-deps: bench/peers/nginx.sh runs nginx with its lua module and

@@ -263,10 +263,10 @@ func reformatShard(z *shm.Zone, mem []byte, h shm.Header, sh *shard, timeout tim
 		return nil, err
 	}
 	if atomic.LoadUint64(&hd.Seq)&1 == 0 {
-		atomic.AddUint64(&hd.Seq, 1)
+		markOdd(&hd.Seq, 1)
 	}
 	defer func() {
-		shm.StoreRelease(&hd.Seq, atomic.LoadUint64(&hd.Seq)+1)
+		atomic.StoreUint64(&hd.Seq, atomic.LoadUint64(&hd.Seq)+1)
 		shm.Unlock(&hd.Lock)
 	}()
 	arena := mem[arenaOffset(h.IndexSize):]
@@ -486,19 +486,19 @@ func (d *Dict) lock(s *shard) error {
 	return nil
 }
 
-// beginChange makes Seq odd for the holder of a shard's lock, with a full
-// barrier: readers that take no lock see it before any change the holder
-// makes. A dead holder may have left it odd already.
+// beginChange makes Seq odd for the holder of a shard's lock: readers that
+// take no lock see it before any change the holder makes (markOdd). A dead
+// holder may have left it odd already.
 func (d *Dict) beginChange(s *shard) {
 	if !d.readOnly && s.seq()&1 == 0 {
-		atomic.AddUint64(&s.h.Seq, 1)
+		markOdd(&s.h.Seq, 1)
 	}
 }
 
 // unlock makes Seq even again and releases the shard's lock.
 func (d *Dict) unlock(s *shard) {
 	if !d.readOnly {
-		shm.StoreRelease(&s.h.Seq, s.seq()+1)
+		atomic.StoreUint64(&s.h.Seq, s.seq()+1)
 	}
 	shm.Unlock(s.lockw)
 }

@@ -60,7 +60,7 @@ func sameShape(e *entry, v *Value) bool {
 func (s *shard) rewritePinned(off uint32, e *entry, v *Value, expiry int64, flags uint32, keepFlags bool) {
 	if (v.kind == KindInt || v.kind == KindFloat) && e.kind() == v.kind &&
 		expiryOf(e.ver()) == expiry && (keepFlags || e.flags() == flags) {
-		shm.StoreRelease(s.num(off, e), v.num)
+		atomic.StoreUint64(s.num(off, e), v.num)
 		e.use()
 		return
 	}

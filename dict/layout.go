@@ -3,8 +3,6 @@ package dict
 import (
 	"sync/atomic"
 	"unsafe"
-
-	"github.com/shmzone/shmzone/shm"
 )
 
 // A shard (shm.Zone.Shard(i)), offsets relative to its first byte, drawn for
@@ -201,7 +199,7 @@ func (e *entry) expiry() int64 { return expiryOf(e.ver()) }
 // an entry whose page it drained.
 func (e *entry) setExpiry(expiry int64) {
 	v := (e.ver()>>expiryBits + 2) &^ 1
-	shm.StoreRelease(&e.Ver, v<<expiryBits|uint64(expiry))
+	atomic.StoreUint64(&e.Ver, v<<expiryBits|uint64(expiry))
 }
 
 // bitsWord returns the 32-bit word that holds KLen, Tag and Bits, through

@@ -288,20 +288,20 @@ func (s *shard) tryPin(off uint32, seq uint64) *uint64 {
 // beginWrite marks a write of an entry in progress, for readers, and
 // returns the word to give endWrite. The caller holds the entry's page lock,
 // and not the shard's (under it, Seq tells readers already).
-func (e *entry) beginWrite() uint64 {
-	if runtime.GOARCH == "amd64" {
-		// Stores are not reordered with stores: the value's stores
-		// cannot pass this one.
-		w := e.ver() + verOne
-		shm.StoreMark(&e.Ver, w)
-		return w
-	}
-	return atomic.AddUint64(&e.Ver, verOne) // a full barrier
+func (e *entry) beginWrite() uint64 { return markOdd(&e.Ver, verOne) }
+
+// markOdd adds d to *p, a Seq or Ver word, to make it odd before a write
+// that readers validate against it, and returns the word. The caller is
+// the word's only writer. The load after the add keeps the write's plain
+// stores after the add on arm64 (doc.go, "Memory order").
+func markOdd(p *uint64, d uint64) uint64 {
+	atomic.AddUint64(p, d)
+	return atomic.LoadUint64(p)
 }
 
 // endWrite ends the write beginWrite began, with the entry's new expiry.
 func (e *entry) endWrite(w uint64, expiry int64) {
-	shm.StoreRelease(&e.Ver, (w+verOne)&^expiryMask|uint64(expiry))
+	atomic.StoreUint64(&e.Ver, (w+verOne)&^expiryMask|uint64(expiry))
 }
 
 // markUsed sets the refBit of the entry at off, which a reader found with

@@ -395,7 +395,7 @@ func (d *Dict) incr(key string, idelta int64, fdelta float64, mode incrMode) (in
 		if pw := s.pinFirst(off, seq); pw != nil {
 			if p := d.plainInt(s, off, len(key), mode); p != nil {
 				n := int64(atomic.LoadUint64(p)) + idelta
-				shm.StoreRelease(p, uint64(n)) // one aligned store: whole even if the process dies here
+				atomic.StoreUint64(p, uint64(n)) // one aligned store: whole even if the process dies here
 				c, slow := s.entryCounted(off, tIncrs)
 				shm.Unlock(pw)
 				if slow {
@@ -585,12 +585,12 @@ func (d *Dict) incrEntry(s *shard, off uint32, idelta int64, fdelta float64, mod
 	case kind == KindInt && mode != incrToFloat:
 		n = int64(atomic.LoadUint64(p)) + idelta
 		f = float64(n)
-		shm.StoreRelease(p, uint64(n)) // one aligned store: whole even if the process dies here
+		atomic.StoreUint64(p, uint64(n)) // one aligned store: whole even if the process dies here
 	case kind == KindInt:
 		f = float64(int64(atomic.LoadUint64(p))) + fdelta
 		n = int64(f)
 		bw := e.beginWrite() // two words change: a death between them leaves Ver odd
-		shm.StoreRelease(p, math.Float64bits(f))
+		atomic.StoreUint64(p, math.Float64bits(f))
 		e.setKindUsed(KindFloat)
 		e.endWrite(bw, expiryOf(w))
 	default:
@@ -599,7 +599,7 @@ func (d *Dict) incrEntry(s *shard, off uint32, idelta int64, fdelta float64, mod
 			return 0, f, incrBeyondInt
 		}
 		n = int64(f)
-		shm.StoreRelease(p, math.Float64bits(f))
+		atomic.StoreUint64(p, math.Float64bits(f))
 	}
 	e.use()
 	return n, f, incrDone

@@ -76,8 +76,9 @@ func (z *Zone) LockWithin(w *uint64, timeout time.Duration) (LockResult, error) 
 // TryLock takes w if it is free and reports whether it did.
 func (z *Zone) TryLock(w *uint64) bool { return atomic.CompareAndSwapUint64(w, 0, z.own.word) }
 
-// Unlock releases w. The caller must hold it.
-func Unlock(w *uint64) { storeRelease(w, 0) }
+// Unlock releases w. The caller must hold it. The store is atomic: a
+// process that takes w next sees every write made before it.
+func Unlock(w *uint64) { atomic.StoreUint64(w, 0) }
 
 // LockState reports whether w is free, held by a live owner, or held by a
 // dead one (or holds a word no owner wrote). It changes nothing.
@@ -154,24 +155,6 @@ func tryHard(w *uint64, self uint64) bool {
 	}
 	return false
 }
-
-// StoreRelease stores v to *p with release order: a reader that loads v
-// with sync/atomic sees every write made before it. On amd64 it is a plain
-// store, where atomic.StoreUint64 is a full barrier that costs as much as
-// a lock's CAS; under the race detector it is atomic.StoreUint64, which
-// the detector sees. For the words that a seqlock's writer publishes.
-//
-// Being a plain store, it is one the compiler may drop when the same
-// function stores to p again with only stores between (dead-store
-// elimination): a store that readers must see before a later store to the
-// same word, a seqlock's odd mark, is StoreMark.
-func StoreRelease(p *uint64, v uint64) { storeRelease(p, v) }
-
-// StoreMark is StoreRelease for a store that must reach memory even when
-// a store to the same word follows: the odd mark of a seqlock write, which
-// a process killed before its next store must leave behind. It costs a
-// call.
-func StoreMark(p *uint64, v uint64) { storeMark(p, v) }
 
 // Unswap undoes a TryLock on w that succeeded: it stores 0 in w if w still
 // holds this zone's lock word, and leaves it alone otherwise. It is for a

@@ -157,7 +157,7 @@ func (d *Dict) getLocked(s *shard, key string, h uint64, dst []byte, allowStale 
 		if n > cap(dst) || dst == nil {
 			return n, nil
 		}
-		dst = dst[:n]
+		dst = dst[:n:n]
 		copy(dst, s.valueOf(off, e))
 		r.v.kind, r.v.b = KindBytes, dst
 	case KindList:
@@ -228,13 +228,12 @@ func (d *Dict) getOptimistic(s *shard, key string, h uint64, dst []byte, allowSt
 		if vlen != 1 {
 			return -1, false, nil
 		}
-		num = uint64(s.arena[vo] & 1)
+		num = uint64(loadByte(s.arena, vo) & 1)
 	case KindBytes:
 		if vlen > cap(dst) || dst == nil {
 			return vlen, true, nil
 		}
-		b = dst[:vlen]
-		copy(b, s.arena[vo:vo+vlen])
+		b = loadBytes(dst, s.arena, vo, vlen)
 	case KindList:
 		err = ErrIsList
 	default:

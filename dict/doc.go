@@ -166,9 +166,27 @@
 // then takes Lock and does the operation as a structural one, which waits
 // its turn with LockTimeout's bound. A reader that met an odd Ver retries
 // the same way; under Lock, after draining, an odd Ver is a writer that
-// died mid-write, and its entry is dropped by a repair (I6). Under the race
-// detector every operation takes Lock: the detector cannot tell a validated
-// optimistic read from a race.
+// died mid-write, and its entry is dropped by a repair (I6).
+//
+// Memory order: readers and entry writers load every word of the zone they
+// use without a lock with sync/atomic. That covers Seq, Ver, links, and key
+// and value bytes, loaded 8 bytes at a time (layout.go). A writer makes Seq
+// or Ver odd with an atomic add before it writes (markOdd). It makes the
+// word even with an atomic store after it writes, and releases locks with
+// atomic stores. A reader that loads the same even word before and after
+// its data loads saw no store of a write in progress:
+//   - amd64: TSO keeps loads in order and stores in order, and the add is
+//     a full barrier.
+//   - arm64: Go's atomic loads are load-acquire (LDAR), and no later load
+//     is satisfied before one. So the data loads are satisfied before the
+//     validating load of Ver or Seq. The atomic store is a store-release
+//     (STLR): the writer's stores are seen before it. markOdd loads the
+//     word again after its add. Without LSE atomics the add ends in a
+//     store-release, which a later store may pass; no access passes a
+//     load-acquire that follows a store-release.
+//
+// These paths run under the race detector too. The detector does not watch
+// the zone's mapping, so it checks the process's own state.
 //
 //	I7. Seq is odd exactly while Lock is held by a writable Dict (or was held
 //	    by a process that died). A structure read without Lock is used only

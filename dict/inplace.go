@@ -20,9 +20,6 @@ import (
 // half written, or the shard kept changing: the caller takes the shard's
 // lock, under which the operation is decided again.
 func (d *Dict) pinLive(s *shard, key string, h uint64) (off uint32, e *entry, pw *uint64, ok bool) {
-	if !optimistic {
-		return 0, nil, nil, false
-	}
 	off, seq, ok := s.findOptimistic(key, h)
 	if ok && off != 0 {
 		pw = s.pinFirst(off, seq)

@@ -2,10 +2,6 @@
 
 package dict
 
-// optimistic enables the reads and entry writes that take no shard lock
-// (pin.go).
-const optimistic = true
-
 // bump adds one to an entry write's count, with a plain add: the page lock
 // its caller holds orders it with the other adds (tally.go). The flusher's
 // atomic load of the word sees one whole value or the other.

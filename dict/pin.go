@@ -148,11 +148,11 @@ func (s *shard) findOptimistic(key string, h uint64) (off uint32, seq uint64, ok
 //	}
 //	off, pw, found, ok := s.pinAfter(key, h, off, seq, ok)
 //
-// (a build without optimistic paths calls neither). pinAfter is given what
-// findOptimistic returned and that pinFirst, if it was tried, failed. found
-// reports an entry that is key's, locked in pw until shm.Unlock(pw). found
-// false with ok true is a validated absence, and no lock is held. ok false:
-// the shard kept changing; the caller takes the shard's lock instead.
+// pinAfter is given what findOptimistic returned and that pinFirst, if it
+// was tried, failed. found reports an entry that is key's, locked in pw
+// until shm.Unlock(pw). found false with ok true is a validated absence,
+// and no lock is held. ok false: the shard kept changing; the caller takes
+// the shard's lock instead.
 func (s *shard) pinAfter(key string, h uint64, off uint32, seq uint64, ok bool) (uint32, *uint64, bool, bool) {
 	if ok && off == 0 {
 		return 0, nil, false, true

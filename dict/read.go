@@ -44,9 +44,6 @@ func (d *Dict) get(key string, dst []byte, allowStale bool, r *readResult) error
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
-	if !optimistic {
-		return d.getSlow(s, key, h, dst, allowStale, r, 0)
-	}
 	// The first try, outside getSlow's loop: the common case makes one
 	// call less.
 	need, ok, err := d.getOptimistic(s, key, h, dst, allowStale, r)
@@ -73,7 +70,7 @@ func (d *Dict) getGuarded(key string, dst []byte, allowStale bool, r *readResult
 // getSlow is get after try optimistic tries: the rest of them, then the
 // shard's lock.
 func (d *Dict) getSlow(s *shard, key string, h uint64, dst []byte, allowStale bool, r *readResult, try int) error {
-	for optimistic && try < tries {
+	for try < tries {
 		need, ok, err := d.getOptimistic(s, key, h, dst, allowStale, r)
 		switch {
 		case !ok:
@@ -269,7 +266,7 @@ func (d *Dict) TTL(key string) (_ time.Duration, err error) {
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
-	for try := 0; optimistic && try < tries; try++ {
+	for try := 0; try < tries; try++ {
 		// The expiry is in the entry's Ver word: one load, validated
 		// against Seq, tells it.
 		off, seq, ok := s.findOptimistic(key, h)

@@ -387,9 +387,6 @@ func (d *Dict) incr(key string, idelta int64, fdelta float64, mode incrMode) (in
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
-	if !optimistic {
-		return d.incrUnderLock(s, key, h, idelta, fdelta, mode)
-	}
 	off, seq, ok := s.findOptimistic(key, h)
 	if ok && off != 0 {
 		if pw := s.pinFirst(off, seq); pw != nil {

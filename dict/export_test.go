@@ -1,6 +1,7 @@
 package dict
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/shmzone/shmzone/shm"
@@ -13,6 +14,10 @@ import (
 // which the crash tests hold in a helper process and inspect once it is
 // killed.
 func ShardLock(d *Dict, i int) *uint64 { return &d.shards[i].h.Lock }
+
+// ShardSeq returns shard i's Seq, which every holder of the shard's lock
+// moves by 2.
+func ShardSeq(d *Dict, i int) uint64 { return atomic.LoadUint64(&d.shards[i].h.Seq) }
 
 // LockShard takes shard i's lock as d's zone, waiting without bound.
 func LockShard(d *Dict, i int) { d.z.Lock(&d.shards[i].h.Lock) }

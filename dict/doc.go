@@ -235,11 +235,15 @@
 // pid's. No operation waits forever: one that waited Options.LockTimeout
 // (DefaultLockTimeout, 1 s) for a lock a live process holds returns
 // ErrLockTimeout and changes nothing, and a lock whose holder died is taken
-// over after a few milliseconds whatever the timeout. The clock is read only
-// for entries that have or get a TTL, from a coarse per-process clock
-// (clock.go) unless Options.Clock injects one: a goroutine stores the time
-// every millisecond while the clock is read, and stops once it has gone
-// unread for 100 to 200 ms, so that an idle process does not wake; the first
-// read after that takes the system's time and restarts it. Read-only views
-// take no locks (see Options.ReadOnly) and hold no owner slot.
+// over after a few milliseconds whatever the timeout. So is a lock word
+// equal to the Dict's own owner word that none of its goroutines holds,
+// which only damage to the zone writes: a Dict counts its holds of each
+// shard's lock, and marks the pages its entry writers hold (pin.go). The
+// clock is read only for entries that have or get a TTL, from a coarse
+// per-process clock (clock.go) unless Options.Clock injects one: a
+// goroutine stores the time every millisecond while the clock is read, and
+// stops once it has gone unread for 100 to 200 ms, so that an idle process
+// does not wake; the first read after that takes the system's time and
+// restarts it. Read-only views take no locks (see Options.ReadOnly) and
+// hold no owner slot.
 package dict

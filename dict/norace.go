@@ -10,3 +10,7 @@ func bump(p *uint32) uint32 {
 	*p = n
 	return n
 }
+
+// setPinned stores a page's pin mark (pin.go), with a plain store: only
+// the page's pinner writes it, and a drain loads it milliseconds later.
+func setPinned(p *uint32, v uint32) { *p = v }

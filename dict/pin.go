@@ -44,7 +44,8 @@ func (s *shard) lockPage(off uint32) (*uint64, error) {
 	if s.z.TryLock(w) {
 		return w, nil
 	}
-	r, err := s.z.LockWithin(w, s.timeout)
+	p := s.pageOf(off)
+	r, err := s.z.LockWithinAsking(w, s.timeout, func() bool { return s.pinHeld(p) })
 	if err != nil {
 		return nil, fmt.Errorf("dict: shard %d: page of entry %#x: %w after %v", s.id, off, err, s.timeout)
 	}
@@ -93,8 +94,12 @@ func (s *shard) drainPages() error {
 			shm.Unlock(w)
 			continue
 		}
-		if _, err := s.z.LockWithin(w, s.timeout); err != nil {
+		r, err := s.z.LockWithinAsking(w, s.timeout, func() bool { return s.pinHeld(p) })
+		if err != nil {
 			return fmt.Errorf("dict: shard %d: page %d: %w after %v", s.id, p, err, s.timeout)
+		}
+		if r&shm.LockRecovered != 0 {
+			atomic.AddUint64(&s.h.Recoveries, 1) // as lockPage counts it
 		}
 		shm.Unlock(w)
 	}
@@ -143,14 +148,14 @@ func (s *shard) findOptimistic(key string, h uint64) (off uint32, seq uint64, ok
 //	off, seq, ok := s.findOptimistic(key, h)
 //	if ok && off != 0 {
 //		if pw := s.pinFirst(off, seq); pw != nil {
-//			// key's entry at off, locked in pw until shm.Unlock(pw)
+//			// key's entry at off, locked in pw until s.unpin(off, pw)
 //		}
 //	}
 //	off, pw, found, ok := s.pinAfter(key, h, off, seq, ok)
 //
 // pinAfter is given what findOptimistic returned and that pinFirst, if it
 // was tried, failed. found reports an entry that is key's, locked in pw
-// until shm.Unlock(pw). found false with ok true is a validated absence,
+// until s.unpin(off, pw). found false with ok true is a validated absence,
 // and no lock is held. ok false: the shard kept changing; the caller takes
 // the shard's lock instead.
 func (s *shard) pinAfter(key string, h uint64, off uint32, seq uint64, ok bool) (uint32, *uint64, bool, bool) {
@@ -185,7 +190,9 @@ func (s *shard) pinFirst(off uint32, seq uint64) *uint64 {
 		return nil
 	}
 	stall(stallAfterSwap)
+	s.markPin(off, 1)
 	if s.seq() != seq {
+		s.markPin(off, 0)
 		s.z.Unswap(pw)
 		return nil
 	}
@@ -238,14 +245,51 @@ func (s *shard) tryPin(off uint32, seq uint64) *uint64 {
 		}
 		backoff(i)
 	}
+	s.markPin(off, 1)
 	if s.seq() == seq {
 		return pw
 	}
 	// The shard changed between the two checks: the page may no longer be
 	// what it was. Release the word only if it still holds what the swap
 	// wrote.
+	s.markPin(off, 0)
 	s.z.Unswap(pw)
 	return nil
+}
+
+// An entry writer marks the page it pins in its process's memory
+// (pageTally.pinned). The page's lock word is the process's owner word,
+// the same for all its goroutines. So only the mark tells a drain a
+// sibling's pin from a corrupt word equal to the owner word. A pinner
+// marks the page after its swap and before it checks Seq again. It clears
+// the mark before it releases the page. A drain holds the shard's lock, so
+// Seq is odd, and no pin that checks Seq after that holds the page. The
+// drain judges the word only after waiting some milliseconds. A pin that
+// passed its check stored its mark before, and a store reaches the other
+// cores within nanoseconds. A pin that swapped but has not checked yet
+// fails its check, and writes nothing. So a page word equal to the owner
+// word with no mark is corrupt: the drain takes it over (pinHeld,
+// shm.Zone.LockWithinAsking). A takeover that races a pinner's release
+// is harmless: a drain releases the page at once.
+
+// markPin sets or clears the mark of the page that holds the entry at off.
+func (s *shard) markPin(off uint32, v uint32) {
+	if p := s.pageOf(off); p < len(s.pages) {
+		setPinned(&s.pages[p].pinned, v)
+	}
+}
+
+// unpin clears the mark of the page that holds the entry at off and
+// releases pw, its lock, which the caller pinned.
+func (s *shard) unpin(off uint32, pw *uint64) {
+	s.markPin(off, 0)
+	shm.Unlock(pw)
+}
+
+// pinHeld reports whether a goroutine of this process may hold page p's
+// lock as an entry writer; true for a page it keeps no mark of.
+func (s *shard) pinHeld(p int) bool {
+	return p >= len(s.pages) || atomic.LoadUint32(&s.pages[p].pinned) != 0
 }
 
 // beginWrite marks a write of an entry in progress, for readers, and
@@ -275,7 +319,7 @@ func (e *entry) endWrite(w uint64, expiry int64) {
 func (s *shard) markUsed(off uint32, seq uint64) {
 	if pw := s.tryPin(off, seq); pw != nil {
 		s.entryAt(off).use()
-		shm.Unlock(pw)
+		s.unpin(off, pw)
 	}
 }
 

@@ -394,7 +394,7 @@ func (d *Dict) incr(key string, idelta int64, fdelta float64, mode incrMode) (in
 				n := int64(atomic.LoadUint64(p)) + idelta
 				atomic.StoreUint64(p, uint64(n)) // one aligned store: whole even if the process dies here
 				c, slow := s.entryCounted(off, tIncrs)
-				shm.Unlock(pw)
+				s.unpin(off, pw)
 				if slow {
 					d.pageSlow(s, key, h, off, c)
 				}
@@ -461,7 +461,7 @@ func (d *Dict) incrPinned(s *shard, key string, h uint64, off uint32, pw *uint64
 	if res == incrDone {
 		c, slow = s.entryCounted(off, tIncrs)
 	}
-	shm.Unlock(pw)
+	s.unpin(off, pw)
 	if slow {
 		d.pageSlow(s, key, h, off, c)
 	}

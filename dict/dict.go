@@ -83,8 +83,9 @@ type Dict struct {
 	onTicker bool                  // on the coarse clock's ticker (tally.go), released by Close
 	// lockTimeout bounds lock waits (Options.LockTimeout); <= 0 is no bound.
 	lockTimeout time.Duration
-	tallies     []tallies  // this process's operation counts per shard (tally.go)
-	tallyMu     sync.Mutex // orders the adds of entry writes' counts to the zone (tally.go)
+	tallies     []tallies   // this process's operation counts per shard (tally.go)
+	holds       []lockHolds // this Dict's holds of each shard's lock
+	tallyMu     sync.Mutex  // orders the adds of entry writes' counts to the zone (tally.go)
 	// checks counts the clock's checks that flushed the Dict's counts;
 	// they flush its page counts every pageTicks (flushOpenTallies).
 	checks    atomic.Uint64
@@ -102,14 +103,23 @@ type shard struct {
 	_ [shardSize - unsafe.Sizeof(shardFields{})]byte
 }
 
+// lockHolds counts a Dict's holds of one shard's lock, on a cache line of
+// its own: only the lock's takers write it. A shard's lock word that is
+// the Dict's own while it counts no hold is corrupt (shm.Holders).
+type lockHolds struct {
+	shm.Holders
+	_ [64 - unsafe.Sizeof(shm.Holders{})]byte
+}
+
 // shardSize is the size of a shard; fields that outgrow it fail to
 // compile.
 const shardSize = 256
 
 // shardFields are a shard's fields, apart from its padding.
 type shardFields struct {
-	h       *shardHdr // the header in mem
-	lockw   *uint64   // &h.Lock, or a word of this process for a read-only view
+	h       *shardHdr    // the header in mem
+	lockw   *uint64      // &h.Lock, or a word of this process for a read-only view
+	holds   *shm.Holders // this Dict's holds of lockw, which is taken and released counted in it
 	mem     []byte
 	index   []uint32
 	arena   []byte
@@ -179,6 +189,7 @@ func Open(path string, o Options) (d *Dict, err error) {
 		z:           z,
 		shards:      make([]shard, h.Shards),
 		tallies:     make([]tallies, h.Shards),
+		holds:       make([]lockHolds, h.Shards),
 		mask:        uint64(h.Shards - 1),
 		seed:        h.Seed,
 		clock:       o.Clock,
@@ -210,6 +221,7 @@ func Open(path string, o Options) (d *Dict, err error) {
 			z:       z,
 			timeout: d.lockTimeout,
 			tally:   &d.tallies[i],
+			holds:   &d.holds[i].Holders,
 		}}
 		if o.ReadOnly {
 			sh.lockw = new(uint64)
@@ -259,15 +271,15 @@ func Open(path string, o Options) (d *Dict, err error) {
 func reformatShard(z *shm.Zone, mem []byte, h shm.Header, sh *shard, timeout time.Duration) (*slab.Slab, error) {
 	hd := shardHdrAt(mem)
 	// A dead owner's lock is taken over: the shard is rebuilt anyway.
-	if _, err := z.LockWithin(&hd.Lock, timeout); err != nil {
+	if _, err := z.LockWithinCounted(&hd.Lock, sh.holds, timeout); err != nil {
 		return nil, err
 	}
 	if atomic.LoadUint64(&hd.Seq)&1 == 0 {
-		atomic.AddUint64(&hd.Seq, 1)
+		markOdd(&hd.Seq, 1)
 	}
 	defer func() {
-		shm.StoreRelease(&hd.Seq, atomic.LoadUint64(&hd.Seq)+1)
-		shm.Unlock(&hd.Lock)
+		atomic.StoreUint64(&hd.Seq, atomic.LoadUint64(&hd.Seq)+1)
+		shm.UnlockCounted(&hd.Lock, sh.holds)
 	}()
 	arena := mem[arenaOffset(h.IndexSize):]
 	if sl, err := slab.Attach(arena); err == nil {
@@ -476,7 +488,7 @@ func (d *Dict) expiryFor(ttl time.Duration) (int64, error) {
 // word: its shards lock a word of this process instead (lockw), which orders
 // its own goroutines and nothing else.
 func (d *Dict) lock(s *shard) error {
-	if !d.z.TryLock(s.lockw) {
+	if !d.z.TryLockCounted(s.lockw, s.holds) {
 		if _, err := d.lockSlow(s); err != nil {
 			return err
 		}
@@ -486,27 +498,27 @@ func (d *Dict) lock(s *shard) error {
 	return nil
 }
 
-// beginChange makes Seq odd for the holder of a shard's lock, with a full
-// barrier: readers that take no lock see it before any change the holder
-// makes. A dead holder may have left it odd already.
+// beginChange makes Seq odd for the holder of a shard's lock: readers that
+// take no lock see it before any change the holder makes (markOdd). A dead
+// holder may have left it odd already.
 func (d *Dict) beginChange(s *shard) {
 	if !d.readOnly && s.seq()&1 == 0 {
-		atomic.AddUint64(&s.h.Seq, 1)
+		markOdd(&s.h.Seq, 1)
 	}
 }
 
 // unlock makes Seq even again and releases the shard's lock.
 func (d *Dict) unlock(s *shard) {
 	if !d.readOnly {
-		shm.StoreRelease(&s.h.Seq, s.seq()+1)
+		atomic.StoreUint64(&s.h.Seq, s.seq()+1)
 	}
-	shm.Unlock(s.lockw)
+	shm.UnlockCounted(s.lockw, s.holds)
 }
 
 // lockSlow waits for a shard's lock, counts the wait, and repairs a shard
 // taken over from a dead owner.
 func (d *Dict) lockSlow(s *shard) (shm.LockResult, error) {
-	r, err := d.z.LockWithin(s.lockw, d.lockTimeout)
+	r, err := d.z.LockWithinCounted(s.lockw, s.holds, d.lockTimeout)
 	if err != nil {
 		return 0, fmt.Errorf("dict: shard %d: %w after %v", s.id, err, d.lockTimeout)
 	}

@@ -166,9 +166,27 @@
 // then takes Lock and does the operation as a structural one, which waits
 // its turn with LockTimeout's bound. A reader that met an odd Ver retries
 // the same way; under Lock, after draining, an odd Ver is a writer that
-// died mid-write, and its entry is dropped by a repair (I6). Under the race
-// detector every operation takes Lock: the detector cannot tell a validated
-// optimistic read from a race.
+// died mid-write, and its entry is dropped by a repair (I6).
+//
+// Memory order: readers and entry writers load every word of the zone they
+// use without a lock with sync/atomic. That covers Seq, Ver, links, and key
+// and value bytes, loaded 8 bytes at a time (layout.go). A writer makes Seq
+// or Ver odd with an atomic add before it writes (markOdd). It makes the
+// word even with an atomic store after it writes, and releases locks with
+// atomic stores. A reader that loads the same even word before and after
+// its data loads saw no store of a write in progress:
+//   - amd64: TSO keeps loads in order and stores in order, and the add is
+//     a full barrier.
+//   - arm64: Go's atomic loads are load-acquire (LDAR), and no later load
+//     is satisfied before one. So the data loads are satisfied before the
+//     validating load of Ver or Seq. The atomic store is a store-release
+//     (STLR): the writer's stores are seen before it. markOdd loads the
+//     word again after its add. Without LSE atomics the add ends in a
+//     store-release, which a later store may pass; no access passes a
+//     load-acquire that follows a store-release.
+//
+// These paths run under the race detector too. The detector does not watch
+// the zone's mapping, so it checks the process's own state.
 //
 //	I7. Seq is odd exactly while Lock is held by a writable Dict (or was held
 //	    by a process that died). A structure read without Lock is used only
@@ -217,11 +235,15 @@
 // pid's. No operation waits forever: one that waited Options.LockTimeout
 // (DefaultLockTimeout, 1 s) for a lock a live process holds returns
 // ErrLockTimeout and changes nothing, and a lock whose holder died is taken
-// over after a few milliseconds whatever the timeout. The clock is read only
-// for entries that have or get a TTL, from a coarse per-process clock
-// (clock.go) unless Options.Clock injects one: a goroutine stores the time
-// every millisecond while the clock is read, and stops once it has gone
-// unread for 100 to 200 ms, so that an idle process does not wake; the first
-// read after that takes the system's time and restarts it. Read-only views
-// take no locks (see Options.ReadOnly) and hold no owner slot.
+// over after a few milliseconds whatever the timeout. So is a lock word
+// equal to the Dict's own owner word that none of its goroutines holds,
+// which only damage to the zone writes: a Dict counts its holds of each
+// shard's lock, and marks the pages its entry writers hold (pin.go). The
+// clock is read only for entries that have or get a TTL, from a coarse
+// per-process clock (clock.go) unless Options.Clock injects one: a
+// goroutine stores the time every millisecond while the clock is read, and
+// stops once it has gone unread for 100 to 200 ms, so that an idle process
+// does not wake; the first read after that takes the system's time and
+// restarts it. Read-only views take no locks (see Options.ReadOnly) and
+// hold no owner slot.
 package dict

@@ -1,6 +1,7 @@
 package dict
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/shmzone/shmzone/shm"
@@ -14,8 +15,13 @@ import (
 // killed.
 func ShardLock(d *Dict, i int) *uint64 { return &d.shards[i].h.Lock }
 
-// LockShard takes shard i's lock as d's zone, waiting without bound.
-func LockShard(d *Dict, i int) { d.z.Lock(&d.shards[i].h.Lock) }
+// ShardSeq returns shard i's Seq, which every holder of the shard's lock
+// moves by 2.
+func ShardSeq(d *Dict, i int) uint64 { return atomic.LoadUint64(&d.shards[i].h.Seq) }
+
+// LockShard takes shard i's lock as d's zone, waiting without bound,
+// counted as d's own locks are (d.unlock releases it).
+func LockShard(d *Dict, i int) { d.z.LockWithinCounted(&d.shards[i].h.Lock, d.shards[i].holds, 0) }
 
 // LockState reports what shard i's lock word says of its holder, as d's
 // zone judges it.

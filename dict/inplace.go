@@ -4,8 +4,6 @@ import (
 	"math"
 	"sync/atomic"
 	"time"
-
-	"github.com/shmzone/shmzone/shm"
 )
 
 // Entry writes: an operation on a live entry that leaves it the size it
@@ -16,13 +14,10 @@ import (
 
 // pinLive pins key's entry for an entry write when it is live and sound:
 // ok reports that the caller holds pw, the entry's page lock, and must
-// release it (shm.Unlock). Otherwise the key is absent, expired or left
+// release it (unpin). Otherwise the key is absent, expired or left
 // half written, or the shard kept changing: the caller takes the shard's
 // lock, under which the operation is decided again.
 func (d *Dict) pinLive(s *shard, key string, h uint64) (off uint32, e *entry, pw *uint64, ok bool) {
-	if !optimistic {
-		return 0, nil, nil, false
-	}
 	off, seq, ok := s.findOptimistic(key, h)
 	if ok && off != 0 {
 		pw = s.pinFirst(off, seq)
@@ -36,7 +31,7 @@ func (d *Dict) pinLive(s *shard, key string, h uint64) (off uint32, e *entry, pw
 	e = s.entryAt(off)
 	w := e.ver()
 	if x := expiryOf(w); writing(w) || (x != 0 && d.Now() >= x) || !s.okBody(off, e) {
-		shm.Unlock(pw)
+		s.unpin(off, pw)
 		return 0, nil, nil, false
 	}
 	return off, e, pw, true
@@ -60,7 +55,7 @@ func sameShape(e *entry, v *Value) bool {
 func (s *shard) rewritePinned(off uint32, e *entry, v *Value, expiry int64, flags uint32, keepFlags bool) {
 	if (v.kind == KindInt || v.kind == KindFloat) && e.kind() == v.kind &&
 		expiryOf(e.ver()) == expiry && (keepFlags || e.flags() == flags) {
-		shm.StoreRelease(s.num(off, e), v.num)
+		atomic.StoreUint64(s.num(off, e), v.num)
 		e.use()
 		return
 	}
@@ -87,10 +82,10 @@ func (d *Dict) setPinned(s *shard, key string, h uint64, v *Value, expiry int64,
 	}
 	switch {
 	case m == modeAdd:
-		shm.Unlock(pw)
+		s.unpin(off, pw)
 		return true, ErrExists
 	case !sameShape(e, v):
-		shm.Unlock(pw)
+		s.unpin(off, pw)
 		return false, nil
 	}
 	s.rewritePinned(off, e, v, expiry, flags, false)
@@ -121,13 +116,13 @@ func (d *Dict) casPinned(s *shard, key string, h uint64, old, new Value, expiry 
 	}
 	switch {
 	case e.kind() == KindList:
-		shm.Unlock(pw)
+		s.unpin(off, pw)
 		return true, false, ErrIsList
 	case !s.equalLocked(off, e, old):
-		shm.Unlock(pw)
+		s.unpin(off, pw)
 		return true, false, nil
 	case !sameShape(e, &new):
-		shm.Unlock(pw)
+		s.unpin(off, pw)
 		return false, false, nil
 	}
 	s.rewritePinned(off, e, &new, expiry, 0, true)
@@ -155,7 +150,7 @@ func (d *Dict) updatePinned(s *shard, key string, h uint64, fn func(cur Value, o
 // updateEntry is updatePinned once the entry is pinned: it releases pw
 // however fn ends, and returns what the write's count asks (entryCounted).
 func (d *Dict) updateEntry(s *shard, off uint32, e *entry, pw *uint64, fn func(cur Value, ok bool) (Value, time.Duration, bool)) (n uint32, slow, done bool, err error) {
-	defer shm.Unlock(pw)
+	defer s.unpin(off, pw)
 	if e.kind() == KindList {
 		return 0, false, true, ErrIsList
 	}
@@ -181,7 +176,7 @@ func (d *Dict) updateEntry(s *shard, off uint32, e *entry, pw *uint64, fn func(c
 // page's lock pw, then does what the count asks (pageSlow).
 func (d *Dict) unlockCounted(s *shard, key string, h uint64, off uint32, pw *uint64) {
 	n, slow := s.entryCounted(off, tWrites)
-	shm.Unlock(pw)
+	s.unpin(off, pw)
 	if slow {
 		d.pageSlow(s, key, h, off, n)
 	}

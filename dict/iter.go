@@ -258,16 +258,38 @@ func (c *copyBuf) grow() {
 // add appends a record with its key and value bytes if they fit, and reports
 // whether they did.
 func (c *copyBuf) add(key, val []byte, r copyRec) bool {
-	c.needB += len(key) + len(val)
-	c.needR++
-	if c.full || len(c.b)+len(key)+len(val) > cap(c.b) || len(c.recs) == cap(c.recs) {
-		c.full = true
+	if !c.room(&r, len(key), len(val)) {
 		return false
 	}
-	r.start, r.klen, r.vlen = len(c.b), len(key), len(val)
 	c.b = append(c.b, key...)
 	c.b = append(c.b, val...)
 	c.recs = append(c.recs, r)
+	return true
+}
+
+// addLoaded is add for a value in the zone that writers may be changing:
+// the n bytes at off of arena, copied with loadBytes.
+func (c *copyBuf) addLoaded(key, arena []byte, off, n int, r copyRec) bool {
+	if !c.room(&r, len(key), n) {
+		return false
+	}
+	c.b = append(c.b, key...)
+	loadBytes(c.b[len(c.b):], arena, off, n)
+	c.b = c.b[:len(c.b)+n]
+	c.recs = append(c.recs, r)
+	return true
+}
+
+// room counts a record of a klen-byte key and a vlen-byte value, and
+// reports whether it fits; then it sets r's place in b.
+func (c *copyBuf) room(r *copyRec, klen, vlen int) bool {
+	c.needB += klen + vlen
+	c.needR++
+	if c.full || len(c.b)+klen+vlen > cap(c.b) || len(c.recs) == cap(c.recs) {
+		c.full = true
+		return false
+	}
+	r.start, r.klen, r.vlen = len(c.b), klen, vlen
 	return true
 }
 

@@ -1,10 +1,10 @@
 package dict
 
 import (
+	"encoding/binary"
+	"runtime"
 	"sync/atomic"
 	"unsafe"
-
-	"github.com/shmzone/shmzone/shm"
 )
 
 // A shard (shm.Zone.Shard(i)), offsets relative to its first byte, drawn for
@@ -201,7 +201,7 @@ func (e *entry) expiry() int64 { return expiryOf(e.ver()) }
 // an entry whose page it drained.
 func (e *entry) setExpiry(expiry int64) {
 	v := (e.ver()>>expiryBits + 2) &^ 1
-	shm.StoreRelease(&e.Ver, v<<expiryBits|uint64(expiry))
+	atomic.StoreUint64(&e.Ver, v<<expiryBits|uint64(expiry))
 }
 
 // bitsWord returns the 32-bit word that holds KLen, Tag and Bits, through
@@ -382,6 +382,99 @@ func (s *shard) valueOf(off uint32, e *entry) []byte {
 func (s *shard) num(off uint32, e *entry) *uint64 {
 	return (*uint64)(unsafe.Pointer(&s.arena[int(off)+valOff(int(e.KLen))]))
 }
+
+// Reads that take no lock load every byte of the zone they use with
+// sync/atomic (doc.go, "Memory order"), 8 bytes at a time. The arena starts
+// 8-aligned and its length is a multiple of 8 (shm.ShardAlign, arenaAlign);
+// an entry starts 8-aligned (okEntry), and so do its key and its value
+// (valOff); a chunk's size is a multiple of 8 (slab). So the aligned words
+// that cover a key or a value lie in its entry's chunk, and a range of the
+// arena that ends inside it is covered by words inside it.
+
+// entryIn returns the entry at off of arena, a shard's; off must be
+// 8-aligned, with room for the entry's header. For findOptimistic, which
+// keeps the arena in a local.
+func entryIn(arena []byte, off uint32) *entry {
+	return (*entry)(unsafe.Pointer(&arena[off]))
+}
+
+// loadBytes copies the n bytes at off of arena, which writers may be
+// changing, to dst with atomic loads of the words that cover them, and
+// returns dst[:n:n]. off must be 8-aligned and off+n at most len(arena);
+// dst must have room for n bytes.
+func loadBytes(dst, arena []byte, off, n int) []byte {
+	src := arena[off : off+(n+7)&^7]
+	p := unsafe.Pointer(unsafe.SliceData(src))
+	dst = dst[:n:n]
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		binary.NativeEndian.PutUint64(dst[i:], atomic.LoadUint64((*uint64)(unsafe.Add(p, i))))
+	}
+	if i < n {
+		w := atomic.LoadUint64((*uint64)(unsafe.Add(p, i)))
+		for j := 0; i < n; i, j = i+1, j+1 {
+			dst[i] = byteOf(w, j)
+		}
+	}
+	return dst
+}
+
+// loadByte returns the byte at off of arena, 8-aligned, with an atomic
+// load of the word that begins there.
+func loadByte(arena []byte, off int) byte {
+	return byteOf(atomic.LoadUint64((*uint64)(unsafe.Pointer(&arena[off : off+8][0]))), 0)
+}
+
+// keyIs reports whether the len(key) bytes at k of arena, a key in the
+// zone, are key's: it compares them word by word, each word of the zone
+// loaded atomically and each of key loaded unaligned. k must be 8-aligned
+// and k+len(key) at most len(arena). An empty key compares no byte, even
+// at the arena's end.
+func keyIs(arena []byte, k int, key string) bool {
+	n := len(key)
+	if n == 0 {
+		return true
+	}
+	if !unalignedWords {
+		return keyIsBytes(arena, k, key)
+	}
+	p := unsafe.Pointer(&arena[k : k+(n+7)&^7][0])
+	q := unsafe.Pointer(unsafe.StringData(key))
+	if n < 8 {
+		w := atomic.LoadUint64((*uint64)(p))
+		for j := 0; j < n; j++ {
+			if byteOf(w, j) != key[j] {
+				return false
+			}
+		}
+		return true
+	}
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		if atomic.LoadUint64((*uint64)(unsafe.Add(p, i))) != *(*uint64)(unsafe.Add(q, i)) {
+			return false
+		}
+	}
+	r := n - i
+	return r == 0 || firstBytes(atomic.LoadUint64((*uint64)(unsafe.Add(p, i))), r) == lastBytes(*(*uint64)(unsafe.Add(q, n-8)), r)
+}
+
+// keyIsBytes is keyIs for a machine that loads only aligned words.
+func keyIsBytes(arena []byte, k int, key string) bool {
+	var b [8]byte
+	for i := 0; i < len(key); i += 8 {
+		binary.NativeEndian.PutUint64(b[:], atomic.LoadUint64((*uint64)(unsafe.Pointer(&arena[k+i : k+i+8][0]))))
+		if string(b[:min(8, len(key)-i)]) != key[i:min(i+8, len(key))] {
+			return false
+		}
+	}
+	return true
+}
+
+// unalignedWords: the machine loads a word from any address as fast as
+// from an aligned one.
+const unalignedWords = runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64" || runtime.GOARCH == "386" ||
+	runtime.GOARCH == "ppc64le" || runtime.GOARCH == "ppc64" || runtime.GOARCH == "s390x"
 
 // numAt returns a pointer to the 8-byte number at arena offset vo, which an
 // optimistic reader computed from the key it looked up (valOff(len(key))) and

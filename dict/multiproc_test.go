@@ -19,7 +19,8 @@ import (
 // TestHelperProcess runs the helper processes of this package's
 // multi-process tests (multiproc_test.go, crash_test.go,
 // crash_evict_test.go, crash_move_test.go, spec_test.go, timeout_test.go, liveness_test.go,
-// liveness_hammer_test.go, clock_test.go, readonly_live_test.go) and
+// liveness_hammer_test.go, clock_test.go, readonly_live_test.go,
+// optimistic_test.go) and
 // benchmarks (procs_bench_test.go); in an ordinary test run it does nothing.
 func TestHelperProcess(t *testing.T) {
 	testutil.RunHelper(map[string]func(args []string) error{
@@ -39,6 +40,7 @@ func TestHelperProcess(t *testing.T) {
 		"fault-incr":   helperFaultIncr,
 		"clock-idle":   dict.HelperClockIdle,
 		"live-writer":  helperLiveWriter,
+		"opt-writer":   helperOptWriter,
 	})
 }
 

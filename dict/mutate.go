@@ -89,7 +89,7 @@ func (d *Dict) mutate(key string, size int, ttl time.Duration, fn mutateFn, out 
 	// shard's lock, which creates or repairs.
 	if off, e, pw, ok := d.pinLive(s, key, h); ok {
 		if e.kind() != KindBytes || e.vlen() != size {
-			shm.Unlock(pw)
+			s.unpin(off, pw)
 			return ErrWrongShape
 		}
 		n, slow, err := d.mutatePinned(s, off, pw, fn)
@@ -179,7 +179,7 @@ func (d *Dict) mutatePinned(s *shard, off uint32, pw *uint64, fn mutateFn) (n ui
 		}
 		e.endWrite(w, expiry)
 		e.use()
-		shm.Unlock(pw)
+		s.unpin(off, pw)
 	}()
 	_, ttl := fn.call(b, true)
 	if ttl < 0 {

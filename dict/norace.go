@@ -2,10 +2,6 @@
 
 package dict
 
-// optimistic enables the reads and entry writes that take no shard lock
-// (pin.go).
-const optimistic = true
-
 // bump adds one to an entry write's count, with a plain add: the page lock
 // its caller holds orders it with the other adds (tally.go). The flusher's
 // atomic load of the word sees one whole value or the other.
@@ -14,3 +10,7 @@ func bump(p *uint32) uint32 {
 	*p = n
 	return n
 }
+
+// setPinned stores a page's pin mark (pin.go), with a plain store: only
+// the page's pinner writes it, and a drain loads it milliseconds later.
+func setPinned(p *uint32, v uint32) { *p = v }

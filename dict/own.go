@@ -63,7 +63,7 @@ func (d *Dict) moveToOwn(s *shard, key string, h uint64, off uint32) {
 		return
 	}
 	now := uint32(d.Now())
-	if triedSince(atomic.LoadUint32(&s.h.MovedAt), now) || !d.z.TryLock(s.lockw) {
+	if triedSince(atomic.LoadUint32(&s.h.MovedAt), now) || !d.z.TryLockCounted(s.lockw, s.holds) {
 		return
 	}
 	d.beginChange(s)

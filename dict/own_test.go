@@ -53,8 +53,7 @@ func placeOf(t *testing.T, d *Dict, key string) (*shard, uint32) {
 
 // TestMoveConcurrent: moves of entries (moveToOwn, called here as a write
 // in place calls it) while goroutines of both processes increment them
-// lose no increment and leave a sound zone; under the race detector, it is
-// the moves' test.
+// lose no increment and leave a sound zone.
 func TestMoveConcurrent(t *testing.T) {
 	const keys, writers, rounds = 64, 4, 300
 	a, b, c := openOwnViews(t, 1<<20, 2)

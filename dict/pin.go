@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/shmzone/shmzone/shm"
 )
@@ -45,7 +44,8 @@ func (s *shard) lockPage(off uint32) (*uint64, error) {
 	if s.z.TryLock(w) {
 		return w, nil
 	}
-	r, err := s.z.LockWithin(w, s.timeout)
+	p := s.pageOf(off)
+	r, err := s.z.LockWithinAsking(w, s.timeout, func() bool { return s.pinHeld(p) })
 	if err != nil {
 		return nil, fmt.Errorf("dict: shard %d: page of entry %#x: %w after %v", s.id, off, err, s.timeout)
 	}
@@ -94,8 +94,12 @@ func (s *shard) drainPages() error {
 			shm.Unlock(w)
 			continue
 		}
-		if _, err := s.z.LockWithin(w, s.timeout); err != nil {
+		r, err := s.z.LockWithinAsking(w, s.timeout, func() bool { return s.pinHeld(p) })
+		if err != nil {
 			return fmt.Errorf("dict: shard %d: page %d: %w after %v", s.id, p, err, s.timeout)
+		}
+		if r&shm.LockRecovered != 0 {
+			atomic.AddUint64(&s.h.Recoveries, 1) // as lockPage counts it
 		}
 		shm.Unlock(w)
 	}
@@ -103,7 +107,7 @@ func (s *shard) drainPages() error {
 }
 
 // findOptimistic looks key up without the shard's lock: every word it reads
-// is read atomically or copied, every offset is bounds-checked, and a walk
+// is loaded atomically, every offset is bounds-checked, and a walk
 // longer than the shard can hold ends it. It returns the entry's offset (0
 // when absent), the Seq it read first, and ok false when the shard was
 // changing (Seq odd) or the walk met what a change in progress can leave: the
@@ -122,16 +126,13 @@ func (s *shard) findOptimistic(key string, h uint64) (off uint32, seq uint64, ok
 		if off&7 != 0 || int(off)+entryHdrSize > len(arena) || n > steps {
 			return 0, seq, false
 		}
-		e := (*entry)(unsafe.Pointer(&arena[off]))
+		e := entryIn(arena, off)
 		if klen, etag := e.klenTag(); etag == tag && klen == len(key) {
 			k := int(off) + entryHdrSize
 			if k+klen > len(arena) {
 				return 0, seq, false
 			}
-			// Not &arena[k]: a corrupt entry's empty key may end the
-			// arena, and an empty key (copyLive's of such an entry) then
-			// compares no byte.
-			if keyIs(unsafe.Add(unsafe.Pointer(unsafe.SliceData(arena)), k), key) {
+			if keyIs(arena, k, key) {
 				return off, seq, true
 			}
 		}
@@ -140,39 +141,6 @@ func (s *shard) findOptimistic(key string, h uint64) (off uint32, seq uint64, ok
 	return 0, seq, s.seq() == seq
 }
 
-// keyIs reports whether the len(key) bytes at p, a key in the zone, are
-// key's. It compares word by word, unaligned, where the machine loads such
-// words at no cost, and is small enough to be inlined: findOptimistic then
-// makes no call in its loop, and keeps its values in registers across it
-// instead of storing them before it (runtime.memequal's call did; a Get at
-// 1,000 keys took 1.7 and 3.2 ns less without it, in two side-by-side
-// runs).
-func keyIs(p unsafe.Pointer, key string) bool {
-	if !unalignedWords {
-		return unsafe.String((*byte)(p), len(key)) == key
-	}
-	q, n := unsafe.Pointer(unsafe.StringData(key)), len(key)-8
-	if n < 0 {
-		for i := 0; i < n+8; i++ {
-			if *(*byte)(unsafe.Add(p, i)) != *(*byte)(unsafe.Add(q, i)) {
-				return false
-			}
-		}
-		return true
-	}
-	for i := 0; i < n; i += 8 {
-		if *(*uint64)(unsafe.Add(p, i)) != *(*uint64)(unsafe.Add(q, i)) {
-			return false
-		}
-	}
-	return *(*uint64)(unsafe.Add(p, n)) == *(*uint64)(unsafe.Add(q, n))
-}
-
-// unalignedWords: the machine loads a word from any address as fast as
-// from an aligned one.
-const unalignedWords = runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64" || runtime.GOARCH == "386" ||
-	runtime.GOARCH == "ppc64le" || runtime.GOARCH == "ppc64" || runtime.GOARCH == "s390x"
-
 // An entry write pins key's entry: it finds the entry and takes its page
 // lock without the shard's lock. The first try is the caller's, inline, which
 // saves a call on every write; pinAfter does the rest:
@@ -180,16 +148,16 @@ const unalignedWords = runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64" ||
 //	off, seq, ok := s.findOptimistic(key, h)
 //	if ok && off != 0 {
 //		if pw := s.pinFirst(off, seq); pw != nil {
-//			// key's entry at off, locked in pw until shm.Unlock(pw)
+//			// key's entry at off, locked in pw until s.unpin(off, pw)
 //		}
 //	}
 //	off, pw, found, ok := s.pinAfter(key, h, off, seq, ok)
 //
-// (a build without optimistic paths calls neither). pinAfter is given what
-// findOptimistic returned and that pinFirst, if it was tried, failed. found
-// reports an entry that is key's, locked in pw until shm.Unlock(pw). found
-// false with ok true is a validated absence, and no lock is held. ok false:
-// the shard kept changing; the caller takes the shard's lock instead.
+// pinAfter is given what findOptimistic returned and that pinFirst, if it
+// was tried, failed. found reports an entry that is key's, locked in pw
+// until s.unpin(off, pw). found false with ok true is a validated absence,
+// and no lock is held. ok false: the shard kept changing; the caller takes
+// the shard's lock instead.
 func (s *shard) pinAfter(key string, h uint64, off uint32, seq uint64, ok bool) (uint32, *uint64, bool, bool) {
 	if ok && off == 0 {
 		return 0, nil, false, true
@@ -222,7 +190,9 @@ func (s *shard) pinFirst(off uint32, seq uint64) *uint64 {
 		return nil
 	}
 	stall(stallAfterSwap)
+	s.markPin(off, 1)
 	if s.seq() != seq {
+		s.markPin(off, 0)
 		s.z.Unswap(pw)
 		return nil
 	}
@@ -275,33 +245,70 @@ func (s *shard) tryPin(off uint32, seq uint64) *uint64 {
 		}
 		backoff(i)
 	}
+	s.markPin(off, 1)
 	if s.seq() == seq {
 		return pw
 	}
 	// The shard changed between the two checks: the page may no longer be
 	// what it was. Release the word only if it still holds what the swap
 	// wrote.
+	s.markPin(off, 0)
 	s.z.Unswap(pw)
 	return nil
+}
+
+// An entry writer marks the page it pins in its process's memory
+// (pageTally.pinned). The page's lock word is the process's owner word,
+// the same for all its goroutines. So only the mark tells a drain a
+// sibling's pin from a corrupt word equal to the owner word. A pinner
+// marks the page after its swap and before it checks Seq again. It clears
+// the mark before it releases the page. A drain holds the shard's lock, so
+// Seq is odd, and no pin that checks Seq after that holds the page. The
+// drain judges the word only after waiting some milliseconds. A pin that
+// passed its check stored its mark before, and a store reaches the other
+// cores within nanoseconds. A pin that swapped but has not checked yet
+// fails its check, and writes nothing. So a page word equal to the owner
+// word with no mark is corrupt: the drain takes it over (pinHeld,
+// shm.Zone.LockWithinAsking). A takeover that races a pinner's release
+// is harmless: a drain releases the page at once.
+
+// markPin sets or clears the mark of the page that holds the entry at off.
+func (s *shard) markPin(off uint32, v uint32) {
+	if p := s.pageOf(off); p < len(s.pages) {
+		setPinned(&s.pages[p].pinned, v)
+	}
+}
+
+// unpin clears the mark of the page that holds the entry at off and
+// releases pw, its lock, which the caller pinned.
+func (s *shard) unpin(off uint32, pw *uint64) {
+	s.markPin(off, 0)
+	shm.Unlock(pw)
+}
+
+// pinHeld reports whether a goroutine of this process may hold page p's
+// lock as an entry writer; true for a page it keeps no mark of.
+func (s *shard) pinHeld(p int) bool {
+	return p >= len(s.pages) || atomic.LoadUint32(&s.pages[p].pinned) != 0
 }
 
 // beginWrite marks a write of an entry in progress, for readers, and
 // returns the word to give endWrite. The caller holds the entry's page lock,
 // and not the shard's (under it, Seq tells readers already).
-func (e *entry) beginWrite() uint64 {
-	if runtime.GOARCH == "amd64" {
-		// Stores are not reordered with stores: the value's stores
-		// cannot pass this one.
-		w := e.ver() + verOne
-		shm.StoreMark(&e.Ver, w)
-		return w
-	}
-	return atomic.AddUint64(&e.Ver, verOne) // a full barrier
+func (e *entry) beginWrite() uint64 { return markOdd(&e.Ver, verOne) }
+
+// markOdd adds d to *p, a Seq or Ver word, to make it odd before a write
+// that readers validate against it, and returns the word. The caller is
+// the word's only writer. The load after the add keeps the write's plain
+// stores after the add on arm64 (doc.go, "Memory order").
+func markOdd(p *uint64, d uint64) uint64 {
+	atomic.AddUint64(p, d)
+	return atomic.LoadUint64(p)
 }
 
 // endWrite ends the write beginWrite began, with the entry's new expiry.
 func (e *entry) endWrite(w uint64, expiry int64) {
-	shm.StoreRelease(&e.Ver, (w+verOne)&^expiryMask|uint64(expiry))
+	atomic.StoreUint64(&e.Ver, (w+verOne)&^expiryMask|uint64(expiry))
 }
 
 // markUsed sets the refBit of the entry at off, which a reader found with
@@ -312,7 +319,7 @@ func (e *entry) endWrite(w uint64, expiry int64) {
 func (s *shard) markUsed(off uint32, seq uint64) {
 	if pw := s.tryPin(off, seq); pw != nil {
 		s.entryAt(off).use()
-		shm.Unlock(pw)
+		s.unpin(off, pw)
 	}
 }
 

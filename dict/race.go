@@ -4,13 +4,13 @@ package dict
 
 import "sync/atomic"
 
-// Under the race detector every operation takes its shard's lock (pin.go):
-// the detector cannot know that a validated optimistic read discards what
-// it read while another goroutine wrote it.
-const optimistic = false
-
 // bump adds one to an entry write's count. Under the race detector it adds
-// atomically: the flusher loads the word while a writer may add to it, which
-// the detector would report of a plain add, though a load of a word sees one
-// whole value or the other.
+// atomically. The page lock that orders the adds is a word of the zone's
+// mapping, which the detector does not watch: it would report the plain
+// adds of two goroutines as a race, and a plain add against the flusher's
+// atomic load.
 func bump(p *uint32) uint32 { return atomic.AddUint32(p, 1) }
+
+// setPinned stores a page's pin mark (pin.go). Under the race detector the
+// store is atomic, as the drain's load of the mark is.
+func setPinned(p *uint32, v uint32) { atomic.StoreUint32(p, v) }

@@ -44,9 +44,6 @@ func (d *Dict) get(key string, dst []byte, allowStale bool, r *readResult) error
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
-	if !optimistic {
-		return d.getSlow(s, key, h, dst, allowStale, r, 0)
-	}
 	// The first try, outside getSlow's loop: the common case makes one
 	// call less.
 	need, ok, err := d.getOptimistic(s, key, h, dst, allowStale, r)
@@ -73,7 +70,7 @@ func (d *Dict) getGuarded(key string, dst []byte, allowStale bool, r *readResult
 // getSlow is get after try optimistic tries: the rest of them, then the
 // shard's lock.
 func (d *Dict) getSlow(s *shard, key string, h uint64, dst []byte, allowStale bool, r *readResult, try int) error {
-	for optimistic && try < tries {
+	for try < tries {
 		need, ok, err := d.getOptimistic(s, key, h, dst, allowStale, r)
 		switch {
 		case !ok:
@@ -157,7 +154,7 @@ func (d *Dict) getLocked(s *shard, key string, h uint64, dst []byte, allowStale 
 		if n > cap(dst) || dst == nil {
 			return n, nil
 		}
-		dst = dst[:n]
+		dst = dst[:n:n]
 		copy(dst, s.valueOf(off, e))
 		r.v.kind, r.v.b = KindBytes, dst
 	case KindList:
@@ -228,13 +225,12 @@ func (d *Dict) getOptimistic(s *shard, key string, h uint64, dst []byte, allowSt
 		if vlen != 1 {
 			return -1, false, nil
 		}
-		num = uint64(s.arena[vo] & 1)
+		num = uint64(loadByte(s.arena, vo) & 1)
 	case KindBytes:
 		if vlen > cap(dst) || dst == nil {
 			return vlen, true, nil
 		}
-		b = dst[:vlen]
-		copy(b, s.arena[vo:vo+vlen])
+		b = loadBytes(dst, s.arena, vo, vlen)
 	case KindList:
 		err = ErrIsList
 	default:
@@ -270,7 +266,7 @@ func (d *Dict) TTL(key string) (_ time.Duration, err error) {
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
-	for try := 0; optimistic && try < tries; try++ {
+	for try := 0; try < tries; try++ {
 		// The expiry is in the entry's Ver word: one load, validated
 		// against Seq, tells it.
 		off, seq, ok := s.findOptimistic(key, h)

@@ -23,9 +23,6 @@ import (
 // and, as LockTimeout is short, gives up with ErrLockTimeout having read
 // nothing. Either way the entry must be found live afterwards.
 func TestReclaimJudgesEntryAfterDrain(t *testing.T) {
-	if !optimistic {
-		t.Skip("needs entry writers that take no shard lock")
-	}
 	c := newSpecClock()
 	var armed atomic.Bool
 	read, resume := make(chan struct{}), make(chan struct{})

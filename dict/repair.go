@@ -462,7 +462,7 @@ func (d *Dict) Repair() (_ int, err error) {
 		// A lock of a dead owner is taken over, and the shard rebuilt, by
 		// lockSlow itself: count it too.
 		var r shm.LockResult
-		if !d.z.TryLock(s.lockw) {
+		if !d.z.TryLockCounted(s.lockw, s.holds) {
 			var err error
 			if r, err = d.lockSlow(s); err != nil {
 				return n, err

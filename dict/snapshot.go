@@ -129,12 +129,12 @@ func (d *Dict) take(s *shard, sn *snapshot) error {
 	}
 }
 
-// copyShard copies shard s's bytes into sn.buf and reports whether Seq was
-// seq throughout.
+// copyShard copies shard s's bytes into sn.buf, loading each word
+// atomically, and reports whether Seq was seq throughout.
 func (sn *snapshot) copyShard(s *shard, seq uint64) bool {
 	for i := 0; i < len(s.mem); i += copyChunk {
 		j := min(i+copyChunk, len(s.mem))
-		copy(sn.buf[i:j], s.mem[i:j])
+		loadBytes(sn.buf[i:j], s.mem, i, j-i)
 		if s.seq() != seq {
 			return false
 		}
@@ -265,10 +265,10 @@ func (s *shard) readLive(off uint32, key []byte, now int64, c *copyBuf) (int, ui
 		if vlen != 1 {
 			return liveRetry, w
 		}
-		r.num = uint64(s.arena[vo] & 1)
+		r.num = uint64(loadByte(s.arena, vo) & 1)
 		c.add(key, nil, r)
 	case KindBytes:
-		c.add(key, s.arena[vo:vo+vlen], r)
+		c.addLoaded(key, s.arena, vo, vlen, r)
 	case KindList:
 		res = liveGone // a value in the copy: a list written since
 	default:

@@ -1,4 +1,4 @@
-//go:build dictstall && !race
+//go:build dictstall
 
 package dict
 
@@ -12,7 +12,7 @@ import (
 
 // Tests that replay an interleaving of the optimistic paths step by step,
 // stalling a goroutine at a stall point (stall.go): go test -tags
-// dictstall. The race detector turns the optimistic paths off.
+// dictstall.
 
 // TestStalePinKeepsSiblingsPageLock: a write in place whose find went stale
 // (its entry was deleted and its page freed before it swapped the page's

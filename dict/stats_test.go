@@ -274,8 +274,7 @@ func TestCheckFlushPageTicks(t *testing.T) {
 		}
 	}
 	// Writes in place as their writers count them, on a page of the
-	// shard of "k" (a build with the race detector makes none: every write
-	// takes the shard's lock there).
+	// shard of "k".
 	s := d.shardFor(hashKey(d.seed, "k"))
 	write := func(n int) {
 		for i := 0; i < n; i++ {

@@ -387,17 +387,14 @@ func (d *Dict) incr(key string, idelta int64, fdelta float64, mode incrMode) (in
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
-	if !optimistic {
-		return d.incrUnderLock(s, key, h, idelta, fdelta, mode)
-	}
 	off, seq, ok := s.findOptimistic(key, h)
 	if ok && off != 0 {
 		if pw := s.pinFirst(off, seq); pw != nil {
 			if p := d.plainInt(s, off, len(key), mode); p != nil {
 				n := int64(atomic.LoadUint64(p)) + idelta
-				shm.StoreRelease(p, uint64(n)) // one aligned store: whole even if the process dies here
+				atomic.StoreUint64(p, uint64(n)) // one aligned store: whole even if the process dies here
 				c, slow := s.entryCounted(off, tIncrs)
-				shm.Unlock(pw)
+				s.unpin(off, pw)
 				if slow {
 					d.pageSlow(s, key, h, off, c)
 				}
@@ -464,7 +461,7 @@ func (d *Dict) incrPinned(s *shard, key string, h uint64, off uint32, pw *uint64
 	if res == incrDone {
 		c, slow = s.entryCounted(off, tIncrs)
 	}
-	shm.Unlock(pw)
+	s.unpin(off, pw)
 	if slow {
 		d.pageSlow(s, key, h, off, c)
 	}
@@ -585,12 +582,12 @@ func (d *Dict) incrEntry(s *shard, off uint32, idelta int64, fdelta float64, mod
 	case kind == KindInt && mode != incrToFloat:
 		n = int64(atomic.LoadUint64(p)) + idelta
 		f = float64(n)
-		shm.StoreRelease(p, uint64(n)) // one aligned store: whole even if the process dies here
+		atomic.StoreUint64(p, uint64(n)) // one aligned store: whole even if the process dies here
 	case kind == KindInt:
 		f = float64(int64(atomic.LoadUint64(p))) + fdelta
 		n = int64(f)
 		bw := e.beginWrite() // two words change: a death between them leaves Ver odd
-		shm.StoreRelease(p, math.Float64bits(f))
+		atomic.StoreUint64(p, math.Float64bits(f))
 		e.setKindUsed(KindFloat)
 		e.endWrite(bw, expiryOf(w))
 	default:
@@ -599,7 +596,7 @@ func (d *Dict) incrEntry(s *shard, off uint32, idelta int64, fdelta float64, mod
 			return 0, f, incrBeyondInt
 		}
 		n = int64(f)
-		shm.StoreRelease(p, math.Float64bits(f))
+		atomic.StoreUint64(p, math.Float64bits(f))
 	}
 	e.use()
 	return n, f, incrDone

@@ -55,9 +55,11 @@
 //	    pointers.
 //	I5. A lock word holds 0 or its owner: an owner slot and that slot's
 //	    generation (lock.go). A waiter takes it over only when the kernel
-//	    says the slot's owner is gone, or the word names no owner; it is told
-//	    so, and must repair what the lock protects before using it. A live
-//	    owner is never taken over, whatever its PID namespace.
+//	    says the slot's owner is gone, or the word names no owner, or it is
+//	    the waiter's own zone's word and no goroutine of that zone holds it
+//	    (kin.go). It is told so, and must repair what the lock protects
+//	    before using it. A live owner is never taken over, whatever its PID
+//	    namespace.
 //	I6. No lock wait is unbounded unless asked: LockWithin gives up after its
 //	    timeout with ErrLockTimeout, having changed nothing.
 //
@@ -86,9 +88,10 @@
 //     of range or the generation is 0, when the slot's generation in the
 //     table is not the word's (the slot was claimed again since its owner
 //     died), or when F_OFD_GETLK says nobody holds the slot's byte; live
-//     otherwise, and this zone's own word is live. A dead word is replaced
-//     by the waiter's own with a CAS on the exact word it judged, so that
-//     two waiters cannot both take it over.
+//     otherwise. This zone's own word is live, unless the caller tracks
+//     its goroutines' holds and none holds the word (kin.go). A dead word
+//     is replaced by the waiter's own with a CAS on the exact word it
+//     judged, so that two waiters cannot both take it over.
 //   - Generation. A new owner of a slot holds the slot's byte before it bumps
 //     the generation, and an owner writes lock words only after its bump, so
 //     a word of a live owner always carries the table's generation. A word

@@ -10,7 +10,8 @@ import (
 // owner slot of the zone that took it in the low 32 bits and that slot's
 // generation when it was claimed in the high 32 (I5, owner.go). Goroutines
 // of one zone contend on the word like processes do; the zone's own word is
-// always live to it.
+// live to it, unless the caller tracks its goroutines' holds and none holds
+// the word (kin.go).
 
 // LockResult says how a lock was taken.
 type LockResult uint8
@@ -57,7 +58,7 @@ func (z *Zone) Lock(w *uint64) LockResult {
 	if atomic.CompareAndSwapUint64(w, 0, z.own.word) {
 		return 0
 	}
-	r, _ := z.lockSlow(w, 0)
+	r, _ := z.lockSlow(w, 0, kin{})
 	return r
 }
 
@@ -70,14 +71,15 @@ func (z *Zone) LockWithin(w *uint64, timeout time.Duration) (LockResult, error) 
 	if atomic.CompareAndSwapUint64(w, 0, z.own.word) {
 		return 0, nil
 	}
-	return z.lockSlow(w, timeout)
+	return z.lockSlow(w, timeout, kin{})
 }
 
 // TryLock takes w if it is free and reports whether it did.
 func (z *Zone) TryLock(w *uint64) bool { return atomic.CompareAndSwapUint64(w, 0, z.own.word) }
 
-// Unlock releases w. The caller must hold it.
-func Unlock(w *uint64) { storeRelease(w, 0) }
+// Unlock releases w. The caller must hold it. The store is atomic: a
+// process that takes w next sees every write made before it.
+func Unlock(w *uint64) { atomic.StoreUint64(w, 0) }
 
 // LockState reports whether w is free, held by a live owner, or held by a
 // dead one (or holds a word no owner wrote). It changes nothing.
@@ -91,10 +93,11 @@ func (z *Zone) LockState(w *uint64) LockState {
 	return LockLive
 }
 
-// lockSlow waits for w; timeout <= 0 waits without bound.
-func (z *Zone) lockSlow(w *uint64, timeout time.Duration) (LockResult, error) {
+// lockSlow waits for w; timeout <= 0 waits without bound. k tells the zone's
+// own word held by a goroutine of the zone from a corrupt one.
+func (z *Zone) lockSlow(w *uint64, timeout time.Duration, k kin) (LockResult, error) {
 	self := z.own.word
-	if tryHard(w, self) {
+	if tryHard(w, self, k.c) {
 		return LockWaited, nil
 	}
 	start := time.Now() // carries a monotonic reading: time.Since uses it
@@ -106,14 +109,17 @@ func (z *Zone) lockSlow(w *uint64, timeout time.Duration) (LockResult, error) {
 	for {
 		owner := atomic.LoadUint64(w)
 		if owner == 0 {
-			if atomic.CompareAndSwapUint64(w, 0, self) {
+			if k.c.swap(w, 0, self) {
 				return LockWaited, nil
 			}
 			continue
 		}
 		waited := time.Since(start)
+		if waited >= deadAfter && owner == self && k.orphan(w, self) {
+			return LockWaited | LockRecovered, nil
+		}
 		if waited >= deadAfter && z.ownerDead(owner) {
-			if atomic.CompareAndSwapUint64(w, owner, self) {
+			if k.c.swap(w, owner, self) {
 				return LockWaited | LockRecovered, nil
 			}
 			continue
@@ -123,7 +129,7 @@ func (z *Zone) lockSlow(w *uint64, timeout time.Duration) (LockResult, error) {
 			// after a sleep: a waiter that was itself descheduled past the
 			// deadline would otherwise give up on a lock that other
 			// processes take and release all the time.
-			if tryHard(w, self) {
+			if tryHard(w, self, k.c) {
 				return LockWaited, nil
 			}
 			return 0, ErrLockTimeout
@@ -139,39 +145,22 @@ func (z *Zone) lockSlow(w *uint64, timeout time.Duration) (LockResult, error) {
 }
 
 // tryHard tries to take w for self by spinning, then yielding, and reports
-// whether it did: the wait before any clock is read.
-func tryHard(w *uint64, self uint64) bool {
+// whether it did: the wait before any clock is read. Its swaps are counted
+// in c, when not nil.
+func tryHard(w *uint64, self uint64, c *Holders) bool {
 	for i := 0; i < lockSpins; i++ {
-		if atomic.LoadUint64(w) == 0 && atomic.CompareAndSwapUint64(w, 0, self) {
+		if atomic.LoadUint64(w) == 0 && c.swap(w, 0, self) {
 			return true
 		}
 	}
 	for i := 0; i < lockYields; i++ {
 		runtime.Gosched()
-		if atomic.LoadUint64(w) == 0 && atomic.CompareAndSwapUint64(w, 0, self) {
+		if atomic.LoadUint64(w) == 0 && c.swap(w, 0, self) {
 			return true
 		}
 	}
 	return false
 }
-
-// StoreRelease stores v to *p with release order: a reader that loads v
-// with sync/atomic sees every write made before it. On amd64 it is a plain
-// store, where atomic.StoreUint64 is a full barrier that costs as much as
-// a lock's CAS; under the race detector it is atomic.StoreUint64, which
-// the detector sees. For the words that a seqlock's writer publishes.
-//
-// Being a plain store, it is one the compiler may drop when the same
-// function stores to p again with only stores between (dead-store
-// elimination): a store that readers must see before a later store to the
-// same word, a seqlock's odd mark, is StoreMark.
-func StoreRelease(p *uint64, v uint64) { storeRelease(p, v) }
-
-// StoreMark is StoreRelease for a store that must reach memory even when
-// a store to the same word follows: the odd mark of a seqlock write, which
-// a process killed before its next store must leave behind. It costs a
-// call.
-func StoreMark(p *uint64, v uint64) { storeMark(p, v) }
 
 // Unswap undoes a TryLock on w that succeeded: it stores 0 in w if w still
 // holds this zone's lock word, and leaves it alone otherwise. It is for a

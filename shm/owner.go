@@ -101,7 +101,8 @@ func (z *Zone) slotHeld(i int) bool {
 // ownerDead reports whether the owner a held lock word names is gone: the
 // word names no slot or no generation, its slot was claimed again since
 // (another generation), or nobody holds the slot's OFD lock. The zone's own
-// word is live: another goroutine of this zone holds the lock.
+// word is live here: whether a goroutine of this zone holds it is for
+// the caller to know (kin.go).
 func (z *Zone) ownerDead(word uint64) bool {
 	if word == z.own.word {
 		return false

@@ -1,6 +1,10 @@
 package slab
 
-import "unsafe"
+import (
+	"encoding/binary"
+	"sync/atomic"
+	"unsafe"
+)
 
 // A slab region, offsets relative to its first byte:
 //
@@ -113,6 +117,17 @@ var (
 	_ [descSize - 48]struct{}
 	_ [48 - descSize]struct{}
 )
+
+// loadKind and loadRun load Kind and Run atomically, for a reader that
+// holds no lock (Mine, InRun). Kind is loaded with the 4-byte word it
+// begins.
+func (d *desc) loadKind() uint8 {
+	var b [4]byte
+	binary.NativeEndian.PutUint32(b[:], atomic.LoadUint32((*uint32)(unsafe.Pointer(&d.Kind))))
+	return b[0]
+}
+
+func (d *desc) loadRun() uint32 { return atomic.LoadUint32(&d.Run) }
 
 func (s *Slab) hdr() *header { return (*header)(unsafe.Pointer(&s.mem[0])) }
 

@@ -99,11 +99,9 @@ func (s *Slab) AllocOwn(size, reserve int) (uint32, error) {
 // pages, and AllocOwn, whose pages are small, could not take it. Like Mine
 // it reads the page's descriptor without the region's lock, as a hint, and
 // under the lock it is exact.
-//
-//go:norace
 func (s *Slab) InRun(off uint32) bool {
 	p, ok := s.pageOf(off)
-	return ok && s.desc(p).Kind == kindRun
+	return ok && s.desc(p).loadKind() == kindRun
 }
 
 // SetOwner names the view's owner for Mine: tag is written in the
@@ -120,17 +118,12 @@ func (s *Slab) SetOwner(tag uint32) { s.owner = tag }
 // freed, and whoever takes it next, it is this view's no more. It reads
 // the page's descriptor without the region's lock, as a hint: a page that
 // changes hands meanwhile may read as either owner's. Under the lock it is
-// exact. It loads a byte and an aligned word, each whole on every
-// platform Go supports, which writers change under the lock with plain
-// stores: the race detector is told not to watch the loads (go:norace),
-// as the answer is advice.
-//
-//go:norace
+// exact. It loads the descriptor's words atomically.
 func (s *Slab) Mine(off uint32) bool {
 	p, ok := s.pageOf(off)
 	if !ok || s.owner == 0 {
 		return false
 	}
 	d := s.desc(p)
-	return d.Kind == kindSmall && d.Run == s.owner
+	return d.loadKind() == kindSmall && d.loadRun() == s.owner
 }

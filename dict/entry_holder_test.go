@@ -1,5 +1,3 @@
-//go:build !race
-
 package dict_test
 
 import (
@@ -11,9 +9,6 @@ import (
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/testutil"
 )
-
-// Entry writes take no shard lock except under the race detector, where
-// every operation takes it (dict/race.go): these tests are of the former.
 
 // TestEntryHolderStopped: a process stopped inside Update on a live int
 // holds that entry's page lock and not its shard's: reads of the key go on

@@ -1,5 +1,3 @@
-//go:build !race
-
 package dict
 
 import (
@@ -8,10 +6,6 @@ import (
 	"testing"
 	"time"
 )
-
-// Entries move when a process writes them in place; under the race
-// detector every write takes its shard's lock (race.go) and none does:
-// TestMoveConcurrent covers the move itself there.
 
 // TestMoveToWriterPages: entries that one process created and another
 // writes in place move, one by one, to pages the writer took for itself,

@@ -1,0 +1,97 @@
+package shm
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Every goroutine of a zone writes the zone's one owner word into the locks
+// it takes, so the word does not say which of them holds a lock. A wait
+// takes the zone's own word as a sibling's hold, and waits on. A corrupt
+// word that happens to equal the owner word would then time out every wait
+// of the zone for it, and its repair too. A caller that knows its
+// goroutines' holds of a lock says so in one of two ways:
+//   - Holders: the lock's takers count themselves in it, from before their
+//     swap to after their release (TryLockCounted, LockWithinCounted,
+//     UnlockCounted). The count is exact.
+//   - held: a function the wait asks (LockWithinAsking), for a lock whose
+//     takers mark their holds with plain stores, and whose waiter knows that
+//     no new hold can begin while it waits.
+//
+// A wait that has waited deadCheckAfter on the zone's own word, and learns
+// that no goroutine of the zone holds it, takes the word over as a dead
+// owner's: LockRecovered.
+
+// Holders counts the goroutines of a zone that hold one lock word, or are
+// swapping it from 0 to the zone's word. The zero value counts none. The
+// lock must be taken and released only through the counted calls.
+type Holders struct{ n atomic.Int32 }
+
+// TryLockCounted is TryLock counted in c.
+func (z *Zone) TryLockCounted(w *uint64, c *Holders) bool { return c.swap(w, 0, z.own.word) }
+
+// LockWithinCounted is LockWithin counted in c. A word that is the zone's
+// own while c counts no other holder is taken over (LockRecovered).
+func (z *Zone) LockWithinCounted(w *uint64, c *Holders, timeout time.Duration) (LockResult, error) {
+	if c.swap(w, 0, z.own.word) {
+		return 0, nil
+	}
+	return z.lockSlow(w, timeout, kin{c: c})
+}
+
+// UnlockCounted releases w, which the caller took counted in c.
+func UnlockCounted(w *uint64, c *Holders) {
+	Unlock(w)
+	c.n.Add(-1)
+}
+
+// LockWithinAsking is LockWithin for a word whose holds by the zone's
+// goroutines held reports. When w is the zone's own word once the wait
+// passes deadCheckAfter, and held reports false, w is taken over
+// (LockRecovered). held is called only then. The caller must know that no
+// goroutine of the zone begins a hold of w while it waits.
+func (z *Zone) LockWithinAsking(w *uint64, timeout time.Duration, held func() bool) (LockResult, error) {
+	if atomic.CompareAndSwapUint64(w, 0, z.own.word) {
+		return 0, nil
+	}
+	return z.lockSlow(w, timeout, kin{held: held})
+}
+
+// swap is a compare-and-swap of w from old to new, counted in c when c is
+// not nil: the count rises before the swap and falls again if it fails.
+func (c *Holders) swap(w *uint64, old, new uint64) bool {
+	if c == nil {
+		return atomic.CompareAndSwapUint64(w, old, new)
+	}
+	c.n.Add(1)
+	if atomic.CompareAndSwapUint64(w, old, new) {
+		return true
+	}
+	c.n.Add(-1)
+	return false
+}
+
+// kin is what a wait knows of its zone's goroutines' holds of the word: a
+// count, a function to ask, or neither.
+type kin struct {
+	c    *Holders
+	held func() bool
+}
+
+// orphan takes over w, which holds self, the zone's own word, when no
+// goroutine of the zone holds it, and reports whether it did. With a count,
+// the waiter counts itself first: a count of 1 is then itself alone, and no
+// sibling's swap from 0 can succeed while w holds self.
+func (k kin) orphan(w *uint64, self uint64) bool {
+	switch {
+	case k.c != nil:
+		k.c.n.Add(1)
+		if k.c.n.Load() == 1 && atomic.CompareAndSwapUint64(w, self, self) {
+			return true
+		}
+		k.c.n.Add(-1)
+	case k.held != nil:
+		return !k.held() && atomic.CompareAndSwapUint64(w, self, self)
+	}
+	return false
+}

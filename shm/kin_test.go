@@ -1,0 +1,147 @@
+package shm
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The zone's own word in a lock that no goroutine of the zone holds is
+// corrupt: a counted wait, or one whose held reports no hold, takes it over
+// as a dead owner's, well before its timeout. An uncounted wait cannot
+// tell, and times out as it did.
+func TestOrphanOwnWordTakenOver(t *testing.T) {
+	const timeout = 10 * time.Second
+	tests := []struct {
+		name string
+		lock func(z *Zone, w *uint64, c *Holders) (LockResult, error)
+		want LockResult
+		err  error
+	}{
+		{"counted", func(z *Zone, w *uint64, c *Holders) (LockResult, error) {
+			return z.LockWithinCounted(w, c, timeout)
+		}, LockWaited | LockRecovered, nil},
+		{"counted without bound", func(z *Zone, w *uint64, c *Holders) (LockResult, error) {
+			return z.LockWithinCounted(w, c, 0)
+		}, LockWaited | LockRecovered, nil},
+		{"asking, no hold", func(z *Zone, w *uint64, c *Holders) (LockResult, error) {
+			return z.LockWithinAsking(w, timeout, func() bool { return false })
+		}, LockWaited | LockRecovered, nil},
+		{"asking, held", func(z *Zone, w *uint64, c *Holders) (LockResult, error) {
+			return z.LockWithinAsking(w, 50*time.Millisecond, func() bool { return true })
+		}, 0, ErrLockTimeout},
+		{"uncounted", func(z *Zone, w *uint64, c *Holders) (LockResult, error) {
+			return z.LockWithin(w, 50*time.Millisecond)
+		}, 0, ErrLockTimeout},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			z, w := lockZone(t)
+			*w = z.OwnerWord() // no goroutine took it
+			var c Holders
+			start := time.Now()
+			r, err := tt.lock(z, w, &c)
+			if r != tt.want || !errors.Is(err, tt.err) {
+				t.Fatalf("lock of the zone's own word, no holder = %d, %v; want %d, %v", r, err, tt.want, tt.err)
+			}
+			if *w != z.OwnerWord() {
+				t.Errorf("word = %#x, want the zone's %#x", *w, z.OwnerWord())
+			}
+			if err != nil {
+				return
+			}
+			if waited := time.Since(start); waited >= timeout/2 {
+				t.Errorf("took %v to take the word over", waited)
+			}
+			if tt.name != "counted" && tt.name != "counted without bound" {
+				return
+			}
+			if n := c.n.Load(); n != 1 {
+				t.Errorf("count after the takeover = %d, want 1", n)
+			}
+			UnlockCounted(w, &c)
+			if n := c.n.Load(); *w != 0 || n != 0 {
+				t.Errorf("after UnlockCounted: word %#x, count %d; want 0, 0", *w, n)
+			}
+		})
+	}
+}
+
+// A sibling's counted hold is never taken for a corrupt word: a counted wait
+// for it times out while the sibling holds it, and takes it plainly once
+// the sibling lets go, however long it held it.
+func TestCountedSiblingIsLive(t *testing.T) {
+	z, w := lockZone(t)
+	var c Holders
+	if !z.TryLockCounted(w, &c) {
+		t.Fatal("TryLockCounted of a free word failed")
+	}
+	if r, err := z.LockWithinCounted(w, &c, 30*time.Millisecond); !errors.Is(err, ErrLockTimeout) {
+		t.Fatalf("LockWithinCounted(held by a sibling) = %d, %v, want ErrLockTimeout", r, err)
+	}
+	done := make(chan LockResult, 1)
+	go func() {
+		r, err := z.LockWithinCounted(w, &c, time.Minute)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	time.Sleep(4 * deadCheckAfter) // the waiter judges the word several times
+	UnlockCounted(w, &c)
+	select {
+	case r := <-done:
+		if r != LockWaited {
+			t.Errorf("LockWithinCounted once the sibling let go = %d, want LockWaited", r)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("LockWithinCounted still waiting a minute after the sibling let go")
+	}
+	UnlockCounted(w, &c)
+	if n := c.n.Load(); n != 0 {
+		t.Errorf("count at the end = %d, want 0", n)
+	}
+}
+
+// Goroutines that take and release a counted lock, some through waits that
+// judge the word, never hold it two at once.
+func TestCountedExclusive(t *testing.T) {
+	z, w := lockZone(t)
+	var c Holders
+	var in, over int32
+	var mu sync.Mutex // guards in and over; the lock word is what is tested
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				if _, err := z.LockWithinCounted(w, &c, time.Minute); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				in++
+				if in > 1 {
+					over++
+				}
+				mu.Unlock()
+				if i%50 == 0 {
+					time.Sleep(2 * deadCheckAfter) // long enough to be judged
+				}
+				mu.Lock()
+				in--
+				mu.Unlock()
+				UnlockCounted(w, &c)
+			}
+		}()
+	}
+	wg.Wait()
+	if over != 0 {
+		t.Fatalf("%d times two goroutines held the counted lock at once", over)
+	}
+	if n := c.n.Load(); *w != 0 || n != 0 {
+		t.Fatalf("at the end: word %#x, count %d; want 0, 0", *w, n)
+	}
+}

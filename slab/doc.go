@@ -27,8 +27,8 @@
 // allocates from them alone: where a chunk that another view allocated
 // moves to when this view writes it (package dict).
 //
-// Pages never stay with a view that has left (owners.go). A view that
-// needs a page of a class takes, in this order:
+// Pages never stay with a view that has left (owners.go). A view whose
+// Alloc needs a page of a class takes, in this order:
 //   - the page of the class it fills, while it has a free chunk;
 //   - a page of the class with a free chunk that names the view, no owner,
 //     or an owner gone (SetGone), among the first of the class's list;

@@ -80,9 +80,8 @@ func (s *Slab) AllocAway(size int, away uint32) (uint32, error) {
 }
 
 // AllocOwn is Alloc of a chunk of the class of size, which must be small,
-// in a page this view took for itself: the one it is filling (ownPage), a
-// page it takes over that no live view holds (adoptPage), or a free page
-// it takes while more than reserve pages are free. It is where
+// in a page this view took for itself: the one it is filling (ownPage), or
+// a free page it takes while more than reserve pages are free. It is where
 // a chunk moves to whose page the view did not take (Mine), so that the
 // chunks a process writes lie in its own pages; reserve keeps free pages
 // for what needs them more. Errors: ErrNoMemory when the view fills no

@@ -39,6 +39,9 @@ type Proc struct {
 	allocated atomic.Bool
 }
 
+// Allocated reports whether a view of p has allocated a chunk.
+func (p *Proc) Allocated() bool { return p.allocated.Load() }
+
 // Share makes the view one of the views of p: of a process whose first
 // allocation has been made, anywhere, each view takes a page of its own for
 // its first chunk of a class as well (ownPage).
@@ -198,9 +201,10 @@ func (s *Slab) allocSmall(c int, ownOnly bool, reserve uint32) (uint32, error) {
 	size := uint32(classSizes[c])
 	n := chunksPerPage(c, s.pageSize)
 	p, own := s.ownPage(c, n)
-	if !own && (ownOnly || s.wantsOwn(c)) {
+	if !own && !ownOnly && s.wantsOwn(c) {
 		// Another page to fill: one of its own with room, or one that no
-		// live view holds, before a free page (owners.go).
+		// live view holds, before a free page (owners.go). Not for
+		// AllocOwn: a move fills the view's page, or a free page.
 		q, found, err := s.adoptPage(c, n)
 		if err != nil {
 			return 0, err

@@ -123,12 +123,28 @@
 //	                        as the page is freed, zeroed by the Alloc that
 //	                        takes it again; no CAS of a lock succeeds on it
 //	slab page descriptor    written under Lock; names the zone that took the
-//	                        page (shm.Zone.OwnerTag) until it is freed: what
-//	                        slab.Mine reads, without a lock, for the moves
+//	                        page (shm.Zone.OwnerTag) until it is freed or
+//	                        left (release.go): what slab.Mine reads,
+//	                        without a lock, for the moves
 //	entry                   Next, QPrev, QNext: under Lock. Ver (version and
 //	                        expiry), Flags, Bits' kind, the value: under the
 //	                        page lock, or under Lock after draining the page.
 //	                        refBit: set with an atomic OR when clear
+//
+// # Pages of processes that leave
+//
+// A process holds at most one slab page with room per size class and
+// shard: the one it fills. A full page that has an entry removed is left
+// to all, unless its holder removed it and still fills it. Close gives the
+// Dict's pages back. A process killed, or gone without Close, leaves its
+// name in its pages. They are taken back once its owner slot is claimed
+// again. They are also taken back by each Dict at its first allocation
+// in the shard, which asks the kernel who is gone. A process that needs a page
+// fills the room of those given back before it takes a free page. It
+// fills the room of any page of the size class before it evicts or
+// reports ErrNoMemory. Stats.HeldPages counts the pages live processes
+// hold, and Stats.StrandedBytes the free bytes of pages in use
+// (release.go).
 //
 // Three kinds of operation:
 //

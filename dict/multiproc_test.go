@@ -39,6 +39,8 @@ func TestHelperProcess(t *testing.T) {
 		"fault-incr":   helperFaultIncr,
 		"clock-idle":   dict.HelperClockIdle,
 		"live-writer":  helperLiveWriter,
+		"short-writer": helperShortWriter,
+		"replaced":     helperReplacedWriter,
 	})
 }
 

@@ -234,6 +234,7 @@ func (s *shard) freeEntryLocked(off uint32, e *entry) error {
 // it runs, Drop says that entries the index does not reach are to be dropped
 // by a repair: an evicted entry may be half unlinked.
 func (s *shard) allocLocked(size int, evict bool, pin uint32, now func() int64) (off uint32, forcible bool, err error) {
+	s.sweepLocked()
 	h := s.hdr()
 	h.Drop = dropUnreachable
 	for round := 0; ; round++ {

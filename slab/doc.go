@@ -41,6 +41,8 @@
 // owners it is given name no owner: package dict releases a Dict's pages
 // as it closes, and those of owners gone. HeldPages counts the pages that
 // name live owners, and StrandedBytes the free chunks of pages in use.
+// Packable names a page whose chunks fit in the free chunks of the other
+// pages of its class (pack.go): moved there, they leave it free.
 //
 // Format lays out an empty region; Attach checks a region's geometry (magic,
 // page size, page count and offset of page 0 against its length) and

@@ -135,18 +135,18 @@
 //
 // # Pages of processes that leave
 //
-// A process holds at most one slab page with room per size class and
-// shard: the one it fills. A full page that has an entry removed is left
-// to all, unless its holder removed it and still fills it. Close gives the
-// Dict's pages back. A process killed, or gone without Close, leaves its
-// name in its pages. They are taken back once its owner slot is claimed
-// again. They are also taken back by each Dict at its first allocation in
-// the shard, which asks the kernel who is gone. A process that needs a
-// page fills the room of those given back before it takes a free page. It
-// fills the room of any page of the size class, and then packs one of
-// another class, before it evicts or reports ErrNoMemory. Stats.HeldPages
-// counts the pages live processes hold, and Stats.StrandedBytes the free
-// bytes of pages in use (release.go).
+// A process holds at most three slab pages with room per size class and
+// shard: the one it fills, and two it removed entries from, to fill next.
+// A full page that has an entry removed is left to all otherwise. Close
+// gives the Dict's pages back. A process killed, or gone without Close,
+// leaves its name in its pages. They are taken back once its owner slot
+// is claimed again. They are also taken back by each Dict at its first
+// allocation in the shard, which asks the kernel who is gone. A process
+// that needs a page fills the room of those given back before it takes a
+// free page. It fills the room of any page of the size class, and then
+// packs one of another class, before it evicts or reports ErrNoMemory.
+// Stats.HeldPages counts the pages live processes hold, and
+// Stats.StrandedBytes the free bytes of pages in use (release.go).
 //
 // Three kinds of operation:
 //

@@ -5,8 +5,8 @@ import "github.com/shmzone/shmzone/shm"
 // Pages of processes that are gone.
 //
 // Each process fills slab pages of its own (slab: ownPage), and holds at
-// most one page with room per size class and shard (slab: leave). What it
-// holds goes back to the others as it leaves:
+// most three pages with room per size class and shard (slab: leave). What
+// it holds goes back to the others as it leaves:
 //   - Close makes the pages of the Dict name no owner (releaseAll), in
 //     each shard it allocated in;
 //   - a process killed, or gone without Close, leaves its tag in its

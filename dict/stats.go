@@ -44,8 +44,8 @@ type Stats struct {
 	// (package doc).
 	Moves uint64
 	// HeldPages counts the slab pages that open Dicts hold for the entries
-	// they write. Each holds at most one page with room per size class
-	// and shard; the others are full.
+	// they write. Each holds at most three pages with room per size
+	// class and shard; the others are full.
 	HeldPages int64
 	// StrandedBytes counts the free bytes of slab pages that also hold
 	// entries: room only for entries of those pages' size classes. It is

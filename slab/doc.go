@@ -30,14 +30,16 @@
 // Pages never stay with a view that has left (owners.go). A view whose
 // Alloc needs a page of a class takes, in this order:
 //   - the page of the class it fills, while it has a free chunk;
+//   - a page of its own with a free chunk that it holds in a slot (leave);
 //   - a page of the class with a free chunk that names the view, no owner,
 //     or an owner gone (SetGone), among the first of the class's list;
 //   - a free page, while one is left;
 //   - any page of the class with a free chunk, whoever holds it.
 //
 // A full page that has a chunk freed names no owner from then on, unless
-// its owner freed it and still fills it. So a view holds at most one page
-// with room per class: the one it fills. Release makes the pages of the
+// its owner freed it and fills it, or holds it in one of two slots. So a
+// view holds at most three pages with room per class: the one it fills
+// and two it fills next. Release makes the pages of the
 // owners it is given name no owner: package dict releases a Dict's pages
 // as it closes, and those of owners gone. HeldPages counts the pages that
 // name live owners, and StrandedBytes the free chunks of pages in use.

@@ -51,16 +51,69 @@ func (s *Slab) adoptPage(c, n int) (p uint32, found bool, err error) {
 	return 0, false, nil
 }
 
+// heldSlots is how many pages with room of a class a view holds besides
+// the one it fills: pages of its own that it freed a chunk in (leave).
+const heldSlots = 2
+
 // leave is Free's judgement of page p of class c, which was full and has
 // a free chunk now: the page stays its owner's only if this view is that
-// owner and is filling it (its hint). Otherwise it names no owner from
-// now on, so that a view that needs room of its class takes it over
-// (adoptPage). A view so holds at most one page with room per class: the
-// one it fills.
+// owner, and fills it (its hint) or holds it in a slot it had free (held),
+// to fill it again before it takes another page (heldPage). Otherwise it
+// names no owner from now on, so that a view that needs room of its class
+// takes it over (adoptPage). A view so holds at most 1+heldSlots pages
+// with room per class. A slot is free when it names no page, or a page
+// that is no longer the view's with room of the class.
 func (s *Slab) leave(p uint32, c int, d *desc) {
-	if d.Run != 0 && (d.Run != s.owner || atomic.LoadUint32(&s.hint[c]) != p+1|hintOwn) {
-		d.Run = 0
+	if d.Run == 0 {
+		return
 	}
+	if d.Run == s.owner {
+		if atomic.LoadUint32(&s.hint[c]) == p+1|hintOwn {
+			return
+		}
+		n := chunksPerPage(c, s.pageSize)
+		for i := range s.held[c] {
+			h := atomic.LoadUint32(&s.held[c][i])
+			if h == p+1 {
+				return
+			}
+			if h == 0 || !s.holds(h-1, c, n) {
+				atomic.StoreUint32(&s.held[c][i], p+1)
+				return
+			}
+		}
+	}
+	d.Run = 0
+}
+
+// heldPage returns a page of class c with a free chunk that the view holds
+// (leave), which it fills from now on: its hint, out of its slot. Slots
+// that name no such page any more are emptied.
+func (s *Slab) heldPage(c, n int) (uint32, bool) {
+	if s.owner == 0 {
+		return 0, false
+	}
+	for i := range s.held[c] {
+		h := atomic.LoadUint32(&s.held[c][i])
+		if h == 0 {
+			continue
+		}
+		atomic.StoreUint32(&s.held[c][i], 0)
+		if s.holds(h-1, c, n) {
+			return h - 1, true
+		}
+	}
+	return 0, false
+}
+
+// holds reports whether page p is a page of class c, of n chunks, with a
+// free chunk, that names the view's owner.
+func (s *Slab) holds(p uint32, c, n int) bool {
+	if p >= s.npages {
+		return false
+	}
+	d := s.desc(p)
+	return d.Kind == kindSmall && int(d.Class) == c && int(d.Used) < n && d.Run == s.owner
 }
 
 // Release makes every small page whose owner tag fn names, 0 excepted,

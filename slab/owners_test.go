@@ -2,6 +2,7 @@ package slab
 
 import (
 	"errors"
+	"sync/atomic"
 	"testing"
 )
 
@@ -104,67 +105,72 @@ func TestAdoptBeforeFreePage(t *testing.T) {
 }
 
 // TestLeaveFullPage: a full page that has a chunk freed names no owner from
-// then on, unless its owner freed it and is filling it still; a page with
-// room keeps its owner whoever frees in it.
+// then on, unless its owner freed it and fills it, or holds it in a slot
+// it had free (heldSlots); the owner fills those again before others. A
+// page with room keeps its owner whoever frees in it.
 func TestLeaveFullPage(t *testing.T) {
 	const csize = 1000 // four chunks a page
-	v := ownerViews(t, 8, 2)
+	v := ownerViews(t, 16, 2)
 	a, b := v[0], v[1]
 	per := chunksPerPage(classOf(csize), a.pageSize)
-	fill := func(v *Slab) (offs []uint32, page uint32) {
+	var offs [][]uint32
+	var pages []uint32
+	for range heldSlots + 2 {
+		var page []uint32
+		var p uint32
 		for range per {
-			off, p := allocPage(t, v, csize)
-			offs, page = append(offs, off), p
+			var off uint32
+			off, p = allocPage(t, a, csize)
+			page = append(page, off)
 		}
-		return offs, page
+		offs, pages = append(offs, page), append(pages, p)
 	}
-	full, p1 := fill(a)
-	// a fills the page still (its hint): a chunk it frees keeps it a's.
-	if err := a.Free(full[0]); err != nil {
-		t.Fatal(err)
+	last := len(pages) - 1 // the page a fills
+	free := func(v *Slab, off uint32) {
+		t.Helper()
+		if err := v.Free(off); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if !a.Mine(full[1]) {
-		t.Fatalf("page %d that a fills named no owner after a freed a chunk in it", p1)
+	names := func(i int) uint32 { return a.desc(pages[i]).Run }
+	free(a, offs[last][0])
+	if names(last) != a.owner {
+		t.Errorf("page a fills named %#x after a freed a chunk in it, want a's %#x", names(last), a.owner)
 	}
-	full[0], _ = allocPage(t, a, csize)
-	_, p2 := fill(a) // a moves on to another page
-	if p2 == p1 {
-		t.Fatalf("a filled page %d twice", p1)
+	for i := range heldSlots + 1 {
+		free(a, offs[i][0])
+		want := a.owner
+		if i == heldSlots {
+			want = 0 // no slot left
+		}
+		if names(i) != want {
+			t.Errorf("full page %d of a's had a chunk freed by a, with %d slots held: names %#x, want %#x", i, i, names(i), want)
+		}
 	}
-	// a fills page p2 now: a chunk it frees in p1 leaves p1, which b
-	// takes over and fills.
-	if err := a.Free(full[0]); err != nil {
-		t.Fatal(err)
+	// a fills its page again, and b frees a chunk in it: it is left.
+	offs[last][0], _ = allocPage(t, a, csize)
+	free(b, offs[last][1])
+	if names(last) != 0 {
+		t.Errorf("full page a fills had a chunk freed by b: names %#x, want none", names(last))
 	}
-	if a.Mine(full[1]) {
-		t.Errorf("full page %d that a no longer fills had a chunk freed by a: names %#x, want none", p1, a.desc(p1).Run)
+	// a goes on in a page it holds; b takes over a page left.
+	if off, p := allocPage(t, a, csize); p != pages[0] && p != pages[1] || !a.Mine(off) {
+		t.Errorf("a's chunk in page %d (Mine %t), want one of the pages it holds, %d or %d", p, a.Mine(off), pages[0], pages[1])
 	}
-	off, p := allocPage(t, b, csize)
-	if p != p1 || !b.Mine(off) || !b.Mine(full[1]) {
-		t.Fatalf("b's chunk after a left page %d in page %d (Mine %t), want page %d", p1, p, b.Mine(off), p1)
-	}
-	// b fills p1 (it is full again), and a frees a chunk in it: p1 is
-	// left again, and a, whose p2 is full, takes it over.
-	if err := a.Free(off); err != nil {
-		t.Fatal(err)
-	}
-	if b.Mine(full[1]) {
-		t.Errorf("full page %d that b fills had a chunk freed by a: names %#x, want none", p1, a.desc(p1).Run)
-	}
-	if off, p := allocPage(t, a, csize); p != p1 || !a.Mine(off) {
-		t.Errorf("a's chunk after b's page was left in page %d (Mine %t), want page %d", p, a.Mine(off), p1)
-	}
-	// A page with room: b frees in a's page, which stays a's.
-	_, p3 := allocPage(t, a, csize)
-	off, _ = allocPage(t, a, csize)
-	if err := b.Free(off); err != nil {
-		t.Fatal(err)
-	}
-	if a.desc(p3).Run != a.owner {
-		t.Errorf("page %d with room had a chunk freed by b: names %#x, want a's %#x", p3, a.desc(p3).Run, a.owner)
+	if off, p := allocPage(t, b, csize); p != pages[last] && p != pages[heldSlots] || !b.Mine(off) {
+		t.Errorf("b's chunk in page %d (Mine %t), want one a left, %d or %d", p, b.Mine(off), pages[last], pages[heldSlots])
 	}
 	if err := a.Check(); err != nil {
 		t.Fatal(err)
+	}
+	// A page with room keeps its owner, whoever frees in it.
+	v = ownerViews(t, 4, 2)
+	a, b = v[0], v[1]
+	allocPage(t, a, csize)
+	off, p := allocPage(t, a, csize)
+	free(b, off)
+	if a.desc(p).Run != a.owner {
+		t.Errorf("page %d with room had a chunk freed by b: names %#x, want a's %#x", p, a.desc(p).Run, a.owner)
 	}
 }
 
@@ -204,6 +210,39 @@ func TestReleaseHeld(t *testing.T) {
 	}
 	if got := a.StrandedBytes(); got != want {
 		t.Fatalf("StrandedBytes after Release = %d, want %d", got, want)
+	}
+	if err := a.Check(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAllocAwayHeld: AllocAway never allocates in the page it moves a chunk
+// out of, though the view holds that page to fill next, and the page
+// names no owner after: the view's next page is another.
+func TestAllocAwayHeld(t *testing.T) {
+	const csize = 1000 // four chunks a page
+	a := ownerViews(t, 8, 1)[0]
+	per := chunksPerPage(classOf(csize), a.pageSize)
+	var first []uint32
+	var held uint32
+	for i := range 2 * per {
+		off, p := allocPage(t, a, csize)
+		if i < per {
+			first, held = append(first, off), p
+		}
+	}
+	if err := a.Free(first[0]); err != nil { // the full first page: held
+		t.Fatal(err)
+	}
+	if a.desc(held).Run != a.owner || atomic.LoadUint32(&a.held[classOf(csize)][0]) != held+1 {
+		t.Fatalf("page %d after a freed a chunk in it: names %#x, slot %d; want a's, held", held, a.desc(held).Run, a.held[classOf(csize)][0])
+	}
+	off, err := a.AllocAway(csize, first[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := a.pageOf(off); p == held || a.desc(held).Run != 0 {
+		t.Errorf("AllocAway from page %d: chunk in page %d, which names %#x; want another page, and none", held, p, a.desc(held).Run)
 	}
 	if err := a.Check(); err != nil {
 		t.Fatal(err)

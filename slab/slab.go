@@ -23,6 +23,10 @@ type Slab struct {
 	// (ownPage). Accessed atomically: the region's lock is a word in
 	// shared memory, where the race detector sees no synchronisation.
 	hint [numClasses]uint32
+	// held is, per class, pages of the view's own that it freed a chunk
+	// in after they were full, + 1, 0 for none: it fills them again
+	// before it takes another page (owners.go: leave). Atomic, as hint.
+	held [numClasses][heldSlots]uint32
 	// proc, when set (Share), is shared by the views of one process.
 	proc *Proc
 	// owner is the tag this view writes in the descriptor of each page it
@@ -201,15 +205,19 @@ func (s *Slab) allocSmall(c int, ownOnly bool, reserve uint32) (uint32, error) {
 	size := uint32(classSizes[c])
 	n := chunksPerPage(c, s.pageSize)
 	p, own := s.ownPage(c, n)
-	if !own && !ownOnly && s.wantsOwn(c) {
-		// Another page to fill: one of its own with room, or one that no
-		// live view holds, before a free page (owners.go). Not for
-		// AllocOwn: a move fills the view's page, or a free page.
-		q, found, err := s.adoptPage(c, n)
-		if err != nil {
-			return 0, err
+	if !own && (ownOnly || s.wantsOwn(c)) {
+		// Another page to fill: one of its own with room (heldPage), or
+		// one that no live view holds, before a free page (owners.go).
+		// Not the latter for AllocOwn: a move fills the view's pages, or
+		// a free page.
+		p, own = s.heldPage(c, n)
+		if !own && !ownOnly {
+			q, found, err := s.adoptPage(c, n)
+			if err != nil {
+				return 0, err
+			}
+			p, own = q, found
 		}
-		p, own = q, found
 	}
 	if ownOnly && !own && s.hdr().FreePages <= reserve {
 		return 0, ErrNoMemory

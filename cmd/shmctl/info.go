@@ -19,8 +19,8 @@ expirations, lock waits, recoveries, moves: since the zone was created),
 and the use of each slab size class. Stranded is the part of the free
 space in slab pages that also hold entries: room only for entries of
 their size class. Held pages counts the pages that open processes fill
-for their own entries: at most one with room per process, size class and
-shard. Moves counts the entries a process moved, after writing them, from
+for their own entries: at most three with room per process, size class
+and shard. Moves counts the entries a process moved, after writing them, from
 pages another process filled to pages of its own. Protected counts the
 entries used again, which
 eviction takes only when no other is left; lost counts keys written anew

@@ -18,6 +18,7 @@ import "github.com/shmzone/shmzone/shm"
 // A page that names no owner, or a gone one, is taken over by the next
 // process that needs a page of its class, before any free page. So
 // processes that come and go fill the pages of those before them.
+// slab/DESIGN.md gives the reasons.
 
 // sweepLocked, at this Dict's first allocation in the shard, releases the
 // shard's pages that name an owner gone: one whose slot was claimed since,

@@ -45,6 +45,7 @@
 // name live owners, and StrandedBytes the free chunks of pages in use.
 // Packable names a page whose chunks fit in the free chunks of the other
 // pages of its class (pack.go): moved there, they leave it free.
+// DESIGN.md gives the reasons for these rules.
 //
 // Format lays out an empty region; Attach checks a region's geometry (magic,
 // page size, page count and offset of page 0 against its length) and

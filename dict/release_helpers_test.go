@@ -91,10 +91,10 @@ func helperShortWriter(args []string) error {
 const replacedKeys = 12
 
 // helperReplacedWriter is one writer of TestCrashWritersReplaced: args are
-// the zone's path, the seed and the writer's number. It opens the zone,
-// prints readyLine, and Sets up to replacedKeys new keys of 8 to 307
-// bytes, printing "ack KEY SIZE" after each Set returns; then it waits to
-// be killed. A Set that evicted is an error.
+// the zone's path, the seed and the writer's number. It opens the zone and
+// Sets replacedKeys new keys of 8 to 307 bytes, printing "ack KEY SIZE"
+// after each Set returns, and readyLine after half of them; then it waits
+// to be killed. A Set that evicted is an error.
 func helperReplacedWriter(args []string) error {
 	if len(args) != 3 {
 		return fmt.Errorf("want path, seed and number, got %q", args)
@@ -108,9 +108,11 @@ func helperReplacedWriter(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Println(readyLine)
 	r := rand.New(rand.NewPCG(seed, uint64(n)))
 	for k := range replacedKeys {
+		if k == replacedKeys/2 {
+			fmt.Println(readyLine)
+		}
 		key, size := shortKey(n, k), 8+r.IntN(300)
 		forcible, err := d.Set(key, dict.Bytes(releaseValue(key, size)), 0, 0)
 		if err != nil || forcible {

@@ -170,10 +170,10 @@ func (t *replacedTally) add(o *replacedTally) {
 }
 
 // TestCrashWritersReplaced SIGKILLs writers, each replaced by a new one,
-// thousands of times: each writer sets up to replacedKeys new keys of 8 to
-// 307 bytes into a 32 MiB zone, acknowledging each once Set returned, and
-// is killed 0 to 2 ms after it opened the zone, often in the middle of its
-// keys. The zone never gets half full. No Set may evict, and every
+// thousands of times: each writer sets replacedKeys new keys of 8 to 307
+// bytes into a 32 MiB zone, acknowledging each once Set returned, and is
+// killed 0 to 2 ms after it set half of them, often in the middle of the
+// rest. The zone never gets half full. No Set may evict, and every
 // acknowledged key must read back whole: the pages each writer took are
 // taken over by the writers after it.
 func TestCrashWritersReplaced(t *testing.T) {

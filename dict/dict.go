@@ -141,6 +141,10 @@ type shardFields struct {
 	// lastMoved is the hash of the key whose entry this process last moved
 	// to a page of its own (own.go); atomic.
 	lastMoved uint64
+	// swept is set once this Dict released the shard's pages of owners
+	// gone, at its first allocation there (release.go); from then on it
+	// may hold pages of the shard, which Close releases.
+	swept atomic.Bool
 }
 
 // Open opens the dictionary in the zone file at path, creating the zone when
@@ -236,6 +240,9 @@ func Open(path string, o Options) (d *Dict, err error) {
 		}
 		sl.Share(&d.proc)
 		sl.SetOwner(z.OwnerTag())
+		if !o.ReadOnly {
+			sl.SetGone(z.TagReplaced)
+		}
 		sh.slab = sl
 		if !o.ReadOnly {
 			sh.pages = make([]pageTally, sl.Pages())
@@ -310,11 +317,14 @@ func format(z *shm.Zone) error {
 	return nil
 }
 
-// Close unmaps the zone; the file and its contents stay for other processes
-// and later Opens. Using the Dict after Close returns ErrClosed; Close must
-// not race with other calls. Close is idempotent.
+// Close gives the slab pages the Dict filled for its own entries back to
+// the other processes (release.go), and unmaps the zone; the file and its
+// contents stay for other processes and later Opens. Using the Dict after
+// Close returns ErrClosed; Close must not race with other calls. Close is
+// idempotent.
 func (d *Dict) Close() error {
-	if d.state.Swap(stateClosed) == stateClosed {
+	was := d.state.Swap(stateClosed)
+	if was == stateClosed {
 		return nil
 	}
 	if d.onTicker {
@@ -322,6 +332,9 @@ func (d *Dict) Close() error {
 		releaseClock()
 	}
 	d.flushGuarded(true)
+	if was == stateOpen {
+		d.releaseGuarded()
+	}
 	return d.z.Close()
 }
 

@@ -19,11 +19,13 @@
 // cost a third of a Get). The queue holds, from its head, the protected
 // entries, then the probation entries; new ones join probation at its head,
 // unreferenced, and reads and writes set the entry's refBit. When an
-// allocation fails the shard reclaims from the queue's tail, probation's
-// oldest: expired entries are freed, a referenced entry loses its bit and
-// moves to the head of the protected segment (a promotion), and an
-// unreferenced live entry is evicted — in up to 30 rounds of up to 3 freed
-// entries (nginx's bound). The protected segment holds at most three
+// allocation finds no room, the shard first empties a page of another
+// size class into free chunks of that class elsewhere (pack.go). When
+// that fails it reclaims from the queue's tail, probation's oldest:
+// expired entries are freed, a referenced entry loses its bit and moves
+// to the head of the protected segment (a promotion), and an unreferenced
+// live entry is evicted — in up to 30 rounds of up to 3 freed entries
+// (nginx's bound). The protected segment holds at most three
 // quarters of the entries (its last entry is demoted to probation, or gets
 // a second chance if referenced), and its live entries are evicted, CLOCK
 // again, only when no probation entry is left and none of its own has
@@ -123,12 +125,28 @@
 //	                        as the page is freed, zeroed by the Alloc that
 //	                        takes it again; no CAS of a lock succeeds on it
 //	slab page descriptor    written under Lock; names the zone that took the
-//	                        page (shm.Zone.OwnerTag) until it is freed: what
-//	                        slab.Mine reads, without a lock, for the moves
+//	                        page (shm.Zone.OwnerTag) until it is freed or
+//	                        left (release.go): what slab.Mine reads,
+//	                        without a lock, for the moves
 //	entry                   Next, QPrev, QNext: under Lock. Ver (version and
 //	                        expiry), Flags, Bits' kind, the value: under the
 //	                        page lock, or under Lock after draining the page.
 //	                        refBit: set with an atomic OR when clear
+//
+// # Pages of processes that leave
+//
+// A process holds at most three slab pages with room per size class and
+// shard: the one it fills, and two it removed entries from, to fill next.
+// A full page that has an entry removed is left to all otherwise. Close
+// gives the Dict's pages back. A process killed, or gone without Close,
+// leaves its name in its pages. They are taken back once its owner slot
+// is claimed again. They are also taken back by each Dict at its first
+// allocation in the shard, which asks the kernel who is gone. A process
+// that needs a page fills the room of those given back before it takes a
+// free page. It fills the room of any page of the size class, and then
+// packs one of another class, before it evicts or reports ErrNoMemory.
+// Stats.HeldPages counts the pages live processes hold, and
+// Stats.StrandedBytes the free bytes of pages in use (release.go).
 //
 // Three kinds of operation:
 //
@@ -194,9 +212,9 @@
 //	I8. An existing entry's Ver, Flags, kind and value change only under its
 //	    page's lock, or under Lock after its page was drained; its key, Tag,
 //	    KLen and place never change while it is linked, but that a page
-//	    clearing moves it, under Lock after draining its page: the copy
-//	    takes its place in the index and the queue, and the old chunk is
-//	    freed.
+//	    clearing, a packing or a move to its writer's pages moves it,
+//	    under Lock after draining its page: the copy takes its place in
+//	    the index and the queue, and the old chunk is freed.
 //	I9. A page's first word is its lock while the page holds chunks of a
 //	    class or begins a run; Alloc zeroes it when it gives the page that
 //	    role. A free page's first word is slab.FreeWord once the page was

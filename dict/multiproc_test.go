@@ -41,6 +41,8 @@ func TestHelperProcess(t *testing.T) {
 		"clock-idle":   dict.HelperClockIdle,
 		"live-writer":  helperLiveWriter,
 		"opt-writer":   helperOptWriter,
+		"short-writer": helperShortWriter,
+		"replaced":     helperReplacedWriter,
 	})
 }
 

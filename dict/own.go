@@ -40,8 +40,9 @@ import "sync/atomic"
 //     takes while more than a moveReserve-th of the shard's pages are free
 //     (slab.AllocOwn): moves never take the last free pages, which new keys
 //     need, and in a full zone nothing moves. (A move frees its old chunk
-//     but may take a page for the new one; pages that its moves leave
-//     sparse are what eviction's page clearing compacts.)
+//     but may take a page for the new one. A full page that a move leaves
+//     a hole in names no owner from then on, and the next process that
+//     needs a page of its size class fills it: release.go.)
 
 // moveEvery is how many writes in place a process makes to the entries of
 // one slab page between two checks of whether the entry written should
@@ -97,6 +98,7 @@ func (d *Dict) moveToOwn(s *shard, key string, h uint64, off uint32) {
 		_ = d.corruptLocked(s, "entry")
 		return
 	}
+	s.sweepLocked()
 	// Until the index points to the copy, a repair must drop the copy;
 	// after, the old chunk: whichever the index does not reach.
 	hd.Drop = dropUnreachable

@@ -227,17 +227,29 @@ func (s *shard) freeEntryLocked(off uint32, e *entry) error {
 	return nil
 }
 
-// allocLocked allocates size bytes. When the slab is full it reclaims expired
+// allocLocked allocates size bytes. When the slab is full it first packs a
+// page of another size (packLocked), then reclaims expired
 // entries from the queue's tail and, if evict, evicts live ones too, in up to 30
 // rounds of up to 3 entries as nginx does; forcible reports a live eviction.
 // pin is an entry that must survive (the one the caller is replacing). While
 // it runs, Drop says that entries the index does not reach are to be dropped
 // by a repair: an evicted entry may be half unlinked.
 func (s *shard) allocLocked(size int, evict bool, pin uint32, now func() int64) (off uint32, forcible bool, err error) {
+	s.sweepLocked()
 	h := s.hdr()
 	h.Drop = dropUnreachable
 	for round := 0; ; round++ {
 		off, err = s.slab.Alloc(size)
+		if round == 0 && errors.Is(err, slab.ErrNoMemory) {
+			// Room that moves make comes before any eviction (pack.go).
+			packed, perr := s.packLocked(size, pin)
+			if perr != nil {
+				return 0, forcible, perr
+			}
+			if packed {
+				off, err = s.slab.Alloc(size)
+			}
+		}
 		if err == nil {
 			return off, forcible, nil
 		}
@@ -298,31 +310,9 @@ func (s *shard) clearPageLocked(pin uint32, now func() int64) (cleared, live boo
 	if tail == 0 || !s.okEntry(tail) || s.entryAt(tail).protected() {
 		return false, false, nil
 	}
-	// Only entries, each linked: a chunk the index does not reach is a
-	// list's node.
 	var offs [maxPageChunks]uint32
-	n := 0
-	ok := s.slab.PageChunks(tail, func(off uint32) bool {
-		if off == pin || n == len(offs) || !s.okEntry(off) {
-			n = -1
-			return false
-		}
-		e := s.entryAt(off)
-		if !s.okBody(off, e) {
-			n = -1
-			return false
-		}
-		k := s.keyOf(off, e)
-		found, _, err := s.findLocked(unsafe.String(unsafe.SliceData(k), len(k)), hashKey(s.seed, unsafe.String(unsafe.SliceData(k), len(k))))
-		if err != nil || found != off {
-			n = -1
-			return false
-		}
-		offs[n] = off
-		n++
-		return true
-	})
-	if !ok || n <= 0 {
+	n := s.pageEntriesLocked(tail, pin, &offs)
+	if n <= 0 {
 		return false, false, nil
 	}
 	if err := s.drainPage(tail); err != nil {
@@ -366,6 +356,39 @@ func (s *shard) clearPageLocked(pin uint32, now func() int64) (cleared, live boo
 	}
 	s.logClear(0, nil, stepCleared)
 	return true, live, nil
+}
+
+// pageEntriesLocked puts in offs the entries of the small page that holds
+// off and returns how many; -1 when the page holds pin or anything but
+// entries, each linked (a chunk the index does not reach is a list's
+// node), or is no small page. An entry's key does not change while it is
+// linked, so its page need not be drained yet.
+func (s *shard) pageEntriesLocked(off, pin uint32, offs *[maxPageChunks]uint32) int {
+	n := 0
+	ok := s.slab.PageChunks(off, func(off uint32) bool {
+		if off == pin || n == len(offs) || !s.okEntry(off) {
+			n = -1
+			return false
+		}
+		e := s.entryAt(off)
+		if !s.okBody(off, e) {
+			n = -1
+			return false
+		}
+		k := s.keyOf(off, e)
+		found, _, err := s.findLocked(unsafe.String(unsafe.SliceData(k), len(k)), hashKey(s.seed, unsafe.String(unsafe.SliceData(k), len(k))))
+		if err != nil || found != off {
+			n = -1
+			return false
+		}
+		offs[n] = off
+		n++
+		return true
+	})
+	if !ok {
+		return -1
+	}
+	return n
 }
 
 // clearStep is one step of clearPageLocked as shard.clears records it: a

@@ -43,6 +43,14 @@ type Stats struct {
 	// entries each process writes share no cache line with another's
 	// (package doc).
 	Moves uint64
+	// HeldPages counts the slab pages that open Dicts hold for the entries
+	// they write. Each holds at most three pages with room per size
+	// class and shard; the others are full.
+	HeldPages int64
+	// StrandedBytes counts the free bytes of slab pages that also hold
+	// entries: room only for entries of those pages' size classes. It is
+	// part of FreeSpace.
+	StrandedBytes int64
 	// Busy counts the shards left out of the other figures because a live
 	// process held their lock past LockTimeout.
 	Busy int
@@ -50,7 +58,9 @@ type Stats struct {
 
 // Stats returns the dictionary's figures. It locks one shard at a time, so
 // the sums are not one instant's; a shard whose lock stays held past
-// LockTimeout is left out and counted in Busy.
+// LockTimeout is left out and counted in Busy. It reads every slab page's
+// descriptor, and asks the kernel once per process that holds pages
+// whether it is alive (HeldPages).
 func (d *Dict) Stats() Stats {
 	if d.guard {
 		var err error
@@ -60,6 +70,7 @@ func (d *Dict) Stats() Stats {
 	if d.usable() != nil {
 		return st
 	}
+	live := liveTags(d.z)
 	for i := range d.shards {
 		s := &d.shards[i]
 		if d.lock(s) != nil {
@@ -80,6 +91,8 @@ func (d *Dict) Stats() Stats {
 		st.LockWaits += h.LockWaits
 		st.Recoveries += h.Recoveries
 		st.Moves += h.Moves
+		st.HeldPages += int64(s.slab.HeldPages(live))
+		st.StrandedBytes += s.slab.StrandedBytes()
 		d.unlock(s)
 	}
 	return st
@@ -111,6 +124,7 @@ func (d *Dict) ShardStats(i int) Stats {
 	st.Evictions, st.Expirations = h.Evictions, h.Expirations
 	st.Lost, st.Protected = h.Lost, int64(h.ProtCount)
 	st.LockWaits, st.Recoveries, st.Moves = h.LockWaits, h.Recoveries, h.Moves
+	st.HeldPages, st.StrandedBytes = int64(s.slab.HeldPages(liveTags(d.z))), s.slab.StrandedBytes()
 	return st
 }
 

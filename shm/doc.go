@@ -99,6 +99,11 @@
 //     one: it is judged dead though the byte is held. A waiter that reads the
 //     generation between the new claim and its bump judges such a word live
 //     for that moment and judges it again on its next turn.
+//   - Tags. OwnerTag names an owner in 32 bits: its slot, and its
+//     generation's low bits above it. The layer above writes tags where a
+//     lock word does not fit. TagReplaced judges a tag by the generation
+//     alone, with no system call; TagGone also asks the kernel, as a
+//     takeover does. Neither ever judges an open zone's tag gone.
 //   - Why OFD locks. The kernel releases an OFD lock when the last
 //     descriptor of its open file description closes, which a process's
 //     death does, in whatever PID namespace, and a GETLK from any process

@@ -132,9 +132,42 @@ func (z *Zone) OwnerTag() uint32 {
 	if z.own.slot < 0 {
 		return 0
 	}
-	tag := uint32(z.own.word>>32)<<slotBits | uint32(z.own.slot)
+	return ownerTag(z.own.slot, uint32(z.own.word>>32))
+}
+
+// ownerTag returns the tag of the owner of slot with generation gen.
+func ownerTag(slot int, gen uint32) uint32 {
+	tag := gen<<slotBits | uint32(slot)
 	if tag == 0 { // slot 0, at a generation that fills the bits above it with 0
 		tag = 1 << slotBits
 	}
 	return tag
+}
+
+// TagReplaced reports whether the zone that owner tag names is gone for
+// certain: the tag names no slot, or its slot was claimed again since
+// (another generation). It reads one word of the slot table and makes no
+// system call. An owner that closed or died while nobody claimed its slot
+// since is not told; TagGone tells it. A tag of a zone still open is
+// never reported replaced.
+func (z *Zone) TagReplaced(tag uint32) bool {
+	slot := int(tag & (1<<slotBits - 1))
+	if tag == 0 || slot >= Slots {
+		return true
+	}
+	return ownerTag(slot, atomic.LoadUint32(slotGen(z.data, slot))) != tag
+}
+
+// TagGone reports whether no open zone has owner tag: TagReplaced, or
+// nobody holds the tag's slot, as the kernel says (one system call). This
+// zone's own tag is not gone. When the kernel cannot tell, the owner is
+// taken as live.
+func (z *Zone) TagGone(tag uint32) bool {
+	if z.own.slot >= 0 && tag == z.OwnerTag() {
+		return false
+	}
+	if z.TagReplaced(tag) {
+		return true
+	}
+	return !z.slotHeld(int(tag & (1<<slotBits - 1)))
 }

@@ -20,12 +20,32 @@
 // callers may use 0 as nil.
 //
 // Each view fills pages of its own (ownPage): once it has allocated, its
-// next chunks of a class come from a free page it takes, while free pages
-// last, so that the chunks of different processes share no page. A page a
-// view takes names the view's owner in its descriptor (SetOwner) until it
-// is freed; Mine tells a view's own pages by it, in any process, and
-// AllocOwn allocates from them alone: where a chunk that another view
-// allocated moves to when this view writes it (package dict).
+// next chunks of a class come from a page it takes for itself, so that the
+// chunks of different processes share no page. A page a view takes names
+// the view's owner in its descriptor (SetOwner) until it is freed or left;
+// Mine tells a view's own pages by it, in any process, and AllocOwn
+// allocates from them alone: where a chunk that another view allocated
+// moves to when this view writes it (package dict).
+//
+// Pages never stay with a view that has left (owners.go). A view whose
+// Alloc needs a page of a class takes, in this order:
+//   - the page of the class it fills, while it has a free chunk;
+//   - a page of its own with a free chunk that it holds in a slot (leave);
+//   - a page of the class with a free chunk that names the view, no owner,
+//     or an owner gone (SetGone), among the first of the class's list;
+//   - a free page, while one is left;
+//   - any page of the class with a free chunk, whoever holds it.
+//
+// A full page that has a chunk freed names no owner from then on, unless
+// its owner freed it and fills it, or holds it in one of two slots. So a
+// view holds at most three pages with room per class: the one it fills
+// and two it fills next. Release makes the pages of the
+// owners it is given name no owner: package dict releases a Dict's pages
+// as it closes, and those of owners gone. HeldPages counts the pages that
+// name live owners, and StrandedBytes the free chunks of pages in use.
+// Packable names a page whose chunks fit in the free chunks of the other
+// pages of its class (pack.go): moved there, they leave it free.
+// DESIGN.md gives the reasons for these rules.
 //
 // Format lays out an empty region; Attach checks a region's geometry (magic,
 // page size, page count and offset of page 0 against its length) and

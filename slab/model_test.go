@@ -45,6 +45,7 @@ type model struct {
 	taken  []bool   // per page: Alloc has taken it before
 	takes  int      // pages Alloc took, and zeroed a word the model had set
 	again  int      // of those, pages taken before, freed, and taken again
+	views  int      // views of modelOwner made so far: s and those before it
 }
 
 // The model's class of the pages of an allocated run.
@@ -80,12 +81,14 @@ func newModel(t *testing.T, s *Slab) *model {
 		m.setWord(p, wordPattern(p))
 	}
 	s.SetOwner(modelOwner)
+	m.views = 1
 	return m
 }
 
 // modelOwner is the owner of the model's view (SetOwner), which takes
-// every page: each small chunk lies in a page that names it, through
-// Rebuild and Restore too (verify).
+// every page: each small chunk lies in a page that names it or, once the
+// page was full and had a chunk freed, no owner (leave), through Rebuild
+// and Restore too; and few pages with room per class name it (verify).
 const modelOwner = 0x5a5a
 
 // setWord writes v in page p's word, in the region and in the model.
@@ -315,6 +318,7 @@ func (m *model) restore(op int) {
 	}
 	r.SetOwner(modelOwner)
 	m.s = r
+	m.views++
 }
 
 func (m *model) checkBytes(op int, off uint32, c mchunk) {
@@ -452,11 +456,31 @@ func (m *model) verify(op int, full bool) {
 			t.Fatalf("op %d: ForEach size of %d = %d, want %d", op, off, got[off], c.csize)
 		}
 		m.checkBytes(op, off, c)
-		if s.Mine(off) != c.small {
-			t.Fatalf("op %d: Mine(%d) = %t for a chunk of %d bytes (small %t): the view took every page", op, off, s.Mine(off), c.size, c.small)
+		p, _ := s.pageOf(off)
+		if run := s.desc(p).Run; c.small && !s.Mine(off) && run != 0 || !c.small && s.Mine(off) {
+			t.Fatalf("op %d: Mine(%d) = %t, page names %#x, for a chunk of %d bytes (small %t): the view took every page", op, off, s.Mine(off), run, c.size, c.small)
 		}
 	}
+	m.checkHeld(op)
 	m.checkPages(op)
+}
+
+// checkHeld checks that each view holds at most 1+heldSlots pages with
+// room per class: the page it fills, and pages it freed a chunk in that it
+// holds in a slot; other pages it filled that had a chunk freed since
+// name no owner. The views of modelOwner made one after the other
+// (Restore, Attach) may each have left as many.
+func (m *model) checkHeld(op int) {
+	s := m.s
+	var held [numClasses]int
+	for p := uint32(0); p < s.npages; p++ {
+		d := s.desc(p)
+		if d.Kind == kindSmall && d.Run == modelOwner && int(d.Used) < chunksPerPage(int(d.Class), s.pageSize) {
+			if held[d.Class]++; held[d.Class] > m.views*(1+heldSlots) {
+				m.t.Fatalf("op %d: page %d is page %d with room of class %d that %d views hold", op, p, held[d.Class], classSizes[d.Class], m.views)
+			}
+		}
+	}
 }
 
 // randSize draws sizes from 1 to maxSmall and page runs above, with the

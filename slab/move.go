@@ -70,8 +70,21 @@ func (s *Slab) AllocAway(size int, away uint32) (uint32, error) {
 		s.unlinkClass(c, p)
 		defer s.pushClass(c, p)
 	}
+	// Not the view's own page to fill either, nor one it holds: the page
+	// it fills next is another (leave).
+	mine := false
 	if h := atomic.LoadUint32(&s.hint[c]); h&^hintOwn == p+1 {
-		atomic.StoreUint32(&s.hint[c], 0) // not this view's own page either
+		atomic.StoreUint32(&s.hint[c], 0)
+		mine = true
+	}
+	for i := range s.held[c] {
+		if atomic.LoadUint32(&s.held[c][i]) == p+1 {
+			atomic.StoreUint32(&s.held[c][i], 0)
+			mine = true
+		}
+	}
+	if mine && d.Kind == kindSmall && int(d.Class) == c && d.Run == s.owner {
+		d.Run = 0
 	}
 	return s.allocSmall(c, false, 0)
 }

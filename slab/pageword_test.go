@@ -298,6 +298,7 @@ func TestPageWords(t *testing.T) {
 					}
 					s.SetOwner(modelOwner) // the same owner's view again
 					m.s = s
+					m.views++
 					counts[2]++
 				case k < 7:
 					if err := m.s.Check(); err != nil {

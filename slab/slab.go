@@ -23,11 +23,18 @@ type Slab struct {
 	// (ownPage). Accessed atomically: the region's lock is a word in
 	// shared memory, where the race detector sees no synchronisation.
 	hint [numClasses]uint32
+	// held is, per class, pages of the view's own that it freed a chunk
+	// in after they were full, + 1, 0 for none: it fills them again
+	// before it takes another page (owners.go: leave). Atomic, as hint.
+	held [numClasses][heldSlots]uint32
 	// proc, when set (Share), is shared by the views of one process.
 	proc *Proc
 	// owner is the tag this view writes in the descriptor of each page it
 	// takes for its chunks (SetOwner, Mine); 0: none.
 	owner uint32
+	// gone tells whether the owner a page names is gone (SetGone); nil:
+	// none is.
+	gone func(tag uint32) bool
 }
 
 // Proc is what the views of one process share, so that each view knows
@@ -35,6 +42,9 @@ type Slab struct {
 type Proc struct {
 	allocated atomic.Bool
 }
+
+// Allocated reports whether a view of p has allocated a chunk.
+func (p *Proc) Allocated() bool { return p.allocated.Load() }
 
 // Share makes the view one of the views of p: of a process whose first
 // allocation has been made, anywhere, each view takes a page of its own for
@@ -195,6 +205,20 @@ func (s *Slab) allocSmall(c int, ownOnly bool, reserve uint32) (uint32, error) {
 	size := uint32(classSizes[c])
 	n := chunksPerPage(c, s.pageSize)
 	p, own := s.ownPage(c, n)
+	if !own && (ownOnly || s.wantsOwn(c)) {
+		// Another page to fill: one of its own with room (heldPage), or
+		// one that no live view holds, before a free page (owners.go).
+		// Not the latter for AllocOwn: a move fills the view's pages, or
+		// a free page.
+		p, own = s.heldPage(c, n)
+		if !own && !ownOnly {
+			q, found, err := s.adoptPage(c, n)
+			if err != nil {
+				return 0, err
+			}
+			p, own = q, found
+		}
+	}
 	if ownOnly && !own && s.hdr().FreePages <= reserve {
 		return 0, ErrNoMemory
 	}
@@ -268,9 +292,10 @@ const hintOwn = 1 << 31
 // page that was freed and that another view took since is that view's.
 // Each process has a view of its own (Attach): its first chunk of a class
 // comes from the class's first page with room, as any would, and its next
-// one from a free page it takes, of its own, while free pages last, and so
-// on from that page until it is full: a process puts at most one chunk of
-// a class in a page that others fill. A process whose views share a Proc
+// one from a page it takes for itself (a page no live view holds, or a
+// free page: adoptPage, allocSmall), and so on from that page until it is
+// full: a process puts at most one chunk of a class in a page that others
+// fill. A process whose views share a Proc
 // (a Dict's shards) puts none once it has allocated anywhere: only its very
 // first chunk goes to a page others fill. The entries a process
 // creates then share cache lines, and page lock words, with its own entries
@@ -453,6 +478,7 @@ func (s *Slab) Free(off uint32) error {
 		h.FreeBytes += uint64(s.pageSize) - uint64(n)*uint64(size)
 		s.freePages(p, 1)
 	case wasFull:
+		s.leave(p, c, d)
 		s.pushClass(c, p)
 	}
 	return nil

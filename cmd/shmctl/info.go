@@ -16,9 +16,13 @@ var infoCmd = &command{
 	help: `Info prints a zone's size and geometry, its free space, its entries, the
 counters every process adds to (hits, misses, writes, evictions, lost,
 expirations, lock waits, recoveries, moves: since the zone was created),
-and the use of each slab size class. Moves counts the entries a process
-moved, after writing them, from pages another process filled to pages of
-its own. Protected counts the entries used again, which
+and the use of each slab size class. Stranded is the part of the free
+space in slab pages that also hold entries: room only for entries of
+their size class. Held pages counts the pages that open processes fill
+for their own entries: at most three with room per process, size class
+and shard. Moves counts the entries a process moved, after writing them, from
+pages another process filled to pages of its own. Protected counts the
+entries used again, which
 eviction takes only when no other is left; lost counts keys written anew
 while their evicted entry would still have been live (a count that errs
 low: a shard remembers its last 16 evictions), and a zone whose lost grows
@@ -47,6 +51,8 @@ zone read-only.`,
 // jsonStats are a dictionary's figures, for info and watch.
 type jsonStats struct {
 	Free        int64  `json:"free"`
+	Stranded    int64  `json:"stranded"`   // free bytes in slab pages that also hold entries
+	HeldPages   int64  `json:"held_pages"` // slab pages open processes fill for their own entries
 	Entries     int64  `json:"entries"`
 	Protected   int64  `json:"protected"` // entries in the eviction queue's protected segment
 	Hits        uint64 `json:"hits"`
@@ -62,7 +68,7 @@ type jsonStats struct {
 
 func statsOf(st dict.Stats) jsonStats {
 	return jsonStats{
-		Free: st.FreeSpace, Entries: st.Entries, Protected: st.Protected, Hits: st.Hits, Misses: st.Misses,
+		Free: st.FreeSpace, Stranded: st.StrandedBytes, HeldPages: st.HeldPages, Entries: st.Entries, Protected: st.Protected, Hits: st.Hits, Misses: st.Misses,
 		Writes: st.Writes, Evictions: st.Evictions, Lost: st.Lost, Expirations: st.Expirations, LockWaits: st.LockWaits, Recoveries: st.Recoveries,
 		Moves: st.Moves,
 	}
@@ -137,6 +143,8 @@ func (r info) write(w io.Writer) error {
 	fmt.Fprintf(tw, "size\t%s (%d bytes): %d shard(s) of %s, %d index slots each\n",
 		formatSize(r.Size), r.Size, r.Shards, formatSize(r.ShardSize), r.IndexSlots)
 	fmt.Fprintf(tw, "free\t%s (%d bytes)\n", formatSize(r.Free), r.Free)
+	fmt.Fprintf(tw, "stranded\t%s (%d bytes) of it in pages in use, for entries of their size class\n", formatSize(r.Stranded), r.Stranded)
+	fmt.Fprintf(tw, "held pages\t%d (filled by open processes for their own entries)\n", r.HeldPages)
 	fmt.Fprintf(tw, "entries\t%d (expired ones not yet reclaimed included)\n", r.Entries)
 	fmt.Fprintf(tw, "protected\t%d (used again: evicted last)\n", r.Protected)
 	for _, c := range r.counters() {
@@ -156,9 +164,9 @@ func (r info) write(w io.Writer) error {
 		fmt.Fprintf(tw, "%d B\t%d\t%d\t%d\t\n", c.Size, c.Pages, c.Used, c.Free)
 	}
 	if len(r.PerShard) > 0 {
-		fmt.Fprint(tw, "\nshard\tentries\tprotected\tfree\thits\tmisses\twrites\tevictions\tlost\texpirations\tlock waits\trecoveries\tmoves\t\n")
+		fmt.Fprint(tw, "\nshard\tentries\tprotected\tfree\tstranded\theld pages\thits\tmisses\twrites\tevictions\tlost\texpirations\tlock waits\trecoveries\tmoves\t\n")
 		for _, s := range r.PerShard {
-			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t", s.Shard, s.Entries, s.Protected, s.Free)
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t", s.Shard, s.Entries, s.Protected, s.Free, s.Stranded, s.HeldPages)
 			for _, c := range s.counters() {
 				fmt.Fprintf(tw, "%d\t", c.n)
 			}

@@ -425,41 +425,49 @@ func loadByte(arena []byte, off int) byte {
 	return byteOf(atomic.LoadUint64((*uint64)(unsafe.Pointer(&arena[off : off+8][0]))), 0)
 }
 
-// keyIs reports whether the len(key) bytes at k of arena, a key in the
-// zone, are key's: it compares them word by word, each word of the zone
-// loaded atomically and each of key loaded unaligned. k must be 8-aligned
-// and k+len(key) at most len(arena). An empty key compares no byte, even
-// at the arena's end.
-func keyIs(arena []byte, k int, key string) bool {
-	n := len(key)
-	if n == 0 {
-		return true
-	}
-	if !unalignedWords {
-		return keyIsBytes(arena, k, key)
-	}
-	p := unsafe.Pointer(&arena[k : k+(n+7)&^7][0])
+// keyWords reports whether the len(key) bytes at k of arena, a key in the
+// zone, are key's, for a key of 8 bytes or more on a machine that loads
+// unaligned words (unalignedWords); keyIsShort answers for other keys. It
+// compares word by word, each word of the zone loaded atomically and each
+// of key loaded unaligned. k must be 8-aligned and k+len(key) at most
+// len(arena). It is small enough to be inlined in findOptimistic's loop.
+func keyWords(arena []byte, k int, key string) bool {
+	// The caller checked k+len(key) against the arena, whose length is a
+	// multiple of 8: the words up to it rounded up are in the arena.
+	p := unsafe.Add(unsafe.Pointer(unsafe.SliceData(arena)), k)
 	q := unsafe.Pointer(unsafe.StringData(key))
-	if n < 8 {
-		w := atomic.LoadUint64((*uint64)(p))
-		for j := 0; j < n; j++ {
-			if byteOf(w, j) != key[j] {
-				return false
-			}
-		}
-		return true
-	}
-	i := 0
-	for ; i+8 <= n; i += 8 {
+	n, i := len(key), 0
+	for ; i < n-8; i += 8 {
 		if atomic.LoadUint64((*uint64)(unsafe.Add(p, i))) != *(*uint64)(unsafe.Add(q, i)) {
 			return false
 		}
 	}
-	r := n - i
-	return r == 0 || firstBytes(atomic.LoadUint64((*uint64)(unsafe.Add(p, i))), r) == lastBytes(*(*uint64)(unsafe.Add(q, n-8)), r)
+	// The last 1 to 8 bytes: the zone's from the word at i, key's from its
+	// last 8 bytes.
+	return tailIs(atomic.LoadUint64((*uint64)(unsafe.Add(p, i))), *(*uint64)(unsafe.Add(q, n-8)), uint(64-8*(n-i)))
 }
 
-// keyIsBytes is keyIs for a machine that loads only aligned words.
+// keyIsShort is keyWords for a key under 8 bytes, or for any key on a
+// machine that loads only aligned words. An empty key compares no byte,
+// even at the arena's end.
+func keyIsShort(arena []byte, k int, key string) bool {
+	n := len(key)
+	switch {
+	case n == 0:
+		return true
+	case n >= 8:
+		return keyIsBytes(arena, k, key)
+	}
+	w := atomic.LoadUint64((*uint64)(unsafe.Pointer(&arena[k : k+8][0])))
+	for j := 0; j < n; j++ {
+		if byteOf(w, j) != key[j] {
+			return false
+		}
+	}
+	return true
+}
+
+// keyIsBytes is keyWords for a machine that loads only aligned words.
 func keyIsBytes(arena []byte, k int, key string) bool {
 	var b [8]byte
 	for i := 0; i < len(key); i += 8 {

@@ -12,7 +12,9 @@ const (
 
 // The bytes of a word as the zone holds it, first byte highest: see
 // layout_le.go.
-func byteOf(w uint64, j int) byte       { return byte(w >> (56 - 8*j)) }
-func byteAt(b byte, j int) uint64       { return uint64(b) << (56 - 8*j) }
-func firstBytes(w uint64, r int) uint64 { return w &^ (1<<(64-8*r) - 1) }
-func lastBytes(w uint64, r int) uint64  { return w << (64 - 8*r) }
+func byteOf(w uint64, j int) byte { return byte(w >> (56 - 8*j)) }
+func byteAt(b byte, j int) uint64 { return uint64(b) << (56 - 8*j) }
+
+// tailIs reports whether the first 8-s/8 bytes of the word w are the last
+// 8-s/8 bytes of the word k.
+func tailIs(w, k uint64, s uint) bool { return (w^k<<s)>>s == 0 }

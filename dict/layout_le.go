@@ -12,10 +12,10 @@ const (
 )
 
 // The bytes of a word as the zone holds it, first byte lowest: byteOf
-// returns byte j (0..7) of w, byteAt places b as byte j, firstBytes keeps
-// w's first r bytes (1..7), and lastBytes moves w's last r bytes to the
-// front.
-func byteOf(w uint64, j int) byte       { return byte(w >> (8 * j)) }
-func byteAt(b byte, j int) uint64       { return uint64(b) << (8 * j) }
-func firstBytes(w uint64, r int) uint64 { return w & (1<<(8*r) - 1) }
-func lastBytes(w uint64, r int) uint64  { return w >> (64 - 8*r) }
+// returns byte j (0..7) of w, and byteAt places b as byte j.
+func byteOf(w uint64, j int) byte { return byte(w >> (8 * j)) }
+func byteAt(b byte, j int) uint64 { return uint64(b) << (8 * j) }
+
+// tailIs reports whether the first 8-s/8 bytes of the word w are the last
+// 8-s/8 bytes of the word k.
+func tailIs(w, k uint64, s uint) bool { return (w^k>>s)<<s == 0 }

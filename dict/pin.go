@@ -132,7 +132,12 @@ func (s *shard) findOptimistic(key string, h uint64) (off uint32, seq uint64, ok
 			if k+klen > len(arena) {
 				return 0, seq, false
 			}
-			if keyIs(arena, k, key) {
+			// keyWords is inlined: the common key makes no call.
+			if klen >= 8 && unalignedWords {
+				if keyWords(arena, k, key) {
+					return off, seq, true
+				}
+			} else if keyIsShort(arena, k, key) {
 				return off, seq, true
 			}
 		}

@@ -5,11 +5,11 @@ import (
 	"unsafe"
 )
 
-// keyIs must answer as a byte-wise comparison does, for every length across
-// its word and byte paths, for a difference at every position, for keys at
+// keyWords and keyIsShort must answer as a byte-wise comparison does, for
+// every length they take, for a difference at every position, for keys at
 // every alignment (a key's bytes in the zone are aligned; the caller's are
 // not), and whatever bytes follow the key in its last word. So must
-// keyIsBytes, keyIs on a machine that loads only aligned words.
+// keyIsBytes, their path on a machine that loads only aligned words.
 func TestKeyIsComparesEveryByte(t *testing.T) {
 	zone := make([]uint64, 16) // aligned, as a key in an arena
 	arena := unsafe.Slice((*byte)(unsafe.Pointer(&zone[0])), len(zone)*8)
@@ -26,13 +26,19 @@ func TestKeyIsComparesEveryByte(t *testing.T) {
 			}
 			z := arena[:n]
 			copy(z, b)
-			if !keyIs(arena, 0, key) || !keyIsBytes(arena, 0, key) {
+			keyIs := func() bool {
+				return (n < 8 || keyWords(arena, 0, key)) && keyIsShort(arena, 0, key) && keyIsBytes(arena, 0, key)
+			}
+			keyIsNot := func() bool {
+				return (n >= 8 && keyWords(arena, 0, key)) || keyIsShort(arena, 0, key) || keyIsBytes(arena, 0, key)
+			}
+			if !keyIs() {
 				t.Fatalf("len %d align %d: equal keys differ", n, align)
 			}
 			for i := 0; i < n; i++ {
 				for _, bit := range []byte{0x01, 0x80} {
 					z[i] ^= bit
-					if keyIs(arena, 0, key) || keyIsBytes(arena, 0, key) {
+					if keyIsNot() {
 						t.Fatalf("len %d align %d: byte %d flipped by %#x, keys still equal", n, align, i, bit)
 					}
 					z[i] ^= bit

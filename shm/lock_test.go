@@ -228,14 +228,12 @@ func TestOwnerDead(t *testing.T) {
 	}
 }
 
-// A child process takes a lock word in a real zone and is killed while it
-// holds it: the parent's Lock takes it over and says so.
-func TestLockKilledOwner(t *testing.T) {
-	path := tempZone(t)
-	z := mustOpen(t, path, small)
-	w := word64(z.Shard(0), 0)
-
-	cmd := helperCommand(t, "lock", path)
+// startLocker starts the "lock" helper on the zone at path and waits until
+// it holds the first lock word of shard 0. It returns the running helper,
+// which the test ends, and the word and LockResult the helper reported.
+func startLocker(t *testing.T, path string) (cmd *exec.Cmd, word uint64, r LockResult) {
+	t.Helper()
+	cmd = helperCommand(t, "lock", path)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -244,21 +242,29 @@ func TestLockKilledOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stdin.Close()
+	t.Cleanup(func() { stdin.Close() })
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
 		t.Fatalf("child: %v", err)
 	}
-	var word uint64
-	var r LockResult
 	if _, err := fmt.Sscanf(line, "locked %d %d", &word, &r); err != nil {
 		t.Fatalf("child said %q: %v", line, err)
 	}
+	return cmd, word, r
+}
+
+// A child process takes a lock word in a real zone and is killed while it
+// holds it: the parent's Lock takes it over and says so.
+func TestLockKilledOwner(t *testing.T) {
+	path := tempZone(t)
+	z := mustOpen(t, path, small)
+	w := word64(z.Shard(0), 0)
+
+	cmd, word, r := startLocker(t, path)
 	if word != ownerWord(1, 1) || r != 0 {
 		t.Fatalf("child locked as %#x with %d, want slot 1 generation 1 with 0", word, r)
 	}

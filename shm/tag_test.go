@@ -1,8 +1,6 @@
 package shm
 
 import (
-	"bufio"
-	"fmt"
 	"testing"
 )
 
@@ -46,30 +44,7 @@ func TestTagGone(t *testing.T) {
 func TestTagGoneKilled(t *testing.T) {
 	path := tempZone(t)
 	z := mustOpen(t, path, small)
-	cmd := helperCommand(t, "lock", path)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stdin.Close()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Wait()
-	defer cmd.Process.Kill()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("child: %v", err)
-	}
-	var word uint64
-	var r LockResult
-	if _, err := fmt.Sscanf(line, "locked %d %d", &word, &r); err != nil {
-		t.Fatalf("child said %q: %v", line, err)
-	}
+	cmd, word, _ := startLocker(t, path)
 	tag := ownerTag(int(uint32(word)), uint32(word>>32))
 	if z.TagReplaced(tag) || z.TagGone(tag) {
 		t.Fatalf("live child's tag %#x: TagReplaced %t, TagGone %t, want false, false", tag, z.TagReplaced(tag), z.TagGone(tag))

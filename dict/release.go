@@ -73,7 +73,7 @@ func (d *Dict) releaseAll() {
 				wait = false
 				continue
 			}
-		} else if d.z.TryLock(s.lockw) {
+		} else if d.z.TryLockCounted(s.lockw, s.holds) {
 			d.beginChange(s)
 		} else {
 			continue

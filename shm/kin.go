@@ -13,7 +13,9 @@ import (
 // goroutines' holds of a lock says so in one of two ways:
 //   - Holders: the lock's takers count themselves in it, from before their
 //     swap to after their release (TryLockCounted, LockWithinCounted,
-//     UnlockCounted). The count is exact.
+//     UnlockCounted). The count is exact. A taker swaps only when its
+//     count rose from 0, so two of the zone's goroutines never swap or
+//     judge the word at once.
 //   - held: a function the wait asks (LockWithinAsking), for a lock whose
 //     takers mark their holds with plain stores, and whose waiter knows that
 //     no new hold can begin while it waits.
@@ -58,13 +60,15 @@ func (z *Zone) LockWithinAsking(w *uint64, timeout time.Duration, held func() bo
 }
 
 // swap is a compare-and-swap of w from old to new, counted in c when c is
-// not nil: the count rises before the swap and falls again if it fails.
+// not nil. The count rises before the swap and falls again if it fails. A
+// counted swap is tried only when the count rose from 0: no other goroutine
+// of the zone holds w, swaps it, or judges it (orphan). So the count
+// orders the zone's own goroutines, and the word orders the processes.
 func (c *Holders) swap(w *uint64, old, new uint64) bool {
 	if c == nil {
 		return atomic.CompareAndSwapUint64(w, old, new)
 	}
-	c.n.Add(1)
-	if atomic.CompareAndSwapUint64(w, old, new) {
+	if c.n.Add(1) == 1 && atomic.CompareAndSwapUint64(w, old, new) {
 		return true
 	}
 	c.n.Add(-1)
@@ -80,13 +84,18 @@ type kin struct {
 
 // orphan takes over w, which holds self, the zone's own word, when no
 // goroutine of the zone holds it, and reports whether it did. With a count,
-// the waiter counts itself first: a count of 1 is then itself alone, and no
-// sibling's swap from 0 can succeed while w holds self.
+// the waiter counts itself first. A count that rose from 0 is the waiter
+// alone: no sibling holds w, and none can swap it until the waiter's count
+// falls (swap). A sibling may have let w go since the waiter read it, so
+// the takeover is a swap from self: it fails on a w that holds 0.
 func (k kin) orphan(w *uint64, self uint64) bool {
 	switch {
 	case k.c != nil:
-		k.c.n.Add(1)
-		if k.c.n.Load() == 1 && atomic.CompareAndSwapUint64(w, self, self) {
+		alone := k.c.n.Add(1) == 1
+		if orphanHook != nil {
+			orphanHook()
+		}
+		if alone && atomic.CompareAndSwapUint64(w, self, self) {
 			return true
 		}
 		k.c.n.Add(-1)
@@ -95,3 +104,7 @@ func (k kin) orphan(w *uint64, self uint64) bool {
 	}
 	return false
 }
+
+// orphanHook, when set, runs in a counted orphan between the count and the
+// takeover, for tests of what siblings do there.
+var orphanHook func()

@@ -141,3 +141,49 @@ func TestCountedExclusive(t *testing.T) {
 		t.Fatalf("at the end: word %#x, count %d; want 0, 0", *w, n)
 	}
 }
+
+// A sibling that lets the word go and takes it again while a counted wait
+// judges it, between the wait's count and its takeover, is never joined
+// there: the wait takes no word that a sibling holds. Without the rule that
+// a counted swap goes alone, the sibling's swap from 0 and the wait's
+// takeover from the own word both succeeded.
+func TestOrphanRacesSiblingRelock(t *testing.T) {
+	z, w := lockZone(t)
+	var c Holders
+	if !z.TryLockCounted(w, &c) {
+		t.Fatal("TryLockCounted of a free word failed")
+	}
+	var sibling bool
+	hooked := false
+	orphanHook = func() {
+		if hooked {
+			return
+		}
+		hooked = true
+		// The holder the wait read lets go of the word, and takes it
+		// again. Its count fell before the wait's count rose (below).
+		Unlock(w)
+		sibling = z.TryLockCounted(w, &c)
+	}
+	defer func() { orphanHook = nil }()
+	// The holder let go between the wait's load of the word and its
+	// count: its count falls first, its word in the hook.
+	c.n.Add(-1)
+	r, err := z.LockWithinCounted(w, &c, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hooked {
+		t.Fatal("the wait never judged the word")
+	}
+	if sibling {
+		t.Fatalf("the sibling took the word again while the wait judged it, and the wait took it too (%d)", r)
+	}
+	if r&LockRecovered != 0 {
+		t.Errorf("LockWithinCounted = %d: a word let go is no orphan", r)
+	}
+	UnlockCounted(w, &c)
+	if n := c.n.Load(); *w != 0 || n != 0 {
+		t.Fatalf("at the end: word %#x, count %d; want 0, 0", *w, n)
+	}
+}

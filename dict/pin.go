@@ -275,7 +275,10 @@ func (s *shard) tryPin(off uint32, seq uint64) *uint64 {
 // fails its check, and writes nothing. So a page word equal to the owner
 // word with no mark is corrupt: the drain takes it over (pinHeld,
 // shm.Zone.LockWithinAsking). A takeover that races a pinner's release
-// is harmless: a drain releases the page at once.
+// is harmless: a drain releases the page at once. A pinner that swapped
+// and has not marked yet is a few instructions from its mark: the drain
+// judges only on looks that span 50 ms (shm's askQuiet), so that such a
+// pinner runs first, fails its check, and releases the word itself.
 
 // markPin sets or clears the mark of the page that holds the entry at off.
 func (s *shard) markPin(off uint32, v uint32) {

@@ -49,9 +49,10 @@ func UnlockCounted(w *uint64, c *Holders) {
 
 // LockWithinAsking is LockWithin for a word whose holds by the zone's
 // goroutines held reports. When w is the zone's own word once the wait
-// passes deadCheckAfter, and held reports false, w is taken over
-// (LockRecovered). held is called only then. The caller must know that no
-// goroutine of the zone begins a hold of w while it waits.
+// passes deadCheckAfter, and held reports false on looks that span askQuiet,
+// w is taken over (LockRecovered). held is called only then. The caller must
+// know that no goroutine of the zone begins a hold of w while it waits, but
+// for a swap that it undoes at once.
 func (z *Zone) LockWithinAsking(w *uint64, timeout time.Duration, held func() bool) (LockResult, error) {
 	if atomic.CompareAndSwapUint64(w, 0, z.own.word) {
 		return 0, nil
@@ -76,11 +77,24 @@ func (c *Holders) swap(w *uint64, old, new uint64) bool {
 }
 
 // kin is what a wait knows of its zone's goroutines' holds of the word: a
-// count, a function to ask, or neither.
+// count, a function to ask, or neither. quiet counts the wait's looks in a
+// row at its own word that held answered false, the first at quietFrom.
 type kin struct {
-	c    *Holders
-	held func() bool
+	c         *Holders
+	held      func() bool
+	quiet     int
+	quietFrom time.Duration
 }
+
+// An asked wait takes its own word over only after askLooks looks in a row,
+// over askQuiet of its wait, found the word unmarked. A sibling marks its
+// hold a few instructions after its swap, and held cannot see it between
+// the two. The looks are the wait's own: a process stopped and resumed
+// looks again, so its siblings run before it judges.
+const (
+	askLooks = 8
+	askQuiet = 50 * time.Millisecond
+)
 
 // orphan takes over w, which holds self, the zone's own word, when no
 // goroutine of the zone holds it, and reports whether it did. With a count,
@@ -88,7 +102,7 @@ type kin struct {
 // alone: no sibling holds w, and none can swap it until the waiter's count
 // falls (swap). A sibling may have let w go since the waiter read it, so
 // the takeover is a swap from self: it fails on a w that holds 0.
-func (k kin) orphan(w *uint64, self uint64) bool {
+func (k *kin) orphan(w *uint64, self uint64, waited time.Duration) bool {
 	switch {
 	case k.c != nil:
 		alone := k.c.n.Add(1) == 1
@@ -100,7 +114,15 @@ func (k kin) orphan(w *uint64, self uint64) bool {
 		}
 		k.c.n.Add(-1)
 	case k.held != nil:
-		return !k.held() && atomic.CompareAndSwapUint64(w, self, self)
+		if k.held() {
+			k.quiet = 0
+			return false
+		}
+		if k.quiet == 0 {
+			k.quietFrom = waited
+		}
+		k.quiet++
+		return k.quiet >= askLooks && waited-k.quietFrom >= askQuiet && atomic.CompareAndSwapUint64(w, self, self)
 	}
 	return false
 }

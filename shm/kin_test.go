@@ -187,3 +187,24 @@ func TestOrphanRacesSiblingRelock(t *testing.T) {
 		t.Fatalf("at the end: word %#x, count %d; want 0, 0", *w, n)
 	}
 }
+
+// An asked wait does not take its own word for an orphan on a few looks
+// that find it unmarked: a sibling marks its hold a few instructions after
+// its swap. Here held finds the sibling's mark only from its askLooks-th
+// call on, and the wait times out instead of joining the sibling.
+func TestAskedWaitLooksBeforeTakeover(t *testing.T) {
+	z, w := lockZone(t)
+	*w = z.OwnerWord() // a sibling swapped it and has not marked it yet
+	calls := 0
+	held := func() bool {
+		calls++
+		return calls >= askLooks
+	}
+	r, err := z.LockWithinAsking(w, 300*time.Millisecond, held)
+	if !errors.Is(err, ErrLockTimeout) {
+		t.Fatalf("LockWithinAsking(a sibling's word, marked from look %d) = %d, %v; want ErrLockTimeout", askLooks, r, err)
+	}
+	if calls < askLooks {
+		t.Fatalf("held was asked %d times: the wait never judged the word", calls)
+	}
+}

@@ -115,7 +115,10 @@ func (z *Zone) lockSlow(w *uint64, timeout time.Duration, k kin) (LockResult, er
 			continue
 		}
 		waited := time.Since(start)
-		if waited >= deadAfter && owner == self && k.orphan(w, self) {
+		if owner != self {
+			k.quiet = 0
+		}
+		if waited >= deadAfter && owner == self && k.orphan(w, self, waited) {
 			return LockWaited | LockRecovered, nil
 		}
 		if waited >= deadAfter && z.ownerDead(owner) {

@@ -24,7 +24,7 @@ var dictDescs = func() []*prometheus.Desc {
 
 var (
 	descDecisions = prometheus.NewDesc("shmzone_limiter_decisions_total",
-		"Decisions of this process's limiter, by decision: allowed, rejected or error.", []string{"limiter", "decision"}, nil)
+		"Decisions of the limiter, by decision: allowed, rejected or error. This process's, or with CountHostIn the host's.", []string{"limiter", "decision"}, nil)
 	descForcible = prometheus.NewDesc("shmzone_limiter_forcible_total",
 		"Operations of this process's limiter whose write evicted other entries (limiter.Stats.Forcible).", []string{"limiter"}, nil)
 	descRetries = prometheus.NewDesc("shmzone_limiter_retries_total",
@@ -51,6 +51,7 @@ type Collector struct {
 	dicts    []namedDict
 	limiters []*Limiter
 	names    map[string]bool // "zone/" and "limiter/" names taken
+	host     *hostCounts     // CountHostIn's, or nil
 }
 
 type namedDict struct {
@@ -101,7 +102,8 @@ func (c *Collector) RemoveDict(name string) bool {
 // AddLimiter returns l wrapped to count its decisions, exported under the
 // label limiter=name with l's limiter.Stats when it has them. Use the
 // returned Limiter in l's place. Errors: ErrNilLimiter, ErrDuplicate for a
-// name added and not removed (RemoveLimiter).
+// name added and not removed (RemoveLimiter), and ErrKeyTooLong (see
+// CountHostIn).
 func (c *Collector) AddLimiter(name string, l limiter.Limiter) (limiter.Limiter, error) {
 	if l == nil {
 		return nil, ErrNilLimiter
@@ -111,8 +113,14 @@ func (c *Collector) AddLimiter(name string, l limiter.Limiter) (limiter.Limiter,
 	if c.names["limiter/"+name] {
 		return nil, fmt.Errorf("%w: limiter %q", ErrDuplicate, name)
 	}
-	c.names["limiter/"+name] = true
 	w := &Limiter{name: name, l: l}
+	if c.host != nil {
+		if err := checkHostName(name); err != nil {
+			return nil, err
+		}
+		w.host.Store(c.host.handles(name))
+	}
+	c.names["limiter/"+name] = true
 	c.limiters = append(c.limiters, w)
 	return w.wrapped(), nil
 }
@@ -139,7 +147,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range dictDescs {
 		ch <- d
 	}
-	for _, d := range []*prometheus.Desc{descDecisions, descForcible, descRetries, descEvicted} {
+	for _, d := range []*prometheus.Desc{descDecisions, descProcessDecisions, descForcible, descRetries, descEvicted} {
 		ch <- d
 	}
 }
@@ -174,10 +182,17 @@ func (c *Collector) metrics() []prometheus.Metric {
 			ms = append(ms, prometheus.MustNewConstMetric(dictDescs[i], vt, float64(m.Value(s)), nd.name))
 		}
 	}
+	if c.host != nil {
+		_ = c.host.c.Sync() // a failed write is kept for the next sync
+	}
 	for _, l := range c.limiters {
-		counter(descDecisions, l.allowed.Load(), l.name, "allowed")
-		counter(descDecisions, l.rejected.Load(), l.name, "rejected")
-		counter(descDecisions, l.errors.Load(), l.name, "error")
+		if c.host != nil {
+			ms = c.host.metrics(ms, l)
+		} else {
+			counter(descDecisions, l.allowed.Load(), l.name, "allowed")
+			counter(descDecisions, l.rejected.Load(), l.name, "rejected")
+			counter(descDecisions, l.errors.Load(), l.name, "error")
+		}
 		if s, ok := l.l.(statser); ok {
 			st := s.Stats()
 			counter(descForcible, st.Forcible, l.name)

@@ -34,7 +34,13 @@ func openZone(t *testing.T) *dict.Dict {
 // scrape fetches url and parses it as the Prometheus text format.
 func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp, err := http.Get(url)
+	return scrapeWith(t, http.DefaultClient, url)
+}
+
+// scrapeWith is scrape through client.
+func scrapeWith(t *testing.T, client *http.Client, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := client.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,25 @@
 //
 // Concurrency: a Collector and its Limiters are safe for concurrent use by
 // goroutines; RemoveDict returns when no scrape reads the Dict, which may
-// then be closed. The counts are this process's: each process, a prefork child
-// among them, exports its own decisions, while every process that opens a
-// zone exports the same zone-wide dictionary figures.
+// then be closed. The decision counts are this process's unless the
+// Collector counts them in a zone too (CountHostIn). Every process that
+// opens a zone exports the same zone-wide dictionary figures.
+//
+// # A prefork fleet
+//
+// Under prefork, each scrape of the shared port reaches one child at
+// random. Its own decision counts would make one series jump between the
+// children's values. So each child counts into the zone as well:
+//
+//	c := shmprom.NewCollector()
+//	c.AddDict("main", d)
+//	c.CountHostIn(d, time.Second) // d: the zone every child opens
+//	defer c.Close()               // before d.Close
+//	l, _ = c.AddLimiter("per-client", l)
+//
+// Every child then exports the host's totals as
+// shmzone_limiter_decisions_total{limiter,decision}, behind by at most the
+// other children's interval. Its own counts stay apart as
+// shmzone_limiter_process_decisions_total{limiter,decision,pid}. The
+// host series stays right whichever child answers a scrape.
 package shmprom

@@ -12,3 +12,15 @@ var (
 	// would collide.
 	ErrDuplicate = errors.New("shmprom: duplicate name")
 )
+
+var (
+	// ErrBadInterval is returned by CountHostIn for an interval that is not
+	// positive.
+	ErrBadInterval = errors.New("shmprom: bad sync interval")
+	// ErrHostCounts is returned by CountHostIn for a Collector that counts
+	// in a zone already.
+	ErrHostCounts = errors.New("shmprom: host counts already kept")
+	// ErrKeyTooLong is returned by CountHostIn and AddLimiter for a limiter
+	// name that makes a zone key longer than dict.MaxKeyLen.
+	ErrKeyTooLong = errors.New("shmprom: limiter name too long for host counts")
+)

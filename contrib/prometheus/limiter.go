@@ -13,18 +13,29 @@ type Limiter struct {
 	name                      string
 	l                         limiter.Limiter
 	allowed, rejected, errors atomic.Uint64
+	host                      atomic.Pointer[hostHandles] // CountHostIn's counts, or nil
 }
 
 // Incoming is the wrapped limiter's, counted.
 func (w *Limiter) Incoming(ctx context.Context, key string, commit bool) (limiter.Decision, error) {
 	d, err := w.l.Incoming(ctx, key, commit)
+	h := w.host.Load()
 	switch {
 	case err != nil:
 		w.errors.Add(1)
+		if h != nil {
+			h.errors.Add(1)
+		}
 	case d.Allowed:
 		w.allowed.Add(1)
+		if h != nil {
+			h.allowed.Add(1)
+		}
 	default:
 		w.rejected.Add(1)
+		if h != nil {
+			h.rejected.Add(1)
+		}
 	}
 	return d, err
 }

@@ -56,8 +56,8 @@ func within(t *testing.T, what string, f func()) {
 	go func() { defer close(done); f() }()
 	select {
 	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s: still waiting after 30s (a shard lock left held?)", what)
+	case <-time.After(time.Minute):
+		t.Fatalf("%s: still waiting after a minute (a shard lock left held?)", what)
 	}
 }
 

@@ -72,7 +72,7 @@ func runHelperServer(o Options) error {
 // hang bounds every wait for something a test expects to happen: a guard
 // against a hang, not a measure, generous enough for a loaded machine and
 // the race detector.
-const hang = 30 * time.Second
+const hang = time.Minute
 
 // server is a helper master and the lines it and its children wrote.
 type server struct {

@@ -33,7 +33,7 @@ func TestWorkerServeMetricsParse(t *testing.T) {
 	cmd := exec.Command(bin, "serve", "-procs", "1", "-addr", addr, "-zone", filepath.Join(dir, "serve.zone"), "-rate", "100r/s", "-nodelay")
 	exited := testutil.StartGroup(t, cmd)
 	// The child listens when it is ready; until then connections fail.
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		resp, err := http.Get("http://" + addr + "/")
 		if err == nil {
@@ -46,7 +46,7 @@ func TestWorkerServeMetricsParse(t *testing.T) {
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("worker serve not answering after 30s: %v", err)
+			t.Fatalf("worker serve not answering after a minute: %v", err)
 		}
 	}
 	mfs := scrape(t, "http://"+addr+"/metrics")

@@ -1,16 +1,18 @@
-// Package prefork runs a net/http server as a master process and N child
+// Package prefork runs an HTTP server as a master process and N child
 // processes that each accept on their own SO_REUSEPORT socket of one
 // address, so that the kernel spreads connections over the children. With
 // the limiters of package limiter over one zone file, every child enforces
-// one limit.
+// one limit. A child may run any server that serves a net.Listener:
+// net/http, fasthttp, fiber.
 //
 // A program calls Run from main with the same Options in the master and in
 // its children: the master re-executes the program's binary (os.Executable,
 // with its arguments) once per child, and Run tells the two apart by the
 // environment variable EnvChild, which the master sets in each child. In a
 // child, Run calls the child function with the child's listener and a
-// context that ends on SIGTERM or SIGINT; the function serves (Serve does it
-// for an http.Server) and drains when the context ends. A child ignores
+// context that ends on SIGTERM or SIGINT; the function serves and drains
+// when the context ends. Serve does it for an http.Server. ServeFunc does it
+// for any server, given its serve and shutdown functions. A child ignores
 // SIGHUP, the master's signal to roll, which may reach it too (pkill -HUP by
 // name, kill -HUP to the process group, a terminal's hang-up): it keeps
 // serving and its requests in flight are not dropped.
@@ -20,6 +22,11 @@
 //			srv := &http.Server{Handler: h}
 //			return prefork.Serve(ctx, srv, ln, 10*time.Second)
 //		})
+//
+// A fasthttp child serves ln the same way:
+//
+//	srv := &fasthttp.Server{Handler: h}
+//	return prefork.ServeFunc(ctx, ln, srv.Serve, srv.ShutdownWithContext, 10*time.Second)
 //
 // The master keeps one socket per child slot open for its whole life and
 // hands it to each child of the slot (fd 4), so connections queued on a
@@ -73,7 +80,8 @@
 // installs signal handlers for SIGTERM, SIGINT and SIGHUP (in the master to
 // roll, in a child to ignore it), and removes them when it returns; a child
 // catches SIGHUP rather than ignoring it, so that the programs it execs get
-// the default disposition. Serve may be called from any goroutine.
+// the default disposition. Serve and ServeFunc may be called from any
+// goroutine.
 // Across processes, the master and the children share nothing but the
 // listening sockets, the ready pipes, their stdout and stderr, the files of
 // Options.ExtraFiles, and what the program shares itself (a zone file).

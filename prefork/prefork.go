@@ -104,11 +104,11 @@ var masterPid = func() string {
 // In a child, Run calls child with the child's listener and a context
 // that ends on SIGTERM or SIGINT (sent by the master to drain it, or when
 // the master dies), and returns what child returns; SIGHUP, meant for the
-// master, is ignored while child runs. child should serve ln
-// until the context ends and then finish its requests in flight (Serve
-// does both for an http.Server). The child is ready for the master when it
-// first calls ln's Accept (or Addr); one that never does is killed after
-// o.ReadyTimeout. Run returns ErrOrphan, without calling child, when the
+// master, is ignored while child runs. child should serve ln until the
+// context ends and then finish its requests in flight. Serve does both for
+// an http.Server, ServeFunc for any server. The child is ready for the
+// master when it first calls ln's Accept (or Addr); one that never does is
+// killed after o.ReadyTimeout. Run returns ErrOrphan, without calling child, when the
 // master died before the child started. A master whose children take
 // another path to Run (Options.Args or Env choosing it) may pass a nil
 // child.

@@ -42,6 +42,43 @@ func Serve(ctx context.Context, srv *http.Server, ln net.Listener, drain time.Du
 	return nil
 }
 
+// ServeFunc serves ln with serve until ctx ends, then drains with
+// shutdown. It is Serve for any server that serves a net.Listener. For a
+// *fasthttp.Server they are srv.Serve and srv.ShutdownWithContext. For a
+// fiber app they are a call of app.Listener and app.ShutdownWithContext.
+//
+// serve is called once, in a goroutine of its own, and must return once ln
+// is closed. When ctx ends, ServeFunc calls shutdown with a context that
+// ends drain later. shutdown should close ln and wait for the requests in
+// flight until its context ends. ServeFunc then closes ln, which may
+// already be closed, and waits for serve to return. Connections still
+// queued on a prefork socket wait for the slot's other children or its
+// next child.
+//
+// ServeFunc returns nil after a full drain, and the error of serve if
+// serving fails first. When shutdown fails, it returns an error wrapping
+// shutdown's: context.DeadlineExceeded when requests were still in flight
+// after drain.
+func ServeFunc(ctx context.Context, ln net.Listener, serve func(net.Listener) error, shutdown func(context.Context) error, drain time.Duration) error {
+	served := make(chan error, 1)
+	go func() { served <- serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
+	defer cancel()
+	err := shutdown(dctx)
+	// A shutdown that ran before serve took ln leaves it open.
+	ln.Close()
+	<-served // the error of an Accept on the closed listener
+	if err != nil {
+		return fmt.Errorf("prefork: drain: %w", err)
+	}
+	return nil
+}
+
 // freshConns tracks the connections accepted whose first request has not
 // been read (http.StateNew).
 type freshConns struct {

@@ -4,13 +4,13 @@ go 1.26.8
 
 require (
 	github.com/shmzone/shmzone v0.0.0
-	github.com/valyala/fasthttp v1.69.0
+	github.com/valyala/fasthttp v1.78.0
 )
 
 require (
-	github.com/andybalholm/brotli v1.2.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/klauspost/compress v1.18.2 // indirect
+	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/molecule-man/go-brrr v1.3.1 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 )

@@ -18,6 +18,21 @@
 // the number of such races. Its memory storage is worse under prefork: each
 // child has its own, so N children admit N times the limit. Use New.
 //
+// # Prefork
+//
+// Package prefork of shmzone runs a fiber app as a master process and its
+// children. A child serves its listener through prefork.ServeFunc with a
+// call of app.Listener and app.ShutdownWithContext, as Example_prefork
+// shows. The master replaces a child that dies, rolls the children on
+// SIGHUP and drains them on SIGTERM. Its children drain and exit when it
+// dies, even by SIGKILL.
+//
+// fiber's own prefork, ListenConfig.EnablePrefork, replaces no child: its
+// master returns once any child exits, and kills the others. It catches no
+// signal and drains no child. A child exits at once, with its requests in
+// flight, when polling finds that its parent's pid is 1. A child whose
+// master dies under a subreaper gets another parent and serves on.
+//
 // Invariants:
 //
 //	I1. A Storage reads and writes only keys under its prefix; Reset

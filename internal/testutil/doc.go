@@ -7,6 +7,11 @@
 // (redis.go). NeedRoot (root.go) is the one rule for tests that need root:
 // they skip with a reason when not root, and fail instead when CI=true.
 //
+// StartMaster (master.go) runs a master of package prefork as a helper and
+// reads its reports: which children are ready, retired or dead. Exit
+// (pidfd.go) tells when a process exits that is not the test's child, as a
+// prefork child is once its master is gone.
+//
 // For layout tests (layout.go), CheckFields pins an overlay struct's fields,
 // and Drawing and CheckDrawing read the ASCII drawing of it in a package's
 // layout.go, so that a test holds the drawing to the struct.

@@ -53,6 +53,14 @@ type Options struct {
 	// Nil answers 500 Internal Server Error; to let such requests through
 	// (fail open), call next from here, for outages only.
 	Error func(ctx *fasthttp.RequestCtx, err error, next fasthttp.RequestHandler)
+	// Tiers are more limiters a request may be limited by, each under
+	// its name, which the headers give as the policy's.
+	Tiers []admit.Tier
+	// Choose returns the name of the tier that limits ctx's request: from
+	// a header, a claim, the method or the route. "" is New's limiter. A
+	// name that is no tier's fails the request through Error
+	// (admit.ErrNoTier). Nil limits every request by New's limiter.
+	Choose func(ctx *fasthttp.RequestCtx) string
 }
 
 // New returns middleware that asks l about every request, with commit: a
@@ -60,7 +68,8 @@ type Options struct {
 // (unless o.NoDelay) and goes on to the next handler; a Conn's request is
 // left (Leaving, with its latency) when the next handler returns. Errors:
 // ErrNilLimiter, ErrBadProxy for an invalid TrustedProxies prefix,
-// ErrBadPolicy for a bad PolicyName or a negative Policy.
+// ErrBadPolicy for a bad PolicyName, a negative Policy or a bad tier
+// (admit.ErrBadTier).
 func New(l limiter.Limiter, o Options) (func(fasthttp.RequestHandler) fasthttp.RequestHandler, error) {
 	if l == nil {
 		return nil, ErrNilLimiter
@@ -70,7 +79,7 @@ func New(l limiter.Limiter, o Options) (func(fasthttp.RequestHandler) fasthttp.R
 			return nil, fmt.Errorf("%w: %v", ErrBadProxy, p)
 		}
 	}
-	g, err := admit.New(l, admit.Options{Policy: o.Policy, PolicyName: o.PolicyName, NoHeaders: o.NoHeaders, NoDelay: o.NoDelay, Wait: o.Wait})
+	g, err := admit.New(l, admit.Options{Policy: o.Policy, PolicyName: o.PolicyName, NoHeaders: o.NoHeaders, NoDelay: o.NoDelay, Wait: o.Wait, Tiers: o.Tiers})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadPolicy, err)
 	}
@@ -111,7 +120,14 @@ func (m *middleware) serve(ctx *fasthttp.RequestCtx, next fasthttp.RequestHandle
 		m.o.Error(ctx, err, next)
 		return
 	}
-	d, pass, err := m.g.Admit(ctx, key, ctx.Response.Header.Set)
+	g := m.g
+	if m.o.Choose != nil {
+		if g, err = g.Tier(m.o.Choose(ctx)); err != nil {
+			m.o.Error(ctx, err, next)
+			return
+		}
+	}
+	d, pass, err := g.Admit(ctx, key, ctx.Response.Header.Set)
 	switch {
 	case errors.Is(err, admit.ErrCancelled):
 		answer(ctx, fasthttp.StatusServiceUnavailable, "request cancelled while delayed")

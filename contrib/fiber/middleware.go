@@ -50,6 +50,14 @@ type Options struct {
 	// Nil answers 500 Internal Server Error; to let such requests through
 	// (fail open), return c.Next() from here, for outages only.
 	Error func(c fiber.Ctx, err error) error
+	// Tiers are more limiters a request may be limited by, each under
+	// its name, which the headers give as the policy's.
+	Tiers []admit.Tier
+	// Choose returns the name of the tier that limits c's request: from a
+	// header, a claim, the method or the route. "" is New's limiter. A
+	// name that is no tier's fails the request through Error
+	// (admit.ErrNoTier). Nil limits every request by New's limiter.
+	Choose func(c fiber.Ctx) string
 }
 
 // New returns fiber middleware that asks l about every request, with
@@ -58,12 +66,12 @@ type Options struct {
 // left (Leaving, with its latency) when the rest of the chain returns. One
 // decision is one atomic dictionary operation, so every prefork child over
 // the same zone admits from one budget. Errors: ErrNilLimiter, ErrBadPolicy
-// for a bad PolicyName or a negative Policy.
+// for a bad PolicyName, a negative Policy or a bad tier (admit.ErrBadTier).
 func New(l limiter.Limiter, o Options) (fiber.Handler, error) {
 	if l == nil {
 		return nil, ErrNilLimiter
 	}
-	g, err := admit.New(l, admit.Options{Policy: o.Policy, PolicyName: o.PolicyName, NoHeaders: o.NoHeaders, NoDelay: o.NoDelay, Wait: o.Wait})
+	g, err := admit.New(l, admit.Options{Policy: o.Policy, PolicyName: o.PolicyName, NoHeaders: o.NoHeaders, NoDelay: o.NoDelay, Wait: o.Wait, Tiers: o.Tiers})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadPolicy, err)
 	}
@@ -93,7 +101,13 @@ func (m *middleware) serve(c fiber.Ctx) error {
 	if err != nil {
 		return m.o.Error(c, err)
 	}
-	d, pass, err := m.g.Admit(c.Context(), key, c.Set)
+	g := m.g
+	if m.o.Choose != nil {
+		if g, err = g.Tier(m.o.Choose(c)); err != nil {
+			return m.o.Error(c, err)
+		}
+	}
+	d, pass, err := g.Admit(c.Context(), key, c.Set)
 	switch {
 	case errors.Is(err, admit.ErrCancelled):
 		return c.Status(fiber.StatusServiceUnavailable).SendString("request cancelled while delayed")

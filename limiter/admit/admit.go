@@ -29,12 +29,30 @@ type Options struct {
 	// Wait waits out a decision's delay and returns ctx's error if ctx
 	// ends first. Nil is Sleep. Tests inject a fake.
 	Wait func(ctx context.Context, d time.Duration) error
+	// Tiers are more limiters a request may be limited by, each under
+	// its name (Gate.Tier). A tier's Gate has the other options of these.
+	Tiers []Tier
 }
 
-// Gate decides on requests with one limiter.
+// Tier is a limiter that a middleware picks per request by name: for a
+// plan of its own (free or paid), a method or a route. Each tier keeps
+// its own state in the zone under its limiter's kind and name, so every
+// process that builds the same tiers limits a request alike.
+type Tier struct {
+	// Name names the tier, and its policy in RateLimit-Policy and
+	// RateLimit. It is printable ASCII, and unique among the tiers.
+	Name string
+	// Limiter decides on the tier's requests.
+	Limiter limiter.Limiter
+	// Policy is the quota the tier's headers announce, as Options.Policy.
+	Policy limiter.Policy
+}
+
+// Gate decides on requests with one limiter, or with one of its tiers.
 type Gate struct {
 	l        limiter.Limiter
 	o        Options
+	tiers    map[string]*Gate             // Options.Tiers', by name
 	w        atomic.Pointer[policyWriter] // of the last policy seen
 	policer  policer                      // the limiter's, when Options fixes none
 	leaver   leaver
@@ -64,9 +82,47 @@ type policyWriter struct {
 	p *limiter.Policy
 }
 
-// New returns a Gate that asks l. Errors: ErrNilLimiter, ErrBadPolicy for a
-// bad PolicyName or a negative Policy.
+// New returns a Gate that asks l, and a Gate of each of o.Tiers. Errors:
+// ErrNilLimiter, ErrBadPolicy for a bad PolicyName or a negative Policy,
+// ErrBadTier for a tier without a name, or a name taken twice.
 func New(l limiter.Limiter, o Options) (*Gate, error) {
+	g, err := newGate(l, o)
+	if err != nil || len(o.Tiers) == 0 {
+		return g, err
+	}
+	g.tiers = make(map[string]*Gate, len(o.Tiers))
+	for _, t := range o.Tiers {
+		if t.Name == "" {
+			return nil, fmt.Errorf("%w: a tier has no name", ErrBadTier)
+		}
+		if _, dup := g.tiers[t.Name]; dup {
+			return nil, fmt.Errorf("%w: two tiers named %q", ErrBadTier, t.Name)
+		}
+		to := o
+		to.Policy, to.PolicyName, to.Tiers = t.Policy, t.Name, nil
+		tg, err := newGate(t.Limiter, to)
+		if err != nil {
+			return nil, fmt.Errorf("tier %q: %w", t.Name, err)
+		}
+		g.tiers[t.Name] = tg
+	}
+	return g, nil
+}
+
+// Tier returns the Gate of the tier named name, or g itself for "".
+// Errors: ErrNoTier for a name that is no tier's.
+func (g *Gate) Tier(name string) (*Gate, error) {
+	if name == "" {
+		return g, nil
+	}
+	if t := g.tiers[name]; t != nil {
+		return t, nil
+	}
+	return nil, fmt.Errorf("%w: %q", ErrNoTier, name)
+}
+
+// newGate is New of one limiter, without tiers.
+func newGate(l limiter.Limiter, o Options) (*Gate, error) {
 	if l == nil {
 		return nil, ErrNilLimiter
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -240,5 +241,46 @@ func TestLimiterError(t *testing.T) {
 	}
 	if len(h) != 0 {
 		t.Errorf("headers written on an error: %v", h)
+	}
+}
+
+// A Gate's tiers are Gates of their own, each with its limiter and its
+// name as the policy's; "" is the Gate itself, and another name an error.
+func TestTier(t *testing.T) {
+	d := newDict(t)
+	free, err := limiter.NewCount(d, "free", 1, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paid, err := limiter.NewCount(d, "paid", 3, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := mustGate(t, free, admit.Options{Tiers: []admit.Tier{{Name: "paid", Limiter: paid}}})
+	if same, err := g.Tier(""); same != g || err != nil {
+		t.Fatalf(`Tier("") = %p, %v; want the Gate %p`, same, err, g)
+	}
+	if _, err := g.Tier("gold"); !errors.Is(err, admit.ErrNoTier) {
+		t.Fatalf(`Tier("gold") = %v, want ErrNoTier`, err)
+	}
+	tier, err := g.Tier("paid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := 1; i <= 4; i++ {
+		dec, _, h, err := admitOne(t, tier, ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dec.Allowed != (i <= 3) {
+			t.Fatalf("paid request %d: Allowed %v", i, dec.Allowed)
+		}
+		if p := h.Get(headers.Policy); !strings.HasPrefix(p, `"paid"`) && !strings.HasPrefix(p, "paid") {
+			t.Errorf("paid request %d: RateLimit-Policy %q does not name the tier", i, p)
+		}
+	}
+	if dec, _, _, err := admitOne(t, g, ctx, "k"); err != nil || !dec.Allowed {
+		t.Fatalf("the free tier after the paid one was spent: %+v, %v; want allowed: each tier has its own state", dec, err)
 	}
 }

@@ -12,4 +12,9 @@ var (
 	// the context ends while an allowed request waits out its delay. The
 	// request was given back (I1); a middleware answers 503.
 	ErrCancelled = errors.New("admit: request cancelled while delayed")
+	// ErrBadTier is returned by New for a tier without a name, or two
+	// tiers of one name.
+	ErrBadTier = errors.New("admit: bad tier")
+	// ErrNoTier is returned by Gate.Tier for a name that is no tier's.
+	ErrNoTier = errors.New("admit: no such tier")
 )

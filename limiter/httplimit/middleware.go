@@ -49,6 +49,14 @@ type Options struct {
 	// open), call the next handler from here, for outages only: a key whose
 	// state no limiter writes (limiter.ErrBadState) is no outage.
 	Error func(w http.ResponseWriter, r *http.Request, err error)
+	// Tiers are more limiters a request may be limited by, each under
+	// its name, which the headers give as the policy's.
+	Tiers []admit.Tier
+	// Choose returns the name of the tier that limits r: from a header, a
+	// claim, the method or the route. "" is New's limiter. A name that is
+	// no tier's fails the request through Error (admit.ErrNoTier). Nil
+	// limits every request by New's limiter.
+	Choose func(r *http.Request) string
 }
 
 // New returns middleware that asks l about every request, with commit:
@@ -56,7 +64,8 @@ type Options struct {
 // (unless o.NoDelay) and goes on to the next handler; a Conn's request is
 // left (Leaving, with its latency) when the next handler returns. Errors:
 // ErrNilLimiter, ErrBadProxy for an invalid TrustedProxies prefix,
-// ErrBadPolicy for a bad PolicyName or a negative Policy.
+// ErrBadPolicy for a bad PolicyName, a negative Policy or a bad tier
+// (admit.ErrBadTier).
 func New(l limiter.Limiter, o Options) (func(http.Handler) http.Handler, error) {
 	if l == nil {
 		return nil, ErrNilLimiter
@@ -66,7 +75,7 @@ func New(l limiter.Limiter, o Options) (func(http.Handler) http.Handler, error) 
 			return nil, fmt.Errorf("%w: %v", ErrBadProxy, p)
 		}
 	}
-	g, err := admit.New(l, admit.Options{Policy: o.Policy, PolicyName: o.PolicyName, NoHeaders: o.NoHeaders, NoDelay: o.NoDelay, Wait: o.Wait})
+	g, err := admit.New(l, admit.Options{Policy: o.Policy, PolicyName: o.PolicyName, NoHeaders: o.NoHeaders, NoDelay: o.NoDelay, Wait: o.Wait, Tiers: o.Tiers})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadPolicy, err)
 	}
@@ -103,7 +112,14 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		m.o.Error(w, r, err)
 		return
 	}
-	d, pass, err := m.g.Admit(r.Context(), key, w.Header().Set)
+	g := m.g
+	if m.o.Choose != nil {
+		if g, err = g.Tier(m.o.Choose(r)); err != nil {
+			m.o.Error(w, r, err)
+			return
+		}
+	}
+	d, pass, err := g.Admit(r.Context(), key, w.Header().Set)
 	switch {
 	case errors.Is(err, admit.ErrCancelled):
 		http.Error(w, "request cancelled while delayed", http.StatusServiceUnavailable)

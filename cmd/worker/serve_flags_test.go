@@ -51,7 +51,9 @@ func TestServeBurstAsTheLimiterTakesIt(t *testing.T) {
 	}{
 		{"0", true},
 		{"20", true},
-		{"1e305", true},
+		{"1e12", true},
+		{"1.0000001e12", false},
+		{"1e305", false},
 		{"-1", false},
 		{"NaN", false},
 		{"+Inf", false},

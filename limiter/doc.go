@@ -107,7 +107,14 @@
 // shared name gets each its own state rather than ErrAbused (the Lua
 // modules, which take the dictionary's keys as given, answer "shdict
 // abused" there). The name is the DESIGN contract's one addition to the
-// constructors, the second argument of each.
+// constructors, the second argument of each. In one process, the
+// constructors refuse a limiter of a kind and name that a live limiter
+// holds over the same zone with other parameters (ErrNameClash): a copy
+// that kept the name would count against the other's limit. The same
+// parameters are allowed, so a process may build a limiter twice. A
+// limiter the process no longer references holds its name no more. To
+// change a limiter's parameters in a running process, drop the old one
+// first, or give the new one another name.
 //
 // A full zone. A decision that must store a new key in a full shard evicts
 // the shard's least used entries (the dictionary's forcible), and tries
@@ -183,6 +190,8 @@
 // each key's state exactly: N processes together admit what one would. Ones
 // of the same kind and name with other parameters share it too (as Lua
 // workers may), each deciding by its own: a new rate takes over the state.
+// Within a process such limiters cannot both be live (ErrNameClash). The
+// constructors keep a process-wide record of names, under a mutex.
 // A decision waits for a key's shard at most the dictionary's lock timeout
 // (dict.Options.LockTimeout, 1 s by default); past it, a process that
 // holds the shard stopped or stuck, the decision returns ErrLockTimeout and

@@ -68,6 +68,9 @@ func NewLeasedConn(d *dict.Dict, name string, max, burst int64, delay, lease tim
 		holder: uint64(os.Getpid())<<32 | uint64(rand.Uint32()),
 		held:   make(map[string]int64),
 	}
+	if err := c.claim(d, connParams(max, burst, delay)+fmt.Sprintf(", lease %v", lease)); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 

@@ -38,7 +38,7 @@ type Req struct {
 // rate requests per second and lets burst requests wait; the first request
 // of a key always passes. Errors: ErrNilDict, ErrBadName, ErrBadRate for a
 // rate that is not positive and finite, ErrBadBurst for a burst that is
-// negative or above 1e12 requests.
+// negative or above 1e12 requests, ErrNameClash.
 func NewReq(d *dict.Dict, name string, rate, burst float64) (*Req, error) {
 	if d == nil {
 		return nil, ErrNilDict
@@ -53,7 +53,11 @@ func NewReq(d *dict.Dict, name string, rate, burst float64) (*Req, error) {
 	if !(burst >= 0 && burst <= maxBurstReq) {
 		return nil, fmt.Errorf("%w: %v", ErrBadBurst, burst)
 	}
-	return &Req{space: sp, d: d, rateM: rate * 1000, burstM: burst * 1000}, nil
+	l := &Req{space: sp, d: d, rateM: rate * 1000, burstM: burst * 1000}
+	if err := l.claim(d, fmt.Sprintf("rate %v/s, burst %v", rate, burst)); err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // checkRate validates a rate in requests per second.

@@ -65,7 +65,7 @@ func TestServeBurstAsTheLimiterTakesIt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := limiter.NewReq(d, "t", 1, b); (err == nil) != tc.ok {
+			if _, err := limiter.NewReq(d, "t"+tc.burst, 1, b); (err == nil) != tc.ok {
 				t.Fatalf("limiter.NewReq(burst %s) = %v; the table is wrong", tc.burst, err)
 			}
 			_, _, _, err = serveFlags([]string{"-burst", tc.burst}, io.Discard)

@@ -36,12 +36,27 @@ type Conn struct {
 // requests ahead of them. delay is the initial unit delay, the expected
 // latency of a request; Leaving's latencies adjust it in this process.
 // Errors: ErrNilDict, ErrBadName, ErrBadLimit for a max below 1,
-// ErrBadBurst for a negative burst, ErrBadDelay for a negative delay.
+// ErrBadBurst for a negative burst, ErrBadDelay for a negative delay,
+// ErrNameClash. The parameters that must match another Conn of the name
+// are those given here: SetMax and SetBurst change a Conn later.
 func NewConn(d *dict.Dict, name string, max, burst int64, delay time.Duration) (*Conn, error) {
-	return newConn(d, kindConn, name, max, burst, delay)
+	c, err := newConn(d, kindConn, name, max, burst, delay)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.claim(d, connParams(max, burst, delay)); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
-// newConn is NewConn of a kind: kindConn, or kindLeasedConn.
+// connParams describes a Conn's parameters for claim.
+func connParams(max, burst int64, delay time.Duration) string {
+	return fmt.Sprintf("max %d, burst %d, delay %v", max, burst, delay)
+}
+
+// newConn is NewConn of a kind, kindConn or kindLeasedConn, that claims
+// nothing yet.
 func newConn(d *dict.Dict, kind, name string, max, burst int64, delay time.Duration) (*Conn, error) {
 	if d == nil {
 		return nil, ErrNilDict

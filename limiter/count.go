@@ -24,7 +24,7 @@ type Count struct {
 // requests per window. Errors: ErrNilDict, ErrBadName, ErrBadLimit for a
 // limit below 1 or above 2^53 (the allowance is a float, as in the Lua
 // module, exact up to 2^53), ErrBadWindow for a window shorter than a
-// millisecond.
+// millisecond, ErrNameClash.
 func NewCount(d *dict.Dict, name string, limit int64, window time.Duration) (*Count, error) {
 	if d == nil {
 		return nil, ErrNilDict
@@ -39,7 +39,11 @@ func NewCount(d *dict.Dict, name string, limit int64, window time.Duration) (*Co
 	if window < time.Millisecond {
 		return nil, fmt.Errorf("%w: %v", ErrBadWindow, window)
 	}
-	return &Count{space: sp, d: d, limit: limit, window: window}, nil
+	l := &Count{space: sp, d: d, limit: limit, window: window}
+	if err := l.claim(d, fmt.Sprintf("limit %d per %v", limit, window)); err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // Policy returns limit requests per window.

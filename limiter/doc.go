@@ -26,32 +26,45 @@
 // where the bucket allows 155. Package httplimit is net/http middleware
 // over any Limiter.
 //
-// State a limiter did not write. A key may hold what no limiter of its type
-// writes: a value of another kind or size (ErrAbused), or one of its kind
-// whose contents none can have written: for Count and Conn a number beyond
-// ±2^53, int or float, or a float that is NaN or infinite (a Lua writer or
-// IncrFloat may leave a fraction, which is a count); for GCRA a negative
-// TAT or one further ahead than the largest τ, 100 years; for
-// SlidingWindow a negative count, one
-// above any limit its window allows, or a window that starts before the
-// epoch or more than a day ahead of now. The bounds are those of every
-// limiter of the type, not of one configuration, so that limiters whose
-// parameters changed still read each other's states. Such a state is
-// ErrBadState (errors.Is holds for ErrAbused too): the limiter decides
-// nothing, writes nothing and leaves the value as it is; there is no reset,
-// the key fails until its value expires or is deleted. It is not an outage:
-// package httplimit hands it to Options.Error like any error, and a policy
-// that fails open on outages should not let it through. Count and Conn keep
-// their single IncrInit, which adds to the number before they see it: NaN,
-// the infinities and floats beyond 2^54 absorb the ±1 unchanged (one
-// between 2^53 and 2^54 may move by 2), an int beyond 2^53 is moved back
-// by as much, and the value is read back only when IncrInit's result is
-// outside (0, 2^53]. A
-// Req's 16 bytes are any excess and time it may have written (a time ahead
-// of now is a clock that went back, which leaks nothing until it is
-// reached, as in nginx), so Req checks their size only. Req's and GCRA's
-// durations saturate at the longest Duration and are never negative: an
-// excess of 1e10 milli-requests at 1 r/s waits 10,000,001 s, as in Lua.
+// State a limiter did not write. A key may hold a value of another kind or
+// size than its limiter writes (ErrAbused). It may also hold a value of the
+// right kind and size whose contents no limiter of its type writes:
+//
+//   - Count, Conn: an int or a float beyond ±2^53, NaN or an infinity. A
+//     fraction is a count: a Lua writer or IncrFloat may leave one.
+//   - leased Conn: a record of no slots or of more than 2^53, or one that
+//     expires more than the longest lease, a day, and the skew ahead.
+//   - Req: an excess above the largest burst's, 1e15 milli-requests, or a
+//     time before the epoch or more than the skew ahead.
+//   - GCRA: a negative TAT, or one more than the largest τ, 100 years, and
+//     the skew ahead.
+//   - SlidingWindow: a negative count, one above any limit of its window,
+//     or a window that starts before the epoch or more than the skew ahead.
+//
+// The skew is a day. It is how far ahead of a decision's clock a stored
+// time may be. Processes of a host read one wall clock, and their coarse
+// clocks lag it by milliseconds. A stored time is ahead when the wall clock
+// was stepped back: by NTP, an operator, a restored virtual machine. A day
+// covers the steps of a host that keeps time. A tighter bound would turn
+// such a step into errors on every live key until it expires.
+//
+// The bounds are those of every limiter of the type, not of one
+// configuration. So limiters whose parameters changed still read each
+// other's states. Such a state is ErrBadState, and errors.Is holds for
+// ErrAbused too. The limiter decides nothing, writes nothing and leaves the
+// value as it is. There is no reset: the key fails until its value expires
+// or is deleted. It is not an outage. Package httplimit hands it to
+// Options.Error like any error, and a policy that fails open on outages
+// should not let it through.
+//
+// The checks are a few compares on the decoded state, inlined in each
+// decision. Count and Conn keep their single IncrInit, which adds to the
+// number before they see it. NaN, the infinities and floats beyond 2^54
+// absorb the ±1 unchanged, and one between 2^53 and 2^54 may move by 2. An
+// int beyond 2^53 is moved back by as much. The value is read back only
+// when IncrInit's result is outside (0, 2^53]. Req's and GCRA's durations
+// saturate at the longest Duration and are never negative: an excess of
+// 1e10 milli-requests at 1 r/s waits 10,000,001 s, as in Lua.
 //
 // Arithmetic. Req, Count and Conn compute as lua-resty-limit-traffic 0.09
 // does, in its units and its order of operations, so that a key's state is,
@@ -94,7 +107,14 @@
 // shared name gets each its own state rather than ErrAbused (the Lua
 // modules, which take the dictionary's keys as given, answer "shdict
 // abused" there). The name is the DESIGN contract's one addition to the
-// constructors, the second argument of each.
+// constructors, the second argument of each. In one process, the
+// constructors refuse a limiter of a kind and name that a live limiter
+// holds over the same zone with other parameters (ErrNameClash): a copy
+// that kept the name would count against the other's limit. The same
+// parameters are allowed, so a process may build a limiter twice. A
+// limiter the process no longer references holds its name no more. To
+// change a limiter's parameters in a running process, drop the old one
+// first, or give the new one another name.
 //
 // A full zone. A decision that must store a new key in a full shard evicts
 // the shard's least used entries (the dictionary's forcible), and tries
@@ -170,6 +190,8 @@
 // each key's state exactly: N processes together admit what one would. Ones
 // of the same kind and name with other parameters share it too (as Lua
 // workers may), each deciding by its own: a new rate takes over the state.
+// Within a process such limiters cannot both be live (ErrNameClash). The
+// constructors keep a process-wide record of names, under a mutex.
 // A decision waits for a key's shard at most the dictionary's lock timeout
 // (dict.Options.LockTimeout, 1 s by default); past it, a process that
 // holds the shard stopped or stuck, the decision returns ErrLockTimeout and

@@ -39,6 +39,12 @@ var (
 	// limiter name that is empty, longer than MaxNameLen bytes, or holds
 	// '|' or an ASCII control character.
 	ErrBadName = errors.New("limiter: bad name")
+	// ErrNameClash is returned by the constructors when this process holds
+	// a limiter of the same kind and name over the same zone, built with
+	// other parameters. The two would share each key's state, each deciding
+	// by its own parameters. The error names the limiter and both sets of
+	// parameters.
+	ErrNameClash = errors.New("limiter: name clash")
 	// ErrAbused is returned when the dictionary holds, under a limiter's key,
 	// a value of another kind or size than that limiter stores: another
 	// limiter or other code writes the same key ("shdict abused" in

@@ -30,7 +30,7 @@ type GCRA struct {
 // that is not positive and finite or whose interval, rounded to the
 // nearest ns (the interval the limiter enforces), is not between 1 ns and
 // a year, ErrBadBurst for a burst below 1 or one whose tolerance τ exceeds
-// 100 years.
+// 100 years, ErrNameClash.
 func NewGCRA(d *dict.Dict, name string, rate float64, burst int64) (*GCRA, error) {
 	if d == nil {
 		return nil, ErrNilDict
@@ -50,7 +50,11 @@ func NewGCRA(d *dict.Dict, name string, rate float64, burst int64) (*GCRA, error
 	if burst < 1 || burst > 100*year/int64(t) {
 		return nil, fmt.Errorf("%w: %d", ErrBadBurst, burst)
 	}
-	return &GCRA{space: sp, d: d, t: int64(t), tau: int64(t) * burst, burst: burst}, nil
+	l := &GCRA{space: sp, d: d, t: int64(t), tau: int64(t) * burst, burst: burst}
+	if err := l.claim(d, fmt.Sprintf("an interval of %v, burst %d", time.Duration(l.t), burst)); err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // Policy returns burst requests per τ = burst/rate.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +28,7 @@ func TestConstructorsRejectBadInput(t *testing.T) {
 		{"Req/burst -1", ErrBadBurst, func() (any, error) { return NewReq(d, "t", 1, -1) }},
 		{"Req/burst NaN", ErrBadBurst, func() (any, error) { return NewReq(d, "t", 1, nan) }},
 		{"Req/burst Inf", ErrBadBurst, func() (any, error) { return NewReq(d, "t", 1, inf) }},
+		{"Req/burst above 1e12", ErrBadBurst, func() (any, error) { return NewReq(d, "t", 1, 1.0000001e12) }},
 		{"Count/nil dict", ErrNilDict, func() (any, error) { return NewCount(nil, "t", 1, time.Second) }},
 		{"Count/limit 0", ErrBadLimit, func() (any, error) { return NewCount(d, "t", 0, time.Second) }},
 		{"Count/limit beyond 2^53", ErrBadLimit, func() (any, error) { return NewCount(d, "t", 1<<53+1, time.Second) }},
@@ -326,11 +328,29 @@ func TestStateContents(t *testing.T) {
 		{"Req/excess 1e10", req, reqBytes(reqState{1e10, now}), false, func(d Decision) bool {
 			return d.Allowed && d.Delay == 10_000_001*time.Second
 		}},
-		{"Req/excess 2^64-1", req, reqBytes(reqState{math.MaxUint64, now}), false, func(d Decision) bool {
-			return !d.Allowed && d.RetryAfter == math.MaxInt64
+		// The largest excess any Req stores, its largest burst: rejected
+		// until it drains, 1e12 s at 1 r/s, beyond the longest Duration.
+		{"Req/excess 1e15", req, reqBytes(reqState{maxExcessM, now}), false, func(d Decision) bool {
+			return !d.Allowed && d.State == 1e12+1 && d.RetryAfter == math.MaxInt64
 		}},
-		{"Req/last 2^63-1", req, reqBytes(reqState{0, math.MaxInt64}), false, nil},
-		{"Req/last -2^63", req, reqBytes(reqState{math.MaxUint64, math.MinInt64}), false, nil},
+		{"Req/excess 1e15+1", req, reqBytes(reqState{maxExcessM + 1, now}), true, nil},
+		{"Req/excess 2^64-1", req, reqBytes(reqState{math.MaxUint64, now}), true, nil},
+		// A float's bits, or an int64's, in the excess: no Req's.
+		{"Req/excess bits of 1.5", req, reqBytes(reqState{math.Float64bits(1.5), now}), true, nil},
+		{"Req/excess bits of NaN", req, reqBytes(reqState{math.Float64bits(math.NaN()), now}), true, nil},
+		{"Req/excess bits of -1000", req, reqBytes(reqState{1<<64 - 1000, now}), true, nil},
+		// A time a day ahead is a clock stepped back: it leaks nothing, and
+		// the request is decided on the excess as it is.
+		{"Req/last a day ahead", req, reqBytes(reqState{1e10, now + maxAheadMs}), false, func(d Decision) bool {
+			return d.Allowed && d.Delay == 10_000_001*time.Second
+		}},
+		{"Req/last a day and 1 ms ahead", req, reqBytes(reqState{0, now + maxAheadMs + 1}), true, nil},
+		{"Req/last 2^63-1", req, reqBytes(reqState{0, math.MaxInt64}), true, nil},
+		{"Req/last -1", req, reqBytes(reqState{0, -1}), true, nil},
+		{"Req/last -2^63", req, reqBytes(reqState{0, math.MinInt64}), true, nil},
+		{"Req/last 0", req, reqBytes(reqState{5000, 0}), false, func(d Decision) bool {
+			return d.Allowed && d.State == 0 // drained since the epoch
+		}},
 		{"SlidingWindow/negative count", sw, swBytes(swState{win, -5, 1}), true, nil},
 		{"SlidingWindow/negative previous count", sw, swBytes(swState{win, 1, math.MinInt64}), true, nil},
 		{"SlidingWindow/count above any limit", sw, swBytes(swState{win, 1 << 62, 0}), true, nil},
@@ -346,6 +366,11 @@ func TestStateContents(t *testing.T) {
 		{"GCRA/TAT 2^63-1", gcra, dict.Int(math.MaxInt64), true, nil},
 		{"GCRA/TAT -1", gcra, dict.Int(-1), true, nil},
 		{"GCRA/TAT 101 years ahead", gcra, dict.Int(nowNs + 101*year), true, nil},
+		{"GCRA/TAT 100 years, a day and 1 ns ahead", gcra, dict.Int(nowNs + maxTauNs + maxAheadMs*1e6 + 1), true, nil},
+		// The largest τ, written by a clock a day ahead.
+		{"GCRA/TAT 100 years and a day ahead", gcra, dict.Int(nowNs + maxTauNs + maxAheadMs*1e6), false, func(d Decision) bool {
+			return !d.Allowed && d.RetryAfter > 99*time.Duration(year)
+		}},
 		{"GCRA/TAT 50 years ahead", gcra, dict.Int(nowNs + 50*year), false, func(d Decision) bool {
 			return !d.Allowed && d.RetryAfter > 49*time.Duration(year)
 		}},
@@ -372,8 +397,11 @@ func TestStateContents(t *testing.T) {
 				set(tt.l, tt.v)
 				dec, err := tt.l.Incoming(ctx, "k", commit)
 				if tt.bad {
-					if !errors.Is(err, ErrBadState) || errors.Is(err, ErrAbused) {
-						t.Fatalf("= %+v, %v; want ErrBadState (not ErrAbused)", dec, err)
+					if !errors.Is(err, ErrBadState) || errors.Is(err, ErrAbused) || dec != (Decision{}) {
+						t.Fatalf("= %+v, %v; want ErrBadState (not ErrAbused) and no decision", dec, err)
+					}
+					if !strings.Contains(err.Error(), zoneKey(tt.l, "k")) {
+						t.Errorf("error %q does not name the key %q", err, zoneKey(tt.l, "k"))
 					}
 					if got, _, err := d.Get(zoneKey(tt.l, "k")); err != nil || !got.Equal(tt.v) {
 						t.Errorf("value afterwards = %v, %v; want it unchanged", got, err)
@@ -400,19 +428,6 @@ func TestStateContents(t *testing.T) {
 			if dec, err := gcra.AllowN(ctx, "k", n); err != nil || dec.RetryAfter < 0 || dec.ResetAfter < 0 {
 				t.Errorf("GCRA.AllowN(%d) on TAT %d = %+v, %v", n, tat, dec, err)
 			}
-		}
-	}
-	// A leased Conn's records with extreme slot counts: no panic.
-	var b [MaxHolders * leaseSize]byte
-	leased, _ := NewLeasedConn(d, "t", 3, 0, 0, time.Minute)
-	far := now + int64(time.Hour/time.Millisecond)
-	for _, slots := range []int64{math.MaxInt64, math.MinInt64, -1} {
-		for i := range MaxHolders {
-			putLease(b[i*leaseSize:], lease{holder: uint64(i), slots: slots, expiry: far})
-		}
-		set(leased, dict.Bytes(b[:]))
-		if _, err := leased.Incoming(ctx, "k", true); err != nil && !errors.Is(err, ErrTooManyHolders) {
-			t.Errorf("leased Incoming on %d-slot records: %v", slots, err)
 		}
 	}
 }

@@ -34,6 +34,10 @@ import (
 // hold slots of one leased key at the same time.
 const MaxHolders = 64
 
+// maxLeaseMs is the longest lease, in ms: a day. A request that runs longer
+// is kept by Renew. It bounds the expiry a record can hold (badLease).
+const maxLeaseMs = int64(24 * time.Hour / time.Millisecond)
+
 // leases is a leased Conn's lease state in this process.
 type leases struct {
 	ttl    int64  // the lease, ms
@@ -49,19 +53,23 @@ var leaseBufs = sync.Pool{New: func() any { return new([MaxHolders * leaseSize]b
 // writing the key and renewing (a killed process) come back within lease.
 // A leased Conn is a kind of its own (names.go): it never shares a key with
 // a plain Conn of the same name, whose value it could not read. Errors:
-// those of NewConn, and ErrBadDelay for a lease shorter than a millisecond.
+// those of NewConn, and ErrBadDelay for a lease shorter than a millisecond
+// or longer than a day.
 func NewLeasedConn(d *dict.Dict, name string, max, burst int64, delay, lease time.Duration) (*Conn, error) {
 	c, err := newConn(d, kindLeasedConn, name, max, burst, delay)
 	if err != nil {
 		return nil, err
 	}
-	if lease < time.Millisecond {
+	if lease < time.Millisecond || lease.Milliseconds() > maxLeaseMs {
 		return nil, fmt.Errorf("%w: lease %v", ErrBadDelay, lease)
 	}
 	c.lease = &leases{
 		ttl:    lease.Milliseconds(),
 		holder: uint64(os.Getpid())<<32 | uint64(rand.Uint32()),
 		held:   make(map[string]int64),
+	}
+	if err := c.claim(d, connParams(max, burst, delay)+fmt.Sprintf(", lease %v", lease)); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -96,7 +104,11 @@ func (ls *leases) edit(c *Conn, key string, now, delta, limit int64) (leaseEdit,
 			}
 			b = cur.Bytes()
 		}
-		n, total, own := ls.scan(b, now, buf[:])
+		n, total, own, bad := ls.scan(b, now, buf[:])
+		if bad != "" {
+			e.bad = badOf(cur, bad)
+			return dict.Value{}, 0, true // leave it as it is
+		}
 		e.own = own.slots
 		switch {
 		case delta > 0 && total > limit-delta: // total may be MaxInt64 (scan saturates)
@@ -142,12 +154,16 @@ func validLeases(v dict.Value) bool {
 
 // scan copies the live records of b but this holder's into dst (nil: copies
 // nothing) and returns the bytes copied, the live slots of every holder, and
-// this holder's live record (zero when it has none). Negative slots count
-// as none.
-func (ls *leases) scan(b []byte, now int64, dst []byte) (n int, total int64, own lease) {
+// this holder's live record (zero when it has none). It returns what is
+// wrong with the first record that no Conn writes (badLease), and then
+// nothing else.
+func (ls *leases) scan(b []byte, now int64, dst []byte) (n int, total int64, own lease, bad string) {
 	for off := 0; off+leaseSize <= len(b); off += leaseSize {
 		r := getLease(b[off:])
-		if r.expiry <= now || r.slots <= 0 {
+		if bad = badLease(r, now); bad != "" {
+			return 0, 0, lease{}, bad
+		}
+		if r.expiry <= now {
 			continue
 		}
 		total = satAdd(total, r.slots)
@@ -160,7 +176,7 @@ func (ls *leases) scan(b []byte, now int64, dst []byte) (n int, total int64, own
 			n += leaseSize
 		}
 	}
-	return n, total, own
+	return n, total, own, ""
 }
 
 // ttlOf returns the time from now to the last expiry of records b, at most
@@ -188,7 +204,10 @@ func (ls *leases) incoming(dec *Decision, c *Conn, now int64, key string, commit
 		if err != nil {
 			return err
 		}
-		_, total, _ := ls.scan(v.Bytes(), now, nil) // none when absent
+		_, total, _, bad := ls.scan(v.Bytes(), now, nil) // none when absent
+		if bad != "" {
+			return badOf(v, bad).err(c.key(&kb, key))
+		}
 		if total >= limit {
 			dec.State = float64(total) + 1
 			return nil

@@ -91,42 +91,83 @@ func TestLeaseHolders(t *testing.T) {
 	}
 }
 
-// TestLeasedConnSaturatedSlots: live slots that sum to MaxInt64 (scan
-// saturates; a record no Conn writes) fill even a limit of MaxInt64: the
-// next request is rejected, dry or not, rather than wrapping total+1.
-func TestLeasedConnSaturatedSlots(t *testing.T) {
-	for _, commit := range []bool{false, true} {
-		d, _ := newDict(t)
-		l, _ := NewLeasedConn(d, "t", 2, math.MaxInt64, 0, time.Minute)
-		var b [leaseSize]byte
-		putLease(b[:], lease{holder: 42, slots: math.MaxInt64, expiry: t0 + 60_000})
-		if _, err := d.Set(zoneKey(l, "k"), dict.Bytes(b[:]), time.Minute, 0); err != nil {
-			t.Fatal(err)
-		}
-		if got, err := l.Incoming(context.Background(), "k", commit); err != nil || got.Allowed {
-			t.Errorf("Incoming(\"k\", commit %v) over MaxInt64 live slots = %+v, %v; want rejected", commit, got, err)
-		}
+// TestLeasedConnRecordContents gives a leased key records of the right
+// size with extreme contents. Records no Conn writes are ErrBadState for
+// every call, and stay as they were. Records at the edge of what a Conn
+// writes are decided on.
+func TestLeasedConnRecordContents(t *testing.T) {
+	const day = 24 * 3600 * 1000
+	now := t0
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		r      lease
+		bad    bool
+		inUse  float64 // for a good record: the State of a dry run, live slots and this one
+		maxTTL time.Duration
+	}{
+		{name: "slots 2^63-1", r: lease{holder: 42, slots: math.MaxInt64, expiry: now + 60_000}, bad: true},
+		{name: "slots 2^53+1", r: lease{holder: 42, slots: 1<<53 + 1, expiry: now + 60_000}, bad: true},
+		{name: "slots 0", r: lease{holder: 42, slots: 0, expiry: now + 60_000}, bad: true},
+		{name: "slots -1", r: lease{holder: 42, slots: -1, expiry: now + 60_000}, bad: true},
+		{name: "slots -2^63", r: lease{holder: 42, slots: math.MinInt64, expiry: now + 60_000}, bad: true},
+		{name: "expiry 2^63-1", r: lease{holder: 42, slots: 1, expiry: math.MaxInt64}, bad: true},
+		{name: "expiry two days and 1 ms ahead", r: lease{holder: 42, slots: 1, expiry: now + 2*day + 1}, bad: true},
+		// A day's lease written by a clock a day ahead.
+		{name: "expiry two days ahead", r: lease{holder: 42, slots: 1, expiry: now + 2*day}, inUse: 3, maxTTL: 2 * 24 * time.Hour},
+		{name: "slots 2^53", r: lease{holder: 42, slots: 1 << 53, expiry: now + 60_000}, inUse: 1<<53 + 2, maxTTL: time.Minute},
+		// An expired record a write has not dropped yet.
+		{name: "expired", r: lease{holder: 42, slots: 5, expiry: 0}, inUse: 2, maxTTL: time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, _ := newDict(t)
+			l, _ := NewLeasedConn(d, "t", 2, math.MaxInt64, 0, time.Minute)
+			zk := zoneKey(l, "k")
+			var b [2 * leaseSize]byte
+			putLease(b[:], lease{holder: 7, slots: 1, expiry: now + 1000}) // an honest record beside it
+			putLease(b[leaseSize:], tt.r)
+			v := dict.Bytes(b[:])
+			if _, err := d.Set(zk, v, time.Hour, 0); err != nil {
+				t.Fatal(err)
+			}
+			dry, err := l.Incoming(ctx, "k", false)
+			if !tt.bad {
+				if err != nil || !dry.Allowed || dry.State != tt.inUse {
+					t.Fatalf("Incoming(dry) = %+v, %v; want allowed with State %v", dry, err, tt.inUse)
+				}
+				if dec, err := l.Incoming(ctx, "k", true); err != nil || !dec.Allowed {
+					t.Fatalf("Incoming(commit) = %+v, %v; want allowed", dec, err)
+				}
+				if ttl, err := d.TTL(zk); err != nil || ttl <= 0 || ttl > tt.maxTTL {
+					t.Errorf("TTL = %v, %v; want within (0, %v]", ttl, err, tt.maxTTL)
+				}
+				return
+			}
+			if !errors.Is(err, ErrBadState) || errors.Is(err, ErrAbused) || dry != (Decision{}) {
+				t.Errorf("Incoming(dry) = %+v, %v; want ErrBadState", dry, err)
+			}
+			if dec, err := l.Incoming(ctx, "k", true); !errors.Is(err, ErrBadState) || dec != (Decision{}) {
+				t.Errorf("Incoming(commit) = %+v, %v; want ErrBadState", dec, err)
+			}
+			if _, err := l.Leaving(ctx, "k", 0); !errors.Is(err, ErrBadState) {
+				t.Errorf("Leaving = %v, want ErrBadState", err)
+			}
+			if got, _, err := d.Get(zk); err != nil || !got.Equal(v) {
+				t.Errorf("value afterwards = %v, %v; want it unchanged", got, err)
+			}
+		})
 	}
 }
 
-// TestLeasedConnFarExpiry: a record whose lease ends far ahead (none a Conn
-// writes, which renews to now+lease) still decides, and the key's TTL is
-// clamped to maxTTL instead of wrapping negative in ms to ns.
-func TestLeasedConnFarExpiry(t *testing.T) {
-	for _, expiry := range []int64{math.MaxInt64, t0 + 300*365*24*3600*1000} {
-		d, _ := newDict(t)
-		l, _ := NewLeasedConn(d, "t", 3, 0, 0, time.Minute)
-		var b [leaseSize]byte
-		putLease(b[:], lease{holder: 42, slots: 1, expiry: expiry})
-		if _, err := d.Set(zoneKey(l, "k"), dict.Bytes(b[:]), 0, 0); err != nil {
-			t.Fatal(err)
-		}
-		got, err := l.Incoming(context.Background(), "k", true)
-		if err != nil || !got.Allowed || got.State != 2 {
-			t.Errorf("Incoming(\"k\") beside a lease to %d = %+v, %v; want allowed, 2 in flight", expiry, got, err)
-		}
-		if ttl, err := d.TTL(zoneKey(l, "k")); err != nil || ttl <= 0 || ttl > maxTTL {
-			t.Errorf("TTL of the key beside a lease to %d = %v, %v; want within (0, %v]", expiry, ttl, err, maxTTL)
-		}
+// TestLeaseTooLong: a lease longer than a day is refused, so that no
+// record expires further ahead than a day past its write.
+func TestLeaseTooLong(t *testing.T) {
+	d, _ := newDict(t)
+	if _, err := NewLeasedConn(d, "t", 1, 0, 0, 24*time.Hour); err != nil {
+		t.Errorf("NewLeasedConn(lease a day) = %v, want nil", err)
+	}
+	if _, err := NewLeasedConn(d, "t", 1, 0, 0, 24*time.Hour+time.Millisecond); !errors.Is(err, ErrBadDelay) {
+		t.Errorf("NewLeasedConn(lease a day and 1 ms) = %v, want ErrBadDelay", err)
 	}
 }

@@ -283,7 +283,8 @@ func TestLuaParityReq(t *testing.T) {
 	for seq := range 400 {
 		rate, burst := parityRate(r), parityBurst(r)
 		back := seq%4 == 3 // a sequence with earlier stamps
-		l, err := NewReq(d, "t", rate, burst)
+		// A name per sequence: its parameters differ from the last one's.
+		l, err := NewReq(d, fmt.Sprint("t", seq), rate, burst)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -397,7 +398,7 @@ func TestLuaParityCount(t *testing.T) {
 	for seq := range 300 {
 		limit := int64(1 + r.IntN(6))
 		window := time.Duration(100+r.IntN(2900)) * time.Millisecond
-		l, err := NewCount(d, "t", limit, window)
+		l, err := NewCount(d, fmt.Sprint("t", seq), limit, window) // a name per sequence
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -460,7 +461,7 @@ func TestLuaParityConn(t *testing.T) {
 	for seq := range 300 {
 		max, burst := int64(1+r.IntN(4)), int64(r.IntN(4))
 		unit := time.Duration(1+r.IntN(500)) * time.Millisecond
-		l, err := NewConn(d, "t", max, burst, unit)
+		l, err := NewConn(d, fmt.Sprint("t", seq), max, burst, unit) // a name per sequence
 		if err != nil {
 			t.Fatal(err)
 		}

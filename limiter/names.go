@@ -17,6 +17,8 @@ import (
 // as nginx's limit_req zone does on reload), and two limiters that differ in
 // kind or name never read each other's state. A name holds no '|', so the
 // zone key tells kind, name and key apart: no two of them share a zone key.
+// Within one process, a limiter of a kind and name that a live one holds
+// with other parameters is refused (clash.go).
 //
 // Two limiters of different kinds under one name are two limiters, each
 // with its own state: a kind's state is of no use to another (a Count

@@ -3,6 +3,8 @@ package limiter
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -132,5 +134,170 @@ func TestNamesShareAndSeparate(t *testing.T) {
 	}
 	if dec, _ := other.Incoming(ctx, "k", false); dec.Remaining != 94 {
 		t.Errorf("api's remaining = %d, want 94: its own 5 requests and this one", dec.Remaining)
+	}
+}
+
+// TestNameClash: in one process, a second limiter of one kind and name
+// over one zone is refused when its parameters differ, and allowed when
+// they are the same, over any mapping of the zone.
+func TestNameClash(t *testing.T) {
+	clk := new(fakeClock)
+	d := newDictClock(t, clk)
+	d2, err := dict.Open(d.Path(), dict.Options{Clock: clk.now}) // the same zone, another mapping
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d2.Close()
+	type build func(d *dict.Dict) (Limiter, error)
+	kinds := []struct {
+		kind        string
+		first, same build
+		others      []build // each differs from first in one parameter
+	}{
+		{"req",
+			func(d *dict.Dict) (Limiter, error) { return NewReq(d, "api", 10, 5) },
+			func(d *dict.Dict) (Limiter, error) { return NewReq(d, "api", 10, 5) },
+			[]build{
+				func(d *dict.Dict) (Limiter, error) { return NewReq(d, "api", 11, 5) },
+				func(d *dict.Dict) (Limiter, error) { return NewReq(d, "api", 10, 4) },
+			}},
+		{"count",
+			func(d *dict.Dict) (Limiter, error) { return NewCount(d, "api", 5, time.Minute) },
+			func(d *dict.Dict) (Limiter, error) { return NewCount(d, "api", 5, time.Minute) },
+			[]build{
+				func(d *dict.Dict) (Limiter, error) { return NewCount(d, "api", 3, time.Minute) },
+				func(d *dict.Dict) (Limiter, error) { return NewCount(d, "api", 5, time.Hour) },
+			}},
+		{"conn",
+			func(d *dict.Dict) (Limiter, error) { return NewConn(d, "api", 5, 1, time.Second) },
+			func(d *dict.Dict) (Limiter, error) { return NewConn(d, "api", 5, 1, time.Second) },
+			[]build{
+				func(d *dict.Dict) (Limiter, error) { return NewConn(d, "api", 6, 1, time.Second) },
+				func(d *dict.Dict) (Limiter, error) { return NewConn(d, "api", 5, 0, time.Second) },
+				func(d *dict.Dict) (Limiter, error) { return NewConn(d, "api", 5, 1, time.Minute) },
+			}},
+		{"lconn",
+			func(d *dict.Dict) (Limiter, error) { return NewLeasedConn(d, "api", 5, 1, time.Second, time.Minute) },
+			func(d *dict.Dict) (Limiter, error) { return NewLeasedConn(d, "api", 5, 1, time.Second, time.Minute) },
+			[]build{
+				func(d *dict.Dict) (Limiter, error) { return NewLeasedConn(d, "api", 6, 1, time.Second, time.Minute) },
+				func(d *dict.Dict) (Limiter, error) { return NewLeasedConn(d, "api", 5, 1, time.Second, time.Hour) },
+			}},
+		{"sw",
+			func(d *dict.Dict) (Limiter, error) { return NewSlidingWindow(d, "api", 5, time.Minute) },
+			func(d *dict.Dict) (Limiter, error) { return NewSlidingWindow(d, "api", 5, time.Minute) },
+			[]build{
+				func(d *dict.Dict) (Limiter, error) { return NewSlidingWindow(d, "api", 3, time.Minute) },
+				func(d *dict.Dict) (Limiter, error) { return NewSlidingWindow(d, "api", 5, time.Second) },
+			}},
+		{"gcra",
+			func(d *dict.Dict) (Limiter, error) { return NewGCRA(d, "api", 10, 5) },
+			func(d *dict.Dict) (Limiter, error) { return NewGCRA(d, "api", 10, 5) },
+			[]build{
+				func(d *dict.Dict) (Limiter, error) { return NewGCRA(d, "api", 20, 5) },
+				func(d *dict.Dict) (Limiter, error) { return NewGCRA(d, "api", 10, 6) },
+			}},
+	}
+	var keep []Limiter // the limiters stay live through the test
+	for _, k := range kinds {
+		t.Run(k.kind, func(t *testing.T) {
+			first, err := k.first(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keep = append(keep, first)
+			for _, dd := range []*dict.Dict{d, d2} {
+				l, err := k.same(dd)
+				if err != nil {
+					t.Errorf("the same limiter again = %v, want nil", err)
+				}
+				keep = append(keep, l)
+			}
+			for i, b := range k.others {
+				for j, dd := range []*dict.Dict{d, d2} {
+					_, err := b(dd)
+					if !errors.Is(err, ErrNameClash) {
+						t.Errorf("other parameters %d on mapping %d = %v, want ErrNameClash", i, j, err)
+						continue
+					}
+					if msg := err.Error(); !strings.Contains(msg, k.kind+` "api"`) {
+						t.Errorf("error %q does not name %s %q", msg, k.kind, "api")
+					}
+				}
+				// Another zone is another limiter.
+				l, err := b(newDictClock(t, clk))
+				if err != nil {
+					t.Errorf("other parameters %d over another zone = %v, want nil", i, err)
+				}
+				keep = append(keep, l)
+			}
+		})
+	}
+	runtime.KeepAlive(keep)
+}
+
+// TestNameClashMessage: the error of a copied limiter names it and both
+// sets of parameters, and the copy never decides.
+func TestNameClashMessage(t *testing.T) {
+	d, _ := newDict(t)
+	api, err := NewCount(d, "api", 5, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	login, err := NewCount(d, "api", 3, time.Minute) // copied for /login
+	if login != nil || !errors.Is(err, ErrNameClash) {
+		t.Fatalf("NewCount(api, 3) = %v, %v; want nil, ErrNameClash", login, err)
+	}
+	want := `limiter: name clash: count "api" is built over zone ` + d.Path() + ` with limit 5 per 1m0s; this one has limit 3 per 1m0s`
+	if err.Error() != want {
+		t.Errorf("error = %q, want %q", err, want)
+	}
+	runtime.KeepAlive(api)
+}
+
+// TestNameClashDropped: a limiter the process dropped holds its name no
+// more, so it can be built again with new parameters. A Conn's SetMax
+// changes none of the parameters the name is held with.
+func TestNameClashDropped(t *testing.T) {
+	d, _ := newDict(t)
+	func() {
+		if _, err := NewCount(d, "api", 5, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	if _, err := NewCount(d, "api", 3, time.Minute); err != nil {
+		t.Errorf("NewCount with new parameters after the old one was dropped = %v, want nil", err)
+	}
+	c, err := NewConn(d, "db", 10, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetMax(20); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewConn(d, "db", 10, 0, 0); err != nil {
+		t.Errorf("NewConn as built before SetMax = %v, want nil", err)
+	}
+	runtime.KeepAlive(c)
+}
+
+// TestClaimsStayBounded: the record of names forgets the limiters the
+// process dropped, so building limiters under ever new names keeps it
+// bounded.
+func TestClaimsStayBounded(t *testing.T) {
+	d, _ := newDict(t)
+	for i := range 2000 {
+		if _, err := NewCount(d, fmt.Sprint("n", i), 1, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if i%100 == 99 {
+			runtime.GC()
+		}
+	}
+	claimsMu.Lock()
+	n := len(claims)
+	claimsMu.Unlock()
+	if n > 500 {
+		t.Errorf("%d names recorded after 2000 limiters built and dropped, want at most 500", n)
 	}
 }

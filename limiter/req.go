@@ -37,8 +37,8 @@ type Req struct {
 // NewReq returns a leaky bucket named name over d (names.go) that drains
 // rate requests per second and lets burst requests wait; the first request
 // of a key always passes. Errors: ErrNilDict, ErrBadName, ErrBadRate for a
-// rate that is not positive and finite, ErrBadBurst for a negative or
-// non-finite burst.
+// rate that is not positive and finite, ErrBadBurst for a burst that is
+// negative or above 1e12 requests, ErrNameClash.
 func NewReq(d *dict.Dict, name string, rate, burst float64) (*Req, error) {
 	if d == nil {
 		return nil, ErrNilDict
@@ -50,10 +50,14 @@ func NewReq(d *dict.Dict, name string, rate, burst float64) (*Req, error) {
 	if err := checkRate(rate); err != nil {
 		return nil, err
 	}
-	if !(burst >= 0) || math.IsInf(burst*1000, 0) {
+	if !(burst >= 0 && burst <= maxBurstReq) {
 		return nil, fmt.Errorf("%w: %v", ErrBadBurst, burst)
 	}
-	return &Req{space: sp, d: d, rateM: rate * 1000, burstM: burst * 1000}, nil
+	l := &Req{space: sp, d: d, rateM: rate * 1000, burstM: burst * 1000}
+	if err := l.claim(d, fmt.Sprintf("rate %v/s, burst %v", rate, burst)); err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // checkRate validates a rate in requests per second.
@@ -75,8 +79,9 @@ func (l *Req) Policy() Policy {
 // Incoming decides on a request for key at the dictionary's time. An
 // allowed request waits Delay = excess/rate (State is the excess in
 // requests); when commit is true it is counted. A rejection writes nothing.
-// Errors: ErrAbused for a value that is not a Req's under key, and the
-// dictionary's errors.
+// Errors: ErrAbused for a value that is not a Req's under key, ErrBadState
+// for a Req's value whose contents no Req writes, and the dictionary's
+// errors.
 func (l *Req) Incoming(ctx context.Context, key string, commit bool) (dec Decision, err error) {
 	err = l.incomingAt(&dec, l.d.Now(), key, commit)
 	return dec, err
@@ -106,17 +111,29 @@ func (l *Req) step(ms int64, key string, commit bool) (excess float64, ok bool, 
 		if err != nil || !found {
 			return 0, err == nil, err
 		}
-		excess, ok = l.leak(getReq(v.Bytes()), true, now)
+		s := getReq(v.Bytes())
+		if reqBad(s, reqLatest(ms)) {
+			return 0, false, badOf(v, badReq(s, ms)).err(zk)
+		}
+		excess, ok = l.leak(s, true, now)
 		return excess, ok, nil
 	}
 	// The state changes in place under the key's lock: nothing is copied,
 	// and a rejection writes nothing. An allowed request's state expires
 	// when it has drained (drainedAfter), so the zone can tell it means
-	// nothing from then on.
+	// nothing from then on. A state no Req writes is left as it is, and
+	// bad says why. It is set only then: fn writes nothing, so no retry
+	// calls fn again.
+	latest := reqLatest(ms)
+	var bad string
 	fn := func(b []byte, found bool) (bool, time.Duration) {
 		var s reqState
 		if found {
 			s = getReq(b)
+			if reqBad(s, latest) {
+				bad = badReq(s, ms)
+				return false, 0
+			}
 		}
 		excess, ok = l.leak(s, found, now)
 		if !ok {
@@ -138,6 +155,9 @@ func (l *Req) step(ms int64, key string, commit bool) (excess float64, ok bool, 
 	}
 	if err != nil {
 		return 0, false, dictErr(zk, err)
+	}
+	if bad != "" {
+		return 0, false, foreign{kind: dict.KindBytes, n: reqSize, bad: bad}.err(zk)
 	}
 	return excess, ok, nil
 }
@@ -245,7 +265,8 @@ func truncExcess(excess float64) uint64 {
 
 // Uncommit gives back one request: the stored excess drops by one request
 // (not below zero) and the time of the last request stays. Errors:
-// ErrNotFound when key holds no state, ErrAbused, the dictionary's errors.
+// ErrNotFound when key holds no state, ErrAbused, ErrBadState, the
+// dictionary's errors.
 func (l *Req) Uncommit(ctx context.Context, key string) error {
 	buf := bufs.Get().(*[bufSize]byte)
 	defer bufs.Put(buf)
@@ -265,6 +286,10 @@ func (l *Req) Uncommit(ctx context.Context, key string) error {
 			return dict.Value{}, 0, true // leave it as it is
 		}
 		s := getReq(cur.Bytes())
+		if reqBad(s, reqLatest(now)) {
+			bad = badOf(cur, badReq(s, now))
+			return dict.Value{}, 0, true // leave it as it is
+		}
 		s.excess -= min(s.excess, 1000)
 		putReq(buf[:], s)
 		return dict.Bytes(buf[:reqSize]), l.drainedAfter(s, now), true

@@ -37,7 +37,7 @@ type SlidingWindow struct {
 // milliseconds. Errors: ErrNilDict, ErrBadName, ErrBadLimit for a limit
 // below 1, ErrBadWindow for a window shorter than a millisecond, longer
 // than maxWindowMs (some 50 years), or one for which limit·window
-// overflows.
+// overflows, ErrNameClash.
 func NewSlidingWindow(d *dict.Dict, name string, limit int64, window time.Duration) (*SlidingWindow, error) {
 	if d == nil {
 		return nil, ErrNilDict
@@ -53,7 +53,11 @@ func NewSlidingWindow(d *dict.Dict, name string, limit int64, window time.Durati
 	if w < 1 || w > maxWindowMs || limit > math.MaxInt64/4/w {
 		return nil, fmt.Errorf("%w: %v for a limit of %d", ErrBadWindow, window, limit)
 	}
-	return &SlidingWindow{space: sp, d: d, limit: limit, w: w}, nil
+	l := &SlidingWindow{space: sp, d: d, limit: limit, w: w}
+	if err := l.claim(d, fmt.Sprintf("limit %d per %v", limit, time.Duration(w)*time.Millisecond)); err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // maxWindowMs is the longest window, in ms. A state's TTL runs to the end

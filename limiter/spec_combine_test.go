@@ -15,7 +15,7 @@ func traffic(t *testing.T, clk *fakeClock, countLimit int64) ([]Limiter, []strin
 	t.Helper()
 	reqs, conns, counts := newDictClock(t, clk), newDictClock(t, clk), newDictClock(t, clk)
 	req1, err1 := NewReq(reqs, "t", 3, 2)
-	req2, err2 := NewReq(reqs, "t", 2, 3)
+	req2, err2 := NewReq(reqs, "t2", 2, 3) // another name: other parameters
 	conn, err3 := NewConn(conns, "t", 4, 1, 2*time.Second)
 	count, err4 := NewCount(counts, "t", countLimit, 100*time.Second)
 	for _, err := range []error{err1, err2, err3, err4} {

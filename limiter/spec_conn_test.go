@@ -158,7 +158,7 @@ func inFlight(t *testing.T, l *Conn, key string) int64 {
 	if err != nil {
 		return 0
 	}
-	_, total, _ := l.lease.scan(v.Bytes(), l.d.Now(), nil)
+	_, total, _, _ := l.lease.scan(v.Bytes(), l.d.Now(), nil)
 	return total
 }
 

@@ -22,9 +22,19 @@ const (
 	// maxTauNs is the largest burst tolerance NewGCRA accepts: no TAT is
 	// further ahead of the time it was written at.
 	maxTauNs = int64(100 * 365 * 24 * time.Hour)
-	// maxAheadMs is how far ahead of a decision's clock a window may start:
-	// the clocks of processes sharing a key disagree by less than a day.
+	// maxAheadMs is how far ahead of a decision's clock a stored time may
+	// be. Processes of a host read one wall clock, each through a coarse
+	// clock that lags it by a few milliseconds. A stored time is ahead of
+	// now when a process read the clock later, or when the wall clock was
+	// stepped back by NTP, an operator or a restored virtual machine. A day
+	// covers any step of a host that keeps time. A tighter bound would turn
+	// such a step into ErrBadState on every live key until it expires.
 	maxAheadMs = int64(24 * time.Hour / time.Millisecond)
+	// maxBurstReq is the largest burst NewReq accepts, in requests.
+	maxBurstReq = 1e12
+	// maxExcessM is the largest excess a Req stores, in milli-requests: an
+	// allowed request stores at most the burst.
+	maxExcessM = maxBurstReq * 1000
 )
 
 // badCount returns what is wrong with a Count's or a Conn's number v, an
@@ -128,13 +138,41 @@ func checkTAT(v dict.Value, nowNs int64) foreign {
 }
 
 // badTAT returns what is wrong with a GCRA's TAT at nowNs: none is
-// negative, nor further ahead than the largest burst tolerance.
+// negative, nor further ahead than the largest burst tolerance and
+// maxAheadMs.
 func badTAT(tat, nowNs int64) string {
 	switch {
 	case tat < 0:
 		return "a negative TAT"
-	case tat > satAdd(nowNs, maxTauNs):
-		return "a TAT more than 100 years ahead"
+	case tat > satAdd(nowNs, maxTauNs+maxAheadMs*int64(time.Millisecond)):
+		return "a TAT more than 100 years and a day ahead"
+	}
+	return ""
+}
+
+// reqLatest returns the latest time a Req's state may hold at now in Unix
+// ms, maxAheadMs ahead. It is a uint64, so that reqBad's one compare also
+// refuses a time before the epoch.
+func reqLatest(now int64) uint64 { return uint64(max(satAdd(now, maxAheadMs), 0)) }
+
+// reqBad reports whether a Req's state holds what no Req writes, given
+// reqLatest: an excess above maxExcessM, or a time before the epoch or
+// after latest. It is two compares, inlined in every decision; badReq
+// says which.
+func reqBad(s reqState, latest uint64) bool {
+	return s.excess > maxExcessM || uint64(s.last) > latest
+}
+
+// badReq returns what is wrong with a Req's state at now in Unix ms, as
+// reqBad judges it.
+func badReq(s reqState, now int64) string {
+	switch {
+	case s.excess > maxExcessM:
+		return "an excess above any burst"
+	case s.last < 0:
+		return "a time before the epoch"
+	case s.last > satAdd(now, maxAheadMs):
+		return "a time more than a day ahead"
 	}
 	return ""
 }
@@ -166,6 +204,23 @@ func badSW(s swState, now, w int64) string {
 		return "a window before the epoch"
 	case s.window > floorDiv(satAdd(now, maxAheadMs), w):
 		return "a window more than a day ahead"
+	}
+	return ""
+}
+
+// badLease returns what is wrong with a leased Conn's record at now in
+// Unix ms. A Conn stores only records that hold slots, at most 2^53 as a
+// plain Conn's count, and that expire at most the longest lease after the
+// time of their write, which is at most maxAheadMs ahead of now. An
+// expired record may stay until the next write drops it.
+func badLease(r lease, now int64) string {
+	switch {
+	case r.slots <= 0:
+		return "a lease of no slots"
+	case r.slots > maxExact:
+		return "a lease of more than 2^53 slots"
+	case r.expiry > satAdd(now, maxLeaseMs+maxAheadMs):
+		return "a lease that expires more than two days ahead"
 	}
 	return ""
 }

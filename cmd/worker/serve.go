@@ -9,7 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -26,6 +25,9 @@ func init() {
 
 // serveConfigEnv carries a child's configuration, as JSON, from the master.
 const serveConfigEnv = "WORKER_SERVE_CONFIG"
+
+// maxBurst is the largest burst limiter.NewReq takes, in requests.
+const maxBurst = 1e12
 
 // serveConfig is what the master hands each child.
 type serveConfig struct {
@@ -141,8 +143,8 @@ func serveFlags(args []string, stderr io.Writer) (procs int, zoneSize int64, c s
 	}
 	// As limiter.NewReq checks it in each child: a burst it refuses would
 	// have the master restart children that cannot start, forever.
-	if !(c.Burst >= 0) || math.IsInf(c.Burst*1000, 0) {
-		return 0, 0, c, fmt.Errorf("-burst %v: want a number from 0 to %g", c.Burst, math.MaxFloat64/1000)
+	if !(c.Burst >= 0 && c.Burst <= maxBurst) {
+		return 0, 0, c, fmt.Errorf("-burst %v: want a number from 0 to %g", c.Burst, float64(maxBurst))
 	}
 	if c.Drain <= 0 {
 		return 0, 0, c, errors.New("-drain must be positive")

@@ -51,7 +51,9 @@ func TestServeBurstAsTheLimiterTakesIt(t *testing.T) {
 	}{
 		{"0", true},
 		{"20", true},
-		{"1e305", true},
+		{"1e12", true},
+		{"1.0000001e12", false},
+		{"1e305", false},
 		{"-1", false},
 		{"NaN", false},
 		{"+Inf", false},
@@ -63,7 +65,7 @@ func TestServeBurstAsTheLimiterTakesIt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := limiter.NewReq(d, "t", 1, b); (err == nil) != tc.ok {
+			if _, err := limiter.NewReq(d, "t"+tc.burst, 1, b); (err == nil) != tc.ok {
 				t.Fatalf("limiter.NewReq(burst %s) = %v; the table is wrong", tc.burst, err)
 			}
 			_, _, _, err = serveFlags([]string{"-burst", tc.burst}, io.Discard)

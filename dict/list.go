@@ -12,8 +12,10 @@ import (
 // reclaims expired entries only, and fails with ErrNoMemory.
 
 // LPush inserts v at the head of the list under key, creating the list when
-// the key is absent or expired, and returns the new length. Errors:
-// ErrNotList for a key holding a value, ErrNoMemory.
+// the key is absent or expired, and returns the new length. A list it
+// creates joins the eviction queue unused, as every new key; a push onto
+// a live list uses it. Errors: ErrNotList for a key holding a value,
+// ErrNoMemory.
 func (d *Dict) LPush(key string, v Value) (int, error) { return d.push(key, v, true) }
 
 // RPush inserts v at the tail of the list under key; as LPush.
@@ -259,7 +261,9 @@ func (d *Dict) pushLocked(key string, v Value, head bool, need int) (int, error)
 	}
 	l.Len++
 	hd.Drop = dropNone
-	e.use()
+	if !created {
+		e.use() // a push onto a list is a use; creating the list is not
+	}
 	d.tally(s, tWrites)
 	return int(l.Len), nil
 }

@@ -301,11 +301,11 @@ func (h *mdlRun) push(key string, head bool) {
 	h.observe(sh, err, own)
 	var want int
 	var wantErr error
+	created := false
 	switch {
 	case e != nil && !e.isList:
 		wantErr = ErrNotList
 	case h.cfg.mode == mdlExact:
-		created := false
 		if e == nil {
 			if _, wantErr = h.alloc(sh, m.entryChunk(len(key), listHdrSize), false, nil); wantErr != nil {
 				break
@@ -323,7 +323,7 @@ func (h *mdlRun) push(key string, head bool) {
 			break
 		}
 		if e == nil {
-			e = m.insert(key, Value{}, true, 0, 0, false)
+			e, created = m.insert(key, Value{}, true, 0, 0, false), true
 		}
 	}
 	if wantErr == nil && e != nil && e.isList {
@@ -332,7 +332,7 @@ func (h *mdlRun) push(key string, head bool) {
 		} else {
 			e.elems = append(e.elems, v)
 		}
-		e.ref = true
+		e.ref = e.ref || !created // a push uses a list; creating one does not
 		want = len(e.elems)
 	}
 	if n != want || !errors.Is(err, wantErr) || (wantErr == nil) != (err == nil) {

@@ -122,16 +122,13 @@ func (l *Req) step(ms int64, key string, commit bool) (excess float64, ok bool, 
 	// and a rejection writes nothing. An allowed request's state expires
 	// when it has drained (drainedAfter), so the zone can tell it means
 	// nothing from then on. A state no Req writes is left as it is, and
-	// bad says why. It is set only then: fn writes nothing, so no retry
-	// calls fn again.
-	latest := reqLatest(ms)
-	var bad string
+	// excess is -1, which no decision computes.
 	fn := func(b []byte, found bool) (bool, time.Duration) {
 		var s reqState
 		if found {
 			s = getReq(b)
-			if reqBad(s, latest) {
-				bad = badReq(s, ms)
+			if reqBad(s, reqLatest(ms)) {
+				excess = -1
 				return false, 0
 			}
 		}
@@ -156,10 +153,24 @@ func (l *Req) step(ms int64, key string, commit bool) (excess float64, ok bool, 
 	if err != nil {
 		return 0, false, dictErr(zk, err)
 	}
-	if bad != "" {
-		return 0, false, foreign{kind: dict.KindBytes, n: reqSize, bad: bad}.err(zk)
+	if excess < 0 {
+		return 0, false, l.badState(zk, ms)
 	}
 	return excess, ok, nil
+}
+
+// badState returns the error of zone key zk, whose state a decision at
+// ms found that no Req writes. It reads the state again to say what is
+// wrong with it, off the decision's path.
+func (l *Req) badState(zk string, ms int64) error {
+	var buf [reqSize]byte
+	why := "a state no Req writes"
+	if v, _, err := l.d.GetInto(zk, buf[:0]); err == nil && isReqState(v) {
+		if s := getReq(v.Bytes()); reqBad(s, reqLatest(ms)) {
+			why = badReq(s, ms)
+		}
+	}
+	return foreign{kind: dict.KindBytes, n: reqSize, bad: why}.err(zk)
 }
 
 // leak returns the excess in milli-requests that a request at now (luaMs)

@@ -22,9 +22,13 @@ type Options struct {
 	// decision, no headers.
 	Next func(ctx *fasthttp.RequestCtx) bool
 	// Key returns a request's limiter key. Nil keys by client address:
-	// httplimit.AddrKey of ClientAddr with TrustedProxies. An error fails
-	// the request through Error.
+	// ClientAddr with TrustedProxies, made a key by httplimit.AddrKeyFunc
+	// with IPv6Prefix. An error fails the request through Error.
 	Key func(ctx *fasthttp.RequestCtx) (string, error)
+	// IPv6Prefix is the prefix length by which the default Key folds an
+	// IPv6 client: 64, 56 or 48. Zero means 64. A /48 makes a flood from
+	// one /48 one key.
+	IPv6Prefix int
 	// TrustedProxies are the peers whose X-Forwarded-For is believed
 	// (httplimit.ParsePrefixes reads them from strings); used by the
 	// default Key.
@@ -68,6 +72,7 @@ type Options struct {
 // (unless o.NoDelay) and goes on to the next handler; a Conn's request is
 // left (Leaving, with its latency) when the next handler returns. Errors:
 // ErrNilLimiter, ErrBadProxy for an invalid TrustedProxies prefix,
+// ErrBadIPv6Prefix for an IPv6Prefix other than 0, 64, 56 or 48,
 // ErrBadPolicy for a bad PolicyName, a negative Policy or a bad tier
 // (admit.ErrBadTier).
 func New(l limiter.Limiter, o Options) (func(fasthttp.RequestHandler) fasthttp.RequestHandler, error) {
@@ -78,6 +83,10 @@ func New(l limiter.Limiter, o Options) (func(fasthttp.RequestHandler) fasthttp.R
 		if !p.IsValid() {
 			return nil, fmt.Errorf("%w: %v", ErrBadProxy, p)
 		}
+	}
+	addrKey, err := httplimit.AddrKeyFunc(o.IPv6Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadIPv6Prefix, err)
 	}
 	g, err := admit.New(l, admit.Options{Policy: o.Policy, PolicyName: o.PolicyName, NoHeaders: o.NoHeaders, NoDelay: o.NoDelay, Wait: o.Wait, Tiers: o.Tiers})
 	if err != nil {
@@ -91,7 +100,7 @@ func New(l limiter.Limiter, o Options) (func(fasthttp.RequestHandler) fasthttp.R
 			if err != nil {
 				return "", err
 			}
-			return httplimit.AddrKey(a), nil
+			return addrKey(a), nil
 		}
 	}
 	if m.o.Rejected == nil {

@@ -3,6 +3,7 @@ package shmfasthttp_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"path/filepath"
@@ -120,6 +121,48 @@ func TestMiddlewareTrustedProxies(t *testing.T) {
 	}
 	if _, err := shmfasthttp.New(l, shmfasthttp.Options{TrustedProxies: []netip.Prefix{{}}}); !errors.Is(err, shmfasthttp.ErrBadProxy) {
 		t.Errorf("New(invalid prefix) = %v, want ErrBadProxy", err)
+	}
+}
+
+// TestMiddlewareIPv6Prefix: the default key folds IPv6 clients into the
+// prefix IPv6Prefix names, and New refuses prefixes other than /64, /56
+// and /48.
+func TestMiddlewareIPv6Prefix(t *testing.T) {
+	// Each client is limited to one request; the statuses of requests
+	// from each peer in turn.
+	peers := []string{
+		"[2001:db8:1:100::1]:1",
+		"[2001:db8:1:100::2]:1",  // the same /64
+		"[2001:db8:1:1ff::1]:1",  // another /64, the same /56
+		"[2001:db8:1:ff00::1]:1", // another /56, the same /48
+		"[2001:db8:2:100::1]:1",  // another /48
+		"192.0.2.1:1",            // IPv4: its own key
+	}
+	for _, tc := range []struct {
+		bits  int
+		codes []int
+	}{
+		{0, []int{200, 429, 200, 200, 200, 200}},
+		{64, []int{200, 429, 200, 200, 200, 200}},
+		{56, []int{200, 429, 429, 200, 200, 200}},
+		{48, []int{200, 429, 429, 429, 200, 200}},
+	} {
+		t.Run(fmt.Sprint("/", tc.bits), func(t *testing.T) {
+			l, _ := limiter.NewCount(openZone(t, nil), "v6", 1, time.Minute)
+			h := wrap(t, l, shmfasthttp.Options{IPv6Prefix: tc.bits}, ok)
+			for i, p := range peers {
+				if r := serve(h, p); r.StatusCode() != tc.codes[i] {
+					t.Errorf("request from %s = %d, want %d", p, r.StatusCode(), tc.codes[i])
+				}
+			}
+		})
+	}
+	l, _ := limiter.NewCount(openZone(t, nil), "v6", 1, time.Minute)
+	for _, bits := range []int{-1, 32, 60, 128} {
+		_, err := shmfasthttp.New(l, shmfasthttp.Options{IPv6Prefix: bits})
+		if !errors.Is(err, shmfasthttp.ErrBadIPv6Prefix) || !errors.Is(err, httplimit.ErrBadIPv6Prefix) {
+			t.Errorf("New(IPv6Prefix %d) = %v, want ErrBadIPv6Prefix", bits, err)
+		}
 	}
 }
 

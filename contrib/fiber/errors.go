@@ -15,6 +15,10 @@ var (
 	// ErrBadPolicy is returned by New for a policy name that is not
 	// printable ASCII, or a negative limit or window.
 	ErrBadPolicy = errors.New("shmfiber: bad policy")
+	// ErrBadIPv6Prefix is returned by New, wrapping
+	// httplimit.ErrBadIPv6Prefix, for an IPv6Prefix other than 64, 56 or
+	// 48.
+	ErrBadIPv6Prefix = errors.New("shmfiber: bad IPv6 prefix")
 	// ErrNoClientAddr is returned by ClientAddr, and by the default key
 	// function through Options.Error, when the peer's address is no IP
 	// address.

@@ -23,10 +23,14 @@ type Options struct {
 	// Key returns a request's limiter key. Nil keys by ClientAddr, which
 	// follows the app's TrustProxy, TrustProxyConfig and ProxyHeader but
 	// takes the header's rightmost untrusted address, not c.IP()'s
-	// leftmost (which the client writes), made a key as httplimit.AddrKey
-	// does (an IPv6 client by its /64); a peer with no IP address is
+	// leftmost (which the client writes). The address is made a key by
+	// httplimit.AddrKeyFunc with IPv6Prefix. A peer with no IP address is
 	// ErrNoClientAddr. An error fails the request through Error.
 	Key func(c fiber.Ctx) (string, error)
+	// IPv6Prefix is the prefix length by which the default Key folds an
+	// IPv6 client: 64, 56 or 48. Zero means 64. A /48 makes a flood from
+	// one /48 one key.
+	IPv6Prefix int
 	// Policy is the quota the headers announce. Its zero value takes the
 	// limiter's own (a Policy() limiter.Policy method, as the limiters of
 	// package limiter have); with neither, RateLimit-Policy and
@@ -65,11 +69,17 @@ type Options struct {
 // delay (unless o.NoDelay) and goes on with c.Next(); a Conn's request is
 // left (Leaving, with its latency) when the rest of the chain returns. One
 // decision is one atomic dictionary operation, so every prefork child over
-// the same zone admits from one budget. Errors: ErrNilLimiter, ErrBadPolicy
-// for a bad PolicyName, a negative Policy or a bad tier (admit.ErrBadTier).
+// the same zone admits from one budget. Errors: ErrNilLimiter,
+// ErrBadIPv6Prefix for an IPv6Prefix other than 0, 64, 56 or 48,
+// ErrBadPolicy for a bad PolicyName, a negative Policy or a bad tier
+// (admit.ErrBadTier).
 func New(l limiter.Limiter, o Options) (fiber.Handler, error) {
 	if l == nil {
 		return nil, ErrNilLimiter
+	}
+	addrKey, err := httplimit.AddrKeyFunc(o.IPv6Prefix)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadIPv6Prefix, err)
 	}
 	g, err := admit.New(l, admit.Options{Policy: o.Policy, PolicyName: o.PolicyName, NoHeaders: o.NoHeaders, NoDelay: o.NoDelay, Wait: o.Wait, Tiers: o.Tiers})
 	if err != nil {
@@ -77,7 +87,13 @@ func New(l limiter.Limiter, o Options) (fiber.Handler, error) {
 	}
 	m := &middleware{g: g, o: o}
 	if m.o.Key == nil {
-		m.o.Key = ipKey
+		m.o.Key = func(c fiber.Ctx) (string, error) {
+			a, err := ClientAddr(c)
+			if err != nil {
+				return "", err
+			}
+			return addrKey(a), nil
+		}
 	}
 	if m.o.Rejected == nil {
 		m.o.Rejected = tooManyRequests
@@ -118,16 +134,6 @@ func (m *middleware) serve(c fiber.Ctx) error {
 	}
 	defer pass.Done()
 	return c.Next()
-}
-
-// ipKey is the default key: ClientAddr, made a key by httplimit.AddrKey
-// (an IPv6 client by its /64).
-func ipKey(c fiber.Ctx) (string, error) {
-	a, err := ClientAddr(c)
-	if err != nil {
-		return "", err
-	}
-	return httplimit.AddrKey(a), nil
 }
 
 func tooManyRequests(c fiber.Ctx, d limiter.Decision) error {

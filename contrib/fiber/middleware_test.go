@@ -15,6 +15,7 @@ import (
 	"github.com/gofiber/fiber/v3"
 	"github.com/shmzone/shmzone/contrib/fiber"
 	"github.com/shmzone/shmzone/limiter"
+	"github.com/shmzone/shmzone/limiter/httplimit"
 	"github.com/valyala/fasthttp"
 )
 
@@ -107,6 +108,53 @@ func TestMiddlewareHeaders(t *testing.T) {
 }
 
 // The default key is ClientAddr, which follows the app's proxy settings: a
+// TestMiddlewareIPv6Prefix: the default key folds IPv6 clients into the
+// prefix IPv6Prefix names, and New refuses prefixes other than /64, /56
+// and /48.
+func TestMiddlewareIPv6Prefix(t *testing.T) {
+	trusting := fiber.Config{
+		TrustProxy:       true,
+		ProxyHeader:      fiber.HeaderXForwardedFor,
+		TrustProxyConfig: fiber.TrustProxyConfig{Proxies: []string{"0.0.0.0"}}, // app.Test's peer
+	}
+	// Each client is limited to one request; the statuses of requests
+	// from each address in turn.
+	addrs := []string{
+		"2001:db8:1:100::1",
+		"2001:db8:1:100::2",  // the same /64
+		"2001:db8:1:1ff::1",  // another /64, the same /56
+		"2001:db8:1:ff00::1", // another /56, the same /48
+		"2001:db8:2:100::1",  // another /48
+		"192.0.2.1",          // IPv4: its own key
+	}
+	for _, tc := range []struct {
+		bits  int
+		codes []int
+	}{
+		{0, []int{200, 429, 200, 200, 200, 200}},
+		{64, []int{200, 429, 200, 200, 200, 200}},
+		{56, []int{200, 429, 429, 200, 200, 200}},
+		{48, []int{200, 429, 429, 429, 200, 200}},
+	} {
+		t.Run(fmt.Sprint("/", tc.bits), func(t *testing.T) {
+			l, _ := limiter.NewCount(openZone(t, nil), "v6", 1, time.Minute)
+			app := newApp(t, l, shmfiber.Options{IPv6Prefix: tc.bits}, trusting)
+			for i, a := range addrs {
+				if r := do(t, app, "X-Forwarded-For", a); r.StatusCode != tc.codes[i] {
+					t.Errorf("request from %s = %d, want %d", a, r.StatusCode, tc.codes[i])
+				}
+			}
+		})
+	}
+	l, _ := limiter.NewCount(openZone(t, nil), "v6", 1, time.Minute)
+	for _, bits := range []int{-1, 32, 60, 128} {
+		_, err := shmfiber.New(l, shmfiber.Options{IPv6Prefix: bits})
+		if !errors.Is(err, shmfiber.ErrBadIPv6Prefix) || !errors.Is(err, httplimit.ErrBadIPv6Prefix) {
+			t.Errorf("New(IPv6Prefix %d) = %v, want ErrBadIPv6Prefix", bits, err)
+		}
+	}
+}
+
 // trusted peer's X-Forwarded-For names the client, its rightmost untrusted
 // address; an untrusted peer's is ignored.
 func TestMiddlewareKeyFollowsTrustProxy(t *testing.T) {

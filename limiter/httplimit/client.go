@@ -86,12 +86,41 @@ func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
 
 // AddrKey returns the limiter key of a client address: the address for
 // IPv4, its /64 for IPv6, since one IPv6 host commonly holds a whole /64
-// ("2001:db8:1:2::/64").
-func AddrKey(a netip.Addr) string {
+// ("2001:db8:1:2::/64"). It is the function AddrKeyFunc(64) returns.
+func AddrKey(a netip.Addr) string { return addrKey(a, DefaultIPv6Prefix) }
+
+// DefaultIPv6Prefix is the prefix length by which a client address key
+// folds an IPv6 client, unless told otherwise.
+const DefaultIPv6Prefix = 64
+
+// AddrKeyFunc returns the function that makes a client address a limiter
+// key: the address for IPv4, and its /bits for IPv6, with an IPv4-mapped
+// address taken as IPv4 and a zone dropped. bits is 64, 56 or 48; 0
+// means DefaultIPv6Prefix. A host commonly holds a /64, a site a /56 or a
+// /48. A wider prefix folds a flood from one network into one key, and
+// also the clients that share that network with it.
+//
+// Errors: ErrBadIPv6Prefix for any other bits.
+func AddrKeyFunc(bits int) (func(netip.Addr) string, error) {
+	switch bits {
+	case 0:
+		bits = DefaultIPv6Prefix
+	case 48, 56, 64:
+	default:
+		return nil, fmt.Errorf("%w: /%d; want /64, /56 or /48", ErrBadIPv6Prefix, bits)
+	}
+	return func(a netip.Addr) string { return addrKey(a, bits) }, nil
+}
+
+// addrKey is the key of a with IPv6 folded into its /bits, for bits that
+// AddrKeyFunc accepts. An IPv4-mapped address is its IPv4 address, and a
+// zone is dropped, as ClientAddr does.
+func addrKey(a netip.Addr, bits int) string {
+	a = a.Unmap().WithZone("")
 	if a.Is4() {
 		return a.String()
 	}
-	p, _ := a.Prefix(64)
+	p, _ := a.Prefix(bits)
 	return p.String()
 }
 

@@ -2,6 +2,7 @@ package httplimit
 
 import (
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"net/netip"
 	"testing"
@@ -71,6 +72,38 @@ func TestAddrKey(t *testing.T) {
 				t.Errorf("AddrKey(%s) = %q, want %q", tt.in, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestAddrKeyFunc(t *testing.T) {
+	tests := []struct {
+		bits int
+		in   string
+		want string
+	}{
+		{0, "2001:db8:1:2:aaaa::1", "2001:db8:1:2::/64"},
+		{64, "2001:db8:1:2:aaaa::1", "2001:db8:1:2::/64"},
+		{56, "2001:db8:1:2ff:aaaa::1", "2001:db8:1:200::/56"},
+		{48, "2001:db8:1:2ff:aaaa::1", "2001:db8:1::/48"},
+		{48, "198.51.100.1", "198.51.100.1"},
+		{48, "::ffff:198.51.100.1", "198.51.100.1"}, // IPv4-mapped: IPv4
+		{56, "fe80::1:2%eth0", "fe80::/56"},         // the zone dropped
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("/%d/%s", tt.bits, tt.in), func(t *testing.T) {
+			key, err := AddrKeyFunc(tt.bits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := key(netip.MustParseAddr(tt.in)); got != tt.want {
+				t.Errorf("AddrKeyFunc(%d)(%s) = %q, want %q", tt.bits, tt.in, got, tt.want)
+			}
+		})
+	}
+	for _, bits := range []int{-1, 1, 32, 47, 49, 63, 65, 96, 128, 129} {
+		if key, err := AddrKeyFunc(bits); key != nil || !errors.Is(err, ErrBadIPv6Prefix) {
+			t.Errorf("AddrKeyFunc(%d) = %v, want ErrBadIPv6Prefix", bits, err)
+		}
 	}
 }
 

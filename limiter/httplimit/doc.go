@@ -11,9 +11,10 @@
 // Names), so a /login limited to 3 per minute stays so beside an /api
 // allowed 100.
 //
-// A request is keyed by its client's address (IPv6 by its /64), read from
-// X-Forwarded-For only when the peer is a trusted proxy, and then the
-// rightmost untrusted address. An allowed request waits out the limiter's
+// A request is keyed by its client's address, read from X-Forwarded-For
+// only when the peer is a trusted proxy, and then the rightmost untrusted
+// address. An IPv6 client is keyed by its /64, or by the /56 or /48 that
+// Options.IPv6Prefix names (AddrKeyFunc). An allowed request waits out the limiter's
 // delay, as nginx's limit_req does, unless NoDelay; a rejected one gets 429
 // with Retry-After, or what Options.Rejected writes. Responses carry the
 // RateLimit-Policy and RateLimit headers of

@@ -11,6 +11,9 @@ var (
 	// ErrBadPolicy is returned by New for a policy name that is not
 	// printable ASCII, or a negative limit or window.
 	ErrBadPolicy = errors.New("httplimit: bad policy")
+	// ErrBadIPv6Prefix is returned by AddrKeyFunc, and by New for
+	// Options.IPv6Prefix, for a prefix length other than 64, 56 or 48.
+	ErrBadIPv6Prefix = errors.New("httplimit: bad IPv6 prefix")
 	// ErrNoClientAddr is returned by ClientAddr when the request's
 	// RemoteAddr holds no IP address (a Unix socket, for one); the default
 	// key function then fails the request through Options.Error.

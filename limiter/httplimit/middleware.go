@@ -17,12 +17,16 @@ import (
 // waits out delays, answers rejections with 429 and errors with 500.
 type Options struct {
 	// Key returns a request's limiter key. Nil keys by client address:
-	// AddrKey of ClientAddr with TrustedProxies. An error fails the request
-	// through Error.
+	// ClientAddr with TrustedProxies, made a key by AddrKeyFunc with
+	// IPv6Prefix. An error fails the request through Error.
 	Key func(r *http.Request) (string, error)
 	// TrustedProxies are the peers whose X-Forwarded-For is believed
 	// (ParsePrefixes reads them from strings); used by the default Key.
 	TrustedProxies []netip.Prefix
+	// IPv6Prefix is the prefix length by which the default Key folds an
+	// IPv6 client: 64, 56 or 48. Zero means 64. A /48 makes a flood from
+	// one /48 one key.
+	IPv6Prefix int
 	// Policy is the quota the headers announce. Its zero value takes the
 	// limiter's own (a Policy() limiter.Policy method, as this module's
 	// limiters have); with neither, RateLimit-Policy and X-RateLimit-Limit
@@ -64,6 +68,7 @@ type Options struct {
 // (unless o.NoDelay) and goes on to the next handler; a Conn's request is
 // left (Leaving, with its latency) when the next handler returns. Errors:
 // ErrNilLimiter, ErrBadProxy for an invalid TrustedProxies prefix,
+// ErrBadIPv6Prefix for an IPv6Prefix other than 0, 64, 56 or 48,
 // ErrBadPolicy for a bad PolicyName, a negative Policy or a bad tier
 // (admit.ErrBadTier).
 func New(l limiter.Limiter, o Options) (func(http.Handler) http.Handler, error) {
@@ -74,6 +79,10 @@ func New(l limiter.Limiter, o Options) (func(http.Handler) http.Handler, error) 
 		if !p.IsValid() {
 			return nil, fmt.Errorf("%w: %v", ErrBadProxy, p)
 		}
+	}
+	addrKey, err := AddrKeyFunc(o.IPv6Prefix)
+	if err != nil {
+		return nil, err
 	}
 	g, err := admit.New(l, admit.Options{Policy: o.Policy, PolicyName: o.PolicyName, NoHeaders: o.NoHeaders, NoDelay: o.NoDelay, Wait: o.Wait, Tiers: o.Tiers})
 	if err != nil {
@@ -87,7 +96,7 @@ func New(l limiter.Limiter, o Options) (func(http.Handler) http.Handler, error) 
 			if err != nil {
 				return "", err
 			}
-			return AddrKey(a), nil
+			return addrKey(a), nil
 		}
 	}
 	if m.o.Rejected == nil {

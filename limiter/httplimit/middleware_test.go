@@ -3,6 +3,7 @@ package httplimit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -293,6 +294,42 @@ func TestSpoofedXFF(t *testing.T) {
 	}
 }
 
+// TestIPv6Prefix: the default key folds IPv6 clients into the prefix
+// IPv6Prefix names, so that a flood from one /48 is one client at /48,
+// while IPv4 clients stay one key each.
+func TestIPv6Prefix(t *testing.T) {
+	tests := []struct {
+		bits int
+		// codes of requests from each address in turn, each limited to one
+		codes []int
+	}{
+		{0, []int{200, 429, 200, 200, 200, 200}},
+		{64, []int{200, 429, 200, 200, 200, 200}},
+		{56, []int{200, 429, 429, 200, 200, 200}},
+		{48, []int{200, 429, 429, 429, 200, 200}},
+	}
+	addrs := []string{
+		"[2001:db8:1:100::1]:1",
+		"[2001:db8:1:100::2]:1",  // the same /64
+		"[2001:db8:1:1ff::1]:1",  // another /64, the same /56
+		"[2001:db8:1:ff00::1]:1", // another /56, the same /48
+		"[2001:db8:2:100::1]:1",  // another /48
+		"198.51.100.1:1",         // IPv4: its own key
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint("/", tt.bits), func(t *testing.T) {
+			d, _ := newDict(t, nil)
+			l, _ := limiter.NewCount(d, "t", 1, time.Minute)
+			h := mustNew(t, l, Options{IPv6Prefix: tt.bits})(okHandler(new(atomic.Int64)))
+			for i, a := range addrs {
+				if w := serve(h, a); w.Code != tt.codes[i] {
+					t.Errorf("request from %s = %d, want %d", a, w.Code, tt.codes[i])
+				}
+			}
+		})
+	}
+}
+
 func TestErrors(t *testing.T) {
 	d, _ := newDict(t, nil)
 	l, _ := limiter.NewReq(d, "t", 1, 1)
@@ -344,6 +381,10 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"name with a newline", l, Options{PolicyName: "a\nb"}, ErrBadPolicy},
 		{"name not ASCII", l, Options{PolicyName: "día"}, ErrBadPolicy},
 		{"negative policy", l, Options{Policy: limiter.Policy{Limit: -1}}, ErrBadPolicy},
+		{"IPv6 prefix /32", l, Options{IPv6Prefix: 32}, ErrBadIPv6Prefix},
+		{"IPv6 prefix /60", l, Options{IPv6Prefix: 60}, ErrBadIPv6Prefix},
+		{"IPv6 prefix /128", l, Options{IPv6Prefix: 128}, ErrBadIPv6Prefix},
+		{"IPv6 prefix -64", l, Options{IPv6Prefix: -64}, ErrBadIPv6Prefix},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -334,8 +334,16 @@ func TestTargetVerdictsJudgeTheShownFigure(t *testing.T) {
 		{"zone over Redis shown as the limit", zoneOverRedis(99.96), "zone over Redis", "100.0× (get at procs 2) holds"},
 		{"zone over Redis under the limit", zoneOverRedis(99.94), "zone over Redis", "99.9× (get at procs 2) **missed**"},
 		{"nginx shown as the limit", func(res *results) {
-			res.Nginx.Rows[0].Nginx, res.Nginx.Rows[0].Zone = 149.7, 100
-		}, "zone over nginx lua_shared_dict, incr", "1.50× holds"},
+			res.Nginx.Rows[0].Nginx, res.Nginx.Rows[0].Zone = 199.7, 100
+		}, "zone over nginx lua_shared_dict, incr", "2.00× holds"},
+		{"req over incr shown as the limit", func(res *results) {
+			res.Go["limiter"].Samples["BenchmarkLimiter/op=req/keys=1000"]["ns/op"] = []float64{45.02}
+			res.Go["dict-ops"].Samples["BenchmarkOps/op=incr/keys=1000"]["ns/op"] = []float64{30}
+		}, "limiter req decision over a dict incr", "1.50× holds"},
+		{"req over incr over the limit", func(res *results) {
+			res.Go["limiter"].Samples["BenchmarkLimiter/op=req/keys=1000"]["ns/op"] = []float64{45.2}
+			res.Go["dict-ops"].Samples["BenchmarkOps/op=incr/keys=1000"]["ns/op"] = []float64{30}
+		}, "limiter req decision over a dict incr", "1.51× **missed**"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := readResults("testdata/results.json")

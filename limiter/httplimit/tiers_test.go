@@ -8,8 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+	"github.com/shmzone/shmzone/internal/testutil"
 	"github.com/shmzone/shmzone/limiter"
 	"github.com/shmzone/shmzone/limiter/admit"
+	"github.com/shmzone/shmzone/limiter/redistier"
 )
 
 // Requests choose their tier by a header: each tier holds its clients to
@@ -87,6 +90,84 @@ func TestTiersRejectBadOptions(t *testing.T) {
 	} {
 		if _, err := New(l, Options{Tiers: tt.tiers}); !errors.Is(err, ErrBadPolicy) {
 			t.Errorf("%s: New = %v, want ErrBadPolicy", tt.name, err)
+		}
+	}
+}
+
+// Every kind of limiter, local and Redis, serves as a tier: each holds its
+// requests to a limit of 2, whichever tier a request names. A Conn's
+// limit is on requests in flight: its two are held until the third is
+// decided.
+func TestTiersEveryKind(t *testing.T) {
+	d, _ := newDict(t, nil)
+	r := testutil.StartRedis(t)
+	c := redis.NewClient(&redis.Options{Addr: r.Addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	ro := redistier.Options{Timeout: time.Minute}
+	var tiers []admit.Tier
+	add := func(name string, l limiter.Limiter, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tiers = append(tiers, admit.Tier{Name: name, Limiter: l})
+	}
+	req, err := limiter.NewReq(d, "req", 1, 1)
+	add("req", req, err)
+	count, err := limiter.NewCount(d, "count", 2, time.Minute)
+	add("count", count, err)
+	sw, err := limiter.NewSlidingWindow(d, "sw", 2, time.Minute)
+	add("sw", sw, err)
+	gcra, err := limiter.NewGCRA(d, "gcra", 1, 2)
+	add("gcra", gcra, err)
+	conn, err := limiter.NewConn(d, "conn", 2, 0, 0)
+	add("conn", conn, err)
+	rreq, err := redistier.NewReq(c, "rreq", "1r/s", 1, 0, ro)
+	add("redis-req", rreq, err)
+	rcount, err := redistier.NewCount(c, "rcount", 2, time.Minute, ro)
+	add("redis-count", rcount, err)
+	rsw, err := redistier.NewSlidingWindow(c, "rsw", 2, time.Minute, ro)
+	add("redis-sw", rsw, err)
+	rgcra, err := redistier.NewGCRA(c, "rgcra", 1, 2, ro)
+	add("redis-gcra", rgcra, err)
+	mw := mustNew(t, count, Options{
+		NoDelay: true,
+		Tiers:   tiers,
+		Choose:  func(r *http.Request) string { return r.Header.Get("X-Tier") },
+	})
+	started, hold := make(chan struct{}, 2), make(chan struct{})
+	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Tier") == "conn" {
+			started <- struct{}{}
+			<-hold
+		}
+	}))
+	for _, tier := range tiers {
+		if tier.Name == "conn" {
+			continue
+		}
+		for i := 1; i <= 3; i++ {
+			w := serve(h, "192.0.2.8:1234", "X-Tier", tier.Name)
+			if want := map[bool]int{true: http.StatusOK, false: http.StatusTooManyRequests}[i <= 2]; w.Code != want {
+				t.Errorf("tier %s, request %d: status %d, want %d", tier.Name, i, w.Code, want)
+			}
+		}
+	}
+	codes := make(chan int, 2)
+	for range 2 {
+		go func() { codes <- serve(h, "192.0.2.8:1234", "X-Tier", "conn").Code }()
+	}
+	// The third waits for the two to be in their handler: the Conn counts
+	// them.
+	<-started
+	<-started
+	if w := serve(h, "192.0.2.8:1234", "X-Tier", "conn"); w.Code != http.StatusTooManyRequests {
+		t.Errorf("tier conn, a third request in flight: status %d, want 429", w.Code)
+	}
+	close(hold)
+	for range 2 {
+		if code := <-codes; code != http.StatusOK {
+			t.Errorf("tier conn, a request of the two in flight: status %d, want 200", code)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package dict
 
 import (
 	"math"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -236,7 +237,8 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, p put) (o
 		// A key evicted while in use is back: it joins the protected
 		// segment, unreferenced, where it is demoted first.
 		if s.recalls != nil {
-			*s.recalls = append(*s.recalls, recall{key, hd.Count})
+			// A copy: key itself must not escape (allocation-free writes).
+			*s.recalls = append(*s.recalls, recall{strings.Clone(key), hd.Count})
 		}
 		if !s.queueRecalledLocked(noff, ne) {
 			return out, d.corruptLocked(s, "queue")

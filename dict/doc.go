@@ -25,8 +25,8 @@
 // expired entries are freed, a referenced entry loses its bit and moves
 // to the head of the protected segment (a promotion), and an unreferenced
 // live entry is evicted — in up to 30 rounds of up to 3 freed entries
-// (nginx's bound). The protected segment holds at most three
-// quarters of the entries (its last entry is demoted to probation, or gets
+// (nginx's bound). The protected segment holds at most seven
+// eighths of the entries (its last entry is demoted to probation, or gets
 // a second chance if referenced), and its live entries are evicted, CLOCK
 // again, only when no probation entry is left and none of its own has
 // expired. An expired protected entry is otherwise kept: it is the slot of

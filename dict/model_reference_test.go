@@ -162,7 +162,7 @@ func (m *mdlModel) balance(sh int, pin *mdlEntry) { m.balanceAt(sh, pin, m.queue
 // balanceAt is balance with the shard's Count as the dict had it, which
 // a new list's allocation may have lowered before the model's.
 func (m *mdlModel) balanceAt(sh int, pin *mdlEntry, count int) {
-	for i := 0; i < 8 && m.protCount[sh] > count-count/4 && m.protTail[sh] != nil; i++ {
+	for i := 0; i < 8 && m.protCount[sh] > count-count/probationShare && m.protTail[sh] != nil; i++ {
 		t := m.protTail[sh]
 		if t.ref && t != pin && m.protCount[sh] > 1 {
 			t.ref = false

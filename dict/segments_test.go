@@ -75,7 +75,7 @@ func TestFloodKeepsUsedKeys(t *testing.T) {
 
 // TestProtectedSegmentBounded reads every key of a full zone again and
 // again while new keys arrive: the protected segment never holds more than
-// three quarters of the entries, so new keys can still prove themselves,
+// seven eighths of the entries, so new keys can still prove themselves,
 // and keys read on every round outlive those read once.
 func TestProtectedSegmentBounded(t *testing.T) {
 	d, _ := specOpen(t, Options{Size: specMinZone, Shards: 1})
@@ -90,8 +90,8 @@ func TestProtectedSegmentBounded(t *testing.T) {
 			}
 		}
 		st := d.Stats()
-		if st.Protected > st.Entries-st.Entries/4 {
-			t.Fatalf("round %d: %d protected of %d entries, more than three quarters", round, st.Protected, st.Entries)
+		if st.Protected > st.Entries-st.Entries/probationShare {
+			t.Fatalf("round %d: %d protected of %d entries, more than seven eighths", round, st.Protected, st.Entries)
 		}
 		specCheck(t, d)
 	}

@@ -140,6 +140,13 @@ func TestOpenHostile(t *testing.T) {
 			}
 			z.Close()
 		}, want: shm.ErrVersion},
+		{name: "zone of the layout before the traces, DIC6", setup: func(t *testing.T, p string) {
+			z, err := shm.Open(p, shm.Options{Size: hostileSize, Shards: 2, Layout: 0x44494336})
+			if err != nil {
+				t.Fatal(err)
+			}
+			z.Close()
+		}, want: shm.ErrVersion},
 		{name: "zone of no layout", setup: func(t *testing.T, p string) {
 			z, err := shm.Open(p, shm.Options{Size: hostileSize, Shards: 2})
 			if err != nil {

@@ -52,10 +52,10 @@ import (
 //	+------------------------------------ ... --------------------------+
 //	| traceExp [traceGens]uint64                                        |
 //	+------------------------------------ ... --------------------------+
-//	256        260                                                      320
-//	+----------+------------------------- ... --------------------------+
-//	| traceFill| (pad)                                                  |
-//	+----------+------------------------- ... --------------------------+
+//	256        260        264                                           320
+//	+----------+----------+-------------- ... --------------------------+
+//	| traceFill|traceSwept| (pad)                                       |
+//	+----------+----------+-------------- ... --------------------------+
 //
 // A trace slot is a uint32: a fingerprint of the key's hash in its high
 // 32-traceTagBits bits, and the low traceTagBits bits of the generation
@@ -141,7 +141,8 @@ type shardHdr struct {
 	Moves       uint64            // under lock: entries moved to a page of the process that wrote them (own.go)
 	TraceExp    [traceGens]uint64 // under lock: per generation modulo traceGens, the earliest expiry among its traces (0: none has one)
 	TraceFill   uint32            // under lock: the traces written in generation TraceGen
-	_           [60]byte          // padding to a whole cache line
+	TraceSwept  uint32            // under lock: the bucket of traces the next sweep clears of stale slots
+	_           [56]byte          // padding to a whole cache line
 }
 
 // Drop values; any other value is the offset of the one entry to drop.

@@ -38,7 +38,8 @@ func TestLayoutShardHdr(t *testing.T) {
 		{Name: "Moves", Off: 120, Size: 8},
 		{Name: "TraceExp", Off: 128, Size: 128},
 		{Name: "TraceFill", Off: 256, Size: 4},
-		{Name: "_", Off: 260, Size: 60},
+		{Name: "TraceSwept", Off: 260, Size: 4},
+		{Name: "_", Off: 264, Size: 56},
 	})
 	testutil.CheckDrawing(t, "layout.go", "lock", shardHdr{})
 	if shardHdrSize != 320 {

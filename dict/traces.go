@@ -9,19 +9,21 @@ import "sync/atomic"
 // and its new entry joins the protected segment (storeLocked).
 //
 // The traces are buckets of traceBucket slots, a cache line each. A key
-// has two buckets, both named by its hash, and its trace goes to the one
-// with more free slots. A generation ends every traceGens-th of the
-// slots' number of traces, and a trace lives traceGens generations: the
-// shard remembers about the last traceBuckets×traceBucket live evictions.
-// When both buckets are full of live traces, the oldest of them gives
-// way. A slot whose generation is no longer live is free; each write
-// clears those of its two buckets, so that no stale slot lives on until
-// its generation number comes round again.
+// has two buckets, both named by its hash, and its trace goes to the
+// first free slot of the first, else of the second. A generation ends
+// every (traceGens+1)-th of the slots' number of traces, and a trace lives
+// traceGens generations: the shard remembers about its last
+// traceBuckets×traceBucket live evictions. When both buckets are full of
+// live traces, the oldest of them gives way. A slot whose generation is no
+// longer live is free. Every traceSweep traces, one bucket is swept of
+// such slots, in turn, so that none lives on until its generation number
+// comes round again.
 //
 // Each generation keeps the earliest expiry of its traces (TraceExp). A
 // key found before that expiry, or in a generation whose traces have none,
-// lost a live entry: Outcome.Lost, Stats.Lost. A trace whose own entry
-// expired sooner than the others' may be counted too.
+// lost a live entry: Outcome.Lost, Stats.Lost. A key whose entry would
+// still be live is not counted when another trace of its generation had
+// an expiry already past.
 //
 // Traces are read and written only under the shard's lock. Nothing in
 // them is trusted: any value of a slot or of the header's trace words
@@ -35,6 +37,7 @@ const (
 	traceTagBits    = 5               // bits of a slot's generation
 	traceTagMask    = 1<<traceTagBits - 1
 	traceGens       = 16 // generations a trace lives, at most half of 1<<traceTagBits
+	traceSweep      = 8  // traces written per bucket swept of stale slots
 )
 
 // traceHash returns the buckets and the fingerprint of the key of hash h.
@@ -70,42 +73,26 @@ func (s *shard) traceLocked(h uint64, expiry int64) {
 	hd := s.hdr()
 	b1, b2, fp := s.traceHash(h)
 	gen := hd.TraceGen
-	var (
-		free              = -1 // the slot written when one is free
-		most              = 0  // free slots in free's bucket
-		oldest, oldestAge = -1, uint32(0)
-	)
-	for _, b := range [2]int{b1, b2} {
-		bk := s.bucketAt(b)
-		n, first := 0, -1
-		for i, t := range bk {
-			if t != 0 {
-				age := (gen - t) & traceTagMask
-				if age < traceGens {
-					if age >= oldestAge {
-						oldest, oldestAge = b*traceBucket+i, age
-					}
-					continue
-				}
-				bk[i] = 0 // stale
-			}
-			n++
-			if first < 0 {
-				first = b*traceBucket + i
-			}
-		}
-		if n > most {
-			free, most = first, n
-		}
+	v := fp<<traceTagBits | gen&traceTagMask
+	if !putFree(s.bucketAt(b1), gen, v) && !putFree(s.bucketAt(b2), gen, v) {
+		s.traces[s.oldestOf(b1, b2, gen)] = v
 	}
-	if free < 0 {
-		free = oldest
-	}
-	s.traces[free] = fp<<traceTagBits | gen&traceTagMask
 	if x := &hd.TraceExp[gen%traceGens]; expiry != 0 && (*x == 0 || uint64(expiry) < *x) {
 		*x = uint64(expiry)
 	}
 	hd.TraceFill++
+	if hd.TraceFill%traceSweep == 0 {
+		// Stale slots are free, but a slot left stale for traceGens more
+		// generations would look live again: the sweep clears them first.
+		n := uint32(len(s.traces) / traceBucket)
+		bk := s.bucketAt(int(hd.TraceSwept % n))
+		for i, t := range bk {
+			if (gen-t)&traceTagMask >= traceGens {
+				bk[i] = 0
+			}
+		}
+		hd.TraceSwept = (hd.TraceSwept + 1) % n
+	}
 	if hd.TraceFill >= s.traceFill() {
 		hd.TraceFill = 0
 		hd.TraceGen = gen + 1
@@ -113,9 +100,37 @@ func (s *shard) traceLocked(h uint64, expiry int64) {
 	}
 }
 
-// traceFill returns the traces a generation holds: one traceGens-th of
-// the slots.
-func (s *shard) traceFill() uint32 { return uint32(max(len(s.traces)/traceGens, 1)) }
+// putFree writes v, a trace of generation gen, to the first free slot of
+// bk, an empty one or one of a generation no longer live, and reports
+// whether it found one.
+func putFree(bk []uint32, gen, v uint32) bool {
+	for i, t := range bk {
+		if t == 0 || (gen-t)&traceTagMask >= traceGens {
+			bk[i] = v
+			return true
+		}
+	}
+	return false
+}
+
+// oldestOf returns the slot of buckets b1 and b2, full of live traces,
+// whose trace is the oldest.
+func (s *shard) oldestOf(b1, b2 int, gen uint32) int {
+	oldest, age := b1*traceBucket, uint32(0)
+	for _, b := range [2]int{b1, b2} {
+		for i, t := range s.bucketAt(b) {
+			if a := (gen - t) & traceTagMask; a > age {
+				oldest, age = b*traceBucket+i, a
+			}
+		}
+	}
+	return oldest
+}
+
+// traceFill returns the traces a generation holds: a (traceGens+1)-th of
+// the slots, so that the live generations leave one slot in traceGens+1
+// free.
+func (s *shard) traceFill() uint32 { return uint32(max(len(s.traces)/(traceGens+1), 1)) }
 
 // recallLocked looks for a trace of the key of hash h, which has no entry,
 // and clears it: found reports one, and lost that the entry it traces
@@ -149,7 +164,7 @@ func (s *shard) recallLocked(h uint64, now func() int64) (found, lost bool) {
 func (s *shard) clearTracesLocked() {
 	hd := s.hdr()
 	clear(s.traces)
-	hd.TraceGen, hd.TraceFill = 0, 0
+	hd.TraceGen, hd.TraceFill, hd.TraceSwept = 0, 0, 0
 	clear(hd.TraceExp[:])
 }
 

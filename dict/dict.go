@@ -122,6 +122,7 @@ type shardFields struct {
 	holds   *shm.Holders // this Dict's holds of lockw, which is taken and released counted in it
 	mem     []byte
 	index   []uint32
+	traces  []uint32 // the keys evicted while live (traces.go)
 	arena   []byte
 	slab    *slab.Slab
 	idxMask uint32
@@ -138,6 +139,9 @@ type shardFields struct {
 	// clears, when not nil, records what clearPageLocked does, for the
 	// model test (export_test.go); nil otherwise.
 	clears *[]clearStep
+	// recalls, when not nil, records the keys whose new entry found their
+	// trace (storeLocked), for the model test; nil otherwise.
+	recalls *[]recall
 	// lastMoved is the hash of the key whose entry this process last moved
 	// to a page of its own (own.go); atomic.
 	lastMoved uint64
@@ -216,12 +220,13 @@ func Open(path string, o Options) (d *Dict, err error) {
 			lockw:   &shardHdrAt(mem).Lock,
 			mem:     mem,
 			index:   indexSlots(mem, h.IndexSize),
-			arena:   mem[arenaOffset(h.IndexSize):],
+			traces:  traceSlots(mem, h.IndexSize),
+			arena:   mem[arenaOffset(h.IndexSize, len(mem)):],
 			idxMask: uint32(h.IndexSize - 1),
 			seed:    h.Seed,
 			id:      i,
 			shift:   shift,
-			steps:   len(mem[arenaOffset(h.IndexSize):])/(entryHdrSize+8) + 1,
+			steps:   len(mem[arenaOffset(h.IndexSize, len(mem)):])/(entryHdrSize+8) + 1,
 			z:       z,
 			timeout: d.lockTimeout,
 			tally:   &d.tallies[i],
@@ -288,7 +293,7 @@ func reformatShard(z *shm.Zone, mem []byte, h shm.Header, sh *shard, timeout tim
 		atomic.StoreUint64(&hd.Seq, atomic.LoadUint64(&hd.Seq)+1)
 		shm.UnlockCounted(&hd.Lock, sh.holds)
 	}()
-	arena := mem[arenaOffset(h.IndexSize):]
+	arena := mem[arenaOffset(h.IndexSize, len(mem)):]
 	if sl, err := slab.Attach(arena); err == nil {
 		return sl, nil
 	}
@@ -309,8 +314,8 @@ func format(z *shm.Zone) error {
 	h := z.Header()
 	for i := 0; i < h.Shards; i++ {
 		mem := z.Shard(i)
-		clear(mem[:arenaOffset(h.IndexSize)])
-		if _, err := slab.Format(mem[arenaOffset(h.IndexSize):], h.PageSize); err != nil {
+		clear(mem[:arenaOffset(h.IndexSize, len(mem))])
+		if _, err := slab.Format(mem[arenaOffset(h.IndexSize, len(mem)):], h.PageSize); err != nil {
 			return fmt.Errorf("dict: format shard %d: %w", i, err)
 		}
 	}

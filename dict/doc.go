@@ -25,8 +25,8 @@
 // expired entries are freed, a referenced entry loses its bit and moves
 // to the head of the protected segment (a promotion), and an unreferenced
 // live entry is evicted — in up to 30 rounds of up to 3 freed entries
-// (nginx's bound). The protected segment holds at most three
-// quarters of the entries (its last entry is demoted to probation, or gets
+// (nginx's bound). The protected segment holds at most seven
+// eighths of the entries (its last entry is demoted to probation, or gets
 // a second chance if referenced), and its live entries are evicted, CLOCK
 // again, only when no probation entry is left and none of its own has
 // expired. An expired protected entry is otherwise kept: it is the slot of
@@ -40,9 +40,16 @@
 // the zone has one eviction order. Keys lists each shard's queue from the
 // tail: probation's oldest first, the protected last.
 //
-// A live entry evicted leaves a ghost in the shard's header, its key's hash
-// and expiry (the last 16 such); a new key that finds its ghost, before
-// that expiry, lost what it held to eviction: Outcome.Lost, Stats.Lost.
+// A live entry evicted leaves a trace in its shard (traces.go): a
+// fingerprint of its key's hash. A shard keeps the traces of about its last
+// traceBuckets×traceBucket live evictions, in a twentieth of its bytes. A
+// new key that finds its trace was in use before a flood evicted it. Its
+// new entry joins the protected segment at its tail, unreferenced: the cap
+// demotes it first unless it is used again. So a client whose first
+// request came during a flood is kept from its second on, while keys that
+// come back once displace no entry in use. The key also lost what it held
+// if its entry would still be live: Outcome.Lost, Stats.Lost. DESIGN.md
+// gives the reasons and the sizes.
 //
 // Protected entries stay where they were allocated, so they keep slab pages
 // of their size from being freed; when three rounds free no chunk of the
@@ -114,9 +121,10 @@
 //	                        core's cache while the structure does not change
 //	shard header, line 1    Hits, Misses, Writes, Incrs: each process adds its
 //	                        own counts now and then (tally.go), never per op;
-//	                        Lost, ProtTail, ProtCount, GhostNext, MovedAt,
+//	                        Lost, ProtTail, ProtCount, TraceGen, MovedAt,
 //	                        Moves: under Lock
-//	shard header, 2..5      the ghosts: written by evictions, under Lock
+//	shard header, 2..4      the traces' generations: under Lock
+//	traces                  written by evictions and by new keys, under Lock
 //	index slots             written by inserts and deletes, under Lock
 //	slab page, first word   the page's lock (slab.PageLock): an entry writer's
 //	                        CAS; each process fills pages of its own

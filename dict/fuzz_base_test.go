@@ -148,7 +148,7 @@ func buildFuzzBase() (*baseZone, error) {
 	for i := range d.shards {
 		s := &d.shards[i]
 		shardOff := int(b.hdr.ShardOff) + i*int(b.hdr.ShardSize)
-		arena := shardOff + arenaOffset(b.hdr.IndexSize)
+		arena := shardOff + arenaOffset(b.hdr.IndexSize, int(b.hdr.ShardSize))
 		b.arena = append(b.arena, arena)
 		b.pages = append(b.pages, arena+int(binary.NativeEndian.Uint32(s.arena[slabPagesOffOff:])))
 	}

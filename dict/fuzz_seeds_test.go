@@ -83,7 +83,7 @@ func fuzzSeeds(tb testing.TB, b *baseZone) [][]byte {
 	pageOf := func(key string) int { return (ent(key) - b.pages[b.shard[key]]) / int(hdr.PageSize) }
 	// list returns the absolute offset of a list entry's listHdr.
 	list := func(key string) int { return ent(key) + valOff(len(key)) }
-	arenaLen := int(hdr.ShardSize) - arenaOffset(hdr.IndexSize)
+	arenaLen := int(hdr.ShardSize) - arenaOffset(hdr.IndexSize, int(hdr.ShardSize))
 	big, n0, s0, l0, l1 := "big1", "n0", "s0", "L0", "L1"
 
 	var seeds []seed

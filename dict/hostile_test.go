@@ -140,6 +140,13 @@ func TestOpenHostile(t *testing.T) {
 			}
 			z.Close()
 		}, want: shm.ErrVersion},
+		{name: "zone of the layout before the traces, DIC6", setup: func(t *testing.T, p string) {
+			z, err := shm.Open(p, shm.Options{Size: hostileSize, Shards: 2, Layout: 0x44494336})
+			if err != nil {
+				t.Fatal(err)
+			}
+			z.Close()
+		}, want: shm.ErrVersion},
 		{name: "zone of no layout", setup: func(t *testing.T, p string) {
 			z, err := shm.Open(p, shm.Options{Size: hostileSize, Shards: 2})
 			if err != nil {
@@ -278,7 +285,7 @@ func TestCorruptShardKeepsOthers(t *testing.T) {
 		{"garbage over the whole shard", func(r *rand.Rand, b []byte, _ int) { junk(r, b) }},
 		{"zeros over the whole shard", func(r *rand.Rand, b []byte, _ int) { clear(b) }},
 		{"garbage over the shard header", func(r *rand.Rand, b []byte, _ int) { junk(r, b[:shardHdrSize]) }},
-		{"garbage over the index", func(r *rand.Rand, b []byte, arena int) { junk(r, b[indexOff:arena]) }},
+		{"garbage over the index and the traces", func(r *rand.Rand, b []byte, arena int) { junk(r, b[indexOff:arena]) }},
 		{"garbage over the slab header", func(r *rand.Rand, b []byte, arena int) { junk(r, b[arena:arena+slabClassHeads]) }},
 		{"garbage over the descriptors", func(r *rand.Rand, b []byte, arena int) {
 			pagesOff := int(binary.NativeEndian.Uint32(b[arena+slabPagesOffOff:]))
@@ -344,7 +351,7 @@ func TestCorruptShardKeepsOthers(t *testing.T) {
 			editZone(t, path, false, func(b []byte) []byte {
 				off := int(hdr.ShardOff) + victim*int(hdr.ShardSize)
 				// The shard's bytes, with the next shard's as its capacity.
-				tt.corrupt(r, b[off:off+int(hdr.ShardSize):off+2*int(hdr.ShardSize)], arenaOffset(hdr.IndexSize))
+				tt.corrupt(r, b[off:off+int(hdr.ShardSize):off+2*int(hdr.ShardSize)], arenaOffset(hdr.IndexSize, int(hdr.ShardSize)))
 				return b
 			})
 
@@ -443,7 +450,7 @@ func TestCorruptSlabHeaderEveryShard(t *testing.T) {
 			d.Close()
 			editZone(t, path, false, func(b []byte) []byte {
 				for i := 0; i < shards; i++ {
-					b[int(hdr.ShardOff)+i*int(hdr.ShardSize)+arenaOffset(hdr.IndexSize)] ^= 1 // the slab magic's first byte
+					b[int(hdr.ShardOff)+i*int(hdr.ShardSize)+arenaOffset(hdr.IndexSize, int(hdr.ShardSize))] ^= 1 // the slab magic's first byte
 				}
 				return b
 			})

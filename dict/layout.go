@@ -10,24 +10,27 @@ import (
 // A shard (shm.Zone.Shard(i)), offsets relative to its first byte, drawn for
 // a shard of 64 KiB (shm.MinShardSize) with an index of 8 slots:
 //
-//	0              384                  416     448                     65536
-//	+--------------+--------------------+-------+----------- ... -------+
-//	| shard header | index [8]uint32    | (pad) | arena                 |
-//	+--------------+--------------------+-------+----------- ... -------+
-//	               indexOff                     arenaOffset(IndexSize)  ShardSize
+//	0              320               352     384                  3648                   65536
+//	+--------------+-----------------+-------+--------------------+---------- ... -------+
+//	| shard header | index [8]uint32 | (pad) | traces [816]uint32 | arena                |
+//	+--------------+-----------------+-------+--------------------+---------- ... -------+
+//	               indexOff                  traceOffset(8)       arenaOffset(8, 65536) ShardSize
 //
 // The header is shardHdrSize bytes, the index IndexSize slots of slotSize
-// bytes, and the pad aligns the arena to arenaAlign; an index of 16 slots or
-// more ends aligned, with no pad. The arena is a slab region (slab/layout.go):
+// bytes, and the pad aligns what follows to arenaAlign; an index of 16 slots
+// or more ends aligned, with no pad. The traces are the shard's memory of
+// keys evicted while live (traces.go): traceBuckets(ShardSize) buckets of
+// traceBucket uint32 slots, a cache line each, about a twentieth of the
+// shard. The arena is a slab region (slab/layout.go):
 // the slab's header is at arena offset 0, so no chunk is ever at 0 and 0 is
 // nil; every slab page starts with slab.PageHdr (8) bytes that no chunk
 // covers, the page's lock word (slab.PageLock), and its chunks follow. Index
 // slots and every link in an entry or a node are offsets into the arena.
 //
-// The shard header, shardHdr, is six cache lines: the first written only by
+// The shard header, shardHdr, is five cache lines: the first written only by
 // whoever takes or holds Lock, the second by the counts processes add
-// atomically and by eviction's own state (under Lock), the rest the ghosts
-// of the last entries evicted, under Lock:
+// atomically and by eviction's own state (under Lock), the rest the state
+// of the traces, under Lock:
 //
 //	0                8                16       20        24        28       32
 //	+----------------+----------------+--------+---------+---------+--------+
@@ -43,20 +46,20 @@ import (
 //	+----------------+----------------+----------------+----------------+
 //	96               104        108        112        116     120       128
 //	+----------------+----------+----------+----------+-------+---------+
-//	| lost           | protTail |protCount |ghostNext |movedAt| moves   |
+//	| lost           | protTail |protCount | traceGen |movedAt| moves   |
 //	+----------------+----------+----------+----------+-------+---------+
-//	128                                                                 384
+//	128                                                                 256
 //	+------------------------------------ ... --------------------------+
-//	| ghosts [ghostSlots]ghost                                          |
+//	| traceExp [traceGens]uint64                                        |
 //	+------------------------------------ ... --------------------------+
+//	256        260        264                                           320
+//	+----------+----------+-------------- ... --------------------------+
+//	| traceFill|traceSwept| (pad)                                       |
+//	+----------+----------+-------------- ... --------------------------+
 //
-// A ghost is a key's hash and the expiry its entry had when it was evicted
-// live, with ghostUsed set (0: an empty slot):
-//
-//	0                8                16
-//	+----------------+----------------+
-//	| hash           | at             |
-//	+----------------+----------------+
+// A trace slot is a uint32: a fingerprint of the key's hash in its high
+// 32-traceTagBits bits, and the low traceTagBits bits of the generation
+// that wrote it below. An empty slot is 0.
 //
 // An entry is one slab chunk: its header, the key, a pad to 8 bytes and the
 // value at valOff(KLen), so that an 8-byte number is aligned. A counter with
@@ -107,14 +110,14 @@ import (
 // Layout identifies this layout in the zone header, and the key hash with it:
 // a process that hashed keys another way would look for them in the wrong
 // buckets.
-const Layout = 0x44494336 // "DIC6": DIC5 (Seq, the entry's Ver word, page locks, the two-segment queue with ghosts) with keys hashed by XXH3-64 instead of XXH64
+const Layout = 0x44494337 // "DIC7": DIC6 (XXH3-64 keys, the two-segment queue) with the traces of evicted keys instead of the header's 16 ghosts
 
 // shardHdr is the overlay of a shard's header, cache lines of its own.
 // The first line is written only by changes to the shard's structure, under
 // Lock: operations on existing entries and reads leave it clean, so that it
 // stays in every core's cache. The second holds the counts that processes
 // add to it now and then (stats.go) and the eviction's own state; the
-// ghosts follow.
+// traces' generations follow.
 type shardHdr struct {
 	Lock        uint64            // CAS only: 0 or the owner's slot and generation (shm.Zone.Lock)
 	Seq         uint64            // under lock, read atomically: odd while Lock is held (doc.go)
@@ -130,27 +133,17 @@ type shardHdr struct {
 	Misses      uint64            // atomic: those that did not
 	Writes      uint64            // atomic: successful writes
 	Incrs       uint64            // atomic: increments of a live key, each a hit and a write
-	Lost        uint64            // under lock, read atomically: new keys found among the ghosts (Outcome.Lost)
+	Lost        uint64            // under lock, read atomically: new keys whose trace says their evicted entry was still live (Outcome.Lost)
 	ProtTail    uint32            // under lock: the last protected entry of the queue, 0 when none is
 	ProtCount   uint32            // under lock: the protected entries
-	GhostNext   uint32            // under lock: the ghost slot the next live eviction writes, modulo ghostSlots
+	TraceGen    uint32            // under lock: the generation traces are written in (traces.go)
 	MovedAt     uint32            // under lock, read atomically: the Unix ms, mod 2^32, of the last try to move an entry to its writer's pages (own.go)
 	Moves       uint64            // under lock: entries moved to a page of the process that wrote them (own.go)
-	Ghosts      [ghostSlots]ghost // under lock: the last live entries evicted
+	TraceExp    [traceGens]uint64 // under lock: per generation modulo traceGens, the earliest expiry among its traces (0: none has one)
+	TraceFill   uint32            // under lock: the traces written in generation TraceGen
+	TraceSwept  uint32            // under lock: the bucket of traces the next sweep clears of stale slots
+	_           [56]byte          // padding to a whole cache line
 }
-
-// ghost remembers an entry evicted while live: its key's hash and, in at,
-// ghostUsed with the expiry it had (0 = never). A new key whose hash a
-// ghost holds, before that expiry, lost what it held to eviction.
-type ghost struct {
-	Hash uint64
-	At   uint64
-}
-
-const (
-	ghostSlots = 16
-	ghostUsed  = uint64(1) << 63
-)
 
 // Drop values; any other value is the offset of the one entry to drop.
 const (
@@ -315,8 +308,8 @@ const (
 )
 
 var (
-	_ [shardHdrSize - 384]struct{}
-	_ [384 - shardHdrSize]struct{}
+	_ [shardHdrSize - 320]struct{}
+	_ [320 - shardHdrSize]struct{}
 	_ [entryHdrSize - 32]struct{}
 	_ [32 - entryHdrSize]struct{}
 	_ [listHdrSize - 16]struct{}
@@ -324,9 +317,22 @@ var (
 	_ [16 - nodeHdrSize]struct{}
 )
 
-// arenaOffset returns where a shard's arena starts for an index of n slots.
-func arenaOffset(n int) int {
+// traceOffset returns where a shard's traces start for an index of n
+// slots: the index's end, aligned to arenaAlign.
+func traceOffset(n int) int {
 	return (indexOff + n*slotSize + arenaAlign - 1) / arenaAlign * arenaAlign
+}
+
+// traceBuckets returns how many buckets of traces a shard of size bytes
+// holds: a traceShare-th of it, at least one, at most maxTraceBuckets.
+func traceBuckets(size int) int {
+	return min(max(size/traceShare/traceBucketSize, 1), maxTraceBuckets)
+}
+
+// arenaOffset returns where a shard of size bytes starts its arena for an
+// index of n slots: after its traces.
+func arenaOffset(n, size int) int {
+	return traceOffset(n) + traceBuckets(size)*traceBucketSize
 }
 
 // valOff returns the offset of the value from the start of an entry.
@@ -514,6 +520,14 @@ func (s *shard) nodeData(off uint32, n *node) ([]byte, bool) {
 // indexSlots views a shard's index as a slice of slots.
 func indexSlots(mem []byte, n int) []uint32 {
 	return unsafe.Slice((*uint32)(unsafe.Pointer(&mem[indexOff])), n)
+}
+
+// traceSlots views the traces of a shard, mem, with an index of n slots.
+func traceSlots(mem []byte, n int) []uint32 {
+	k := traceBuckets(len(mem)) * traceBucket
+	off := traceOffset(n)
+	_ = mem[off : off+k*4] // bounds
+	return unsafe.Slice((*uint32)(unsafe.Pointer(&mem[off])), k)
 }
 
 // alignedBytes returns n zeroed bytes of this process aligned for the

@@ -1,6 +1,7 @@
 package dict
 
 import (
+	"fmt"
 	"testing"
 	"time"
 	"unsafe"
@@ -32,19 +33,17 @@ func TestLayoutShardHdr(t *testing.T) {
 		{Name: "Lost", Off: 96, Size: 8},
 		{Name: "ProtTail", Off: 104, Size: 4},
 		{Name: "ProtCount", Off: 108, Size: 4},
-		{Name: "GhostNext", Off: 112, Size: 4},
+		{Name: "TraceGen", Off: 112, Size: 4},
 		{Name: "MovedAt", Off: 116, Size: 4},
 		{Name: "Moves", Off: 120, Size: 8},
-		{Name: "Ghosts", Off: 128, Size: 256},
+		{Name: "TraceExp", Off: 128, Size: 128},
+		{Name: "TraceFill", Off: 256, Size: 4},
+		{Name: "TraceSwept", Off: 260, Size: 4},
+		{Name: "_", Off: 264, Size: 56},
 	})
-	testutil.CheckFields(t, ghost{}, []testutil.Field{
-		{Name: "Hash", Off: 0, Size: 8},
-		{Name: "At", Off: 8, Size: 8},
-	})
-	testutil.CheckDrawing(t, "layout.go", "hash", ghost{})
 	testutil.CheckDrawing(t, "layout.go", "lock", shardHdr{})
-	if shardHdrSize != 384 {
-		t.Errorf("shardHdrSize = %d, want 384", shardHdrSize)
+	if shardHdrSize != 320 {
+		t.Errorf("shardHdrSize = %d, want 320", shardHdrSize)
 	}
 	var h shardHdr
 	// Lock is CAS'd, Seq and the counts are read or added to atomically:
@@ -65,7 +64,7 @@ func TestLayoutShardHdr(t *testing.T) {
 		{"Writes", unsafe.Offsetof(h.Writes)},
 		{"Incrs", unsafe.Offsetof(h.Incrs)},
 		{"Lost", unsafe.Offsetof(h.Lost)},
-		{"Ghosts", unsafe.Offsetof(h.Ghosts)},
+		{"TraceExp", unsafe.Offsetof(h.TraceExp)},
 	} {
 		if f.off%8 != 0 {
 			t.Errorf("shardHdr.%s at %d: not 8-aligned", f.name, f.off)
@@ -235,18 +234,25 @@ func TestLayoutNode(t *testing.T) {
 // shm.MinShardSize with an 8-slot index, and the offsets of shards of other
 // index sizes.
 func TestLayoutShard(t *testing.T) {
+	const min = shm.MinShardSize
 	for _, tt := range []struct {
 		name      string
 		got, want int
 	}{
-		{"indexOff", indexOff, 384},
+		{"indexOff", indexOff, 320},
 		{"slotSize", slotSize, int(unsafe.Sizeof(uint32(0)))},
 		{"arenaAlign", arenaAlign, 64},
-		{"arenaOffset(1)", arenaOffset(1), 448},
-		{"arenaOffset(8)", arenaOffset(8), 448},
-		{"arenaOffset(16)", arenaOffset(16), 448},
-		{"arenaOffset(17)", arenaOffset(17), 512},
-		{"arenaOffset(1024)", arenaOffset(1024), 4480},
+		{"traceBucketSize", traceBucketSize, arenaAlign},
+		{"traceOffset(1)", traceOffset(1), 384},
+		{"traceOffset(8)", traceOffset(8), 384},
+		{"traceOffset(16)", traceOffset(16), 384},
+		{"traceOffset(17)", traceOffset(17), 448},
+		{"traceOffset(1024)", traceOffset(1024), 4416},
+		{"traceBuckets(64 KiB)", traceBuckets(min), 51},
+		{"traceBuckets(640 KiB)", traceBuckets(640 << 10), 512},
+		{"traceBuckets(1 GiB)", traceBuckets(1 << 30), 1 << 16},
+		{"arenaOffset(8, 64 KiB)", arenaOffset(8, min), 384 + 51*64},
+		{"arenaOffset(1024, 64 KiB)", arenaOffset(1024, min), 4416 + 51*64},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("%s = %d, want %d", tt.name, tt.got, tt.want)
@@ -255,20 +261,28 @@ func TestLayoutShard(t *testing.T) {
 	if indexOff != shardHdrSize {
 		t.Errorf("indexOff = %d, want shardHdrSize %d", indexOff, shardHdrSize)
 	}
-	// The index ends aligned from 16 slots on: no pad before the arena.
+	// The index ends aligned from 16 slots on: no pad before the traces.
 	for n := 1; n <= 1<<20; n *= 2 {
 		end := indexOff + n*slotSize
-		off := arenaOffset(n)
+		off := traceOffset(n)
 		if off%arenaAlign != 0 || off < end || off-end >= arenaAlign || (n >= 16 && off != end) {
-			t.Errorf("arenaOffset(%d) = %d, index ends at %d: want the next multiple of %d", n, off, end, arenaAlign)
+			t.Errorf("traceOffset(%d) = %d, index ends at %d: want the next multiple of %d", n, off, end, arenaAlign)
+		}
+	}
+	// The traces take about a traceShare-th of the shard.
+	for size := min; size <= 1<<30; size *= 4 {
+		got := traceBuckets(size) * traceBucketSize
+		if got > size/traceShare || (got < size/traceShare-traceBucketSize && traceBuckets(size) < maxTraceBuckets) {
+			t.Errorf("traces of a %d-byte shard take %d bytes, want about %d", size, got, size/traceShare)
 		}
 	}
 	const n = 8
 	want := []testutil.Cell{
 		{Off: 0, End: indexOff, Label: "shard header"},
 		{Off: indexOff, End: indexOff + n*slotSize, Label: "index [8]uint32"},
-		{Off: indexOff + n*slotSize, End: arenaOffset(n), Label: "(pad)"},
-		{Off: arenaOffset(n), End: shm.MinShardSize, Label: "arena"},
+		{Off: indexOff + n*slotSize, End: traceOffset(n), Label: "(pad)"},
+		{Off: traceOffset(n), End: arenaOffset(n, min), Label: fmt.Sprintf("traces [%d]uint32", traceBuckets(min)*traceBucket)},
+		{Off: arenaOffset(n, min), End: min, Label: "arena"},
 	}
 	got := testutil.Drawing(t, "layout.go", "shard header")
 	if len(got) != len(want) {

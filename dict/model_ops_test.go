@@ -3,6 +3,7 @@ package dict
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -319,7 +320,18 @@ func (h *mdlRun) push(key string, head bool) {
 			break
 		}
 	default:
+		created := false
+		if e == nil && slices.ContainsFunc(*h.recalls, func(r recall) bool { return r.key == key }) {
+			// The new list's entry found its trace: it joined the
+			// protected segment before the node's allocation, which
+			// evicts nothing, and goes if that fails.
+			e, created = m.insert(key, Value{}, true, 0, 0, false), true
+		}
 		if _, wantErr = h.alloc(sh, 0, false, e); wantErr != nil {
+			if created {
+				m.drop(e)
+				e = nil
+			}
 			break
 		}
 		if e == nil {

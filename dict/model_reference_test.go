@@ -45,6 +45,13 @@ type mdlModel struct {
 	expirations []uint64
 	seed, mask  uint64
 	pageSize    int
+	// recalled reports whether the dict found key's trace as it created
+	// key's entry in the current operation (shard.recalls): the model
+	// follows the dict's traces, and checks only that the key was
+	// evicted while live since it was last created (evicted).
+	recalled    func(key string) (count int, ok bool)
+	evicted     map[string]bool
+	implausible int // keys recalled that were not evicted: fingerprints that met
 }
 
 func (m *mdlModel) shardOf(key string) int { return int(hashKey(m.seed, key) & m.mask) }
@@ -67,11 +74,31 @@ func (m *mdlModel) nodeChunk(v Value) int { return slab.ChunkSize(nodeHdrSize+v.
 
 // insert adds a new entry to its queue, unreferenced, in probation unless
 // prot.
+// A key found among the dict's traces joins the protected segment at its
+// tail, and the segment's cap is applied (queueRecalledLocked).
 func (m *mdlModel) insert(key string, val Value, isList bool, flags uint32, expiry int64, prot bool) *mdlEntry {
 	sh := m.shardOf(key)
 	e := &mdlEntry{key: key, val: val, isList: isList, flags: flags, expiry: expiry, sh: sh, prot: prot}
-	m.link(e)
+	count, recalled := m.recalled(key)
+	if recalled && !m.evicted[key] {
+		m.implausible++
+	}
+	delete(m.evicted, key)
 	m.entries[key] = e
+	if !recalled {
+		m.link(e)
+		return e
+	}
+	q := m.queues[sh]
+	if t := m.protTail[sh]; t != nil {
+		e.el = q.InsertAfter(e, t.el)
+	} else {
+		e.el = q.PushFront(e)
+	}
+	e.prot = true
+	m.protTail[sh] = e
+	m.protCount[sh]++
+	m.balanceAt(sh, nil, count)
 	return e
 }
 
@@ -130,9 +157,12 @@ func (m *mdlModel) expiredProtected(sh int, pin *mdlEntry) *mdlEntry {
 }
 
 // balance mirrors balanceLocked.
-func (m *mdlModel) balance(sh int, pin *mdlEntry) {
-	count := m.queues[sh].Len()
-	for i := 0; i < 8 && m.protCount[sh] > count-count/4 && m.protTail[sh] != nil; i++ {
+func (m *mdlModel) balance(sh int, pin *mdlEntry) { m.balanceAt(sh, pin, m.queues[sh].Len()) }
+
+// balanceAt is balance with the shard's Count as the dict had it, which
+// a new list's allocation may have lowered before the model's.
+func (m *mdlModel) balanceAt(sh int, pin *mdlEntry, count int) {
+	for i := 0; i < 8 && m.protCount[sh] > count-count/probationShare && m.protTail[sh] != nil; i++ {
 		t := m.protTail[sh]
 		if t.ref && t != pin && m.protCount[sh] > 1 {
 			t.ref = false
@@ -202,6 +232,7 @@ func (m *mdlModel) round(sh int, evict bool, pin *mdlEntry) (freed int, live boo
 			m.expirations[sh]++
 		} else {
 			m.evictions[sh]++
+			m.evicted[e.key] = true
 			live = true
 		}
 		freed++
@@ -347,6 +378,7 @@ func (h *mdlRun) replayClear() (cleared, live bool) {
 		case stepEvicted:
 			m.drop(e)
 			m.evictions[e.sh]++
+			m.evicted[e.key] = true
 			live = true
 		default:
 			continue

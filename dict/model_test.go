@@ -26,7 +26,9 @@ import (
 // key set a reference bit; a failed allocation reclaims from the tail in rounds
 // of up to 3 entries (expired ones, and with eviction the first unreferenced
 // live one, giving referenced ones a second chance at the head), never the
-// key's own entry, up to 30 rounds. Which allocation fails depends on the
+// key's own entry, up to 30 rounds. A new key that finds its trace joins the
+// protected segment at its tail: the model takes which keys did from the
+// dict (shard.recalls), and checks that each was evicted while live. Which allocation fails depends on the
 // slab, so:
 //   - exact: every entry and list node takes the same slab chunk (96-byte
 //     keys, values of 1..16 bytes, list elements of 113..128 bytes), the
@@ -153,6 +155,9 @@ type mdlRun struct {
 	// clears records the pages the dict cleared during the current
 	// operation (clearPageLocked), which the model's alloc replays.
 	clears *[]clearStep
+	// recalls records the keys whose new entry found its trace during the
+	// current operation (shard.recalls), which the model's insert takes.
+	recalls *[]recall
 
 	outcomes map[string]int // "op result" → count, logged at the end
 }
@@ -199,8 +204,22 @@ func mdlRunTest(t *testing.T, cfg mdlConfig, seed uint64) {
 		h.m.queues[i] = list.New()
 	}
 	h.clears = new([]clearStep)
+	recalls := new([]recall)
+	h.recalls = recalls
 	for i := range h.d.shards {
 		h.d.shards[i].clears = h.clears
+		h.d.shards[i].recalls = recalls
+	}
+	h.m.evicted = map[string]bool{}
+	h.m.recalled = func(key string) (int, bool) {
+		for i, r := range *recalls {
+			if r.key == key {
+				*recalls = append((*recalls)[:i], (*recalls)[i+1:]...)
+				h.outcomes["recalled"]++
+				return int(r.count), true
+			}
+		}
+		return 0, false
 	}
 	h.cap = h.d.shards[0].slab.Pages() * (h.m.pageSize / mdlChunk)
 	h.keys = make([]string, cfg.keys)
@@ -214,6 +233,10 @@ func mdlRunTest(t *testing.T, cfg mdlConfig, seed uint64) {
 		}
 	}
 	h.verifyAll()
+	// A new key may meet another's fingerprint: about one in 2^22.
+	if h.m.implausible > 1 {
+		t.Errorf("%d keys never evicted were found among the traces", h.m.implausible)
+	}
 	st := h.d.Stats()
 	t.Logf("%d ops in %v: %d entries, %d evictions, %d expirations, %d writes", mdlOps, time.Since(start).Round(time.Millisecond), st.Entries, st.Evictions, st.Expirations, st.Writes)
 	var outs []string
@@ -324,6 +347,13 @@ func (h *mdlRun) end(sh int) {
 
 // step runs one random operation.
 func (h *mdlRun) step() {
+	// A key the dict created and removed in one operation (Mutate's fn
+	// keeps nothing) used its trace up, though the model made no entry.
+	for _, r := range *h.recalls {
+		delete(h.m.evicted, r.key)
+		h.outcomes["recalled, not kept"]++
+	}
+	*h.recalls = (*h.recalls)[:0]
 	if h.r.IntN(10) < 3 {
 		if h.r.IntN(200) == 0 {
 			h.clock.Advance(time.Duration(1+h.r.IntN(5000)) * time.Millisecond)

@@ -229,8 +229,8 @@ func (s *shard) repairLocked() error {
 		}
 	}
 	hd.QueueHead, hd.QueueTail = head, tail
-	// Every entry starts again in probation; the ghosts stay (a wrong one
-	// costs a count, never a decision).
+	// Every entry starts again in probation; the traces stay (a wrong one
+	// costs a count and a place in the protected segment, never a value).
 	for off := head; off != 0; off = s.entryAt(off).QNext {
 		s.entryAt(off).setProt(false)
 	}

@@ -23,7 +23,7 @@ func TestOpenRestoresSlabHeader(t *testing.T) {
 		}
 	}
 	h := d.Header()
-	off := h.ShardOff + int64(arenaOffset(h.IndexSize)) // shard 0's slab header
+	off := h.ShardOff + int64(arenaOffset(h.IndexSize, int(h.ShardSize))) // shard 0's slab header
 	d.Close()
 
 	f, err := os.OpenFile(path, os.O_RDWR, 0)

@@ -41,8 +41,8 @@ func (s *shard) flushLocked() error {
 	hd.Drop = dropUnreachable
 	clear(s.index)
 	hd.QueueHead, hd.QueueTail, hd.Count = 0, 0, 0
-	hd.ProtTail, hd.ProtCount, hd.GhostNext = 0, 0, 0
-	clear(hd.Ghosts[:])
+	hd.ProtTail, hd.ProtCount = 0, 0
+	s.clearTracesLocked()
 	// The region keeps its geometry, so this process's view of it stays
 	// valid, and the other goroutines that read s.slab see no new one.
 	if _, err := slab.Format(s.arena, s.slab.PageSize()); err != nil {

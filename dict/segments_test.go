@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The eviction queue's two segments and the ghosts (shard.go): keys used
+// The eviction queue's two segments and the traces (shard.go): keys used
 // again outlive a flood of keys used once, expired entries go first, and a
 // key whose live entry was evicted is reported Lost when it comes back.
 
@@ -75,7 +75,7 @@ func TestFloodKeepsUsedKeys(t *testing.T) {
 
 // TestProtectedSegmentBounded reads every key of a full zone again and
 // again while new keys arrive: the protected segment never holds more than
-// three quarters of the entries, so new keys can still prove themselves,
+// seven eighths of the entries, so new keys can still prove themselves,
 // and keys read on every round outlive those read once.
 func TestProtectedSegmentBounded(t *testing.T) {
 	d, _ := specOpen(t, Options{Size: specMinZone, Shards: 1})
@@ -90,8 +90,8 @@ func TestProtectedSegmentBounded(t *testing.T) {
 			}
 		}
 		st := d.Stats()
-		if st.Protected > st.Entries-st.Entries/4 {
-			t.Fatalf("round %d: %d protected of %d entries, more than three quarters", round, st.Protected, st.Entries)
+		if st.Protected > st.Entries-st.Entries/probationShare {
+			t.Fatalf("round %d: %d protected of %d entries, more than seven eighths", round, st.Protected, st.Entries)
 		}
 		specCheck(t, d)
 	}
@@ -167,7 +167,9 @@ func TestExpiredProtectedKept(t *testing.T) {
 // TestLost evicts keys while live and brings them back: Outcome.Lost and
 // Stats.Lost count each once, and only while its entry would still have
 // been live; a key never stored, or one whose entry had expired by the time
-// it came back, is not lost.
+// it came back, is not lost. A generation of traces keeps the earliest
+// expiry among them, so b, whose entry lives a second, is evicted a
+// generation before a and c.
 func TestLost(t *testing.T) {
 	d, c := specOpen(t, Options{Size: specMinZone, Shards: 1})
 	store := func(k string, ttl time.Duration) Outcome {
@@ -181,10 +183,13 @@ func TestLost(t *testing.T) {
 	if out := store("never", 0); out.Lost {
 		t.Fatal("a new key is Lost")
 	}
-	// "a" lives for a minute, "b" for a second, "c" for ever; the flood
-	// evicts them live.
-	store("a", time.Minute)
+	// "b" lives for a second, "a" for a minute, "c" for ever; the flood
+	// evicts them live, in that order.
 	store("b", time.Second)
+	for i := 0; i < int(d.shards[0].traceFill()); i++ {
+		store(fmt.Sprintf("g%d", i), 0)
+	}
+	store("a", time.Minute)
 	store("c", 0)
 	for i := 0; ; i++ {
 		if i > 100_000 {
@@ -213,7 +218,7 @@ func TestLost(t *testing.T) {
 	if got := d.Stats().Lost; got != 2 {
 		t.Errorf("Stats().Lost = %d, want 2 (a and c)", got)
 	}
-	// Each loss counts once: the ghost is gone with the key's return.
+	// Each loss counts once: the trace is gone with the key's return.
 	d.Delete("a")
 	if out := store("a", 0); out.Lost {
 		t.Error("a, deleted and stored again: Lost again")
@@ -221,20 +226,20 @@ func TestLost(t *testing.T) {
 	specCheck(t, d)
 }
 
-// TestLostForgetsOldGhosts evicts more live keys than a shard keeps ghosts
+// TestLostForgetsOldTraces evicts more live keys than a shard keeps traces
 // of: the oldest come back unreported (Lost errs toward false), the newest
 // are reported.
-func TestLostForgetsOldGhosts(t *testing.T) {
+func TestLostForgetsOldTraces(t *testing.T) {
 	d, _ := specOpen(t, Options{Size: specMinZone, Shards: 1})
+	slots := len(d.shards[0].traces)
 	n := fill(t, d, "k") // k0 was evicted by the last Set
-	for i := 1; i < n; i++ {
+	for i := 1; i < n+slots; i++ {
 		if _, err := d.Set(fmt.Sprintf("x%d", i), Int(1), 0, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Every kN is gone now, evicted in order; the shard keeps the ghosts
-	// of the last ghostSlots evicted. Back newest first: each return
-	// evicts an x key, whose ghost takes the oldest slot.
+	// Every kN is gone now, evicted in order, and more than slots x keys
+	// after them. Back newest first.
 	lost := 0
 	for i := n - 1; i >= 0; i-- {
 		out, err := d.UpdateOutcome(fmt.Sprintf("k%d", i), func(Value, bool) (Value, time.Duration, bool) { return Int(1), 0, true })
@@ -245,8 +250,8 @@ func TestLostForgetsOldGhosts(t *testing.T) {
 			lost++
 		}
 	}
-	if lost == 0 || lost > ghostSlots {
-		t.Errorf("%d of %d evicted keys reported Lost on their return, want 1 to %d", lost, n, ghostSlots)
+	if lost > slots/traceBucket {
+		t.Errorf("%d of %d evicted keys reported Lost on their return after %d other evictions, want few: the shard keeps %d traces", lost, n, n+slots, slots)
 	}
 	specCheck(t, d)
 }

@@ -2,7 +2,6 @@ package dict
 
 import (
 	"errors"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/shmzone/shmzone/slab"
@@ -101,6 +100,20 @@ func (s *shard) queueInsertLocked(off uint32, e *entry) bool {
 		return s.queueAfterLocked(0, off, e)
 	}
 	return s.queueAfterLocked(h.ProtTail, off, e)
+}
+
+// queueRecalledLocked puts an unlinked entry, unreferenced, at the tail of
+// the protected segment: a new entry of a key found among the traces. The
+// segment's cap demotes it first, unless it is used before.
+func (s *shard) queueRecalledLocked(off uint32, e *entry) bool {
+	h := s.hdr()
+	if !s.queueAfterLocked(h.ProtTail, off, e) {
+		return false
+	}
+	e.setProt(true)
+	h.ProtTail = off
+	h.ProtCount++
+	return true
 }
 
 // queueAfterLocked links an unlinked entry into the queue after the entry
@@ -425,26 +438,42 @@ func (s *shard) logClear(off uint32, e *entry, what byte) {
 // evictLocked drops the entry at off, which passed okBody and whose page
 // the caller drained under this hold of the lock, for room: counted as an
 // expiration when it has expired, else as an eviction, which leaves a
-// ghost; live reports the latter.
+// trace; live reports the latter.
 func (s *shard) evictLocked(off uint32, e *entry, now func() int64) (live bool, err error) {
 	h := s.hdr()
-	isExpired := expired(e, now)
-	if !isExpired {
-		s.ghostLocked(off, e)
+	if !expired(e, now) {
 		s.logClear(off, e, stepEvicted)
-	} else {
-		s.logClear(off, e, stepExpired)
+		if err := s.evictLiveLocked(off, e); err != nil {
+			return false, err
+		}
+		return true, nil
 	}
+	s.logClear(off, e, stepExpired)
 	if err := s.dropLocked(off, e); err != nil {
 		return false, err
 	}
 	h.Count--
-	if isExpired {
-		h.Expirations++
-		return false, nil
+	h.Expirations++
+	return false, nil
+}
+
+// evictLiveLocked drops the live entry at off, which passed okBody and
+// whose page the caller drained under this hold of the lock, for room: it
+// leaves a trace of the key (traceLocked) and counts an eviction.
+func (s *shard) evictLiveLocked(off uint32, e *entry) error {
+	k := s.keyOf(off, e)
+	kh := hashKey(s.seed, unsafe.String(unsafe.SliceData(k), len(k)))
+	s.traceLocked(kh, e.expiry())
+	if !s.chainUnlinkHashedLocked(off, e, kh) || !s.queueUnlinkLocked(off, e) {
+		return errCorruptArena
 	}
+	if err := s.freeEntryLocked(off, e); err != nil {
+		return err
+	}
+	h := s.hdr()
+	h.Count--
 	h.Evictions++
-	return true, nil
+	return nil
 }
 
 // evictAwayLocked frees a chunk of like's size outside the page whose
@@ -556,7 +585,7 @@ func (s *shard) moveLocked(off uint32, e *entry, own bool) (moved bool, err erro
 // joins (a promotion), so a live protected entry is evicted only when no
 // probation entry is left, and then only when no protected entry has
 // expired (freeExpiredLocked). Without evict it stops at the first live
-// entry. Each live entry it evicts leaves a ghost (ghostLocked).
+// entry. Each live entry it evicts leaves a trace (traceLocked).
 //
 // An expired entry that was used since the hand last passed, or a
 // protected one, is not reclaimed before that: it is the slot of a key in
@@ -628,18 +657,19 @@ func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed i
 			if !s.okBody(off, e) {
 				return freed, live, errCorruptArena
 			}
-			s.ghostLocked(off, e)
+			if err := s.evictLiveLocked(off, e); err != nil {
+				return freed, live, err
+			}
+			live = true
+			freed++
+			off = prev
+			continue
 		}
 		if err := s.dropLocked(off, e); err != nil {
 			return freed, live, err
 		}
 		h.Count--
-		if isExpired {
-			h.Expirations++
-		} else {
-			h.Evictions++
-			live = true
-		}
+		h.Expirations++
 		freed++
 		off = prev
 	}
@@ -692,15 +722,20 @@ func (s *shard) freeExpiredLocked(pin uint32, now func() int64) (bool, error) {
 	return false, nil
 }
 
-// balanceLocked keeps the protected segment to at most three quarters of
-// the shard's entries, so that new keys always have a probation segment to
-// prove themselves in: while it holds more, the segment's last entry gets
+// probationShare is the share of a shard's entries, one in probationShare,
+// that the protected segment leaves to probation at least.
+const probationShare = 8
+
+// balanceLocked keeps the protected segment to at most seven eighths of
+// the shard's entries (probationShare), so that new keys always have a
+// probation segment to prove themselves in, and the traces recognise
+// them when they come back after it: while it holds more, the segment's last entry gets
 // a second chance if it was used since the hand passed, and otherwise
 // becomes probation's first (a demotion: it stays where it is, and ProtTail
 // moves past it). It looks at a few entries a call.
 func (s *shard) balanceLocked(pin uint32) error {
 	h := s.hdr()
-	for i := 0; i < 8 && h.ProtCount > h.Count-h.Count/4 && h.ProtTail != 0; i++ {
+	for i := 0; i < 8 && h.ProtCount > h.Count-h.Count/probationShare && h.ProtTail != 0; i++ {
 		t := h.ProtTail
 		if !s.okEntry(t) {
 			return errCorruptArena
@@ -718,42 +753,6 @@ func (s *shard) balanceLocked(pin uint32) error {
 		e.setProt(false)
 	}
 	return nil
-}
-
-// ghostLocked remembers that the live entry at off, which passed okBody,
-// is being evicted: its key's hash and its expiry, in the next ghost slot.
-func (s *shard) ghostLocked(off uint32, e *entry) {
-	h := s.hdr()
-	k := s.keyOf(off, e)
-	g := &h.Ghosts[h.GhostNext%ghostSlots]
-	g.Hash = hashKey(s.seed, unsafe.String(unsafe.SliceData(k), len(k)))
-	g.At = ghostUsed | uint64(e.expiry())
-	h.GhostNext = (h.GhostNext + 1) % ghostSlots
-}
-
-// lostLocked reports whether a new entry of the key of hash kh finds a
-// ghost that is still live at now: the key's state was evicted while it
-// meant something. The ghost is cleared either way, and a live one counted
-// in Lost.
-func (s *shard) lostLocked(kh uint64, now func() int64) bool {
-	h := s.hdr()
-	if h.Evictions == 0 {
-		return false // no ghost was ever written
-	}
-	for i := range h.Ghosts {
-		g := &h.Ghosts[i]
-		if g.At&ghostUsed == 0 || g.Hash != kh {
-			continue
-		}
-		x := int64(g.At & expiryMask)
-		g.Hash, g.At = 0, 0
-		if x == 0 || now() < x {
-			atomic.AddUint64(&h.Lost, 1)
-			return true
-		}
-		return false
-	}
-	return false
 }
 
 // dropLocked unlinks and frees an entry, whose page the caller drained

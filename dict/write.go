@@ -2,6 +2,7 @@ package dict
 
 import (
 	"math"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -168,7 +169,7 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, p put) (o
 		d.tally(s, tWrites)
 		return out, nil
 	}
-	fresh := off == 0 // the key had no entry: it may have lost one to eviction
+	fresh := off == 0 // the key had no entry: it may have lost one to eviction, and left a trace
 	prot := uint8(0)
 	if !live && off != 0 {
 		// An expired entry of another size: free it first so that its
@@ -179,8 +180,9 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, p put) (o
 		}
 		off = 0
 	}
+	recalled := false
 	if fresh {
-		out.Lost = s.lostLocked(h, d.clock)
+		recalled, out.Lost = s.recallLocked(h, d.clock)
 	}
 	noff, forcible, err := s.allocLocked(need, evict, off, d.clock)
 	out.Forcible = forcible
@@ -231,7 +233,20 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, p put) (o
 		}
 		hd.Drop = dropNone
 	}
-	if !s.queueInsertLocked(noff, ne) {
+	if recalled {
+		// A key evicted while in use is back: it joins the protected
+		// segment, unreferenced, where it is demoted first.
+		if s.recalls != nil {
+			// A copy: key itself must not escape (allocation-free writes).
+			*s.recalls = append(*s.recalls, recall{strings.Clone(key), hd.Count})
+		}
+		if !s.queueRecalledLocked(noff, ne) {
+			return out, d.corruptLocked(s, "queue")
+		}
+		if err := s.balanceLocked(0); err != nil {
+			return out, d.corruptLocked(s, "queue")
+		}
+	} else if !s.queueInsertLocked(noff, ne) {
 		return out, d.corruptLocked(s, "queue")
 	}
 	d.tally(s, tWrites)

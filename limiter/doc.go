@@ -127,26 +127,30 @@
 // addresses) fills the zone; what it evicts decides whether held clients
 // stay held. The dictionary evicts in two segments: new entries wait in
 // probation, entries used again are promoted to a protected segment of at
-// most three quarters of the entries, and eviction takes probation first.
+// most seven eighths of the entries, and eviction takes probation first.
 // Each limiter's state expires the moment it stops carrying information,
 // when it means no more than no state: Req's when its excess has drained,
 // Count's at its window's end, GCRA's at its theoretical arrival time,
 // SlidingWindow's when both of its windows have ended. Expired entries
 // nobody uses are reclaimed first; the expired entry of a key in use is
 // kept as the slot of its next state, so that a client whose state ends
-// as it comes back stays protected (package dict). Stats.Evicted counts
-// the decisions (and Uncommits, Leavings, Renewals) whose key's state had
-// been evicted while live: a client who was being limited and may have
-// been admitted again. It is the dictionary's Outcome.Lost (and
-// dict.Stats.Lost, zone-wide), which errs toward not counting: a shard
-// remembers only its last 16 evictions of live entries, so under a flood
-// that evicts more than that between two requests of a client, the loss
-// goes uncounted, and a zone's evictions per second are the better sign.
+// as it comes back stays protected (package dict). A key evicted while
+// live leaves a trace in the zone, which every process shares; its next
+// request finds the trace, and its new state joins the protected segment.
+// So a client whose first request came during the flood is held from its
+// third request on, if the zone remembers the new keys that arrive between
+// its first two (package dict's DESIGN.md). Stats.Evicted counts the
+// decisions (and Uncommits, Leavings, Renewals) whose key's state had been
+// evicted while live: a client who was being limited and may have been
+// admitted again. It is the dictionary's Outcome.Lost (and
+// dict.Stats.Lost, zone-wide). It misses a loss when more keys were
+// evicted since than the zone keeps traces of, and otherwise errs toward
+// not counting.
 // How big a zone must be for N held clients is measured by TestZoneSizing
 // (sizing_test.go; table in the README): a zone keeps held clients up to
-// three quarters of the states it holds, whatever the flood, for every
-// kind; the clients it keeps are those whose state was used again before
-// the flood reached it.
+// seven eighths of the states it holds, whatever the flood, for every
+// kind. TestFloodNewClients holds clients whose first request comes during
+// the flood.
 //
 // Decision is the DESIGN contract's with one field added: Committed, the
 // Lua conn's is_committed, which Combine and the middleware need to know

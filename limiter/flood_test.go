@@ -60,6 +60,7 @@ type floodPlan struct {
 	held       int
 	perTick    int
 	warm, span int64
+	twice      bool // each flood key comes back once, a tick after its first request
 }
 
 // floodKey returns the flood's i-th key, an IPv6 client address
@@ -178,6 +179,14 @@ func runFlood(t *testing.T, k floodKind, p floodPlan) floodResult {
 			if _, err := flood.Incoming(ctx, key, true); err != nil {
 				fail(fmt.Sprintf("flood key %s at +%d ms", key, at), err)
 			}
+			if !p.twice || at < p.warm+floodTick {
+				continue
+			}
+			// The key of a tick ago comes back.
+			key = floodKey(kb, r.floodKeys-1-p.perTick)
+			if _, err := flood.Incoming(ctx, key, true); err != nil {
+				fail(fmt.Sprintf("flood key %s again at +%d ms", key, at), err)
+			}
 		}
 	}
 	r.evicted = held.Stats().Evicted
@@ -254,6 +263,23 @@ func TestFloodHeldClients(t *testing.T) {
 	if raceEnabled {
 		p = floodRacePlan
 	}
+	for _, k := range floodKinds {
+		t.Run("kind="+k.name, func(t *testing.T) {
+			runFlood(t, k, p).report(t, p)
+		})
+	}
+}
+
+// TestFloodTwiceHeldClients is TestFloodHeldClients with a flood of keys
+// that each come back once, a tick later: each is found among the traces
+// of the keys evicted, and joins the protected segment. The held clients,
+// used since, must keep their states all the same.
+func TestFloodTwiceHeldClients(t *testing.T) {
+	p := floodFullPlan
+	if raceEnabled {
+		p = floodRacePlan
+	}
+	p.twice = true
 	for _, k := range floodKinds {
 		t.Run("kind="+k.name, func(t *testing.T) {
 			runFlood(t, k, p).report(t, p)

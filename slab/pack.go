@@ -33,9 +33,12 @@ func (s *Slab) Packable(size int) (off uint32, ok bool) {
 		if c == need {
 			continue
 		}
+		link := *s.classHead(c)
+		if link == 0 {
+			continue // no page of the class has room: most classes, most of the time
+		}
 		n := chunksPerPage(c, s.pageSize)
 		free, pages, least, leastP := 0, 0, 0, uint32(0)
-		link := *s.classHead(c)
 		for ; link != 0 && pages < packLook; pages++ {
 			p := link - 1
 			if p >= s.npages {

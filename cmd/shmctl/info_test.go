@@ -27,10 +27,9 @@ func TestInfo(t *testing.T) {
 // flood makes a one-shard zone lose a key to eviction and protect others: it
 // reads ten keys again, floods the zone with keys used once until the key
 // written first is evicted live, and writes that key again, which the zone
-// counts as lost. The keys are of one length, so that each eviction takes
-// one entry of their slab class (a page cleared for another class evicts
-// many at once, and a shard remembers only its last 16). It returns the
-// zone's Stats after.
+// counts as lost and protects, found by its trace. The keys are of one
+// length, so that each eviction takes one entry of their slab class. It
+// returns the zone's Stats after.
 func flood(t *testing.T, d *dict.Dict) dict.Stats {
 	t.Helper()
 	set := func(k string) dict.Outcome {
@@ -59,8 +58,8 @@ func flood(t *testing.T, d *dict.Dict) dict.Stats {
 		t.Fatal("gone, evicted live and written again, is not Lost")
 	}
 	st := d.Stats()
-	if st.Lost != 1 || st.Protected != 10 {
-		t.Fatalf("Stats() = %+v, want 1 lost and the 10 keys read again protected", st)
+	if st.Lost != 1 || st.Protected != 11 {
+		t.Fatalf("Stats() = %+v, want 1 lost, and 11 protected: the 10 keys read again and the one lost", st)
 	}
 	return st
 }

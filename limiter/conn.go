@@ -47,6 +47,7 @@ func NewConn(d *dict.Dict, name string, max, burst int64, delay time.Duration) (
 	if err := c.claim(d, connParams(max, burst, delay)); err != nil {
 		return nil, err
 	}
+	c.publish(d, record{Limit: max, Burst: float64(burst), DelayNs: int64(delay)})
 	return c, nil
 }
 

@@ -43,6 +43,7 @@ func NewCount(d *dict.Dict, name string, limit int64, window time.Duration) (*Co
 	if err := l.claim(d, fmt.Sprintf("limit %d per %v", limit, window)); err != nil {
 		return nil, err
 	}
+	l.publish(d, record{Limit: limit, WindowNs: int64(window)})
 	return l, nil
 }
 

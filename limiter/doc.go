@@ -116,6 +116,10 @@
 // change a limiter's parameters in a running process, drop the old one
 // first, or give the new one another name.
 //
+// Each constructor also records its parameters in the zone, under
+// "meta|kind|name" (inspect.go). Clients reads them to tell how near each
+// client of each limiter is to its limit, for shmctl limits.
+//
 // A full zone. A decision that must store a new key in a full shard evicts
 // the shard's least used entries (the dictionary's forcible), and tries
 // again while the dictionary's eviction rounds leave no room (full.go): it

@@ -120,7 +120,8 @@ func ExampleCombine() {
 }
 
 // Two limits on the same client key in one zone: each limiter counts under
-// its own name, so /api's budget does not lift /login's.
+// its own name, so /api's budget does not lift /login's. Each records its
+// parameters under "meta|kind|name", for shmctl limits.
 func Example_names() {
 	now := int64(1_700_000_000_000)
 	d, done := openZone(&now)
@@ -142,5 +143,5 @@ func Example_names() {
 	fmt.Println(keys)
 	// Output:
 	// [true true true false]
-	// [count|api|192.0.2.1 count|login|192.0.2.1]
+	// [count|api|192.0.2.1 count|login|192.0.2.1 meta|count|api meta|count|login]
 }

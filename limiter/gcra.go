@@ -54,6 +54,7 @@ func NewGCRA(d *dict.Dict, name string, rate float64, burst int64) (*GCRA, error
 	if err := l.claim(d, fmt.Sprintf("an interval of %v, burst %d", time.Duration(l.t), burst)); err != nil {
 		return nil, err
 	}
+	l.publish(d, record{Rate: rate, Burst: float64(burst)})
 	return l, nil
 }
 

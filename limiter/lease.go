@@ -71,6 +71,7 @@ func NewLeasedConn(d *dict.Dict, name string, max, burst int64, delay, lease tim
 	if err := c.claim(d, connParams(max, burst, delay)+fmt.Sprintf(", lease %v", lease)); err != nil {
 		return nil, err
 	}
+	c.publish(d, record{Limit: max, Burst: float64(burst), DelayNs: int64(delay), LeaseMs: lease.Milliseconds()})
 	return c, nil
 }
 

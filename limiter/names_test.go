@@ -58,8 +58,9 @@ func TestCheckName(t *testing.T) {
 	}
 }
 
-// TestZoneKeys pins the zone keys of every kind: "kind|name|key". A
-// change would make processes of two releases count apart.
+// TestZoneKeys pins the zone keys of every kind: "kind|name|key", and
+// each limiter's record of its parameters, "meta|kind|name". A change
+// would make processes of two releases count apart.
 func TestZoneKeys(t *testing.T) {
 	d, _ := newDict(t)
 	ctx := context.Background()
@@ -83,7 +84,7 @@ func TestZoneKeys(t *testing.T) {
 	}
 	var want []string
 	for _, kind := range []string{"req", "count", "conn", "lconn", "sw", "gcra"} {
-		want = append(want, kind+"|n|192.0.2.1", kind+"|n|"+long)
+		want = append(want, kind+"|n|192.0.2.1", kind+"|n|"+long, "meta|"+kind+"|n")
 	}
 	slices.Sort(got)
 	slices.Sort(want)

@@ -57,6 +57,7 @@ func NewReq(d *dict.Dict, name string, rate, burst float64) (*Req, error) {
 	if err := l.claim(d, fmt.Sprintf("rate %v/s, burst %v", rate, burst)); err != nil {
 		return nil, err
 	}
+	l.publish(d, record{Rate: rate, Burst: burst})
 	return l, nil
 }
 

@@ -57,6 +57,7 @@ func NewSlidingWindow(d *dict.Dict, name string, limit int64, window time.Durati
 	if err := l.claim(d, fmt.Sprintf("limit %d per %v", limit, time.Duration(w)*time.Millisecond)); err != nil {
 		return nil, err
 	}
+	l.publish(d, record{Limit: limit, WindowNs: w * int64(time.Millisecond)})
 	return l, nil
 }
 

@@ -74,7 +74,7 @@ type command struct {
 var commands = []*command{
 	createCmd, lsCmd, infoCmd, getCmd, setCmd, addCmd, incrCmd, delCmd,
 	ttlCmd, expireCmd, keysCmd, flushCmd, checkCmd, dumpCmd, restoreCmd,
-	watchCmd, rmCmd,
+	watchCmd, limitsCmd, rmCmd,
 }
 
 // Exit codes. They are part of the interface: scripts test them.

@@ -70,13 +70,13 @@ type Policy struct {
 type local interface {
 	Limiter
 	dictionary() *dict.Dict
-	// incomingAt decides at now into *dec, which is zero, and leaves it
-	// zero on an error. The Decision is filled in place, field by field,
+	// incomingAt decides on a request of cost n, at least 1, at now into
+	// *dec, which is zero, and leaves it zero on an error. The Decision is filled in place, field by field,
 	// not returned: a Decision is too large for the compiler to keep in
 	// registers, and each function that returned one copied it, a copy
 	// the CPU cannot forward from the stores that built it (some 10 ns a
 	// layer on a decision of 100).
-	incomingAt(dec *Decision, now int64, key string, commit bool) error
+	incomingAt(dec *Decision, now int64, key string, n int64, commit bool) error
 }
 
 // seconds converts seconds in a float to a Duration, saturating.

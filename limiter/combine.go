@@ -28,7 +28,18 @@ func Combine(ctx context.Context, ls []Limiter, keys []string) (Decision, error)
 	return combine(ctx, ls, keys, 1)
 }
 
-// combine is Combine of a request of cost cost.
+// CombineN is Combine of a request of cost cost: each limiter decides on
+// cost as its IncomingN does, and one that must be undone is given back
+// cost by its UncommitN. Errors: those of Combine, and ErrBadCost for a
+// cost below 1.
+func CombineN(ctx context.Context, ls []Limiter, keys []string, cost int64) (Decision, error) {
+	if err := checkCost(cost); err != nil {
+		return Decision{}, err
+	}
+	return combine(ctx, ls, keys, cost)
+}
+
+// combine is CombineN of a checked cost.
 func combine(ctx context.Context, ls []Limiter, keys []string, cost int64) (Decision, error) {
 	n := len(ls)
 	if n == 0 || n != len(keys) {
@@ -78,7 +89,7 @@ func combine(ctx context.Context, ls []Limiter, keys []string, cost int64) (Deci
 // uncommitN undoes a committed request of cost n on l for Combine;
 // ErrNotFound, a state that expired meanwhile, is no error.
 func uncommitN(ctx context.Context, l Limiter, key string, n int64) error {
-	if err := l.Uncommit(ctx, key); !errors.Is(err, ErrNotFound) {
+	if err := l.UncommitN(ctx, key, n); !errors.Is(err, ErrNotFound) {
 		return err
 	}
 	return nil
@@ -90,7 +101,7 @@ func incomingAt(ctx context.Context, dec *Decision, l Limiter, now int64, key st
 	if handled, err := incomingLocal(dec, l, now, key, n, commit); handled {
 		return err
 	}
-	d, err := l.Incoming(ctx, key, commit)
+	d, err := l.IncomingN(ctx, key, n, commit)
 	*dec = d
 	return err
 }

@@ -12,13 +12,8 @@ import (
 	"github.com/shmzone/shmzone/internal/testutil"
 )
 
-// costed is what the limiters of this package do with costs.
-type costed interface {
-	Limiter
-	IncomingN(ctx context.Context, key string, n int64, commit bool) (Decision, error)
-	UncommitN(ctx context.Context, key string, n int64) error
-	Reset(ctx context.Context, key string) error
-}
+// costed is a limiter of the cost and reset tests.
+type costed = Limiter
 
 // costKind builds a limiter of one kind and says the largest cost it
 // admits at once.

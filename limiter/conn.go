@@ -224,12 +224,13 @@ func (c *Conn) Leaving(ctx context.Context, key string, latency time.Duration) (
 // number of slots of key still in flight (truncated, when a Lua writer
 // left it fractional: the stored number keeps its fraction). A latency
 // above 0, the request's, moves this process's unit delay halfway to it.
-// Errors: ErrBadCost for n below 1 or above max+burst, ErrNotFound when key
+// Errors: ErrBadCost for n below 1 or above 2^53, ErrNotFound when key
 // holds no state (with leases: when this Conn holds fewer than n live
 // slots of key, which it then gives back), ErrAbused, the dictionary's
-// errors.
+// errors. The bound is not max+burst, which SetMax and SetBurst change
+// while requests are in flight.
 func (c *Conn) LeavingN(ctx context.Context, key string, n int64, latency time.Duration) (int64, error) {
-	if err := checkUncommit(n, c.limit()); err != nil {
+	if err := checkUncommit(n, maxExact); err != nil {
 		return 0, err
 	}
 	return c.leaving(key, n, latency)
@@ -263,7 +264,7 @@ func (c *Conn) Uncommit(ctx context.Context, key string) error {
 // UncommitN ends a counted request of cost n, as LeavingN without a
 // latency.
 func (c *Conn) UncommitN(ctx context.Context, key string, n int64) error {
-	if err := checkUncommit(n, c.limit()); err != nil {
+	if err := checkUncommit(n, maxExact); err != nil {
 		return err
 	}
 	_, err := c.leave(key, n)

@@ -194,7 +194,7 @@ func TestCostVectors(t *testing.T) {
 			{op: "dry", n: 1, want: Decision{Allowed: true, State: 4, Delay: 100 * time.Millisecond}},
 			{op: "uncommit", n: 3},
 			{op: "c", n: 4, want: Decision{Allowed: true, State: 4, Delay: 100 * time.Millisecond}},
-			{op: "uncommit", n: 5, err: ErrBadCost},
+			{op: "uncommit", n: 0, err: ErrBadCost},
 		}},
 	}
 	for _, tt := range tests {
@@ -283,7 +283,11 @@ func TestHostileCost(t *testing.T) {
 					}
 				}
 			}
-			for _, n := range []int64{0, -1, math.MinInt64, k.most + 1, math.MaxInt64} {
+			over := k.most + 1
+			if k.name == "conn" || k.name == "lconn" {
+				over = maxExact + 1 // SetMax may lower the limit of requests in flight
+			}
+			for _, n := range []int64{0, -1, math.MinInt64, over, math.MaxInt64} {
 				if err := l.UncommitN(ctx, "k", n); !errors.Is(err, ErrBadCost) {
 					t.Errorf("UncommitN(%d) = %v, want ErrBadCost", n, err)
 				}
@@ -299,5 +303,25 @@ func TestHostileCost(t *testing.T) {
 				t.Errorf("UncommitN(%d) = %v", k.most, err)
 			}
 		})
+	}
+}
+
+// TestConnLeavingAfterSetMax: a request of a cost above a max lowered
+// while it ran still leaves all its slots.
+func TestConnLeavingAfterSetMax(t *testing.T) {
+	d, _ := newDict(t)
+	ctx := context.Background()
+	for _, leased := range []bool{false, true} {
+		c, _ := NewConn(d, "p", 10, 0, 0)
+		if leased {
+			c, _ = NewLeasedConn(d, "l", 10, 0, 0, time.Minute)
+		}
+		if dec, err := c.IncomingN(ctx, "k", 8, true); err != nil || !dec.Allowed {
+			t.Fatalf("leased %v: IncomingN(8) = %+v, %v", leased, dec, err)
+		}
+		c.SetMax(5)
+		if n, err := c.LeavingN(ctx, "k", 8, 0); err != nil || n != 0 {
+			t.Errorf("leased %v: LeavingN(8) after SetMax(5) = %d, %v; want 0, nil", leased, n, err)
+		}
 	}
 }

@@ -29,7 +29,8 @@
 // Such a rejection reads and writes nothing, and its RetryAfter is the
 // longest Duration. GCRA rejects a cost above its burst as redis_rate does.
 // A cost below 1 is ErrBadCost. UncommitN gives a cost back; a cost the
-// limiter never admits is ErrBadCost there too.
+// limiter never admits is ErrBadCost there too. Conn's bound there is 2^53,
+// since SetMax may lower max+burst while requests are in flight.
 //
 // Reset. Reset deletes a key's state, so that its next request finds it as
 // if never seen. It deletes a state no limiter writes too. A leased Conn's

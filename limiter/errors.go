@@ -56,7 +56,7 @@ var (
 	ErrTooManyHolders = errors.New("limiter: too many lease holders")
 	// ErrBadCost is returned by IncomingN and UncommitN for a cost below
 	// 1, and by UncommitN for a cost above the most IncomingN admits at
-	// once: no request of that cost was counted.
+	// once: no request of that cost was counted. A Conn's bound is 2^53.
 	ErrBadCost = errors.New("limiter: bad cost")
 	// ErrMismatch is returned by Combine when the limiters and keys differ in
 	// number, or a limiter is nil.

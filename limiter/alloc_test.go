@@ -51,6 +51,46 @@ func TestHotPathsAllocateNothing(t *testing.T) {
 		{"GCRA.dry", func() error { _, err := gcra.Incoming(ctx, "g"+key, false); return err }},
 		{"GCRA.Uncommit", func() error { return gcra.Uncommit(ctx, "g"+key) }},
 		{"Combine", func() error { _, err := Combine(ctx, ls, keys); return err }},
+		{"CombineN", func() error { _, err := CombineN(ctx, ls, keys, 2); return err }},
+		{"Req.IncomingN+UncommitN", func() error {
+			if _, err := req.IncomingN(ctx, key, 3, true); err != nil {
+				return err
+			}
+			return req.UncommitN(ctx, key, 3)
+		}},
+		{"Count.IncomingN+UncommitN", func() error {
+			if _, err := count.IncomingN(ctx, "c"+key, 3, true); err != nil {
+				return err
+			}
+			return count.UncommitN(ctx, "c"+key, 3)
+		}},
+		{"Conn.IncomingN+LeavingN", func() error {
+			if _, err := conn.IncomingN(ctx, "n"+key, 3, true); err != nil {
+				return err
+			}
+			_, err := conn.LeavingN(ctx, "n"+key, 3, time.Millisecond)
+			return err
+		}},
+		{"SlidingWindow.IncomingN+UncommitN", func() error {
+			if _, err := sw.IncomingN(ctx, "s"+key, 3, true); err != nil {
+				return err
+			}
+			return sw.UncommitN(ctx, "s"+key, 3)
+		}},
+		{"GCRA.IncomingN+UncommitN", func() error {
+			if _, err := gcra.IncomingN(ctx, "g"+key, 3, true); err != nil {
+				return err
+			}
+			return gcra.UncommitN(ctx, "g"+key, 3)
+		}},
+		{"Reset", func() error {
+			for _, l := range []Limiter{req, count, conn, sw, gcra} {
+				if err := l.Reset(ctx, "r"+key); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -25,6 +25,22 @@ import (
 // passes (a drained Req) has nothing to give back, and the rejection stays
 // a rejection, as the Lua combine's, which ignores uncommit's errors.
 func Combine(ctx context.Context, ls []Limiter, keys []string) (Decision, error) {
+	return combine(ctx, ls, keys, 1)
+}
+
+// CombineN is Combine of a request of cost cost: each limiter decides on
+// cost as its IncomingN does, and one that must be undone is given back
+// cost by its UncommitN. Errors: those of Combine, and ErrBadCost for a
+// cost below 1.
+func CombineN(ctx context.Context, ls []Limiter, keys []string, cost int64) (Decision, error) {
+	if err := checkCost(cost); err != nil {
+		return Decision{}, err
+	}
+	return combine(ctx, ls, keys, cost)
+}
+
+// combine is CombineN of a checked cost.
+func combine(ctx context.Context, ls []Limiter, keys []string, cost int64) (Decision, error) {
 	n := len(ls)
 	if n == 0 || n != len(keys) {
 		return Decision{}, fmt.Errorf("%w: %d limiters, %d keys", ErrMismatch, n, len(keys))
@@ -42,7 +58,7 @@ func Combine(ctx context.Context, ls []Limiter, keys []string) (Decision, error)
 	out := Decision{Allowed: true, Remaining: -1, Committed: true}
 	for i := range n {
 		var d Decision
-		err := incomingAt(ctx, &d, ls[i], now, keys[i], i == n-1)
+		err := incomingAt(ctx, &d, ls[i], now, keys[i], cost, i == n-1)
 		if err != nil || !d.Allowed {
 			return d, err
 		}
@@ -53,13 +69,13 @@ func Combine(ctx context.Context, ls []Limiter, keys []string) (Decision, error)
 	}
 	for i := range n - 1 {
 		var d Decision
-		err := incomingAt(ctx, &d, ls[i], now, keys[i], true)
+		err := incomingAt(ctx, &d, ls[i], now, keys[i], cost, true)
 		if err != nil || !d.Allowed {
 			var errs []error
 			for j := range i {
-				errs = append(errs, uncommit(ctx, ls[j], keys[j]))
+				errs = append(errs, uncommitN(ctx, ls[j], keys[j], cost))
 			}
-			errs = append(errs, uncommit(ctx, ls[n-1], keys[n-1]))
+			errs = append(errs, uncommitN(ctx, ls[n-1], keys[n-1], cost))
 			if uerr := errors.Join(errs...); uerr != nil {
 				err = errors.Join(err, fmt.Errorf("limiter: combine: uncommit: %w", uerr))
 			}
@@ -70,22 +86,22 @@ func Combine(ctx context.Context, ls []Limiter, keys []string) (Decision, error)
 	return out, nil
 }
 
-// uncommit undoes a committed request on l for Combine; ErrNotFound, a
-// state that expired meanwhile, is no error.
-func uncommit(ctx context.Context, l Limiter, key string) error {
-	if err := l.Uncommit(ctx, key); !errors.Is(err, ErrNotFound) {
+// uncommitN undoes a committed request of cost n on l for Combine;
+// ErrNotFound, a state that expired meanwhile, is no error.
+func uncommitN(ctx context.Context, l Limiter, key string, n int64) error {
+	if err := l.UncommitN(ctx, key, n); !errors.Is(err, ErrNotFound) {
 		return err
 	}
 	return nil
 }
 
-// incomingAt asks l into the zero *dec, at now when it is a limiter of this
-// package.
-func incomingAt(ctx context.Context, dec *Decision, l Limiter, now int64, key string, commit bool) error {
-	if handled, err := incomingLocal(dec, l, now, key, commit); handled {
+// incomingAt asks l about a request of cost n into the zero *dec, at now
+// when it is a limiter of this package.
+func incomingAt(ctx context.Context, dec *Decision, l Limiter, now int64, key string, n int64, commit bool) error {
+	if handled, err := incomingLocal(dec, l, now, key, n, commit); handled {
 		return err
 	}
-	d, err := l.Incoming(ctx, key, commit)
+	d, err := l.IncomingN(ctx, key, n, commit)
 	*dec = d
 	return err
 }
@@ -94,18 +110,18 @@ func incomingAt(ctx context.Context, dec *Decision, l Limiter, now int64, key st
 // handled is false for another. It calls each by its own type: a call
 // through the interface would move dec to the heap, as the compiler cannot
 // see what an interface's method keeps.
-func incomingLocal(dec *Decision, l Limiter, now int64, key string, commit bool) (handled bool, err error) {
+func incomingLocal(dec *Decision, l Limiter, now int64, key string, n int64, commit bool) (handled bool, err error) {
 	switch lo := l.(type) {
 	case *Req:
-		return true, lo.incomingAt(dec, now, key, commit)
+		return true, lo.incomingAt(dec, now, key, n, commit)
 	case *Count:
-		return true, lo.incomingAt(dec, now, key, commit)
+		return true, lo.incomingAt(dec, now, key, n, commit)
 	case *GCRA:
-		return true, lo.incomingAt(dec, now, key, commit)
+		return true, lo.incomingAt(dec, now, key, n, commit)
 	case *SlidingWindow:
-		return true, lo.incomingAt(dec, now, key, commit)
+		return true, lo.incomingAt(dec, now, key, n, commit)
 	case *Conn:
-		return true, lo.incomingAt(dec, now, key, commit)
+		return true, lo.incomingAt(dec, now, key, n, commit)
 	}
 	return false, nil
 }

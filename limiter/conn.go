@@ -108,52 +108,75 @@ func (c *Conn) Policy() Policy { return Policy{Limit: c.limit()} }
 // no practical limit, not a sum that wraps negative and rejects everything.
 func (c *Conn) limit() int64 { return satAdd(c.max.Load(), c.burst.Load()) }
 
-// Incoming decides on a request for key; State is the number of requests
-// in flight with this one, with the fraction of a key a Lua writer or
-// IncrFloat left fractional, as in the Lua module. When commit is true an allowed request is
-// counted (Decision.Committed) and must be ended by Leaving; a rejected one
-// is not counted. Delay is the unit delay times the number of max-sized
-// groups ahead of the request, saturating at the longest Duration. Errors:
-// ErrAbused for a value that is not this Conn's, ErrTooManyHolders
-// (leased), the dictionary's errors.
+// Incoming is IncomingN of one slot.
 func (c *Conn) Incoming(ctx context.Context, key string, commit bool) (dec Decision, err error) {
 	var now int64
 	if c.lease != nil {
 		now = c.d.Now()
 	}
-	err = c.incomingAt(&dec, now, key, commit)
+	err = c.incomingAt(&dec, now, key, 1, commit)
+	return dec, err
+}
+
+// IncomingN decides on a request of cost n for key: it takes n slots.
+// State is the number of slots in flight with this request's, with the
+// fraction of a key a Lua writer or IncrFloat left fractional, as in the
+// Lua module. When commit is true an allowed request is counted
+// (Decision.Committed) and must be ended by LeavingN of n; a rejected one
+// is not counted. Delay is the unit delay times the number of max-sized
+// groups ahead of the request's last slot, saturating at the longest
+// Duration.
+//
+// A cost above max+burst is never admitted. It is rejected without reading
+// the key, with RetryAfter the longest Duration.
+//
+// Errors: ErrBadCost for n below 1, ErrAbused for a value that is not this
+// Conn's, ErrTooManyHolders (leased), the dictionary's errors.
+func (c *Conn) IncomingN(ctx context.Context, key string, n int64, commit bool) (dec Decision, err error) {
+	if err := checkCost(n); err != nil {
+		return dec, err
+	}
+	var now int64
+	if c.lease != nil {
+		now = c.d.Now()
+	}
+	err = c.incomingAt(&dec, now, key, n, commit)
 	return dec, err
 }
 
 func (c *Conn) dictionary() *dict.Dict { return c.d }
 
 // incomingAt uses now only for leases.
-func (c *Conn) incomingAt(dec *Decision, now int64, key string, commit bool) error {
-	if c.lease != nil {
-		return c.lease.incoming(dec, c, now, key, commit)
-	}
+func (c *Conn) incomingAt(dec *Decision, now int64, key string, cost int64, commit bool) error {
 	limit := c.limit()
+	if cost > limit {
+		tooCostly(dec)
+		return nil
+	}
+	if c.lease != nil {
+		return c.lease.incoming(dec, c, now, key, cost, limit, commit)
+	}
 	var kb keyBuf
 	zk := c.key(&kb, key)
 	// The count is a float64: a key a Lua writer or IncrFloat left
 	// fractional keeps its fraction, as in the Lua module.
 	var conn float64
 	if commit {
-		n, out, err := c.d.IncrInitNum(zk, 1, 0, 0)
+		n, out, err := c.d.IncrInitNum(zk, cost, 0, 0)
 		if out != (dict.Outcome{}) || err != nil {
 			err = c.settle(c.d, out, err, func() (o dict.Outcome, err error) {
-				n, o, err = c.d.IncrInitNum(zk, 1, 0, 0)
+				n, o, err = c.d.IncrInitNum(zk, cost, 0, 0)
 				return o, err
 			})
 		}
 		if err != nil {
 			return dictErr(zk, err)
 		}
-		if err := checkCount(c.d, zk, n, 1); err != nil {
+		if err := checkCount(c.d, zk, n, cost); err != nil {
 			return err
 		}
 		if n > float64(limit) {
-			if _, err := c.d.Incr(zk, -1); err != nil {
+			if _, err := c.d.Incr(zk, -cost); err != nil {
 				return dictErr(zk, err)
 			}
 			dec.State = n
@@ -168,7 +191,7 @@ func (c *Conn) incomingAt(dec *Decision, now int64, key string, commit bool) err
 		if why := badCount(v); found && why != "" {
 			return badOf(v, why).err(zk)
 		}
-		conn = v.Float() + 1 // 0 + 1 when absent
+		conn = v.Float() + float64(cost) // 0 + cost when absent
 		if conn > float64(limit) {
 			dec.State = conn
 			return nil
@@ -193,14 +216,30 @@ func (c *Conn) decide(dec *Decision, conn float64, limit int64, commit bool) {
 	}
 }
 
-// Leaving ends a request that Incoming counted and returns the number of
-// requests of key still in flight (truncated, when a Lua writer left it
-// fractional: the stored number keeps its fraction). A latency above 0, the request's, moves
-// this process's unit delay halfway to it. Errors: ErrNotFound when key
-// holds no state (with leases: when this Conn holds no live slot of key),
-// ErrAbused, the dictionary's errors.
+// Leaving is LeavingN of one slot.
 func (c *Conn) Leaving(ctx context.Context, key string, latency time.Duration) (int64, error) {
-	n, err := c.leave(key)
+	return c.leaving(key, 1, latency)
+}
+
+// LeavingN ends a request of cost n that IncomingN counted and returns the
+// number of slots of key still in flight (truncated, when a Lua writer
+// left it fractional: the stored number keeps its fraction). A latency
+// above 0, the request's, moves this process's unit delay halfway to it.
+// Errors: ErrBadCost for n below 1 or above 2^53, ErrNotFound when key
+// holds no state (with leases: when this Conn holds fewer than n live
+// slots of key, which it then gives back), ErrAbused, the dictionary's
+// errors. The bound is not max+burst, which SetMax and SetBurst change
+// while requests are in flight.
+func (c *Conn) LeavingN(ctx context.Context, key string, n int64, latency time.Duration) (int64, error) {
+	if err := checkUncommit(n, maxExact); err != nil {
+		return 0, err
+	}
+	return c.leaving(key, n, latency)
+}
+
+// leaving is LeavingN of a checked cost.
+func (c *Conn) leaving(key string, cost int64, latency time.Duration) (int64, error) {
+	n, err := c.leave(key, cost)
 	if err != nil {
 		return n, err
 	}
@@ -219,20 +258,47 @@ func (c *Conn) Leaving(ctx context.Context, key string, latency time.Duration) (
 
 // Uncommit ends a counted request, as Leaving without a latency.
 func (c *Conn) Uncommit(ctx context.Context, key string) error {
-	_, err := c.leave(key)
+	_, err := c.leave(key, 1)
 	return err
+}
+
+// UncommitN ends a counted request of cost n, as LeavingN without a
+// latency.
+func (c *Conn) UncommitN(ctx context.Context, key string, n int64) error {
+	if err := checkUncommit(n, maxExact); err != nil {
+		return err
+	}
+	_, err := c.leave(key, n)
+	return err
+}
+
+// Reset deletes key's count: every slot of key is free. Requests in flight
+// are forgotten, and their LeavingN returns ErrNotFound. With leases it
+// deletes every holder's record of key, in every process. Errors: the
+// dictionary's.
+func (c *Conn) Reset(ctx context.Context, key string) error {
+	var kb keyBuf
+	if err := resetKey(c.d, c.key(&kb, key)); err != nil {
+		return err
+	}
+	if ls := c.lease; ls != nil {
+		ls.mu.Lock()
+		delete(ls.held, key)
+		ls.mu.Unlock()
+	}
+	return nil
 }
 
 // UnitDelay returns this process's current unit delay.
 func (c *Conn) UnitDelay() time.Duration { return time.Duration(c.unitDelay.Load()) }
 
-func (c *Conn) leave(key string) (int64, error) {
+func (c *Conn) leave(key string, cost int64) (int64, error) {
 	if c.lease != nil {
-		return c.lease.leave(c, c.d.Now(), key)
+		return c.lease.leave(c, c.d.Now(), key, cost)
 	}
 	var kb keyBuf
 	zk := c.key(&kb, key)
-	n, err := c.d.Incr(zk, -1)
+	n, err := c.d.Incr(zk, -cost)
 	if err != nil {
 		if errors.Is(err, dict.ErrNotFound) {
 			return 0, fmt.Errorf("limiter: leaving %q: %w", strings.Clone(zk), ErrNotFound)
@@ -240,7 +306,7 @@ func (c *Conn) leave(key string) (int64, error) {
 		return 0, incrErr(c.d, zk, err)
 	}
 	if n != 0 { // the last request of a key leaves 0: a count, read no more
-		if err := checkCountInt(c.d, zk, n, -1); err != nil {
+		if err := checkCountInt(c.d, zk, n, -cost); err != nil {
 			return 0, err
 		}
 	}

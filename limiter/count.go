@@ -50,24 +50,44 @@ func NewCount(d *dict.Dict, name string, limit int64, window time.Duration) (*Co
 // Policy returns limit requests per window.
 func (l *Count) Policy() Policy { return Policy{Limit: l.limit, Window: l.window} }
 
-// Incoming decides on a request for key; State is the remaining allowance,
-// with the fraction of a key a Lua writer or IncrFloat left fractional (2.5
-// becomes 1.5, as in the Lua module), and Remaining its floor.
+// Incoming is IncomingN of one request.
+func (l *Count) Incoming(ctx context.Context, key string, commit bool) (dec Decision, err error) {
+	err = l.incomingAt(&dec, 0, key, 1, commit)
+	return dec, err
+}
+
+// IncomingN decides on a request of cost n for key: it takes n from the
+// window's allowance. State is the remaining allowance, with the fraction
+// of a key a Lua writer or IncrFloat left fractional (2.5 becomes 1.5, as
+// in the Lua module), and Remaining its floor.
+//
 // A committed request is counted even when it is rejected (the stored
 // allowance goes negative, as in the Lua module); a dry run (commit false)
 // counts nothing. Remaining is never negative. A rejection reads the key's
 // TTL into RetryAfter and ResetAfter; an allowed request leaves ResetAfter
-// 0 (Count.ResetAfter reads it). Errors: ErrAbused for a value that is not a
+// 0 (Count.ResetAfter reads it).
+//
+// A cost above limit is never admitted. It is rejected without reading
+// the key and counts nothing; RetryAfter is the longest Duration.
+//
+// Errors: ErrBadCost for n below 1, ErrAbused for a value that is not a
 // number, and the dictionary's errors.
-func (l *Count) Incoming(ctx context.Context, key string, commit bool) (dec Decision, err error) {
-	err = l.incomingAt(&dec, 0, key, commit)
+func (l *Count) IncomingN(ctx context.Context, key string, n int64, commit bool) (dec Decision, err error) {
+	if err := checkCost(n); err != nil {
+		return dec, err
+	}
+	err = l.incomingAt(&dec, 0, key, n, commit)
 	return dec, err
 }
 
 func (l *Count) dictionary() *dict.Dict { return l.d }
 
 // incomingAt ignores now: the window's TTL is the dictionary's to keep.
-func (l *Count) incomingAt(dec *Decision, _ int64, key string, commit bool) error {
+func (l *Count) incomingAt(dec *Decision, _ int64, key string, cost int64, commit bool) error {
+	if cost > l.limit {
+		tooCostly(dec)
+		return nil
+	}
 	var kb keyBuf
 	zk := l.key(&kb, key)
 	// The allowance is a float64: a key a Lua writer or IncrFloat left
@@ -75,17 +95,17 @@ func (l *Count) incomingAt(dec *Decision, _ int64, key string, commit bool) erro
 	// module, whose numbers are all doubles.
 	var rem float64
 	if commit {
-		n, out, err := l.d.IncrInitNum(zk, -1, l.limit, l.window)
+		n, out, err := l.d.IncrInitNum(zk, -cost, l.limit, l.window)
 		if out != (dict.Outcome{}) || err != nil {
 			err = l.settle(l.d, out, err, func() (o dict.Outcome, err error) {
-				n, o, err = l.d.IncrInitNum(zk, -1, l.limit, l.window)
+				n, o, err = l.d.IncrInitNum(zk, -cost, l.limit, l.window)
 				return o, err
 			})
 		}
 		if err != nil {
 			return dictErr(zk, err)
 		}
-		if err := checkCount(l.d, zk, n, -1); err != nil {
+		if err := checkCount(l.d, zk, n, -cost); err != nil {
 			return err
 		}
 		rem = n
@@ -97,9 +117,9 @@ func (l *Count) incomingAt(dec *Decision, _ int64, key string, commit bool) erro
 		if why := badCount(v); found && why != "" {
 			return badOf(v, why).err(zk)
 		}
-		rem = float64(l.limit) - 1
+		rem = float64(l.limit - cost)
 		if found {
-			rem = v.Float() - 1
+			rem = v.Float() - float64(cost)
 		}
 	}
 	if rem < 0 {
@@ -134,18 +154,37 @@ func (l *Count) resetAfter(zk string) (time.Duration, error) {
 	return ttl, nil
 }
 
-// Uncommit gives one request back to key's window, uncapped, as the Lua
-// module does. A key without a window is left absent: nothing to give back.
-// Errors: ErrAbused, the dictionary's errors.
-func (l *Count) Uncommit(ctx context.Context, key string) error {
+// Uncommit is UncommitN of one request.
+func (l *Count) Uncommit(ctx context.Context, key string) error { return l.uncommit(key, 1) }
+
+// UncommitN gives a request of cost n back to key's window, uncapped, as
+// the Lua module gives back one. A key without a window is left absent:
+// nothing to give back. Errors: ErrBadCost for n below 1 or above limit,
+// ErrAbused, the dictionary's errors.
+func (l *Count) UncommitN(ctx context.Context, key string, n int64) error {
+	if err := checkUncommit(n, l.limit); err != nil {
+		return err
+	}
+	return l.uncommit(key, n)
+}
+
+// Reset deletes key's window: the next request opens a new one. Errors:
+// the dictionary's.
+func (l *Count) Reset(ctx context.Context, key string) error {
+	var kb keyBuf
+	return resetKey(l.d, l.key(&kb, key))
+}
+
+// uncommit is UncommitN of a checked cost.
+func (l *Count) uncommit(key string, cost int64) error {
 	var kb keyBuf
 	zk := l.key(&kb, key)
-	n, err := l.d.Incr(zk, 1)
+	n, err := l.d.Incr(zk, cost)
 	if errors.Is(err, dict.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return incrErr(l.d, zk, err)
 	}
-	return checkCountInt(l.d, zk, n, 1)
+	return checkCountInt(l.d, zk, n, cost)
 }

@@ -49,13 +49,22 @@ type Decision struct {
 // shard when that process died holding it. A leased Conn also takes a mutex
 // of its own, in this process.
 type Limiter interface {
-	// Incoming decides on one request for key and, when commit is true and
-	// the request is allowed, counts it. A rejection is Allowed false, not
-	// an error; errors are the dictionary's, ErrAbused, and the like.
+	// Incoming is IncomingN of one request.
 	Incoming(ctx context.Context, key string, commit bool) (Decision, error)
-	// Uncommit undoes one committed Incoming for key, as when a request that
-	// was counted is given up (Combine uses it).
+	// IncomingN decides on a request of cost n for key and, when commit is
+	// true and the request is allowed, counts it as n requests. A
+	// rejection is Allowed false, not an error. A cost above the most the
+	// limiter admits at once is always rejected. Errors: ErrBadCost for n
+	// below 1, the dictionary's, ErrAbused, and the like.
+	IncomingN(ctx context.Context, key string, n int64, commit bool) (Decision, error)
+	// Uncommit is UncommitN of one request.
 	Uncommit(ctx context.Context, key string) error
+	// UncommitN undoes a committed IncomingN of cost n for key, as when a
+	// request that was counted is given up (Combine uses it).
+	UncommitN(ctx context.Context, key string, n int64) error
+	// Reset forgets key's state: the next request finds the key as if it
+	// had never been seen. Resetting an absent key is no error.
+	Reset(ctx context.Context, key string) error
 }
 
 // Policy is a limiter's quota as clients see it: Limit requests per
@@ -70,13 +79,13 @@ type Policy struct {
 type local interface {
 	Limiter
 	dictionary() *dict.Dict
-	// incomingAt decides at now into *dec, which is zero, and leaves it
-	// zero on an error. The Decision is filled in place, field by field,
+	// incomingAt decides on a request of cost n, at least 1, at now into
+	// *dec, which is zero, and leaves it zero on an error. The Decision is filled in place, field by field,
 	// not returned: a Decision is too large for the compiler to keep in
 	// registers, and each function that returned one copied it, a copy
 	// the CPU cannot forward from the stores that built it (some 10 ns a
 	// layer on a decision of 100).
-	incomingAt(dec *Decision, now int64, key string, commit bool) error
+	incomingAt(dec *Decision, now int64, key string, n int64, commit bool) error
 }
 
 // seconds converts seconds in a float to a Duration, saturating.

@@ -13,6 +13,30 @@
 //   - ParseRate, the rate strings of nginx and lua-resty-redis-ratelimit
 //     ("10r/s", "30r/m", "0.5r/s").
 //
+// Costs. A request may cost more than one. IncomingN charges a cost n, and
+// Incoming is IncomingN of 1, as x/time/rate's Allow is AllowN of 1. A cost
+// is n requests at one time, all admitted or none:
+//
+//   - Req adds n requests to its bucket's excess;
+//   - Count takes n from its window's allowance;
+//   - SlidingWindow counts n;
+//   - GCRA moves its TAT by n emission intervals;
+//   - Conn takes n slots, which LeavingN gives back;
+//   - CombineN charges n to each of its limiters.
+//
+// A cost above the most a limiter admits at once is always rejected: above
+// burst+1 for Req, limit for Count and SlidingWindow, max+burst for Conn.
+// Such a rejection reads and writes nothing, and its RetryAfter is the
+// longest Duration. GCRA rejects a cost above its burst as redis_rate does.
+// A cost below 1 is ErrBadCost. UncommitN gives a cost back; a cost the
+// limiter never admits is ErrBadCost there too. Conn's bound there is 2^53,
+// since SetMax may lower max+burst while requests are in flight.
+//
+// Reset. Reset deletes a key's state, so that its next request finds it as
+// if never seen. It deletes a state no limiter writes too. A leased Conn's
+// Reset frees the slots of every holder, whose LeavingN then returns
+// ErrNotFound.
+//
 // Each limiter's key holds one value in the dictionary (state.go).
 // Semantics follow the Lua modules (vectors in
 // spec/limiters.md), except that every read-modify-write is atomic across
@@ -52,8 +76,8 @@
 // configuration. So limiters whose parameters changed still read each
 // other's states. Such a state is ErrBadState, and errors.Is holds for
 // ErrAbused too. The limiter decides nothing, writes nothing and leaves the
-// value as it is. There is no reset: the key fails until its value expires
-// or is deleted. It is not an outage. Package httplimit hands it to
+// value as it is. The key fails until its value expires or Reset deletes
+// it. It is not an outage. Package httplimit hands it to
 // Options.Error like any error, and a policy that fails open on outages
 // should not let it through.
 //
@@ -182,9 +206,10 @@
 //	    writes: it returns ErrAbused and leaves the value untouched, TTL
 //	    and flags included. Nor does it do arithmetic on contents it cannot
 //	    have written: it returns ErrBadState (below).
-//	I6. Incoming and Uncommit of Req, Count, plain Conn, SlidingWindow and
-//	    GCRA allocate nothing (alloc_test.go), for keys of up to 56 bytes
-//	    with a name of up to 64 (the zone key is built on the stack).
+//	I6. Incoming, IncomingN, Uncommit, UncommitN and Reset of Req, Count,
+//	    plain Conn, SlidingWindow and GCRA allocate nothing (alloc_test.go),
+//	    for keys of up to 56 bytes with a name of up to 64 (the zone key is
+//	    built on the stack).
 //	I7. A limiter reads and writes only zone keys of its own namespace,
 //	    "kind|name|"; names hold no '|', so two namespaces share no key.
 //	I8. A full zone is never a decision's error: a write evicts and tries

@@ -54,6 +54,10 @@ var (
 	// ErrTooManyHolders is returned by a leased Conn when MaxHolders
 	// processes already hold slots of one key.
 	ErrTooManyHolders = errors.New("limiter: too many lease holders")
+	// ErrBadCost is returned by IncomingN and UncommitN for a cost below
+	// 1, and by UncommitN for a cost above the most IncomingN admits at
+	// once: no request of that cost was counted. A Conn's bound is 2^53.
+	ErrBadCost = errors.New("limiter: bad cost")
 	// ErrMismatch is returned by Combine when the limiters and keys differ in
 	// number, or a limiter is nil.
 	ErrMismatch = errors.New("limiter: limiters and keys do not match")

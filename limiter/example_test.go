@@ -91,9 +91,9 @@ func ExampleGCRA() {
 	defer done()
 	l, _ := limiter.NewGCRA(d, "api", 10, 10) // 10 per second, bursts of 10
 	ctx := context.Background()
-	dec, _ := l.AllowN(ctx, "api:key", 1)
+	dec, _ := l.IncomingN(ctx, "api:key", 1, true)
 	fmt.Println(dec.Allowed, dec.Remaining, dec.ResetAfter)
-	dec, _ = l.AllowN(ctx, "api:key", 10)
+	dec, _ = l.IncomingN(ctx, "api:key", 10, true)
 	fmt.Println(dec.Allowed, dec.RetryAfter)
 	// Output:
 	// true 9 100ms

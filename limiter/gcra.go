@@ -63,36 +63,33 @@ func (l *GCRA) Policy() Policy {
 	return Policy{Limit: l.burst, Window: time.Duration(l.tau)}
 }
 
-// Incoming is AllowN of one request, and a dry run of it when commit is
-// false.
+// Incoming is IncomingN of one request.
 func (l *GCRA) Incoming(ctx context.Context, key string, commit bool) (dec Decision, err error) {
-	err = l.allowAt(&dec, l.d.Now(), key, 1, commit)
+	err = l.incomingAt(&dec, l.d.Now(), key, 1, commit)
 	return dec, err
 }
 
-// AllowN decides on n requests at once for key (redis_rate's AllowN) and
-// counts them when they are allowed. A rejection counts nothing;
-// RetryAfter is then how long until n requests would be allowed, and n
-// above burst is never allowed. n 0 reads the state and changes nothing.
-// Errors: ErrBadLimit for a negative n, ErrAbused for a value that is not
-// an int, the dictionary's errors.
-func (l *GCRA) AllowN(ctx context.Context, key string, n int64) (dec Decision, err error) {
-	if n < 0 {
-		return dec, fmt.Errorf("%w: AllowN of %d requests", ErrBadLimit, n)
+// IncomingN decides on n requests at once for key, redis_rate's AllowN: it
+// moves the TAT by n emission intervals. When commit is true and they are
+// allowed, it counts them; a rejection and a dry run count nothing.
+//
+// A cost above burst is never admitted. As in redis_rate, RetryAfter is
+// then how long until the TAT would allow n, as if the burst were larger.
+//
+// Errors: ErrBadCost for n below 1, ErrAbused for a value that is not an
+// int, the dictionary's errors.
+func (l *GCRA) IncomingN(ctx context.Context, key string, n int64, commit bool) (dec Decision, err error) {
+	if err := checkCost(n); err != nil {
+		return dec, err
 	}
-	err = l.allowAt(&dec, l.d.Now(), key, n, n > 0)
+	err = l.incomingAt(&dec, l.d.Now(), key, n, commit)
 	return dec, err
 }
 
 func (l *GCRA) dictionary() *dict.Dict { return l.d }
 
-func (l *GCRA) incomingAt(dec *Decision, now int64, key string, commit bool) error {
-	return l.allowAt(dec, now, key, 1, commit)
-}
-
-// allowAt is AllowN at now in Unix ms, into the zero *dec (local's
-// incomingAt).
-func (l *GCRA) allowAt(dec *Decision, now int64, key string, n int64, commit bool) error {
+// incomingAt decides on n requests at now in Unix ms, into the zero *dec.
+func (l *GCRA) incomingAt(dec *Decision, now int64, key string, n int64, commit bool) error {
 	nowNs := now * int64(time.Millisecond)
 	stored := nowNs // the TAT the requests are decided on
 	var kb keyBuf
@@ -120,7 +117,7 @@ func (l *GCRA) allowAt(dec *Decision, now int64, key string, n int64, commit boo
 			}
 			stored = cur.Int()
 		}
-		if newTat, ok := l.next(nowNs, stored, n); ok && n > 0 {
+		if newTat, ok := l.next(nowNs, stored, n); ok {
 			return dict.Int(newTat), time.Duration(newTat - nowNs), true
 		}
 		if stored > nowNs {
@@ -138,7 +135,7 @@ func (l *GCRA) allowAt(dec *Decision, now int64, key string, n int64, commit boo
 	if bad.found() {
 		return bad.err(zk)
 	}
-	l.decide(dec, nowNs, stored, n, n > 0)
+	l.decide(dec, nowNs, stored, n, true)
 	return nil
 }
 
@@ -182,10 +179,28 @@ func satAdd(a, b int64) int64 {
 	return a + b
 }
 
-// Uncommit gives one request back: the TAT moves back by T, not before
-// now. A key without state is left so. Errors: ErrAbused, the dictionary's
+// Uncommit is UncommitN of one request.
+func (l *GCRA) Uncommit(ctx context.Context, key string) error { return l.uncommit(key, 1) }
+
+// UncommitN gives n requests back: the TAT moves back by n emission
+// intervals, not before now. A key without state is left so. Errors:
+// ErrBadCost for n below 1 or above burst, ErrAbused, the dictionary's
 // errors.
-func (l *GCRA) Uncommit(ctx context.Context, key string) error {
+func (l *GCRA) UncommitN(ctx context.Context, key string, n int64) error {
+	if err := checkUncommit(n, l.burst); err != nil {
+		return err
+	}
+	return l.uncommit(key, n)
+}
+
+// Reset deletes key's TAT. Errors: the dictionary's.
+func (l *GCRA) Reset(ctx context.Context, key string) error {
+	var kb keyBuf
+	return resetKey(l.d, l.key(&kb, key))
+}
+
+// uncommit is UncommitN of a checked cost: n·T is at most τ.
+func (l *GCRA) uncommit(key string, n int64) error {
 	nowNs := l.d.Now() * int64(time.Millisecond)
 	var kb keyBuf
 	zk := l.key(&kb, key)
@@ -197,7 +212,7 @@ func (l *GCRA) Uncommit(ctx context.Context, key string) error {
 		if bad = checkTAT(cur, nowNs); bad.found() {
 			return dict.Value{}, 0, true // leave it as it is
 		}
-		tat := cur.Int() - l.t
+		tat := cur.Int() - n*l.t
 		if tat <= nowNs {
 			return cur, 0, false
 		}

@@ -66,8 +66,8 @@ func TestConstructorsRejectBadInput(t *testing.T) {
 		t.Errorf("SetBurst(-1) = %v, want ErrBadBurst", err)
 	}
 	g, _ := NewGCRA(d, "t", 1, 1)
-	if _, err := g.AllowN(context.Background(), "k", -1); !errors.Is(err, ErrBadLimit) {
-		t.Errorf("AllowN(-1) = %v, want ErrBadLimit", err)
+	if _, err := g.IncomingN(context.Background(), "k", -1, true); !errors.Is(err, ErrBadCost) {
+		t.Errorf("IncomingN(-1) = %v, want ErrBadCost", err)
 	}
 }
 
@@ -421,12 +421,12 @@ func TestStateContents(t *testing.T) {
 			})
 		}
 	}
-	// AllowN of any n on a TAT GCRA can have written.
+	// IncomingN of any n on a TAT GCRA can have written.
 	for _, tat := range []int64{0, nowNs, nowNs + 50*year} {
-		for _, n := range []int64{0, 1, 1000, math.MaxInt64} {
+		for _, n := range []int64{1, 1000, math.MaxInt64} {
 			set(gcra, dict.Int(tat))
-			if dec, err := gcra.AllowN(ctx, "k", n); err != nil || dec.RetryAfter < 0 || dec.ResetAfter < 0 {
-				t.Errorf("GCRA.AllowN(%d) on TAT %d = %+v, %v", n, tat, dec, err)
+			if dec, err := gcra.IncomingN(ctx, "k", n, true); err != nil || dec.RetryAfter < 0 || dec.ResetAfter < 0 {
+				t.Errorf("GCRA.IncomingN(%d) on TAT %d = %+v, %v", n, tat, dec, err)
 			}
 		}
 	}

@@ -85,10 +85,11 @@ type leaseEdit struct {
 }
 
 // edit rewrites c's key's records at now under the shard lock: it drops
-// dead records, adds delta (+1 or −1) to this holder's slots unless the
-// result would pass limit or go negative, renews the holder's lease when it
-// holds slots, and stores the live records (or deletes the key when none is
-// left). With delta 0 it only renews.
+// dead records, adds delta to this holder's slots unless a positive delta
+// would pass limit (a negative delta takes at most the slots the holder
+// has), renews the holder's lease when it holds slots, and stores the live
+// records (or deletes the key when none is left). With delta 0 it only
+// renews.
 func (ls *leases) edit(c *Conn, key string, now, delta, limit int64) (leaseEdit, error) {
 	buf := leaseBufs.Get().(*[MaxHolders * leaseSize]byte)
 	defer leaseBufs.Put(buf)
@@ -117,6 +118,8 @@ func (ls *leases) edit(c *Conn, key string, now, delta, limit int64) (leaseEdit,
 		case delta > 0 && own.slots == 0 && n == len(buf):
 			e.tooMany = true // no room for this holder's record
 		case delta < 0 && own.slots+delta < 0:
+			total -= own.slots // all it has: leave reports the shortfall
+			own.slots = 0
 		default:
 			own.slots += delta
 			total += delta
@@ -194,9 +197,8 @@ func ttlOf(b []byte, now int64) time.Duration {
 	return time.Duration(last-now) * time.Millisecond
 }
 
-// incoming is Conn.incomingAt with leases.
-func (ls *leases) incoming(dec *Decision, c *Conn, now int64, key string, commit bool) error {
-	limit := c.limit()
+// incoming is Conn.incomingAt with leases, of cost n, at most limit.
+func (ls *leases) incoming(dec *Decision, c *Conn, now int64, key string, n, limit int64, commit bool) error {
 	if !commit {
 		buf := leaseBufs.Get().(*[MaxHolders * leaseSize]byte)
 		defer leaseBufs.Put(buf)
@@ -209,41 +211,41 @@ func (ls *leases) incoming(dec *Decision, c *Conn, now int64, key string, commit
 		if bad != "" {
 			return badOf(v, bad).err(c.key(&kb, key))
 		}
-		if total >= limit {
-			dec.State = float64(total) + 1
+		if total > limit-n { // total may be MaxInt64 (scan saturates)
+			dec.State = float64(total) + float64(n)
 			return nil
 		}
-		c.decide(dec, float64(total+1), limit, false)
+		c.decide(dec, float64(total+n), limit, false)
 		return nil
 	}
-	e, err := ls.edit(c, key, now, 1, limit)
+	e, err := ls.edit(c, key, now, n, limit)
 	if err != nil {
 		return err
 	}
 	if e.rejected {
-		dec.State = float64(e.total) + 1
+		dec.State = float64(e.total) + float64(n)
 		return nil
 	}
 	ls.mu.Lock()
-	ls.held[key]++
+	ls.held[key] += n
 	ls.mu.Unlock()
 	c.decide(dec, float64(e.total), limit, true)
 	return nil
 }
 
-// leave is Conn.Leaving with leases.
-func (ls *leases) leave(c *Conn, now int64, key string) (int64, error) {
-	e, err := ls.edit(c, key, now, -1, 0)
+// leave is Conn.LeavingN with leases, of cost n.
+func (ls *leases) leave(c *Conn, now int64, key string, n int64) (int64, error) {
+	e, err := ls.edit(c, key, now, -n, 0)
 	if err != nil {
 		return 0, err
 	}
 	ls.mu.Lock()
-	if ls.held[key]--; ls.held[key] <= 0 {
+	if ls.held[key] -= n; ls.held[key] <= 0 {
 		delete(ls.held, key)
 	}
 	ls.mu.Unlock()
-	if e.own <= 0 {
-		return e.total, fmt.Errorf("limiter: leaving %q: no live slot of this holder: %w", key, ErrNotFound)
+	if e.own < n {
+		return e.total, fmt.Errorf("limiter: leaving %q: %d of %d slots live in this holder: %w", key, e.own, n, ErrNotFound)
 	}
 	return e.total, nil
 }

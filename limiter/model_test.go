@@ -103,7 +103,7 @@ func (m *model) req(l *Req, key string, now int64, commit bool) Decision {
 		m.reqs[key] = reqState{excess: uint64(excess), last: max(now, s.last)}
 	}
 	var dec Decision
-	l.decide(&dec, excess, ok, commit) // the Decision's form, from the excess
+	l.decide(&dec, excess, 1, ok, commit) // the Decision's form, from the excess
 	return dec
 }
 

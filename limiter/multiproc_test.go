@@ -21,6 +21,7 @@ func TestHelperProcess(t *testing.T) {
 		"req-rounds":  helperReqRounds,
 		"conn-hold":   helperConnHold,
 		"bench-procs": helperBenchProcs,
+		"cost":        helperCost,
 	})
 }
 

@@ -32,6 +32,7 @@ type Req struct {
 	d      *dict.Dict
 	rateM  float64 // milli-requests per second: rate*1000, as the Lua new()
 	burstM float64 // milli-requests: burst*1000
+	most   int64   // the largest cost admitted at once: floor(burst)+1
 }
 
 // NewReq returns a leaky bucket named name over d (names.go) that drains
@@ -54,6 +55,7 @@ func NewReq(d *dict.Dict, name string, rate, burst float64) (*Req, error) {
 		return nil, fmt.Errorf("%w: %v", ErrBadBurst, burst)
 	}
 	l := &Req{space: sp, d: d, rateM: rate * 1000, burstM: burst * 1000}
+	l.most = floorCount(math.Floor(l.burstM/1000) + 1)
 	if err := l.claim(d, fmt.Sprintf("rate %v/s, burst %v", rate, burst)); err != nil {
 		return nil, err
 	}
@@ -77,31 +79,51 @@ func (l *Req) Policy() Policy {
 	return Policy{Limit: floorCount(n), Window: max(w, time.Second)}
 }
 
-// Incoming decides on a request for key at the dictionary's time. An
-// allowed request waits Delay = excess/rate (State is the excess in
-// requests); when commit is true it is counted. A rejection writes nothing.
-// Errors: ErrAbused for a value that is not a Req's under key, ErrBadState
-// for a Req's value whose contents no Req writes, and the dictionary's
-// errors.
+// Incoming is IncomingN of one request.
 func (l *Req) Incoming(ctx context.Context, key string, commit bool) (dec Decision, err error) {
-	err = l.incomingAt(&dec, l.d.Now(), key, commit)
+	err = l.incomingAt(&dec, l.d.Now(), key, 1, commit)
+	return dec, err
+}
+
+// IncomingN decides on a request of cost n for key at the dictionary's
+// time. It adds n requests to the bucket's excess: the first as
+// resty.limit.req adds one, after the leak, and n−1 more. An allowed
+// request waits Delay = excess/rate (State is the excess in requests);
+// when commit is true it is counted. A rejection writes nothing.
+//
+// A cost above burst+1 is never admitted. It is rejected without reading
+// the key, with RetryAfter the longest Duration.
+//
+// Errors: ErrBadCost for n below 1, ErrAbused for a value that is not a
+// Req's under key, ErrBadState for a Req's value whose contents no Req
+// writes, and the dictionary's errors.
+func (l *Req) IncomingN(ctx context.Context, key string, n int64, commit bool) (dec Decision, err error) {
+	if err := checkCost(n); err != nil {
+		return dec, err
+	}
+	err = l.incomingAt(&dec, l.d.Now(), key, n, commit)
 	return dec, err
 }
 
 func (l *Req) dictionary() *dict.Dict { return l.d }
 
-func (l *Req) incomingAt(dec *Decision, now int64, key string, commit bool) error {
-	excess, ok, err := l.step(now, key, commit)
+func (l *Req) incomingAt(dec *Decision, now int64, key string, n int64, commit bool) error {
+	if n > l.most {
+		tooCostly(dec)
+		return nil
+	}
+	excess, ok, err := l.step(now, key, n, commit)
 	if err != nil {
 		return err
 	}
-	l.decide(dec, excess, ok, commit)
+	l.decide(dec, excess, n, ok, commit)
 	return nil
 }
 
-// step makes the decision at now: the excess in milli-requests with the
-// request, and whether it is allowed; a commit stores it when it is.
-func (l *Req) step(ms int64, key string, commit bool) (excess float64, ok bool, err error) {
+// step makes the decision on cost n at now: the excess in milli-requests
+// with the request, and whether it is allowed; a commit stores it when it
+// is.
+func (l *Req) step(ms int64, key string, n int64, commit bool) (excess float64, ok bool, err error) {
 	now := luaMs(ms)
 	var kb keyBuf
 	zk := l.key(&kb, key)
@@ -116,7 +138,7 @@ func (l *Req) step(ms int64, key string, commit bool) (excess float64, ok bool, 
 		if reqBad(s, reqLatest(ms)) {
 			return 0, false, badOf(v, badReq(s, ms)).err(zk)
 		}
-		excess, ok = l.leak(s, true, now)
+		excess, ok = l.leak(s, true, now, n)
 		return excess, ok, nil
 	}
 	// The state changes in place under the key's lock: nothing is copied,
@@ -133,7 +155,7 @@ func (l *Req) step(ms int64, key string, commit bool) (excess float64, ok bool, 
 				return false, 0
 			}
 		}
-		excess, ok = l.leak(s, found, now)
+		excess, ok = l.leak(s, found, now, n)
 		if !ok {
 			return false, 0
 		}
@@ -174,27 +196,32 @@ func (l *Req) badState(zk string, ms int64) error {
 	return foreign{kind: dict.KindBytes, n: reqSize, bad: why}.err(zk)
 }
 
-// leak returns the excess in milli-requests that a request at now (luaMs)
-// makes, given the stored state (found false: none), and whether it is
-// within the burst: resty.limit.req's excess − rate·|elapsed|/1000 + 1000,
-// not below 0, in that order. A now before the stored time leaks nothing, as
-// in nginx's limit_req: processes read their clocks before taking the shard
-// lock, and their coarse clocks lag by different amounts, so a decision
-// often comes after a later one; the Lua module's |elapsed| would leak that
-// lag.
-func (l *Req) leak(s reqState, found bool, now float64) (excess float64, ok bool) {
-	if !found {
-		return 0, true
+// leak returns the excess in milli-requests that a request of cost n at
+// now (luaMs) makes, given the stored state (found false: none), and
+// whether it is within the burst: resty.limit.req's excess −
+// rate·|elapsed|/1000 + 1000, not below 0, in that order, and then
+// (n−1)·1000 on its truncation, as n requests at one time would make. A now before the
+// stored time leaks nothing, as in nginx's limit_req: processes read their
+// clocks before taking the shard lock, and their coarse clocks lag by
+// different amounts, so a decision often comes after a later one; the Lua
+// module's |elapsed| would leak that lag.
+func (l *Req) leak(s reqState, found bool, now float64, n int64) (excess float64, ok bool) {
+	if found {
+		elapsed := now - float64(s.last)
+		if elapsed < 0 {
+			elapsed = 0 // an earlier clock than the last decision's
+		}
+		// The conversions keep each product rounded on its own: a fused
+		// multiply-add would round once and differ from the Lua module.
+		excess = float64(s.excess) - float64(l.rateM*elapsed)/1000 + 1000
+		if !(excess > 0) {
+			excess = 0
+		}
 	}
-	elapsed := now - float64(s.last)
-	if elapsed < 0 {
-		elapsed = 0 // an earlier clock than the last decision's
-	}
-	// The conversions keep each product rounded on its own: a fused
-	// multiply-add would round once and differ from the Lua module.
-	excess = float64(s.excess) - float64(l.rateM*elapsed)/1000 + 1000
-	if !(excess > 0) {
-		excess = 0
+	if n > 1 {
+		// n−1 more requests at the same time: each finds the excess the
+		// one before stored, truncated. n ≤ most keeps the sum exact.
+		excess = float64(truncExcess(excess)) + float64(n-1)*1000
 	}
 	return excess, excess <= l.burstM
 }
@@ -243,17 +270,22 @@ func truncMs(now float64) int64 {
 }
 
 // decide fills the zero *dec with the Decision for an excess in
-// milli-requests, the request's own included. A stored excess E is back to a
-// fresh key's allowance after (E+1000)/rate, when the next request's
-// E − leak + 1000 is 0: so ResetAfter is (excess+1000)/rate for an allowed
-// request (E = excess, a dry run counting the request as a commit would),
-// and excess/rate for a rejected one, which stores nothing (E = excess −
-// 1000 after the leak). Delay stays the Lua module's excess/rate.
-func (l *Req) decide(dec *Decision, excess float64, ok, commit bool) {
+// milli-requests, the request's own cost n included. A stored excess E is
+// back to a fresh key's allowance after (E+1000)/rate, when the next
+// request's E − leak + 1000 is 0: so ResetAfter is (excess+1000)/rate for
+// an allowed request (E = excess, a dry run counting the request as a
+// commit would), and (excess − (n−1)·1000)/rate for a rejected one, which
+// stores nothing (E = excess − n·1000 after the leak). Delay stays the Lua
+// module's excess/rate.
+func (l *Req) decide(dec *Decision, excess float64, n int64, ok, commit bool) {
 	dec.State = excess / 1000
 	if !ok {
 		dec.RetryAfter = l.leakTime(excess - l.burstM)
-		dec.ResetAfter = l.leakTime(excess)
+		if n > 1 {
+			dec.ResetAfter = l.leakTime(excess - float64(n-1)*1000)
+		} else {
+			dec.ResetAfter = l.leakTime(excess)
+		}
 		return
 	}
 	dec.Allowed = true
@@ -275,11 +307,28 @@ func truncExcess(excess float64) uint64 {
 	return uint64(excess)
 }
 
-// Uncommit gives back one request: the stored excess drops by one request
-// (not below zero) and the time of the last request stays. Errors:
-// ErrNotFound when key holds no state, ErrAbused, ErrBadState, the
-// dictionary's errors.
-func (l *Req) Uncommit(ctx context.Context, key string) error {
+// Uncommit is UncommitN of one request.
+func (l *Req) Uncommit(ctx context.Context, key string) error { return l.uncommit(key, 1) }
+
+// UncommitN gives back a request of cost n: the stored excess drops by n
+// requests, not below zero, and the time of the last request stays.
+// Errors: ErrBadCost for n below 1 or above burst+1, ErrNotFound when key
+// holds no state, ErrAbused, ErrBadState, the dictionary's errors.
+func (l *Req) UncommitN(ctx context.Context, key string, n int64) error {
+	if err := checkUncommit(n, l.most); err != nil {
+		return err
+	}
+	return l.uncommit(key, n)
+}
+
+// Reset deletes key's state. Errors: the dictionary's.
+func (l *Req) Reset(ctx context.Context, key string) error {
+	var kb keyBuf
+	return resetKey(l.d, l.key(&kb, key))
+}
+
+// uncommit is UncommitN of a checked cost.
+func (l *Req) uncommit(key string, n int64) error {
 	buf := bufs.Get().(*[bufSize]byte)
 	defer bufs.Put(buf)
 	var kb keyBuf
@@ -302,7 +351,7 @@ func (l *Req) Uncommit(ctx context.Context, key string) error {
 			bad = badOf(cur, badReq(s, now))
 			return dict.Value{}, 0, true // leave it as it is
 		}
-		s.excess -= min(s.excess, 1000)
+		s.excess -= min(s.excess, uint64(n)*1000) // n ≤ most: no overflow
 		putReq(buf[:], s)
 		return dict.Bytes(buf[:reqSize]), l.drainedAfter(s, now), true
 	}

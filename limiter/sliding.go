@@ -73,19 +73,37 @@ func (l *SlidingWindow) Policy() Policy {
 	return Policy{Limit: l.limit, Window: time.Duration(l.w) * time.Millisecond}
 }
 
-// Incoming decides on a request for key at the dictionary's time and counts
-// it when commit is true and it is allowed; a rejection counts nothing.
-// State is the estimated allowance left after the request (negative when
-// rejected). Errors: ErrAbused for a value that is not a sliding window's,
-// the dictionary's errors.
+// Incoming is IncomingN of one request.
 func (l *SlidingWindow) Incoming(ctx context.Context, key string, commit bool) (dec Decision, err error) {
-	err = l.incomingAt(&dec, l.d.Now(), key, commit)
+	err = l.incomingAt(&dec, l.d.Now(), key, 1, commit)
+	return dec, err
+}
+
+// IncomingN decides on a request of cost n for key at the dictionary's
+// time and counts it as n requests when commit is true and it is allowed;
+// a rejection counts nothing. State is the estimated allowance left after
+// the request (negative when rejected).
+//
+// A cost above limit is never admitted. It is rejected without reading
+// the key, with RetryAfter the longest Duration.
+//
+// Errors: ErrBadCost for n below 1, ErrAbused for a value that is not a
+// sliding window's, the dictionary's errors.
+func (l *SlidingWindow) IncomingN(ctx context.Context, key string, n int64, commit bool) (dec Decision, err error) {
+	if err := checkCost(n); err != nil {
+		return dec, err
+	}
+	err = l.incomingAt(&dec, l.d.Now(), key, n, commit)
 	return dec, err
 }
 
 func (l *SlidingWindow) dictionary() *dict.Dict { return l.d }
 
-func (l *SlidingWindow) incomingAt(dec *Decision, now int64, key string, commit bool) error {
+func (l *SlidingWindow) incomingAt(dec *Decision, now int64, key string, n int64, commit bool) error {
+	if n > l.limit {
+		tooCostly(dec)
+		return nil
+	}
 	buf := bufs.Get().(*[bufSize]byte)
 	defer bufs.Put(buf)
 	win := floorDiv(now, l.w)
@@ -105,7 +123,7 @@ func (l *SlidingWindow) incomingAt(dec *Decision, now int64, key string, commit 
 			pre = getSW(v.Bytes())
 		}
 		pre = l.roll(pre, win)
-		l.decide(dec, pre, elapsed, false)
+		l.decide(dec, pre, elapsed, n, false)
 		return nil
 	}
 	var bad foreign
@@ -118,9 +136,9 @@ func (l *SlidingWindow) incomingAt(dec *Decision, now int64, key string, commit 
 			s = getSW(cur.Bytes())
 		}
 		pre = l.roll(s, win)
-		if l.left(pre, elapsed) >= 0 {
+		if l.left(pre, elapsed, n) >= 0 {
 			s = pre
-			s.cur++
+			s.cur += n
 		} else if !found {
 			return cur, 0, false
 		} // else rejected: s unchanged
@@ -141,7 +159,7 @@ func (l *SlidingWindow) incomingAt(dec *Decision, now int64, key string, commit 
 	if bad.found() {
 		return bad.err(zk)
 	}
-	l.decide(dec, pre, elapsed, true)
+	l.decide(dec, pre, elapsed, n, true)
 	return nil
 }
 
@@ -162,42 +180,44 @@ func (l *SlidingWindow) roll(s swState, win int64) swState {
 	return swState{window: win}
 }
 
-// left returns the allowance left after one more request elapsed ms into
-// the state's window, in units of 1/window requests: the request is allowed
-// when it is not negative. The estimate is prev·(w−elapsed) + cur·w.
-func (l *SlidingWindow) left(s swState, elapsed int64) int64 {
-	return l.limit*l.w - s.prev*(l.w-elapsed) - (s.cur+1)*l.w
+// left returns the allowance left after n more requests elapsed ms into
+// the state's window, in units of 1/window requests: they are allowed when
+// it is not negative. The estimate is prev·(w−elapsed) + cur·w. Counts and
+// n are at most limit (roll), so the products stay below 2^62.
+func (l *SlidingWindow) left(s swState, elapsed, n int64) int64 {
+	return l.limit*l.w - s.prev*(l.w-elapsed) - (s.cur+n)*l.w
 }
 
-// decide fills the zero *dec with the Decision on one request at elapsed
-// in state s, which does not count it yet; commit says whether an allowed
-// one was counted.
-func (l *SlidingWindow) decide(dec *Decision, s swState, elapsed int64, commit bool) {
-	left := l.left(s, elapsed)
+// decide fills the zero *dec with the Decision on n requests at elapsed
+// in state s, which does not count them yet; commit says whether allowed
+// ones were counted.
+func (l *SlidingWindow) decide(dec *Decision, s swState, elapsed, n int64, commit bool) {
+	left := l.left(s, elapsed, n)
 	dec.State = float64(left) / float64(l.w)
 	if left < 0 {
-		dec.RetryAfter = time.Duration(l.retry(s, elapsed)) * time.Millisecond
+		dec.RetryAfter = time.Duration(l.retry(s, elapsed, n)) * time.Millisecond
 		dec.ResetAfter = time.Duration(l.reset(s, elapsed)) * time.Millisecond
 		return
 	}
-	s.cur++
+	s.cur += n
 	dec.Allowed = true
 	dec.Remaining = left / l.w
 	dec.ResetAfter = time.Duration(l.reset(s, elapsed)) * time.Millisecond
 	dec.Committed = commit
 }
 
-// retry returns the ms until a rejected request would be allowed: later in
-// this window, when the previous window's weight has dropped enough, or in
-// the next one, when this window's count has.
-func (l *SlidingWindow) retry(s swState, elapsed int64) int64 {
+// retry returns the ms until a rejected request of cost n would be
+// allowed: later in this window, when the previous window's weight has
+// dropped enough, or in the next one, when this window's count has.
+func (l *SlidingWindow) retry(s swState, elapsed, n int64) int64 {
 	w := l.w
-	if s.cur < l.limit {
-		// prev·(w−e) ≤ (limit−cur−1)·w, so prev > 0 here.
-		at := w - (l.limit-s.cur-1)*w/s.prev
+	if s.cur+n <= l.limit {
+		// prev·(w−e) > (limit−cur−n)·w ≥ 0, so prev > 0 here.
+		at := w - (l.limit-s.cur-n)*w/s.prev
 		return max(at-elapsed, 1)
 	}
-	at := w - (l.limit-1)*w/s.cur
+	// cur > limit−n ≥ 0, so cur > 0 here.
+	at := w - (l.limit-n)*w/s.cur
 	return w - elapsed + at
 }
 
@@ -221,10 +241,28 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// Uncommit gives one request back to key's current window; a request of an
-// earlier window has no count left to give back. Errors: ErrAbused, the
+// Uncommit is UncommitN of one request.
+func (l *SlidingWindow) Uncommit(ctx context.Context, key string) error { return l.uncommit(key, 1) }
+
+// UncommitN gives a request of cost n back to key's current window, not
+// below 0; a request of an earlier window has no count left to give back.
+// Errors: ErrBadCost for n below 1 or above limit, ErrAbused, the
 // dictionary's errors.
-func (l *SlidingWindow) Uncommit(ctx context.Context, key string) error {
+func (l *SlidingWindow) UncommitN(ctx context.Context, key string, n int64) error {
+	if err := checkUncommit(n, l.limit); err != nil {
+		return err
+	}
+	return l.uncommit(key, n)
+}
+
+// Reset deletes key's windows. Errors: the dictionary's.
+func (l *SlidingWindow) Reset(ctx context.Context, key string) error {
+	var kb keyBuf
+	return resetKey(l.d, l.key(&kb, key))
+}
+
+// uncommit is UncommitN of a checked cost.
+func (l *SlidingWindow) uncommit(key string, n int64) error {
 	now := l.d.Now()
 	win := floorDiv(now, l.w)
 	buf := bufs.Get().(*[bufSize]byte)
@@ -240,7 +278,7 @@ func (l *SlidingWindow) Uncommit(ctx context.Context, key string) error {
 			return dict.Value{}, 0, true // leave it as it is
 		}
 		s := l.roll(getSW(cur.Bytes()), win)
-		s.cur = max(s.cur-1, 0)
+		s.cur = max(s.cur-n, 0)
 		ttl := (s.window+2)*l.w - now
 		if ttl <= 0 {
 			return cur, 0, false

@@ -68,24 +68,38 @@ func TestCombineVectors(t *testing.T) {
 }
 
 // fakeLimiter is a foreign Limiter: it allows dry runs, rejects commits
-// when rejectCommit is set, runs hook on each call, and counts Uncommits.
+// when rejectCommit is set, runs hook on each call, counts Uncommits and
+// the cost they give back, and records the cost of the last decision.
 type fakeLimiter struct {
 	rejectCommit bool
 	hook         func()
 	uncommits    int
+	given, cost  int64
 }
 
 func (f *fakeLimiter) Incoming(ctx context.Context, key string, commit bool) (Decision, error) {
+	return f.IncomingN(ctx, key, 1, commit)
+}
+
+func (f *fakeLimiter) IncomingN(ctx context.Context, key string, n int64, commit bool) (Decision, error) {
 	if f.hook != nil {
 		f.hook()
 	}
+	f.cost = n
 	return Decision{Allowed: !(commit && f.rejectCommit), Remaining: 7, Committed: commit && !f.rejectCommit}, nil
 }
 
 func (f *fakeLimiter) Uncommit(ctx context.Context, key string) error {
+	return f.UncommitN(ctx, key, 1)
+}
+
+func (f *fakeLimiter) UncommitN(ctx context.Context, key string, n int64) error {
 	f.uncommits++
+	f.given += n
 	return nil
 }
+
+func (f *fakeLimiter) Reset(ctx context.Context, key string) error { return nil }
 
 func TestCombinePass2Rejection(t *testing.T) {
 	// Limiter 3 of 4 allows the dry run and rejects the commit (another
@@ -183,13 +197,13 @@ func TestCombineCallsEveryLimiterByType(t *testing.T) {
 	conn, _ := NewConn(d, "conn", 10, 0, 0)
 	for _, l := range []local{req, count, gcra, sliding, conn} {
 		var dec Decision
-		handled, err := incomingLocal(&dec, l, clk.now(), "k", true)
+		handled, err := incomingLocal(&dec, l, clk.now(), "k", 1, true)
 		if !handled || err != nil || !dec.Allowed || !dec.Committed {
 			t.Errorf("incomingLocal(%T) = %v, %v, %+v; want handled, allowed and committed", l, handled, err, dec)
 		}
 	}
 	var dec Decision
-	if handled, _ := incomingLocal(&dec, &fakeLimiter{}, 0, "k", true); handled {
+	if handled, _ := incomingLocal(&dec, &fakeLimiter{}, 0, "k", 1, true); handled {
 		t.Error("incomingLocal handled a limiter of another package")
 	}
 }

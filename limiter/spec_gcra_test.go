@@ -7,7 +7,7 @@ import (
 )
 
 func TestGCRAVectors(t *testing.T) {
-	// A step: AllowN(n) at ms after t0; retry and reset in seconds.
+	// A step: IncomingN(n) at ms after t0; retry and reset in seconds.
 	type step struct {
 		at           int64
 		n            int64
@@ -52,13 +52,13 @@ func TestGCRAVectors(t *testing.T) {
 			}
 			for i, s := range v.steps {
 				clk.at(s.at)
-				got, err := l.AllowN(context.Background(), "foo", s.n)
+				got, err := l.IncomingN(context.Background(), "foo", s.n, true)
 				if err != nil {
-					t.Fatalf("step %d: AllowN(%d): %v", i+1, s.n, err)
+					t.Fatalf("step %d: IncomingN(%d): %v", i+1, s.n, err)
 				}
 				want := Decision{Allowed: !s.rej, Remaining: s.remaining, RetryAfter: secs(s.retry), ResetAfter: secs(s.reset)}
 				if got.Allowed != want.Allowed || got.Remaining != want.Remaining || got.RetryAfter != want.RetryAfter || got.ResetAfter != want.ResetAfter {
-					t.Errorf("step %d: AllowN(%d) at +%d = (allowed %v, remaining %d, retry %v, reset %v), want (%v, %d, %v, %v)",
+					t.Errorf("step %d: IncomingN(%d) at +%d = (allowed %v, remaining %d, retry %v, reset %v), want (%v, %d, %v, %v)",
 						i+1, s.n, s.at, got.Allowed, got.Remaining, got.RetryAfter, got.ResetAfter,
 						want.Allowed, want.Remaining, want.RetryAfter, want.ResetAfter)
 				}
@@ -71,7 +71,7 @@ func TestGCRAState(t *testing.T) {
 	d, clk := newDict(t)
 	l, _ := NewGCRA(d, "t", 10, 10)
 	ctx := context.Background()
-	if _, err := l.AllowN(ctx, "foo", 3); err != nil {
+	if _, err := l.IncomingN(ctx, "foo", 3, true); err != nil {
 		t.Fatal(err)
 	}
 	// The TAT is stored in Unix ns with a TTL that ends at it.
@@ -84,12 +84,12 @@ func TestGCRAState(t *testing.T) {
 	}
 	// A dry run and a rejection write nothing; Uncommit moves the TAT back.
 	l.Incoming(ctx, "foo", false)
-	l.AllowN(ctx, "foo", 11)
+	l.IncomingN(ctx, "foo", 11, true)
 	if err := l.Uncommit(ctx, "foo"); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := l.AllowN(ctx, "foo", 0); got.Remaining != 8 {
-		t.Errorf("Remaining after 3 requests and an Uncommit = %d, want 8", got.Remaining)
+	if got, _ := l.IncomingN(ctx, "foo", 1, false); got.Remaining != 7 {
+		t.Errorf("Remaining after 3 requests, an Uncommit and a dry run of 1 = %d, want 7", got.Remaining)
 	}
 	clk.at(300)
 	if _, _, err := d.Get(zoneKey(l, "foo")); err == nil {

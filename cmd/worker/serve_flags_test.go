@@ -231,7 +231,7 @@ func TestServeMetrics(t *testing.T) {
 		`worker_serve_requests_total{result="allowed"} 1`,
 		`worker_serve_requests_total{result="rejected"} 2`,
 		"# TYPE worker_serve_requests_in_flight gauge\nworker_serve_requests_in_flight 0\n",
-		"# TYPE shmzone_entries gauge\nshmzone_entries 1\n",
+		"# TYPE shmzone_entries gauge\nshmzone_entries 2\n", // the client's state and the limiter's record
 		"shmzone_capacity_bytes 1048576\n",
 		"# TYPE shmzone_lost_total counter\nshmzone_lost_total 0\n",
 		"# TYPE shmzone_protected_entries gauge\nshmzone_protected_entries 0\n",

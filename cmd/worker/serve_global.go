@@ -214,8 +214,13 @@ func serveOpenGlobal(c serveConfig, d *dict.Dict, stderr io.Writer) (*serveGloba
 }
 
 // Incoming decides on a request under the global limit.
-func (g *serveGlobal) Incoming(ctx context.Context, _ string, commit bool) (limiter.Decision, error) {
-	d, err := g.t.Incoming(ctx, serveGlobalKey, commit)
+func (g *serveGlobal) Incoming(ctx context.Context, key string, commit bool) (limiter.Decision, error) {
+	return g.IncomingN(ctx, key, 1, commit)
+}
+
+// IncomingN decides on a request of cost n under the global limit.
+func (g *serveGlobal) IncomingN(ctx context.Context, _ string, n int64, commit bool) (limiter.Decision, error) {
+	d, err := g.t.IncomingN(ctx, serveGlobalKey, n, commit)
 	if err == nil && commit {
 		if d.Allowed {
 			g.allowed.Add(1)
@@ -229,6 +234,16 @@ func (g *serveGlobal) Incoming(ctx context.Context, _ string, commit bool) (limi
 // Uncommit gives a request back to the global limit.
 func (g *serveGlobal) Uncommit(ctx context.Context, _ string) error {
 	return g.t.Uncommit(ctx, serveGlobalKey)
+}
+
+// UncommitN gives a request of cost n back to the global limit.
+func (g *serveGlobal) UncommitN(ctx context.Context, _ string, n int64) error {
+	return g.t.UncommitN(ctx, serveGlobalKey, n)
+}
+
+// Reset forgets the global count.
+func (g *serveGlobal) Reset(ctx context.Context, _ string) error {
+	return g.t.Reset(ctx, serveGlobalKey)
 }
 
 // run flushes every interval, as Tiered.Run does, and logs when a flush
@@ -287,19 +302,35 @@ func newServeLimits(local *limiter.Req, global *serveGlobal) *serveLimits {
 
 // Incoming decides on a request for key under both limits.
 func (l *serveLimits) Incoming(ctx context.Context, key string, commit bool) (limiter.Decision, error) {
+	return l.IncomingN(ctx, key, 1, commit)
+}
+
+// IncomingN decides on a request of cost n for key under both limits.
+func (l *serveLimits) IncomingN(ctx context.Context, key string, n int64, commit bool) (limiter.Decision, error) {
 	if !commit {
-		d, err := l.local.Incoming(ctx, key, false)
+		d, err := l.local.IncomingN(ctx, key, n, false)
 		if err != nil || !d.Allowed {
 			return d, err
 		}
-		return l.global.Incoming(ctx, key, false)
+		return l.global.IncomingN(ctx, key, n, false)
 	}
-	return limiter.Combine(ctx, l.ls, []string{key, key})
+	return limiter.CombineN(ctx, l.ls, []string{key, key}, n)
 }
 
 // Uncommit gives a committed request back to both limits.
 func (l *serveLimits) Uncommit(ctx context.Context, key string) error {
-	return errors.Join(l.local.Uncommit(ctx, key), l.global.Uncommit(ctx, key))
+	return l.UncommitN(ctx, key, 1)
+}
+
+// UncommitN gives a committed request of cost n back to both limits.
+func (l *serveLimits) UncommitN(ctx context.Context, key string, n int64) error {
+	return errors.Join(l.local.UncommitN(ctx, key, n), l.global.UncommitN(ctx, key, n))
+}
+
+// Reset forgets key under the per-client limit. The global limit counts
+// every client under one key, which no client's reset clears.
+func (l *serveLimits) Reset(ctx context.Context, key string) error {
+	return l.local.Reset(ctx, key)
 }
 
 // Policy is the per-client policy: the one a client can plan by.

@@ -19,6 +19,19 @@ type Limiter struct {
 // Incoming is the wrapped limiter's, counted.
 func (w *Limiter) Incoming(ctx context.Context, key string, commit bool) (limiter.Decision, error) {
 	d, err := w.l.Incoming(ctx, key, commit)
+	w.count(d, err)
+	return d, err
+}
+
+// IncomingN is the wrapped limiter's, counted as one decision.
+func (w *Limiter) IncomingN(ctx context.Context, key string, n int64, commit bool) (limiter.Decision, error) {
+	d, err := w.l.IncomingN(ctx, key, n, commit)
+	w.count(d, err)
+	return d, err
+}
+
+// count counts a decision d with error err.
+func (w *Limiter) count(d limiter.Decision, err error) {
 	h := w.host.Load()
 	switch {
 	case err != nil:
@@ -37,12 +50,21 @@ func (w *Limiter) Incoming(ctx context.Context, key string, commit bool) (limite
 			h.rejected.Add(1)
 		}
 	}
-	return d, err
 }
 
 // Uncommit is the wrapped limiter's.
 func (w *Limiter) Uncommit(ctx context.Context, key string) error {
 	return w.l.Uncommit(ctx, key)
+}
+
+// UncommitN is the wrapped limiter's.
+func (w *Limiter) UncommitN(ctx context.Context, key string, n int64) error {
+	return w.l.UncommitN(ctx, key, n)
+}
+
+// Reset is the wrapped limiter's.
+func (w *Limiter) Reset(ctx context.Context, key string) error {
+	return w.l.Reset(ctx, key)
 }
 
 // The optional methods middleware looks for, each passed through only when
@@ -56,9 +78,17 @@ type (
 	leaver interface {
 		Leaving(ctx context.Context, key string, latency time.Duration) (int64, error)
 	}
+	leaverN interface {
+		LeavingN(ctx context.Context, key string, n int64, latency time.Duration) (int64, error)
+	}
 	withPolicy     struct{ p policer }
 	withResetAfter struct{ r resetter }
-	withLeaving    struct{ l leaver }
+	// withLeaving passes Leaving on, and LeavingN: the wrapped limiter's
+	// own, or its Leaving of one slot and UncommitN of the others.
+	withLeaving struct {
+		l leaver
+		u limiter.Limiter
+	}
 )
 
 func (x withPolicy) Policy() limiter.Policy { return x.p.Policy() }
@@ -68,6 +98,17 @@ func (x withResetAfter) ResetAfter(ctx context.Context, key string) (time.Durati
 func (x withLeaving) Leaving(ctx context.Context, key string, latency time.Duration) (int64, error) {
 	return x.l.Leaving(ctx, key, latency)
 }
+func (x withLeaving) LeavingN(ctx context.Context, key string, n int64, latency time.Duration) (int64, error) {
+	if ln, ok := x.l.(leaverN); ok {
+		return ln.LeavingN(ctx, key, n, latency)
+	}
+	if n > 1 {
+		if err := x.u.UncommitN(ctx, key, n-1); err != nil {
+			return 0, err
+		}
+	}
+	return x.l.Leaving(ctx, key, latency)
+}
 
 // wrapped returns w with exactly the optional methods of the limiter it
 // wraps.
@@ -75,7 +116,7 @@ func (w *Limiter) wrapped() limiter.Limiter {
 	p, hasP := w.l.(policer)
 	r, hasR := w.l.(resetter)
 	l, hasL := w.l.(leaver)
-	P, R, L := withPolicy{p}, withResetAfter{r}, withLeaving{l}
+	P, R, L := withPolicy{p}, withResetAfter{r}, withLeaving{l, w.l}
 	switch {
 	case hasP && hasR && hasL:
 		return struct {

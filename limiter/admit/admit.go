@@ -64,6 +64,11 @@ type leaver interface {
 	Leaving(ctx context.Context, key string, latency time.Duration) (int64, error)
 }
 
+// leaverN is a leaver that ends a request of a cost (limiter.Conn).
+type leaverN interface {
+	LeavingN(ctx context.Context, key string, n int64, latency time.Duration) (int64, error)
+}
+
 // resetter is a limiter that reads a key's reset on demand (limiter.Count,
 // which leaves Decision.ResetAfter 0 when it allows).
 type resetter interface {
@@ -155,30 +160,50 @@ func newGate(l limiter.Limiter, o Options) (*Gate, error) {
 // does nothing.
 type Pass struct {
 	l     leaver
+	u     limiter.Limiter // the limiter, for a leaver without LeavingN
 	ctx   context.Context
 	key   string
+	n     int64 // the request's cost
 	start time.Time
 }
 
 // Done ends the request when its handler has returned: a concurrency
-// limiter's request is left, with its latency (limiter.Conn's Leaving).
-// For other limiters it does nothing.
+// limiter's request is left, with its latency (limiter.Conn's LeavingN of
+// the request's cost). For other limiters it does nothing.
 func (p Pass) Done() {
-	if p.l != nil {
-		p.l.Leaving(context.WithoutCancel(p.ctx), p.key, time.Since(p.start))
+	if p.l == nil {
+		return
+	}
+	ctx, latency := context.WithoutCancel(p.ctx), time.Since(p.start)
+	switch ln, ok := p.l.(leaverN); {
+	case p.n <= 1:
+		p.l.Leaving(ctx, p.key, latency)
+	case ok:
+		ln.LeavingN(ctx, p.key, p.n, latency)
+	default:
+		p.u.UncommitN(ctx, p.key, p.n-1)
+		p.l.Leaving(ctx, p.key, latency)
 	}
 }
 
-// Admit decides on a request for key, with commit, and writes the rate
-// limit headers of the decision through set (unless NoHeaders), and
-// Retry-After on a rejection (I3). A rejection returns the decision, with
-// Allowed false: the caller answers it. An allowed request has waited out
-// its delay (unless NoDelay) when Admit returns: the caller runs its
-// handler, then calls the Pass's Done. Errors: the limiter's, for the
-// caller to answer as a failure, and ErrCancelled with ctx's error when
-// ctx ends during the delay.
+// Admit is AdmitN of a request of cost 1.
 func (g *Gate) Admit(ctx context.Context, key string, set func(name, value string)) (limiter.Decision, Pass, error) {
-	d, err := g.l.Incoming(ctx, key, true)
+	return g.AdmitN(ctx, key, 1, set)
+}
+
+// AdmitN decides on a request of cost n for key, with commit, and writes
+// the rate limit headers of the decision through set (unless NoHeaders),
+// and Retry-After on a rejection (I3). A rejection returns the decision,
+// with Allowed false: the caller answers it. An allowed request has waited
+// out its delay (unless NoDelay) when AdmitN returns: the caller runs its
+// handler, then calls the Pass's Done. A request cancelled while delayed
+// gives its cost back.
+//
+// Errors: the limiter's, limiter.ErrBadCost for n below 1 among them, for
+// the caller to answer as a failure, and ErrCancelled with ctx's error
+// when ctx ends during the delay.
+func (g *Gate) AdmitN(ctx context.Context, key string, n int64, set func(name, value string)) (limiter.Decision, Pass, error) {
+	d, err := g.l.IncomingN(ctx, key, n, true)
 	if err != nil {
 		return d, Pass{}, err
 	}
@@ -191,14 +216,14 @@ func (g *Gate) Admit(ctx context.Context, key string, set func(name, value strin
 	}
 	var pass Pass
 	if g.leaver != nil && d.Committed {
-		pass = Pass{l: g.leaver, ctx: ctx, key: key, start: time.Now()}
+		pass = Pass{l: g.leaver, u: g.l, ctx: ctx, key: key, n: n, start: time.Now()}
 	}
 	if d.Delay > 0 && !g.o.NoDelay {
 		if err := g.o.Wait(ctx, d.Delay); err != nil {
 			if pass.l != nil {
 				pass.Done()
 			} else if d.Committed {
-				g.l.Uncommit(context.WithoutCancel(ctx), key)
+				g.l.UncommitN(context.WithoutCancel(ctx), key, n)
 			}
 			return d, Pass{}, fmt.Errorf("%w: %w", ErrCancelled, err)
 		}

@@ -21,9 +21,9 @@
 //
 // Invariants:
 //
-//	I1. Every request Admit commits is given back or ended: a request
-//	    cancelled while delayed is uncommitted (a Conn's left), and an
-//	    admitted Conn request is left by Pass.Done.
+//	I1. Every request Admit or AdmitN commits is given back or ended, its
+//	    whole cost: a request cancelled while delayed is uncommitted (a
+//	    Conn's left), and an admitted Conn request is left by Pass.Done.
 //	I2. The headers announce the limiter's policy as it is at the decision
 //	    (a Conn's SetMax changes it), unless Options fixes one.
 //	I3. A rejection always carries Retry-After, whatever NoHeaders says.

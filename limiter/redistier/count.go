@@ -9,30 +9,30 @@ import (
 	"github.com/shmzone/shmzone/limiter"
 )
 
-// countScript is a fixed window: INCR, and PEXPIRE when the INCR opened the
-// window (or the key lost its TTL), in one script so that a key never lives
-// without its window. A dry run reads the count. KEYS[1] prefix:key; ARGV
-// window_ms, commit. Reply {count with this request, pttl}.
+// countScript is a fixed window: INCRBY, and PEXPIRE when the INCRBY opened
+// the window (or the key lost its TTL), in one script so that a key never
+// lives without its window. A dry run reads the count. KEYS[1] prefix:key;
+// ARGV window_ms, commit, cost. Reply {count with this request, pttl}.
 var countScript = redis.NewScript(luaState + `
 countState(KEYS[1])
-local n
+local n, cost = nil, tonumber(ARGV[3])
 if ARGV[2] == '1' then
-  n = redis.call('INCR', KEYS[1])
+  n = redis.call('INCRBY', KEYS[1], cost)
 else
-  n = (tonumber(redis.call('GET', KEYS[1])) or 0) + 1
+  n = (tonumber(redis.call('GET', KEYS[1])) or 0) + cost
 end
 local ttl = redis.call('PTTL', KEYS[1])
-if ARGV[2] == '1' and (n == 1 or ttl < 0) then
+if ARGV[2] == '1' and (n == cost or ttl < 0) then
   redis.call('PEXPIRE', KEYS[1], ARGV[1])
   ttl = tonumber(ARGV[1])
 end
 return {n, ttl}
 `)
 
-// countUncommitScript gives one request back to an open window.
+// countUncommitScript gives a cost back to an open window. ARGV cost.
 var countUncommitScript = redis.NewScript(luaState + `
 countState(KEYS[1])
-if redis.call('EXISTS', KEYS[1]) == 1 then return {redis.call('DECR', KEYS[1])} end
+if redis.call('EXISTS', KEYS[1]) == 1 then return {redis.call('DECRBY', KEYS[1], ARGV[1])} end
 return {0}
 `)
 
@@ -62,18 +62,39 @@ func NewCount(c redis.UniversalClient, prefix string, limit int64, window time.D
 	return l, nil
 }
 
-// Incoming decides on a request for key; State is the allowance left (negative
-// past the limit) and ResetAfter the window's remaining time. A committed
-// request is counted even when rejected, as in the Lua module; a dry run
-// counts nothing. Errors: ErrBadKey, ErrBadState, ErrScript, ErrUnavailable
-// (FailError).
+// Incoming is IncomingN of one request.
 func (l *Count) Incoming(ctx context.Context, key string, commit bool) (limiter.Decision, error) {
-	r, err := l.runN(ctx, 2, countScript, key, l.window, flag(commit))
+	return l.incoming(ctx, key, 1, commit)
+}
+
+// IncomingN decides on a request of cost n for key: it takes n from the
+// window's allowance. State is the allowance left (negative past the
+// limit) and ResetAfter the window's remaining time. A committed request
+// is counted even when rejected, as in the Lua module; a dry run counts
+// nothing.
+//
+// A cost above limit is never admitted. It is rejected without calling
+// Redis and counts nothing; RetryAfter is the longest Duration.
+//
+// Errors: limiter.ErrBadCost for n below 1, ErrBadKey, ErrBadState,
+// ErrScript, ErrUnavailable (FailError).
+func (l *Count) IncomingN(ctx context.Context, key string, n int64, commit bool) (limiter.Decision, error) {
+	if err := checkCost(n); err != nil {
+		return limiter.Decision{}, err
+	}
+	return l.incoming(ctx, key, n, commit)
+}
+
+func (l *Count) incoming(ctx context.Context, key string, cost int64, commit bool) (limiter.Decision, error) {
+	if cost > l.limit {
+		return tooCostly(), nil
+	}
+	r, err := l.runN(ctx, 2, countScript, key, l.window, flag(commit), cost)
 	if err != nil {
-		return l.fail(ctx, key, commit, err)
+		return l.fail(ctx, key, cost, commit, err)
 	}
 	n, ttl := r[0], max(r[1], 0)
-	if ttl == 0 && n == 1 { // a dry run on a fresh key: the window it would open
+	if ttl == 0 && n == cost { // a dry run on a fresh key: the window it would open
 		ttl = l.window
 	}
 	d := limiter.Decision{State: float64(l.limit - n), ResetAfter: ms(ttl)}
@@ -85,11 +106,29 @@ func (l *Count) Incoming(ctx context.Context, key string, commit bool) (limiter.
 	return d, nil
 }
 
-// Uncommit gives one request back to key's window; a key without a window is
-// left absent. Errors: ErrBadKey, ErrBadState, ErrScript, ErrUnavailable.
-func (l *Count) Uncommit(ctx context.Context, key string) error {
-	if _, err := l.run(ctx, countUncommitScript, key); err != nil {
-		return l.failUncommit(ctx, key, err)
+// Uncommit is UncommitN of one request.
+func (l *Count) Uncommit(ctx context.Context, key string) error { return l.uncommit(ctx, key, 1) }
+
+// UncommitN gives a request of cost n back to key's window; a key without
+// a window is left absent. Errors: limiter.ErrBadCost for n below 1 or
+// above limit, ErrBadKey, ErrBadState, ErrScript, ErrUnavailable.
+func (l *Count) UncommitN(ctx context.Context, key string, n int64) error {
+	if err := checkUncommit(n, l.limit); err != nil {
+		return err
+	}
+	return l.uncommit(ctx, key, n)
+}
+
+func (l *Count) uncommit(ctx context.Context, key string, n int64) error {
+	if _, err := l.run(ctx, countUncommitScript, key, n); err != nil {
+		return l.failUncommit(ctx, key, n, err)
 	}
 	return nil
+}
+
+// Reset deletes key's window: the next request opens a new one. Errors:
+// ErrBadKey, ErrUnavailable whatever the policy, ErrScript, and under
+// FailLocal Options.Local's, whose key it resets too.
+func (l *Count) Reset(ctx context.Context, key string) error {
+	return l.resetKeys(ctx, key, l.key(key))
 }

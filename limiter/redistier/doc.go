@@ -15,7 +15,12 @@
 //   - Tiered (tiered.go), the local+global tier.
 //
 // Every limiter implements limiter.Limiter, so limiter.Combine mixes them
-// with local ones. Scripts run by EVALSHA, loaded by EVAL on NOSCRIPT
+// with local ones. IncomingN passes a cost to the script, as in package
+// limiter: Req adds n requests to the excess, Count increments by n,
+// SlidingWindow counts n, GCRA moves the TAT by n intervals. A cost above
+// what a limiter admits is rejected without a round trip. Reset deletes the
+// key; it returns ErrUnavailable when Redis does not answer, whatever the
+// policy, and under FailLocal resets Options.Local's key too. Scripts run by EVALSHA, loaded by EVAL on NOSCRIPT
 // (go-redis Script.Run), through a redis.UniversalClient.
 //
 // Req and lua-resty-redis-ratelimit. Req sends its script the arguments the

@@ -31,7 +31,7 @@ end
 return {1, math.floor((now - allow_at) / T), 0, new_tat - now}
 `)
 
-// gcraUncommitScript moves the TAT back by T, not before now.
+// gcraUncommitScript moves the TAT back by ARGV[2] µs, n·T, not before now.
 var gcraUncommitScript = redis.NewScript(luaNow(1, 1e6) + luaState + `
 local tat = gcraState(KEYS[1], now)
 if tat == nil then return {0} end
@@ -71,25 +71,31 @@ func NewGCRA(c redis.UniversalClient, prefix string, rate float64, burst int64, 
 	return l, nil
 }
 
-// Incoming is AllowN of one request, a dry run when commit is false.
+// Incoming is IncomingN of one request.
 func (l *GCRA) Incoming(ctx context.Context, key string, commit bool) (limiter.Decision, error) {
 	return l.allow(ctx, key, 1, commit)
 }
 
-// AllowN decides on n requests at once and counts them when allowed; a
-// rejection counts nothing and RetryAfter is how long until n would be
-// allowed. Errors: limiter.ErrBadLimit for a negative n, and Incoming's.
-func (l *GCRA) AllowN(ctx context.Context, key string, n int64) (limiter.Decision, error) {
-	if n < 0 {
-		return limiter.Decision{}, fmt.Errorf("%w: AllowN of %d requests", limiter.ErrBadLimit, n)
+// IncomingN decides on n requests at once, redis_rate's AllowN: it moves
+// the TAT by n emission intervals. When commit is true and they are
+// allowed, it counts them; a rejection and a dry run count nothing.
+//
+// A cost above burst is never admitted. As in redis_rate, RetryAfter is
+// then how long until the TAT would allow n, as if the burst were larger.
+//
+// Errors: limiter.ErrBadCost for n below 1, ErrBadKey, ErrBadState,
+// ErrScript, ErrUnavailable (FailError).
+func (l *GCRA) IncomingN(ctx context.Context, key string, n int64, commit bool) (limiter.Decision, error) {
+	if err := checkCost(n); err != nil {
+		return limiter.Decision{}, err
 	}
-	return l.allow(ctx, key, n, n > 0)
+	return l.allow(ctx, key, n, commit)
 }
 
 func (l *GCRA) allow(ctx context.Context, key string, n int64, commit bool) (limiter.Decision, error) {
 	r, err := l.runN(ctx, 4, gcraScript, key, l.now(1e6), l.t, l.tau, n, flag(commit))
 	if err != nil {
-		return l.fail(ctx, key, commit, err)
+		return l.fail(ctx, key, n, commit, err)
 	}
 	d := limiter.Decision{
 		Allowed:    r[0] == 1,
@@ -102,11 +108,30 @@ func (l *GCRA) allow(ctx context.Context, key string, n int64, commit bool) (lim
 	return d, nil
 }
 
-// Uncommit gives one request back: the TAT moves back by T, not before now.
-// Errors: ErrBadKey, ErrBadState, ErrScript, ErrUnavailable.
-func (l *GCRA) Uncommit(ctx context.Context, key string) error {
-	if _, err := l.run(ctx, gcraUncommitScript, key, l.now(1e6), l.t); err != nil {
-		return l.failUncommit(ctx, key, err)
+// Uncommit is UncommitN of one request.
+func (l *GCRA) Uncommit(ctx context.Context, key string) error { return l.uncommit(ctx, key, 1) }
+
+// UncommitN gives n requests back: the TAT moves back by n emission
+// intervals, not before now. Errors: limiter.ErrBadCost for n below 1 or
+// above burst, ErrBadKey, ErrBadState, ErrScript, ErrUnavailable.
+func (l *GCRA) UncommitN(ctx context.Context, key string, n int64) error {
+	if err := checkUncommit(n, l.tau/l.t); err != nil {
+		return err
+	}
+	return l.uncommit(ctx, key, n)
+}
+
+// uncommit is UncommitN of a checked cost: n·T is at most τ.
+func (l *GCRA) uncommit(ctx context.Context, key string, n int64) error {
+	if _, err := l.run(ctx, gcraUncommitScript, key, l.now(1e6), n*l.t); err != nil {
+		return l.failUncommit(ctx, key, n, err)
 	}
 	return nil
+}
+
+// Reset deletes key's TAT. Errors: ErrBadKey, ErrUnavailable whatever the
+// policy, ErrScript, and under FailLocal Options.Local's, whose key it
+// resets too.
+func (l *GCRA) Reset(ctx context.Context, key string) error {
+	return l.resetKeys(ctx, key, l.key(key))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -185,8 +186,9 @@ func isScriptErr(err error) bool {
 	return true
 }
 
-// fail applies the failure policy to a decision whose call failed with err.
-func (b *base) fail(ctx context.Context, key string, commit bool, err error) (limiter.Decision, error) {
+// fail applies the failure policy to a decision on a request of cost n
+// whose call failed with err.
+func (b *base) fail(ctx context.Context, key string, n int64, commit bool, err error) (limiter.Decision, error) {
 	if !errors.Is(err, ErrUnavailable) {
 		return limiter.Decision{}, err
 	}
@@ -199,21 +201,66 @@ func (b *base) fail(ctx context.Context, key string, commit bool, err error) (li
 		return limiter.Decision{RetryAfter: b.o.Timeout}, nil
 	case FailLocal:
 		b.fallbck.Add(1)
-		return b.o.Local.Incoming(ctx, key, commit)
+		return b.o.Local.IncomingN(ctx, key, n, commit)
 	}
 	return limiter.Decision{}, err
 }
 
-// failUncommit applies the policy to an Uncommit whose call failed: under
-// FailLocal the local limiter gives the request back, since it counted it;
-// otherwise the error is returned.
-func (b *base) failUncommit(ctx context.Context, key string, err error) error {
+// failUncommit applies the policy to an UncommitN of cost n whose call
+// failed: under FailLocal the local limiter gives the request back, since
+// it counted it; otherwise the error is returned.
+func (b *base) failUncommit(ctx context.Context, key string, n int64, err error) error {
 	if errors.Is(err, ErrUnavailable) && b.o.OnFailure == FailLocal {
 		b.fallbck.Add(1)
-		return b.o.Local.Uncommit(ctx, key)
+		return b.o.Local.UncommitN(ctx, key, n)
 	}
 	return err
 }
+
+// resetKeys deletes the Redis keys rks of key within the timeout. Under
+// FailLocal it resets key in Options.Local too, whatever Redis answered:
+// the local limiter holds what it counted while Redis was failed. Errors:
+// ErrBadKey, ErrUnavailable when Redis did not answer, whatever the policy,
+// ErrScript for an error reply, Options.Local's.
+func (b *base) resetKeys(ctx context.Context, key string, rks ...string) error {
+	if key == "" {
+		return ErrBadKey
+	}
+	tctx, cancel := context.WithTimeout(ctx, b.o.Timeout)
+	defer cancel()
+	b.calls.Add(1)
+	var err error
+	if cerr := b.c.Del(tctx, rks...).Err(); cerr != nil {
+		b.errs.Add(1)
+		err = callErr(key, cerr, cerr)
+	}
+	if b.o.OnFailure == FailLocal {
+		err = errors.Join(err, b.o.Local.Reset(ctx, key))
+	}
+	return err
+}
+
+// checkCost returns limiter.ErrBadCost for a cost below 1.
+func checkCost(n int64) error {
+	if n < 1 {
+		return fmt.Errorf("%w: %d", limiter.ErrBadCost, n)
+	}
+	return nil
+}
+
+// checkUncommit returns limiter.ErrBadCost for a cost below 1 or above
+// most, the largest cost the limiter admits at once.
+func checkUncommit(n, most int64) error {
+	if n < 1 || n > most {
+		return fmt.Errorf("%w: %d, not 1 to %d", limiter.ErrBadCost, n, most)
+	}
+	return nil
+}
+
+// tooCostly is the rejection of a cost the limiter never admits, made
+// without calling Redis: RetryAfter is the longest Duration, the other
+// fields zero.
+func tooCostly() limiter.Decision { return limiter.Decision{RetryAfter: math.MaxInt64} }
 
 // luaNow returns the Lua that starts a script by setting now from ARGV[argv],
 // in units per second (1000 for ms, 1e6 for µs), or from the server's TIME

@@ -25,8 +25,12 @@ import (
 // new; a rejection with duration > 0 stores it forbidden for duration
 // seconds.
 //
+// A cost above 1 adds (cost−1)·1000 to the excess after the leak, as cost
+// requests at one time would, and the first request of a key is then
+// judged against the burst too.
+//
 // KEYS[1] zone:key; ARGV rate_m, now_ms or "", burst_m, duration_s, commit,
-// the numbers as the Lua module sends them (Lua's tostring). Reply {code,
+// cost, the numbers as the Lua module sends them (Lua's tostring). Reply {code,
 // trunc(excess_m), pttl}: code 1 allowed, 2 rejected (pttl > 0 when the
 // rejection made the key forbidden), 3 forbidden (pttl its TTL).
 var reqScript = redis.NewScript(luaNow(2, 1000) + luaState + `
@@ -35,8 +39,13 @@ local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[3])
 local duration = tonumber(ARGV[4])
 local commit = ARGV[5] == '1'
+local cost = tonumber(ARGV[6])
 local excess, last, forbidden = 0, 0, 0
 local res = redis.call('GET', key)
+if not res and cost > 1 then
+  excess = (cost - 1) * 1000
+  if excess > burst then return {2, excess, 0} end
+end
 if res then
   local v = reqState(key, res, now)
   if type(v) == 'table' and #v > 2 then
@@ -51,6 +60,7 @@ if res then
   end
   excess = excess - rate * ms / 1000 + 1000
   if excess < 0 then excess = 0 end
+  if cost > 1 then excess = excess + (cost - 1) * 1000 end
   if excess > burst then
     if duration > 0 and commit then
       redis.call('SET', key, cjson.encode({excess, now, 1}), 'EX', duration)
@@ -67,13 +77,14 @@ end
 return {1, excess, 0}
 `)
 
-// reqUncommitScript takes one request off the stored excess, not below 0,
-// and keeps the time of the last request, the forbidden flag and the TTL.
+// reqUncommitScript takes ARGV[2] requests off the stored excess, not
+// below 0, and keeps the time of the last request, the forbidden flag and
+// the TTL.
 var reqUncommitScript = redis.NewScript(luaNow(1, 1000) + luaState + `
 local res = redis.call('GET', KEYS[1])
 if not res then return {0} end
 local v = reqState(KEYS[1], res, now)
-local e = v[1] - 1000
+local e = v[1] - tonumber(ARGV[2]) * 1000
 if e < 0 then e = 0 end
 redis.call('SET', KEYS[1], cjson.encode({e, v[2], v[3]}), 'KEEPTTL')
 return {1}
@@ -95,6 +106,7 @@ type Req struct {
 	rateArg       string  // rateM and burstM as sent
 	burstArg      string
 	durationS     int64 // seconds; 0 = rejections write nothing
+	most          int64 // the largest cost admitted at once: burst+1
 }
 
 // NewReq returns a leaky bucket on c under keys "zone:key". rate is a rate
@@ -123,6 +135,7 @@ func NewReq(c redis.UniversalClient, zone, rate string, burst float64, duration 
 	if !(l.rateM >= 1) || math.IsInf(l.rateM, 0) {
 		return nil, fmt.Errorf("%w: %q is below a milli-request per second", limiter.ErrBadRate, rate)
 	}
+	l.most = int64(math.Floor(l.burstM/1000)) + 1
 	if err := l.init(c, zone, o, false); err != nil {
 		return nil, err
 	}
@@ -137,17 +150,40 @@ func luaArg(x float64) (float64, string) {
 	return v, s
 }
 
-// Incoming decides on a request for key. An allowed request waits Delay =
-// trunc(excess)/rate; State is the excess in requests. When commit is false
-// nothing is written. A forbidden key is rejected with RetryAfter and
-// ResetAfter its TTL. Errors: ErrBadKey, ErrBadState for a value no Req
-// writes, ErrScript, and ErrUnavailable under FailError.
+// Incoming is IncomingN of one request.
 func (l *Req) Incoming(ctx context.Context, key string, commit bool) (limiter.Decision, error) {
-	r, err := l.runN(ctx, 3, reqScript, key, l.rateArg, l.now(1000), l.burstArg, l.durationS, flag(commit))
-	if err != nil {
-		return l.fail(ctx, key, commit, err)
+	return l.incoming(ctx, key, 1, commit)
+}
+
+// IncomingN decides on a request of cost n for key. It adds n requests to
+// the bucket's excess: the first as the Lua module adds one, after the
+// leak, and n−1 more. An allowed request waits Delay = trunc(excess)/rate;
+// State is the excess in requests. When commit is false nothing is
+// written. A forbidden key is rejected with RetryAfter and ResetAfter its
+// TTL.
+//
+// A cost above burst+1 is never admitted. It is rejected without calling
+// Redis, and does not make the key forbidden; RetryAfter is the longest
+// Duration.
+//
+// Errors: limiter.ErrBadCost for n below 1, ErrBadKey, ErrBadState for a
+// value no Req writes, ErrScript, and ErrUnavailable under FailError.
+func (l *Req) IncomingN(ctx context.Context, key string, n int64, commit bool) (limiter.Decision, error) {
+	if err := checkCost(n); err != nil {
+		return limiter.Decision{}, err
 	}
-	return l.decide(r[0], r[1], r[2], commit), nil
+	return l.incoming(ctx, key, n, commit)
+}
+
+func (l *Req) incoming(ctx context.Context, key string, n int64, commit bool) (limiter.Decision, error) {
+	if n > l.most {
+		return tooCostly(), nil
+	}
+	r, err := l.runN(ctx, 3, reqScript, key, l.rateArg, l.now(1000), l.burstArg, l.durationS, flag(commit), n)
+	if err != nil {
+		return l.fail(ctx, key, n, commit, err)
+	}
+	return l.decide(r[0], r[1], r[2], n, commit), nil
 }
 
 // decide turns the script's reply into a Decision. The delay is the Lua
@@ -155,11 +191,12 @@ func (l *Req) Incoming(ctx context.Context, key string, commit bool) (limiter.De
 // is back to a fresh key's allowance: a stored excess E is after
 // (E+1000)/rate, when the next request's E − leak + 1000 is 0. Code 1
 // replies the excess the request stores (a dry run's, as a commit would),
-// so ResetAfter is (excess+1000)/rate; code 2 the excess of a request that
-// stores nothing, E = excess − 1000 after the leak, so excess/rate. A
-// forbidden key (code 3, or code 2 with the pttl of the rejection that
-// forbade it) expires after pttl and is then fresh.
-func (l *Req) decide(code, excess, pttl int64, commit bool) limiter.Decision {
+// so ResetAfter is (excess+1000)/rate; code 2 the excess of a request of
+// cost n that stores nothing, E = excess − n·1000 after the leak, so
+// (excess − (n−1)·1000)/rate. A forbidden key (code 3, or code 2 with the
+// pttl of the rejection that forbade it) expires after pttl and is then
+// fresh.
+func (l *Req) decide(code, excess, pttl, n int64, commit bool) limiter.Decision {
 	d := limiter.Decision{State: float64(excess) / 1000}
 	switch code {
 	case 1:
@@ -179,7 +216,7 @@ func (l *Req) decide(code, excess, pttl int64, commit bool) limiter.Decision {
 			break
 		}
 		d.RetryAfter = l.leakTime(float64(excess) - l.burstM)
-		d.ResetAfter = l.leakTime(float64(excess))
+		d.ResetAfter = l.leakTime(float64(excess) - float64(n-1)*1000)
 	}
 	return d
 }
@@ -188,13 +225,31 @@ func (l *Req) decide(code, excess, pttl int64, commit bool) limiter.Decision {
 // milli-requests (leak.Time).
 func (l *Req) leakTime(excess float64) time.Duration { return leak.Time(excess, l.rateM) }
 
-// Uncommit gives one request back: the stored excess drops by one request,
-// not below 0. A key without state is left so. Errors: ErrBadKey,
-// ErrBadState, ErrScript, ErrUnavailable (FailLocal gives the request back to
-// Options.Local).
-func (l *Req) Uncommit(ctx context.Context, key string) error {
-	if _, err := l.run(ctx, reqUncommitScript, key, l.now(1000)); err != nil {
-		return l.failUncommit(ctx, key, err)
+// Uncommit is UncommitN of one request.
+func (l *Req) Uncommit(ctx context.Context, key string) error { return l.uncommit(ctx, key, 1) }
+
+// UncommitN gives a request of cost n back: the stored excess drops by n
+// requests, not below 0. A key without state is left so. Errors:
+// limiter.ErrBadCost for n below 1 or above burst+1, ErrBadKey,
+// ErrBadState, ErrScript, ErrUnavailable (FailLocal gives the request back
+// to Options.Local).
+func (l *Req) UncommitN(ctx context.Context, key string, n int64) error {
+	if err := checkUncommit(n, l.most); err != nil {
+		return err
+	}
+	return l.uncommit(ctx, key, n)
+}
+
+func (l *Req) uncommit(ctx context.Context, key string, n int64) error {
+	if _, err := l.run(ctx, reqUncommitScript, key, l.now(1000), n); err != nil {
+		return l.failUncommit(ctx, key, n, err)
 	}
 	return nil
+}
+
+// Reset deletes key's value, forbidden or not. Errors: ErrBadKey,
+// ErrUnavailable whatever the policy, ErrScript, and under FailLocal
+// Options.Local's, whose key it resets too.
+func (l *Req) Reset(ctx context.Context, key string) error {
+	return l.resetKeys(ctx, key, l.key(key))
 }

@@ -14,9 +14,9 @@ import (
 // current window's index, c its count, p the previous window's; the key's
 // TTL ends with the next window. In integer ms. KEYS[1] prefix:key; ARGV
 // now_ms or "" (TIME), window_ms, limit, commit, delta (1 decide, -1
-// uncommit). Reply {allowed, left·w, elapsed, c, p}.
+// uncommit), cost. Reply {allowed, left·w, elapsed, c, p}.
 var slidingScript = redis.NewScript(luaNow(1, 1000) + luaState + `
-local w, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
+local w, limit, cost = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[6])
 local idx = math.floor(now / w)
 local v = redis.call('HMGET', KEYS[1], 'i', 'c', 'p')
 swState(KEYS[1], v, now, w)
@@ -27,12 +27,12 @@ elseif i > idx then idx = i end
 local e = now - idx * w
 if e < 0 then e = 0 elseif e > w then e = w end
 if ARGV[5] == '-1' then
-  if c > 0 and i == idx then redis.call('HINCRBY', KEYS[1], 'c', -1) end
+  if c > 0 and i == idx then redis.call('HINCRBY', KEYS[1], 'c', -math.min(c, cost)) end
   return {0, 0, e, c, p}
 end
-local left = limit * w - p * (w - e) - (c + 1) * w
+local left = limit * w - p * (w - e) - (c + cost) * w
 if left >= 0 and ARGV[4] == '1' then
-  redis.call('HSET', KEYS[1], 'i', string.format('%d', idx), 'c', c + 1, 'p', p)
+  redis.call('HSET', KEYS[1], 'i', string.format('%d', idx), 'c', c + cost, 'p', p)
   redis.call('PEXPIRE', KEYS[1], (idx + 2) * w - now)
 end
 if left >= 0 then return {1, left, e, c, p} end
@@ -68,14 +68,34 @@ func NewSlidingWindow(c redis.UniversalClient, prefix string, limit int64, windo
 	return l, nil
 }
 
-// Incoming decides on a request for key and counts it when commit is true and
-// it is allowed; a rejection counts nothing. State is the estimated allowance
-// left after the request. Errors: ErrBadKey, ErrBadState, ErrScript,
-// ErrUnavailable.
+// Incoming is IncomingN of one request.
 func (l *SlidingWindow) Incoming(ctx context.Context, key string, commit bool) (limiter.Decision, error) {
-	r, err := l.runN(ctx, 5, slidingScript, key, l.now(1000), l.w, l.limit, flag(commit), 1)
+	return l.incoming(ctx, key, 1, commit)
+}
+
+// IncomingN decides on a request of cost n for key and counts it as n
+// requests when commit is true and it is allowed; a rejection counts
+// nothing. State is the estimated allowance left after the request.
+//
+// A cost above limit is never admitted. It is rejected without calling
+// Redis, with RetryAfter the longest Duration.
+//
+// Errors: limiter.ErrBadCost for n below 1, ErrBadKey, ErrBadState,
+// ErrScript, ErrUnavailable.
+func (l *SlidingWindow) IncomingN(ctx context.Context, key string, n int64, commit bool) (limiter.Decision, error) {
+	if err := checkCost(n); err != nil {
+		return limiter.Decision{}, err
+	}
+	return l.incoming(ctx, key, n, commit)
+}
+
+func (l *SlidingWindow) incoming(ctx context.Context, key string, n int64, commit bool) (limiter.Decision, error) {
+	if n > l.limit {
+		return tooCostly(), nil
+	}
+	r, err := l.runN(ctx, 5, slidingScript, key, l.now(1000), l.w, l.limit, flag(commit), 1, n)
 	if err != nil {
-		return l.fail(ctx, key, commit, err)
+		return l.fail(ctx, key, n, commit, err)
 	}
 	left, e, c, p := r[1], r[2], r[3], r[4]
 	d := limiter.Decision{State: float64(left) / float64(l.w), ResetAfter: ms(l.reset(e, c, p))}
@@ -86,7 +106,7 @@ func (l *SlidingWindow) Incoming(ctx context.Context, key string, commit bool) (
 		}
 		return d, nil
 	}
-	d.RetryAfter = ms(l.retry(e, c, p))
+	d.RetryAfter = ms(l.retry(e, c, p, n))
 	return d, nil
 }
 
@@ -102,27 +122,47 @@ func (l *SlidingWindow) reset(e, c, p int64) int64 {
 	return 0
 }
 
-// retry is how long until one more request fits: within this window once the
-// previous window's weight has shrunk enough, else in the next one, where the
-// current count becomes the previous.
-func (l *SlidingWindow) retry(e, c, p int64) int64 {
+// retry is how long until a request of cost n fits: within this window once
+// the previous window's weight has shrunk enough, else in the next one, where
+// the current count becomes the previous.
+func (l *SlidingWindow) retry(e, c, p, n int64) int64 {
 	w := float64(l.w)
-	if c+1 <= l.limit && p > 0 { // wait for p·(w−e') ≤ (limit−c−1)·w
-		at := w - float64(l.limit-c-1)*w/float64(p)
+	if c+n <= l.limit && p > 0 { // wait for p·(w−e') ≤ (limit−c−n)·w
+		at := w - float64(l.limit-c-n)*w/float64(p)
 		return max(int64(math.Ceil(at))-e, 1)
 	}
-	at := 0.0 // in the next window: c·(w−e') + w ≤ limit·w
+	at := 0.0 // in the next window: c·(w−e') + n·w ≤ limit·w
 	if c > 0 {
-		at = max(w-float64(l.limit-1)*w/float64(c), 0)
+		at = max(w-float64(l.limit-n)*w/float64(c), 0)
 	}
 	return l.w - e + int64(math.Ceil(at))
 }
 
-// Uncommit gives one request back to key's current window. Errors: ErrBadKey,
-// ErrBadState, ErrScript, ErrUnavailable.
+// Uncommit is UncommitN of one request.
 func (l *SlidingWindow) Uncommit(ctx context.Context, key string) error {
-	if _, err := l.run(ctx, slidingScript, key, l.now(1000), l.w, l.limit, "0", -1); err != nil {
-		return l.failUncommit(ctx, key, err)
+	return l.uncommit(ctx, key, 1)
+}
+
+// UncommitN gives a request of cost n back to key's current window, not
+// below 0. Errors: limiter.ErrBadCost for n below 1 or above limit,
+// ErrBadKey, ErrBadState, ErrScript, ErrUnavailable.
+func (l *SlidingWindow) UncommitN(ctx context.Context, key string, n int64) error {
+	if err := checkUncommit(n, l.limit); err != nil {
+		return err
+	}
+	return l.uncommit(ctx, key, n)
+}
+
+func (l *SlidingWindow) uncommit(ctx context.Context, key string, n int64) error {
+	if _, err := l.run(ctx, slidingScript, key, l.now(1000), l.w, l.limit, "0", -1, n); err != nil {
+		return l.failUncommit(ctx, key, n, err)
 	}
 	return nil
+}
+
+// Reset deletes key's windows. Errors: ErrBadKey, ErrUnavailable whatever
+// the policy, ErrScript, and under FailLocal Options.Local's, whose key it
+// resets too.
+func (l *SlidingWindow) Reset(ctx context.Context, key string) error {
+	return l.resetKeys(ctx, key, l.key(key))
 }

@@ -216,12 +216,12 @@ func testGCRAVectors(t *testing.T, c redis.UniversalClient) {
 			}
 			for i, call := range tt.calls {
 				clk.Set(call.at)
-				d, err := l.AllowN(context.Background(), "k", call.n)
+				d, err := l.IncomingN(context.Background(), "k", call.n, true)
 				if err != nil {
-					t.Fatalf("call %d: AllowN(%d): %v", i+1, call.n, err)
+					t.Fatalf("call %d: IncomingN(%d): %v", i+1, call.n, err)
 				}
 				if d.Allowed != call.allowed || (d.Allowed && d.Remaining != call.remaining) {
-					t.Errorf("call %d at +%v: AllowN(%d) = allowed %v remaining %d, want %v %d", i+1, call.at, call.n, d.Allowed, d.Remaining, call.allowed, call.remaining)
+					t.Errorf("call %d at +%v: IncomingN(%d) = allowed %v remaining %d, want %v %d", i+1, call.at, call.n, d.Allowed, d.Remaining, call.allowed, call.remaining)
 				}
 				if !d.Allowed && call.retry >= 0 && d.RetryAfter != call.retry {
 					t.Errorf("call %d: RetryAfter = %v, want %v", i+1, d.RetryAfter, call.retry)
@@ -257,9 +257,9 @@ func TestGCRALongWaits(t *testing.T) {
 		{1 << 62, math.MaxInt64},
 		{math.MaxInt64, math.MaxInt64},
 	} {
-		d, err := l.AllowN(context.Background(), "k", tt.n)
+		d, err := l.IncomingN(context.Background(), "k", tt.n, true)
 		if err != nil || d.Allowed || d.RetryAfter != tt.want {
-			t.Errorf("AllowN(\"k\", %d) = (allowed %v, RetryAfter %d), %v; want (false, %d)", tt.n, d.Allowed, d.RetryAfter, err, tt.want)
+			t.Errorf("IncomingN(\"k\", %d) = (allowed %v, RetryAfter %d), %v; want (false, %d)", tt.n, d.Allowed, d.RetryAfter, err, tt.want)
 		}
 	}
 }
@@ -374,16 +374,16 @@ func testServerClock(t *testing.T, c redis.UniversalClient) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	d, err := g.AllowN(ctx, "k", 1)
+	d, err := g.IncomingN(ctx, "k", 1, true)
 	if err != nil || !d.Allowed || d.Remaining != 9 || d.ResetAfter != T {
-		t.Fatalf("GCRA on TIME: AllowN(1) = %+v, %v; want allowed, remaining 9, reset %v", d, err, T)
+		t.Fatalf("GCRA on TIME: IncomingN(1) = %+v, %v; want allowed, remaining 9, reset %v", d, err, T)
 	}
-	d, err = g.AllowN(ctx, "k", 9)
+	d, err = g.IncomingN(ctx, "k", 9, true)
 	span := time.Since(start) + time.Millisecond
 	if err != nil || !d.Allowed || d.Remaining != 0 || d.ResetAfter < 10*T-span || d.ResetAfter > 10*T {
-		t.Fatalf("GCRA on TIME: AllowN(9) %v after the first = %+v, %v; want allowed, remaining 0, reset in [%v, %v]", span, d, err, 10*T-span, 10*T)
+		t.Fatalf("GCRA on TIME: IncomingN(9) %v after the first = %+v, %v; want allowed, remaining 0, reset in [%v, %v]", span, d, err, 10*T-span, 10*T)
 	}
-	d, err = g.AllowN(ctx, "k", 1)
+	d, err = g.IncomingN(ctx, "k", 1, true)
 	span = time.Since(start) + time.Millisecond
 	if err != nil || d.Allowed || d.RetryAfter < T-span || d.RetryAfter > T {
 		t.Fatalf("GCRA on TIME: 11th %v after the first = %+v, %v; want rejected, retry in [%v, %v]", span, d, err, T-span, T)

@@ -193,23 +193,44 @@ func (l *Tiered) zkey(win int64, key, suffix string) string {
 	return p.s + key + suffix
 }
 
-// Incoming decides on a request for key in the host's zone, without Redis.
-// State and Remaining are the allowance left as this host knows it;
-// RetryAfter on a rejection is the time to the window's end. While Redis is
-// failed the failure policy decides (see Tiered). Errors: ErrBadKey,
-// ErrBadState while the key's Redis hash holds a state no Tiered writes (its
-// last flush said so), or the zone does under its keys, ErrUnavailable under
-// FailError, the dictionary's, Options.Local's.
+// Incoming is IncomingN of one request.
 func (l *Tiered) Incoming(ctx context.Context, key string, commit bool) (limiter.Decision, error) {
+	return l.incoming(ctx, key, 1, commit)
+}
+
+// IncomingN decides on a request of cost n for key in the host's zone,
+// without Redis: it adds n to the host's count, which the flushes carry to
+// the global count. State and Remaining are the allowance left as this
+// host knows it; RetryAfter on a rejection is the time to the window's
+// end. While Redis is failed the failure policy decides (see Tiered).
+//
+// A cost above limit is never admitted. It is rejected at once, with
+// RetryAfter the longest Duration.
+//
+// Errors: limiter.ErrBadCost for n below 1, ErrBadKey, ErrBadState while
+// the key's Redis hash holds a state no Tiered writes (its last flush said
+// so), or the zone does under its keys, ErrUnavailable under FailError,
+// the dictionary's, Options.Local's.
+func (l *Tiered) IncomingN(ctx context.Context, key string, n int64, commit bool) (limiter.Decision, error) {
+	if err := checkCost(n); err != nil {
+		return limiter.Decision{}, err
+	}
+	return l.incoming(ctx, key, n, commit)
+}
+
+func (l *Tiered) incoming(ctx context.Context, key string, cost int64, commit bool) (limiter.Decision, error) {
 	if key == "" {
 		return limiter.Decision{}, ErrBadKey
+	}
+	if cost > l.limit {
+		return tooCostly(), nil
 	}
 	if l.flushing.Load() {
 		runtime.Gosched() // let the flush run (see Flush)
 	}
 	now := l.o.Now().UnixMilli()
 	if err := l.health(now); err != nil {
-		return l.fail(ctx, key, commit, err)
+		return l.fail(ctx, key, cost, commit, err)
 	}
 	win := now / l.window
 	ttl := time.Duration(2*l.window) * time.Millisecond
@@ -221,13 +242,13 @@ func (l *Tiered) Incoming(ctx context.Context, key string, commit bool) (limiter
 	dk := ok[:len(ok)-2] // "…|c"
 	var n int64
 	if commit {
-		if n, _, err = l.d.IncrInit(dk, 1, 0, ttl); err != nil {
+		if n, _, err = l.d.IncrInit(dk, cost, 0, ttl); err != nil {
 			return limiter.Decision{}, zoneErr(key, err)
 		}
 		if err := l.checkCount(dk, n); err != nil {
 			return limiter.Decision{}, err
 		}
-		if n == 1 {
+		if n == cost { // the window's first request of the key: list it
 			if err := l.list(win, key, ttl); err != nil {
 				return limiter.Decision{}, err
 			}
@@ -236,14 +257,14 @@ func (l *Tiered) Incoming(ctx context.Context, key string, commit bool) (limiter
 		if n, err = l.intAt(dk); err != nil {
 			return limiter.Decision{}, err
 		}
-		n++
+		n += cost
 	}
 	left := l.limit - g - n
 	reset := ms((win+1)*l.window - now)
 	d := limiter.Decision{State: float64(left), ResetAfter: reset}
 	if left < 0 {
 		if commit {
-			if _, err := l.d.Incr(dk, -1); err != nil {
+			if _, err := l.d.Incr(dk, -cost); err != nil {
 				return limiter.Decision{}, fmt.Errorf("redistier: tiered %s: %w", key, err)
 			}
 		}
@@ -347,23 +368,57 @@ func (l *Tiered) intAt(k string) (int64, error) {
 	return v.Int(), nil
 }
 
-// Uncommit gives one request back to this host's count of key's current
-// window; the next flush carries it. While Redis is failed and the policy is
-// FailLocal, it gives it back to Options.Local instead.
-// Errors: ErrBadKey, the dictionary's, Options.Local's.
-func (l *Tiered) Uncommit(ctx context.Context, key string) error {
+// Uncommit is UncommitN of one request.
+func (l *Tiered) Uncommit(ctx context.Context, key string) error { return l.uncommit(ctx, key, 1) }
+
+// UncommitN gives a request of cost n back to this host's count of key's
+// current window; the next flush carries it. While Redis is failed and the
+// policy is FailLocal, it gives it back to Options.Local instead.
+// Errors: limiter.ErrBadCost for n below 1 or above limit, ErrBadKey, the
+// dictionary's, Options.Local's.
+func (l *Tiered) UncommitN(ctx context.Context, key string, n int64) error {
+	if err := checkUncommit(n, l.limit); err != nil {
+		return err
+	}
+	return l.uncommit(ctx, key, n)
+}
+
+func (l *Tiered) uncommit(ctx context.Context, key string, n int64) error {
 	if key == "" {
 		return ErrBadKey
 	}
 	now := l.o.Now().UnixMilli()
 	if err := l.health(now); errors.Is(err, ErrUnavailable) && l.o.OnFailure == FailLocal {
-		return l.failUncommit(ctx, key, err)
+		return l.failUncommit(ctx, key, n, err)
 	}
 	win := now / l.window
-	if _, err := l.d.Incr(l.zkey(win, key, "|c"), -1); err != nil && !errors.Is(err, dict.ErrNotFound) {
+	if _, err := l.d.Incr(l.zkey(win, key, "|c"), -n); err != nil && !errors.Is(err, dict.ErrNotFound) {
 		return fmt.Errorf("redistier: tiered %s: %w", key, err)
 	}
 	return nil
+}
+
+// Reset forgets key's count of the current window: in Redis, where it
+// deletes the window's hash, and in this host's zone, where it deletes the
+// host's count and the other hosts' count last read. Other hosts keep
+// their counts in their zones. Each flushes its whole count again, so
+// their counts come back in the global count unless they reset the key
+// too. Under FailLocal it resets Options.Local's key too. Errors:
+// ErrBadKey, ErrUnavailable when Redis does not answer (the zone is reset
+// all the same), ErrScript, the dictionary's, Options.Local's.
+func (l *Tiered) Reset(ctx context.Context, key string) error {
+	if key == "" {
+		return ErrBadKey
+	}
+	win := l.o.Now().UnixMilli() / l.window
+	err := l.resetKeys(ctx, key, l.key(key+":"+strconv.FormatInt(win, 10)))
+	ok := l.zkey(win, key, "|c|o")
+	for _, k := range []string{ok[:len(ok)-2], ok} {
+		if derr := l.d.Delete(k); derr != nil {
+			err = errors.Join(err, fmt.Errorf("redistier: tiered %s: %w", key, derr))
+		}
+	}
+	return err
 }
 
 // Run calls Flush every interval until ctx is done; errors are counted in

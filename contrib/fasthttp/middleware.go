@@ -65,6 +65,11 @@ type Options struct {
 	// name that is no tier's fails the request through Error
 	// (admit.ErrNoTier). Nil limits every request by New's limiter.
 	Choose func(ctx *fasthttp.RequestCtx) string
+	// Cost returns what ctx's request costs, charged to its limiter
+	// (IncomingN): by the size of a batch or an upload, or a query's
+	// weight. An error, or a cost below 1, fails the request through
+	// Error. Nil charges 1.
+	Cost func(ctx *fasthttp.RequestCtx) (int64, error)
 }
 
 // New returns middleware that asks l about every request, with commit: a
@@ -136,7 +141,14 @@ func (m *middleware) serve(ctx *fasthttp.RequestCtx, next fasthttp.RequestHandle
 			return
 		}
 	}
-	d, pass, err := g.Admit(ctx, key, ctx.Response.Header.Set)
+	n := int64(1)
+	if m.o.Cost != nil {
+		if n, err = m.o.Cost(ctx); err != nil {
+			m.o.Error(ctx, err, next)
+			return
+		}
+	}
+	d, pass, err := g.AdmitN(ctx, key, n, ctx.Response.Header.Set)
 	switch {
 	case errors.Is(err, admit.ErrCancelled):
 		answer(ctx, fasthttp.StatusServiceUnavailable, "request cancelled while delayed")

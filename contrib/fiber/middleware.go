@@ -62,6 +62,11 @@ type Options struct {
 	// name that is no tier's fails the request through Error
 	// (admit.ErrNoTier). Nil limits every request by New's limiter.
 	Choose func(c fiber.Ctx) string
+	// Cost returns what c's request costs, charged to its limiter
+	// (IncomingN): by the size of a batch or an upload, or a query's
+	// weight. An error, or a cost below 1, fails the request through
+	// Error. Nil charges 1.
+	Cost func(c fiber.Ctx) (int64, error)
 }
 
 // New returns fiber middleware that asks l about every request, with
@@ -123,7 +128,13 @@ func (m *middleware) serve(c fiber.Ctx) error {
 			return m.o.Error(c, err)
 		}
 	}
-	d, pass, err := g.Admit(c.Context(), key, c.Set)
+	n := int64(1)
+	if m.o.Cost != nil {
+		if n, err = m.o.Cost(c); err != nil {
+			return m.o.Error(c, err)
+		}
+	}
+	d, pass, err := g.AdmitN(c.Context(), key, n, c.Set)
 	switch {
 	case errors.Is(err, admit.ErrCancelled):
 		return c.Status(fiber.StatusServiceUnavailable).SendString("request cancelled while delayed")

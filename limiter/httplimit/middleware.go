@@ -61,6 +61,10 @@ type Options struct {
 	// no tier's fails the request through Error (admit.ErrNoTier). Nil
 	// limits every request by New's limiter.
 	Choose func(r *http.Request) string
+	// Cost returns what r costs, charged to its limiter (IncomingN): by
+	// the size of a batch or an upload, or a query's weight. An error, or
+	// a cost below 1, fails the request through Error. Nil charges 1.
+	Cost func(r *http.Request) (int64, error)
 }
 
 // New returns middleware that asks l about every request, with commit:
@@ -128,7 +132,14 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			return
 		}
 	}
-	d, pass, err := g.Admit(r.Context(), key, w.Header().Set)
+	n := int64(1)
+	if m.o.Cost != nil {
+		if n, err = m.o.Cost(r); err != nil {
+			m.o.Error(w, r, err)
+			return
+		}
+	}
+	d, pass, err := g.AdmitN(r.Context(), key, n, w.Header().Set)
 	switch {
 	case errors.Is(err, admit.ErrCancelled):
 		http.Error(w, "request cancelled while delayed", http.StatusServiceUnavailable)

@@ -1,0 +1,52 @@
+package shmfasthttp_test
+
+import (
+	"errors"
+	"strconv"
+	"testing"
+
+	"github.com/shmzone/shmzone/contrib/fasthttp"
+	"github.com/shmzone/shmzone/limiter"
+	"github.com/valyala/fasthttp"
+)
+
+// A request costs what Cost says, charged to the limiter: a GCRA with a
+// burst of 10, its clock standing still, admits 4, 4 and 2, not a third 4.
+// A cost below 1, or Cost's error, fails the request through Error.
+func TestCost(t *testing.T) {
+	now := int64(1_700_000_000_000)
+	d := openZone(t, func() int64 { return now })
+	l, err := limiter.NewGCRA(d, "batch", 1, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errs []error
+	h := wrap(t, l, shmfasthttp.Options{
+		Cost: func(ctx *fasthttp.RequestCtx) (int64, error) {
+			return strconv.ParseInt(string(ctx.Request.Header.Peek("X-Cost")), 10, 64)
+		},
+		Error: func(ctx *fasthttp.RequestCtx, err error, next fasthttp.RequestHandler) {
+			errs = append(errs, err)
+			ctx.SetStatusCode(fasthttp.StatusBadRequest)
+		},
+	}, ok)
+	for i, tt := range []struct {
+		cost string
+		want int
+	}{
+		{"4", fasthttp.StatusOK},
+		{"4", fasthttp.StatusOK},
+		{"4", fasthttp.StatusTooManyRequests},
+		{"2", fasthttp.StatusOK},
+		{"1", fasthttp.StatusTooManyRequests},
+		{"0", fasthttp.StatusBadRequest},
+		{"many", fasthttp.StatusBadRequest},
+	} {
+		if resp := serve(h, "192.0.2.9:1234", "X-Cost", tt.cost); resp.StatusCode() != tt.want {
+			t.Errorf("request %d, cost %s: status %d, want %d", i+1, tt.cost, resp.StatusCode(), tt.want)
+		}
+	}
+	if len(errs) != 2 || !errors.Is(errs[0], limiter.ErrBadCost) || !errors.Is(errs[1], strconv.ErrSyntax) {
+		t.Errorf("Error got %v, want ErrBadCost, then the cost's parse error", errs)
+	}
+}

@@ -1,0 +1,50 @@
+package httplimit
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/shmzone/shmzone/limiter"
+)
+
+// A request costs what Cost says, charged to the limiter: a GCRA with a
+// burst of 10, its clock standing still, admits 4, 4 and 2, not a third 4.
+// A cost below 1, or Cost's error, fails the request through Error.
+func TestCost(t *testing.T) {
+	d, _ := newDict(t, nil)
+	l, err := limiter.NewGCRA(d, "batch", 1, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errs []error
+	mw := mustNew(t, l, Options{
+		Cost: func(r *http.Request) (int64, error) { return strconv.ParseInt(r.Header.Get("X-Cost"), 10, 64) },
+		Error: func(w http.ResponseWriter, r *http.Request, err error) {
+			errs = append(errs, err)
+			http.Error(w, err.Error(), http.StatusBadRequest)
+		},
+	})
+	h := mw(okHandler(new(atomic.Int64)))
+	for i, tt := range []struct {
+		cost string
+		want int
+	}{
+		{"4", http.StatusOK},
+		{"4", http.StatusOK},
+		{"4", http.StatusTooManyRequests},
+		{"2", http.StatusOK},
+		{"1", http.StatusTooManyRequests},
+		{"0", http.StatusBadRequest},
+		{"many", http.StatusBadRequest},
+	} {
+		if w := serve(h, "192.0.2.9:1234", "X-Cost", tt.cost); w.Code != tt.want {
+			t.Errorf("request %d, cost %s: status %d, want %d", i+1, tt.cost, w.Code, tt.want)
+		}
+	}
+	if len(errs) != 2 || !errors.Is(errs[0], limiter.ErrBadCost) || !errors.Is(errs[1], strconv.ErrSyntax) {
+		t.Errorf("Error got %v, want ErrBadCost, then the cost's parse error", errs)
+	}
+}

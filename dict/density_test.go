@@ -14,11 +14,12 @@ import (
 // twentieth of each shard. How many exactly depends on the zone's random
 // hash seed, which decides how evenly the keys spread over the shards: the
 // first shard to fill ends the count, about 1.3% either side. The test
-// holds every seed to a floor below that range.
+// holds every seed to a floor below that range. make bench judges the
+// least of its runs against 160,000.
 func TestDensity(t *testing.T) {
 	const (
 		size = 10 << 20
-		want = 160_000
+		want = 158_000
 	)
 	d, err := Open(filepath.Join(t.TempDir(), "density.zone"), Options{Size: size})
 	if err != nil {

@@ -320,7 +320,6 @@ func (h *mdlRun) push(key string, head bool) {
 			break
 		}
 	default:
-		created := false
 		if e == nil && slices.ContainsFunc(*h.recalls, func(r recall) bool { return r.key == key }) {
 			// The new list's entry found its trace: it joined the
 			// protected segment before the node's allocation, which

@@ -24,10 +24,6 @@ import (
 	"github.com/shmzone/shmzone/dict"
 )
 
-func init() {
-	register("bench", verb{run: benchMain, summary: "measure ops/s of a backend from several processes"})
-}
-
 // benchFlags are worker bench's parsed flags.
 type benchFlags struct {
 	cfg   benchConfig

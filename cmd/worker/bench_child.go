@@ -24,8 +24,6 @@ const progressEvery = 200 * time.Millisecond
 // reads cost little of the throughput.
 const sampleEvery = 64
 
-func init() { registerChild("bench", benchChild) }
-
 // benchChild is one bench process. It opens its backend, prints "ready",
 // waits for a line on stdin, runs the op for the duration, printing
 // "progress OPS" every progressEvery, and ends with "result JSON".

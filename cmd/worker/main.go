@@ -1,55 +1,69 @@
 // Command worker runs shmzone's multi-process programs: "worker bench"
-// measures a backend from several processes, and other verbs register
-// themselves from their own files. Run "worker" alone for the list.
+// measures a backend from several processes, and "worker serve" runs a
+// prefork HTTP server whose children share one rate limit. "worker help"
+// lists the verbs.
 package main
 
 import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 )
 
 // verb is one subcommand: run gets the arguments after the verb's name and
-// the writers to use, and returns the exit code.
+// the writers to use, and returns the exit code; child, when not nil, is
+// what worker runs when the verb re-executes it as its child.
 type verb struct {
-	run     func(args []string, stdout, stderr io.Writer) int
+	name    string
 	summary string
+	run     func(args []string, stdout, stderr io.Writer) int
+	child   func() int
 }
 
-var (
-	verbs    = map[string]verb{}
-	children = map[string]func() int{}
-)
+// verbs are worker's verbs, in the order its usage lists them.
+var verbs = []verb{
+	{"bench", "measure ops/s of a backend from several processes", benchMain, benchChild},
+	{"serve", "prefork HTTP server whose children share one rate limit", runServe, serveChild},
+}
 
 // childEnv names the environment variable that makes worker run as a child
 // of one of its own verbs instead of parsing its arguments.
 const childEnv = "WORKER_CHILD"
 
-// register adds a verb; each verb's file calls it from init.
-func register(name string, v verb) { verbs[name] = v }
-
-// registerChild adds the entry point worker runs when re-executed with
-// WORKER_CHILD=name.
-func registerChild(name string, fn func() int) { children[name] = fn }
-
 func main() { os.Exit(dispatch(os.Getenv(childEnv), os.Args[1:], os.Stdout, os.Stderr)) }
 
+// lookup returns the verb named name.
+func lookup(name string) (verb, bool) {
+	for _, v := range verbs {
+		if v.name == name {
+			return v, true
+		}
+	}
+	return verb{}, false
+}
+
 // dispatch runs the child named by child when set, else the verb args[0].
+// help lists the verbs on stdout and exits 0; no verb lists them on stderr
+// and exits 2.
 func dispatch(child string, args []string, stdout, stderr io.Writer) int {
 	if child != "" {
-		fn, ok := children[child]
-		if !ok {
+		v, ok := lookup(child)
+		if !ok || v.child == nil {
 			fmt.Fprintf(stderr, "worker: unknown %s=%q\n", childEnv, child)
 			return 2
 		}
-		return fn()
+		return v.child()
 	}
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
 		usage(stderr)
 		return 2
 	}
-	v, ok := verbs[args[0]]
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return 0
+	}
+	v, ok := lookup(args[0])
 	if !ok {
 		fmt.Fprintf(stderr, "worker: unknown verb %q\n", args[0])
 		usage(stderr)
@@ -60,12 +74,7 @@ func dispatch(child string, args []string, stdout, stderr io.Writer) int {
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: worker VERB [flags]; worker VERB -h for a verb's flags")
-	names := make([]string, 0, len(verbs))
-	for n := range verbs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", n, verbs[n].summary)
+	for _, v := range verbs {
+		fmt.Fprintf(w, "  %-8s %s\n", v.name, v.summary)
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"io"
 	"os"
 	"strings"
 	"testing"
@@ -27,29 +26,28 @@ func TestDispatchUnknownVerb(t *testing.T) {
 	}
 }
 
-func TestDispatchNoVerbListsVerbs(t *testing.T) {
-	register("zz-test", verb{run: func([]string, io.Writer, io.Writer) int { return 7 }, summary: "a test verb"})
-	defer delete(verbs, "zz-test")
+// worker alone lists the verbs, in order, on stderr and exits 2; help
+// lists them on stdout and exits 0, as shmctl's does.
+func TestDispatchListsVerbs(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := dispatch("", nil, &out, &errb); code != 2 {
-		t.Fatalf("exit %d, want 2", code)
+	if code := dispatch("", nil, &out, &errb); code != 2 || out.Len() != 0 {
+		t.Fatalf("worker alone: exit %d, stdout %q; want 2 and nothing", code, out.String())
 	}
-	if !strings.Contains(errb.String(), "zz-test") || !strings.Contains(errb.String(), "a test verb") {
-		t.Fatalf("usage %q does not list the verb", errb.String())
+	if i, j := strings.Index(errb.String(), "bench"), strings.Index(errb.String(), "serve"); i < 0 || j < i {
+		t.Fatalf("usage %q does not list bench, then serve", errb.String())
 	}
-	if code := dispatch("", []string{"zz-test"}, &out, &errb); code != 7 {
-		t.Fatalf("verb exit %d, want 7", code)
+	for _, help := range []string{"help", "-h", "--help"} {
+		out.Reset()
+		errb.Reset()
+		if code := dispatch("", []string{help}, &out, &errb); code != 0 || !strings.Contains(out.String(), "serve") || errb.Len() != 0 {
+			t.Errorf("worker %s: exit %d, stdout %q, stderr %q; want 0 and the verbs on stdout", help, code, out.String(), errb.String())
+		}
 	}
 }
 
 func TestDispatchChild(t *testing.T) {
-	registerChild("zz-test", func() int { return 5 })
-	defer delete(children, "zz-test")
 	var out, errb bytes.Buffer
-	if code := dispatch("zz-test", []string{"ignored"}, &out, &errb); code != 5 {
-		t.Fatalf("child exit %d, want 5", code)
-	}
-	if code := dispatch("nope", nil, &out, &errb); code != 2 {
-		t.Fatalf("unknown child exit %d, want 2", code)
+	if code := dispatch("nope", nil, &out, &errb); code != 2 || !strings.Contains(errb.String(), `unknown WORKER_CHILD="nope"`) {
+		t.Fatalf("unknown child: exit %d, stderr %q; want 2", code, errb.String())
 	}
 }

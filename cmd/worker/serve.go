@@ -18,11 +18,6 @@ import (
 	"github.com/shmzone/shmzone/limiter"
 )
 
-func init() {
-	register("serve", verb{run: runServe, summary: "prefork HTTP server whose children share one rate limit"})
-	registerChild("serve", serveChild)
-}
-
 // serveConfigEnv carries a child's configuration, as JSON, from the master.
 const serveConfigEnv = "WORKER_SERVE_CONFIG"
 

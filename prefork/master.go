@@ -47,22 +47,25 @@ type proc struct {
 	retiring bool // told to drain; its exit is not replaced
 }
 
-// event reports that a child is ready, has exited, or has not been ready
-// within the ready timeout (late); or, with respawn set, that slot's
-// restart delay is over; or, with retiree set, that DrainTimeout has passed
-// since a roll told retiree to drain.
+// eventKind is what an event reports.
+type eventKind int
+
+const (
+	evExited  eventKind = iota // child id exited with err
+	evReady                    // child id is ready
+	evLate                     // child id was not ready within the ready timeout
+	evRespawn                  // slot's restart delay is over
+	evRetiree                  // DrainTimeout passed since a roll told retiree to drain
+)
+
+// event is one thing the master's loop learns, of the kind kind.
 type event struct {
+	kind    eventKind
 	id      int
-	ready   bool
-	late    bool
 	err     error
-	respawn bool
 	slot    int
 	retiree *proc
 }
-
-// exited reports whether e is a child's exit.
-func (e event) exited() bool { return !e.ready && !e.late && !e.respawn && e.retiree == nil }
 
 func newMaster(o Options) *master {
 	return &master{
@@ -137,13 +140,13 @@ func (m *master) run(ctx context.Context) error {
 			m.drain()
 			return nil
 		case e := <-m.events:
-			if e.respawn {
+			switch e.kind {
+			case evRespawn:
 				if m.slots[e.slot] == 0 {
 					m.replace(e.slot)
 				}
 				continue
-			}
-			if e.retiree != nil {
+			case evRetiree:
 				m.killRetiree(e.retiree)
 				continue
 			}
@@ -151,7 +154,7 @@ func (m *master) run(ctx context.Context) error {
 			if c == nil {
 				continue
 			}
-			if e.late {
+			if e.kind == evLate {
 				if c.ready {
 					continue
 				}
@@ -168,7 +171,7 @@ func (m *master) run(ctx context.Context) error {
 				c.cmd.Process.Kill()
 				continue
 			}
-			if e.ready {
+			if e.kind == evReady {
 				c.ready = true
 				m.o.Logf("child pid=%d ready (slot %d)", c.cmd.Process.Pid, c.slot)
 				if e.id == rolling {
@@ -209,7 +212,7 @@ func (m *master) run(ctx context.Context) error {
 func (m *master) retire(c *proc) {
 	c.retiring = true
 	c.cmd.Process.Signal(syscall.SIGTERM)
-	time.AfterFunc(m.o.DrainTimeout, func() { m.send(event{retiree: c}) })
+	time.AfterFunc(m.o.DrainTimeout, func() { m.send(event{kind: evRetiree, retiree: c}) })
 }
 
 // killRetiree kills c, told to drain by a roll DrainTimeout ago, if it
@@ -244,7 +247,7 @@ func (m *master) replace(s int) {
 // if the slot is still empty then (a roll may have filled it).
 func (m *master) replaceAfter(s int, d time.Duration) {
 	m.slots[s] = 0
-	time.AfterFunc(d, func() { m.send(event{respawn: true, slot: s}) })
+	time.AfterFunc(d, func() { m.send(event{kind: evRespawn, slot: s}) })
 }
 
 // restartDelay is how long to wait before replacing c, which died: 0 for a
@@ -376,12 +379,12 @@ func (m *master) start(s, roll int) (int, error) {
 	go func() {
 		var b [1]byte
 		if n, _ := r.Read(b[:]); n == 1 {
-			m.send(event{id: id, ready: true})
+			m.send(event{kind: evReady, id: id})
 		}
 		r.Close()
 	}()
-	go func() { m.send(event{id: id, err: cmd.Wait()}) }()
-	time.AfterFunc(m.o.ReadyTimeout, func() { m.send(event{id: id, late: true}) })
+	go func() { m.send(event{kind: evExited, id: id, err: cmd.Wait()}) }()
+	time.AfterFunc(m.o.ReadyTimeout, func() { m.send(event{kind: evLate, id: id}) })
 	return id, nil
 }
 
@@ -404,7 +407,7 @@ func (m *master) drain() {
 	for len(m.children) > 0 {
 		select {
 		case e := <-m.events:
-			if c := m.children[e.id]; c != nil && e.exited() {
+			if c := m.children[e.id]; c != nil && e.kind == evExited {
 				m.o.Logf("child pid=%d retired: %v", c.cmd.Process.Pid, exitText(e.err))
 				delete(m.children, e.id)
 			}

@@ -16,8 +16,11 @@ import (
 
 // The whole main of a prefork server: 4 children on :8080 share one limit
 // of 10 requests a second per client through one zone file. The master and
-// each child run the same code; Run tells them apart.
+// each child run the same code; Run tells them apart. The README shows the
+// lines between "README:" and "README end." word for word
+// (TestReadmeExample checks).
 func Example() {
+	// README:
 	o := prefork.Options{Addr: ":8080", Children: 4, Logf: log.Printf}
 	err := prefork.Run(context.Background(), o, func(ctx context.Context, ln net.Listener) error {
 		d, err := dict.Open("/tmp/app.zone", dict.Options{Size: 16 << 20})
@@ -42,4 +45,5 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	// README end.
 }

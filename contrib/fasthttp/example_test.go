@@ -13,15 +13,12 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// The lines between "README:" and "README end." are the README's fasthttp
-// example, word for word (TestReadmeExample checks): what it leaves out
-// (the zone's path, the prefork server) is around them.
+// A fasthttp handler limited per client address through a zone.
 func Example() {
 	dir, _ := os.MkdirTemp("", "shmfasthttp-example")
 	defer os.RemoveAll(dir)
 	zonePath := filepath.Join(dir, "app.zone")
 
-	// README:
 	d, err := dict.Open(zonePath, dict.Options{Size: 64 << 20})
 	if err != nil {
 		log.Fatal(err)
@@ -38,7 +35,6 @@ func Example() {
 		log.Fatal(err)
 	}
 	handler := limit(func(ctx *fasthttp.RequestCtx) { ctx.SetBodyString("hello\n") })
-	// README end.
 
 	var ctx fasthttp.RequestCtx
 	ctx.Init(&fasthttp.Request{}, &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 4321}, nil)

@@ -42,6 +42,7 @@ func child(ctx context.Context, ln net.Listener, zonePath string) error {
 	if err != nil {
 		return err
 	}
+	// README:
 	limit, err := shmfasthttp.New(l, shmfasthttp.Options{})
 	if err != nil {
 		return err
@@ -55,4 +56,5 @@ func child(ctx context.Context, ln net.Listener, zonePath string) error {
 		CloseOnShutdown: true,
 	}
 	return prefork.ServeFunc(ctx, ln, srv.Serve, srv.ShutdownWithContext, 10*time.Second)
+	// README end.
 }

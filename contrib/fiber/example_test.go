@@ -15,15 +15,13 @@ import (
 	"github.com/shmzone/shmzone/limiter"
 )
 
-// The lines between "README:" and "README end." are the README's fiber
-// example, word for word (TestReadmeExample checks): what it leaves out
-// (the zone's path, app.Listen) is around them.
+// A fiber app whose children share one limit per client and one session
+// store through a zone.
 func Example() {
 	dir, _ := os.MkdirTemp("", "shmfiber-example")
 	defer os.RemoveAll(dir)
 	zonePath := filepath.Join(dir, "app.zone")
 
-	// README:
 	d, err := dict.Open(zonePath, dict.Options{Size: 64 << 20})
 	if err != nil {
 		log.Fatal(err)
@@ -46,7 +44,6 @@ func Example() {
 	app := fiber.New()
 	app.Use(limit, session.New(session.Config{Storage: store}))
 	app.Get("/", func(c fiber.Ctx) error { return c.SendString("hello\n") })
-	// README end.
 
 	resp, err := app.Test(httptest.NewRequest("GET", "/", nil))
 	if err != nil {

@@ -42,6 +42,7 @@ func child(ctx context.Context, ln net.Listener, zonePath string) error {
 	if err != nil {
 		return err
 	}
+	// README:
 	limit, err := shmfiber.New(l, shmfiber.Options{})
 	if err != nil {
 		return err
@@ -56,4 +57,5 @@ func child(ctx context.Context, ln net.Listener, zonePath string) error {
 		return app.Listener(ln, fiber.ListenConfig{DisableStartupMessage: true})
 	}
 	return prefork.ServeFunc(ctx, ln, listen, app.ShutdownWithContext, 10*time.Second)
+	// README end.
 }

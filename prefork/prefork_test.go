@@ -396,31 +396,6 @@ func TestRunRefusesPortZeroHoweverWritten(t *testing.T) {
 	}
 }
 
-// The README's prefork example is Example's body, as a main: it compiles
-// because Example does.
-func TestREADMEExample(t *testing.T) {
-	ex, err := os.ReadFile("example_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, body, ok := strings.Cut(string(ex), "\nfunc Example() {\n")
-	if !ok {
-		t.Fatal("no func Example in example_test.go")
-	}
-	body, _, ok = strings.Cut(body, "\n}\n")
-	if !ok {
-		t.Fatal("func Example has no end")
-	}
-	want := "```go\nfunc main() {\n" + body + "\n}\n```\n"
-	if !strings.Contains(string(readme), want) {
-		t.Errorf("README.md has no copy of Example as a main:\n%s", want)
-	}
-}
-
 // lines is output written by many processes, read while it is written.
 type lines struct {
 	mu sync.Mutex

@@ -60,6 +60,37 @@
 // make room there. A clearing that fails (a used entry finds no room) is
 // tried again every three rounds, on the page of the tail of then.
 //
+// # Differences from ngx.shared.DICT
+//
+//   - The zone is a file. Any process may open it, and it outlives them.
+//   - Numbers are int64 or float64; nginx stores every number as a double.
+//     An int's Incr wraps on overflow.
+//   - An absent key is ErrNotFound where nginx returns nil.
+//   - The zero Value is ErrBadValue. nginx's set of nil deletes the key.
+//   - A value too large for any shard is refused before anything is evicted.
+//     nginx evicts, then fails with "no memory" and forcible true.
+//   - TTL of an expired key not yet reclaimed is ErrNotFound. nginx returns
+//     a negative time.
+//   - Expire of an expired key is ErrNotFound. nginx's expire revives it.
+//   - A TTL is rounded up to a whole millisecond. nginx truncates it, so an
+//     exptime under 1 ms never expires there.
+//   - Eviction is CLOCK in two segments per shard, not one LRU per zone.
+//     A read sets a bit and moves no entry.
+//   - FlushAll frees every entry. nginx marks them expired, and get_stale
+//     still returns them.
+//   - Keys(0) lists every key; there is no default of 1024. It lists shard
+//     by shard, oldest first. nginx lists the most recently used first.
+//   - FreeSpace counts the free chunks of partly used pages too. nginx's
+//     free_space counts free pages only.
+//   - A list element may be a bool. nginx's lists take strings and numbers.
+//   - Reads take no lock. A write locks one shard, not the whole zone.
+//   - A wait for a lock ends after Options.LockTimeout with ErrLockTimeout.
+//   - A process that dies holding a lock loses at most the entry it wrote.
+//     The next locker repairs the shard.
+//   - Added: Update, Mutate, CompareAndSwap, IncrFloat, IncrInitNum,
+//     GetInto, LRange, SetList, Scan, Check, Repair, Stats and read-only
+//     views.
+//
 // Invariants:
 //
 //	I1. Every entry of a shard is in exactly one bucket chain (the one its hash

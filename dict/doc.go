@@ -130,21 +130,15 @@
 // last, a process takes pages of its own). Entries that one process made
 // and others use, as after a restore from a snapshot, a restart of the
 // processes, or once clients move between processes, sit side by side in
-// that process's pages, and their writers share the pages' lock words too:
-// two processes writing such entries, each its own, ran at 0.81× of one
-// (BenchmarkProcs keys=mixed, 2026-11-27 03:01). A lock of each entry's own
-// would not lift that far: such entries share cache lines as well, and
-// increments with no lock at all, an atomic add to the number (unsafe
-// against structural changes: a measurement, not a design), gave two
-// processes 1.08× of one there (medians of 3 runs: 34.8 M over 32.2 M
-// ops/s), where processes on entries of their own made 1.85× (62.2 M over
-// 33.7 M). So a process that keeps writing entries in place in pages it did
-// not take moves them, one at a time, to pages of its own (own.go: at most
-// one move per shard and millisecond in all processes together, never
-// waiting for a lock, never in a full zone; Stats.Moves counts them), after
-// which such entries are its own as those it made: keys=mixed then gave
-// two processes 1.44× and 1.78× of one in two runs (25.06 M and 41.88 M
-// ops/s, 2026-11-27 08:27 and 09:30). Line by line:
+// that process's pages, and their writers share the pages' lock words too.
+// Together they then run slower than one, and a lock of each entry's own
+// would not help much, as the entries share cache lines as well. So a
+// process that keeps writing entries in place in pages it did not take
+// moves them, one at a time, to pages of its own (own.go). It moves at
+// most one entry per shard and millisecond in all processes together. It
+// never waits for a lock and never moves in a full zone. Stats.Moves
+// counts the moves. Such entries are then its own as those it made
+// (DESIGN.md, section 4, gives the runs). Line by line:
 //
 //	shard header, line 0    Lock, Seq, Drop, queue ends, Count, structural counts
 //	                        written only by structural changes, under Lock;

@@ -8,7 +8,7 @@ import (
 	"github.com/shmzone/shmzone/shm"
 )
 
-// The two ways to an entry (doc.go has the whole protocol):
+// The two ways to an entry (DESIGN.md, section 8, has the whole protocol):
 //
 // A structural change (an insert, a delete, an eviction, a value that moves
 // to another chunk, a repair) holds the shard's lock; the lock makes the
@@ -308,7 +308,7 @@ func (e *entry) beginWrite() uint64 { return markOdd(&e.Ver, verOne) }
 // markOdd adds d to *p, a Seq or Ver word, to make it odd before a write
 // that readers validate against it, and returns the word. The caller is
 // the word's only writer. The load after the add keeps the write's plain
-// stores after the add on arm64 (doc.go, "Memory order").
+// stores after the add on arm64 (DESIGN.md, section 8).
 func markOdd(p *uint64, d uint64) uint64 {
 	atomic.AddUint64(p, d)
 	return atomic.LoadUint64(p)

@@ -126,8 +126,8 @@ func (s *scripted) end() {
 	}
 }
 
-// TestSpecVector runs the Counter vector of spec/limiters.md with two
-// processes, A and B, and reads the zone from each and from the test
+// TestSpecVector runs a scripted sequence of increments, syncs and resets
+// with two processes, A and B, and reads the zone from each and from the test
 // process (Z) between the steps.
 func TestSpecVector(t *testing.T) {
 	d, path := openZone(t, dict.Options{})

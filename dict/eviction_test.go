@@ -15,7 +15,7 @@ import (
 // chance CLOCK gives a key that was read.
 
 // TestKeysOrder pins the order of Keys within a shard: the eviction queue
-// from its tail (CLOCK, doc.go). A read only marks its entry, so it moves
+// from its tail (CLOCK, DESIGN.md, section 5). A read only marks its entry, so it moves
 // nothing; a write that needs a new chunk moves the entry to the head; a
 // second chance moves a marked entry to the head.
 func TestKeysOrder(t *testing.T) {

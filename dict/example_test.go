@@ -1,11 +1,13 @@
 package dict_test
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/shmzone/shmzone/dict"
 )
@@ -158,4 +160,73 @@ func ExampleDict_LPush() {
 	// 1 3
 	// len 0
 	// dict: not found
+}
+
+func ExampleDict_Update() {
+	d, cleanup := openExample()
+	defer cleanup()
+
+	// visit appends a page to the pages stored under a user's key. fn may
+	// be called twice, so it computes its result from its arguments alone.
+	visit := func(user, page string) error {
+		return d.Update(user, func(cur dict.Value, ok bool) (dict.Value, time.Duration, bool) {
+			if !ok {
+				return dict.String(page), time.Hour, true
+			}
+			// cur aliases the zone and has no spare capacity: the append
+			// copies it.
+			return dict.Bytes(append(cur.Bytes(), ","+page...)), time.Hour, true
+		})
+	}
+	for _, page := range []string{"/home", "/cart", "/pay"} {
+		if err := visit("alice", page); err != nil {
+			log.Fatal(err)
+		}
+	}
+	v, _, err := d.Get("alice")
+	fmt.Println(v, err)
+
+	// keep false deletes the key.
+	err = d.Update("alice", func(dict.Value, bool) (dict.Value, time.Duration, bool) {
+		return dict.Value{}, 0, false
+	})
+	_, _, getErr := d.Get("alice")
+	fmt.Println(err, errors.Is(getErr, dict.ErrNotFound))
+	// Output:
+	// /home,/cart,/pay <nil>
+	// <nil> true
+}
+
+func ExampleDict_Mutate() {
+	d, cleanup := openExample()
+	defer cleanup()
+
+	// record adds a response of n bytes to a 16-byte state: a count of
+	// responses, then their total size. A new key's b is zeroed.
+	record := func(key string, n uint64) error {
+		return d.Mutate(key, 16, time.Minute, func(b []byte, found bool) bool {
+			le := binary.LittleEndian
+			le.PutUint64(b[0:8], le.Uint64(b[0:8])+1)
+			le.PutUint64(b[8:16], le.Uint64(b[8:16])+n)
+			return true // keep the entry if it is new
+		})
+	}
+	for _, n := range []uint64{100, 250, 50} {
+		if err := record("client", n); err != nil {
+			log.Fatal(err)
+		}
+	}
+	v, _, err := d.Get("client")
+	if err != nil {
+		log.Fatal(err)
+	}
+	b := v.Bytes()
+	fmt.Println(binary.LittleEndian.Uint64(b[0:8]), binary.LittleEndian.Uint64(b[8:16]))
+
+	// A value of another size is refused before fn is called.
+	err = d.Mutate("client", 8, 0, func([]byte, bool) bool { return true })
+	fmt.Println(errors.Is(err, dict.ErrWrongShape))
+	// Output:
+	// 3 400
+	// true
 }

@@ -8,7 +8,7 @@ import (
 
 // Entry writes: an operation on a live entry that leaves it the size it
 // is takes the entry's page lock (pin), not the shard's, so that processes
-// writing their own keys share no cache line (doc.go, "Who writes what").
+// writing their own keys share no cache line (DESIGN.md, section 6).
 // Whatever needs more — a key to create, an entry to resize or remove, one
 // expired or left half written — falls back to the shard's lock.
 

@@ -120,7 +120,7 @@ const Layout = 0x44494337 // "DIC7": DIC6 (XXH3-64 keys, the two-segment queue) 
 // traces' generations follow.
 type shardHdr struct {
 	Lock        uint64            // CAS only: 0 or the owner's slot and generation (shm.Zone.Lock)
-	Seq         uint64            // under lock, read atomically: odd while Lock is held (doc.go)
+	Seq         uint64            // under lock, read atomically: odd while Lock is held (doc.go I7)
 	Drop        uint32            // under lock: what repair must drop (dropNone, dropUnreachable, or an entry)
 	QueueHead   uint32            // under lock: head of the eviction queue: the newest protected entry, else the newest
 	QueueTail   uint32            // under lock: tail of the eviction queue: where the CLOCK hand starts
@@ -153,8 +153,8 @@ const (
 
 // entry is the overlay of an entry's fixed header. "Shard lock" is the
 // shard's Lock, "page lock" the lock word of the slab page that holds the
-// entry (slab.PageLock); doc.go says who writes what and how readers that
-// take no lock read it.
+// entry (slab.PageLock). DESIGN.md, sections 6 and 8, says who writes what
+// and how readers that take no lock read it.
 type entry struct {
 	Next  uint32 // shard lock: next entry in the index bucket
 	QPrev uint32 // shard lock: queue neighbour toward the head
@@ -390,7 +390,7 @@ func (s *shard) num(off uint32, e *entry) *uint64 {
 }
 
 // Reads that take no lock load every byte of the zone they use with
-// sync/atomic (doc.go, "Memory order"), 8 bytes at a time. The arena starts
+// sync/atomic (DESIGN.md, section 8), 8 bytes at a time. The arena starts
 // 8-aligned and its length is a multiple of 8 (shm.ShardAlign, arenaAlign);
 // an entry starts 8-aligned (okEntry), and so do its key and its value
 // (valOff); a chunk's size is a multiple of 8 (slab). So the aligned words

@@ -21,8 +21,8 @@ import (
 // operation. The seed comes from testutil.Seed: a failing run prints the
 // command that replays it.
 //
-// The model follows doc.go's eviction exactly: entries sit in a queue per
-// shard, new keys at the head and unreferenced; reads and writes of a live
+// The model follows the eviction of DESIGN.md, section 5, exactly: entries
+// sit in a queue per shard, new keys at the head and unreferenced; reads and writes of a live
 // key set a reference bit; a failed allocation reclaims from the tail in rounds
 // of up to 3 entries (expired ones, and with eviction the first unreferenced
 // live one, giving referenced ones a second chance at the head), never the

@@ -197,9 +197,8 @@ func (d *Dict) mutatePinned(s *shard, off uint32, pw *uint64, fn mutateFn) (n ui
 // mutateLocked keep the bytes they restore when fn does not return: a
 // value of up to undoSmall bytes, such as limiter.Req's 16-byte state, is
 // kept in it; a larger one in a buffer of MaxMutateSize, cleared only
-// then. Clearing that larger buffer, 256 bytes, on every call cost Mutate
-// at 1,000 keys 3.6 and 6.6 ns in two sets of 20 alternating runs (least
-// of each: 69.3 -> 65.7 and 61.9 -> 55.3 ns).
+// then. Clearing the larger buffer on every call slowed Mutate
+// measurably (DESIGN.md, section 4).
 const undoSmall = 32
 
 // mutateLocked calls fn with the value bytes of the entry at off, which

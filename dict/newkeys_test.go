@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// New keys and the eviction queue (doc.go): every way of creating a key
+// New keys and the eviction queue (DESIGN.md, section 5): every way of creating a key
 // joins probation unreferenced, so that keys never used again are evicted
 // before keys that were. Writing to a live key is a use, pushing onto an
 // existing list included.

@@ -11,10 +11,9 @@ import "sync/atomic"
 // (a restarted worker finds its clients' entries in its predecessor's
 // pages), or restored from a snapshot, or of clients that moved from one
 // process to another. Two processes that each write their own such entries
-// then write the same lines and page locks: in BenchmarkProcs keys=mixed,
-// two processes ran at 0.81x of one (make bench of 2026-11-27 03:01); with
-// the moves below, at 1.44x and 1.78x in two runs (08:27 and 09:30 that
-// day; bench/RESULTS.md holds the last).
+// then write the same lines and page locks, and together run slower than
+// one. The moves below let them scale again (DESIGN.md, section 4;
+// BenchmarkProcs keys=mixed in bench/RESULTS.md).
 //
 // So a process that writes an entry in place, in a page it did not take
 // (slab.Mine), moves it to a page of its own: at the moveEvery-th write of

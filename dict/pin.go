@@ -8,7 +8,7 @@ import (
 	"github.com/shmzone/shmzone/shm"
 )
 
-// The two ways to an entry (doc.go has the whole protocol):
+// The two ways to an entry (DESIGN.md, section 8, has the whole protocol):
 //
 // A structural change (an insert, a delete, an eviction, a value that moves
 // to another chunk, a repair) holds the shard's lock; the lock makes the
@@ -308,7 +308,7 @@ func (e *entry) beginWrite() uint64 { return markOdd(&e.Ver, verOne) }
 // markOdd adds d to *p, a Seq or Ver word, to make it odd before a write
 // that readers validate against it, and returns the word. The caller is
 // the word's only writer. The load after the add keeps the write's plain
-// stores after the add on arm64 (doc.go, "Memory order").
+// stores after the add on arm64 (DESIGN.md, section 8).
 func markOdd(p *uint64, d uint64) uint64 {
 	atomic.AddUint64(p, d)
 	return atomic.LoadUint64(p)
@@ -353,28 +353,12 @@ var spinSink atomic.Uint32
 // backoff waits a little longer at each of a spin's looks at a held word,
 // touching nothing shared, so that the looks do not pull the word's cache
 // line from its holder again and again. The first wait is several entry
-// writes long (512 turns, about 0.3 µs on a 2 GHz Xeon), and the longest
-// four times that: a look sooner takes the line, which often holds the
-// entry too, from a holder that is still writing it or has begun its next
-// write, and both then pay for every transfer; a waiter that stays away
-// lets the holder make a run of writes in its own cache. Longer waits buy
-// throughput with tail latency. Measured on an Intel Xeon with two
-// processes incrementing one key (worker bench -keys 1 -procs 2 -duration
-// 1s, 3 alternating runs each; ops/s, p99, p999): waits of 128<<min(i, 3)
-// turns 12.1-13.1 M, 0.9-1.0 µs, 2.8-3.2 µs; 512<<min(i, 2) 16.9-18.8 M,
-// 1.2-1.8 µs, 5.4-5.6 µs; 1024<<min(i, 2) 15.1-21.0 M, 1.5-2.3 µs,
-// 7.2-10.8 µs. BenchmarkProcs keys=hot procs=2, sweeps of 4 runs: 0<<min(i, 3)
-// 8.1-8.9 M, 32<<min(i, 3) 9.3-11.2 M, 128<<min(i, 3) 11.1-17.4 M,
-// 512<<min(i, 3) 17.4-20.5 M. (On an AMD EPYC, with the same benchmark:
-// 8<<min(i, 4) turns 21.4-22.4 M, 32<<min(i, 3) 22.3-24.1 M, 64<<min(i, 4)
-// 24.1-25.6 M, 128<<min(i, 3) 24.9-26.5 M.) For the limiters on one key,
-// whose writers hold the page longer, req's p99 grows, and its throughput
-// grew in the second set of runs only (worker bench -op req|count -keys 1 -procs 2, on the Xeon, two sets of 3
-// alternating runs, the second on a quieter machine): 128<<min(i, 3) gave
-// req 4.3-4.4 M ops/s with p99 4.9-5.1 µs, then 4.7-5.1 M with 3.6-4.1 µs,
-// and count 5.9-6.4 M, then 5.2-6.3 M; 512<<min(i, 2) req 4.1-4.5 M with
-// p99 7.4-7.9 µs, then 6.3-7.3 M with 4.9-6.1 µs, and count 7.1-8.6 M,
-// then 8.8-11.2 M.
+// writes long, 512 turns, and the longest four times that. A look sooner
+// takes the line, which often holds the entry too, from a holder that is
+// still writing it or has begun its next write. Both then pay for every
+// transfer. A waiter that stays away lets the holder make a run of writes
+// in its own cache. Longer waits buy throughput with tail latency.
+// DESIGN.md, section 4, gives the sweeps behind these numbers.
 func backoff(i int) {
 	n := uint32(0)
 	for j := 0; j < 512<<min(i, 2); j++ {

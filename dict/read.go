@@ -208,8 +208,8 @@ func (d *Dict) getOptimistic(s *shard, key string, h uint64, dst []byte, allowSt
 	}
 	// The value is kept in scalars and stored into r field by field: a
 	// Value built here and copied whole is stored in parts and loaded in
-	// wider words, a load the CPU cannot forward from the stores: it cost
-	// 0.6-1.0 ns of a get (BenchmarkOps).
+	// wider words, a load the CPU cannot forward from the stores
+	// (DESIGN.md, section 4).
 	var (
 		kind = Kind(bits & kindMask)
 		num  uint64

@@ -21,7 +21,7 @@ import (
 // whose h, index, arena and slab point into it) unchanged.
 //
 // What the copy does not fix are the words entry writers change without the
-// shard's lock (doc.go): an entry's value may be torn in the copy and its
+// shard's lock (DESIGN.md, section 8): an entry's value may be torn in the copy and its
 // Ver odd. The checks allow that (checkLocked's copied), and Scan reads each
 // value again from the zone, validated as Get validates it (copyLive).
 //

@@ -12,7 +12,7 @@ import (
 	"github.com/shmzone/shmzone/internal/testutil"
 )
 
-// Example 21 of spec/dict.md: a zone closed and reopened, in this process
+// Example 21 of spec_test.go's examples: a zone closed and reopened, in this process
 // and in a helper process, reads back the same keys; specDump and the
 // helper's body HelperSpecReopen.
 

@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// The examples of spec/dict.md, one sub-test each, with an injected clock.
+// The package's semantics in numbered examples, one sub-test each, with an
+// injected clock.
 // Example 21, which reopens the zone in another process, is in
 // spec_reopen_test.go.
 

@@ -41,7 +41,7 @@ type Stats struct {
 	// Moves counts the entries that a process moved, after writing them,
 	// from a page another process filled to a page of its own, so that the
 	// entries each process writes share no cache line with another's
-	// (package doc).
+	// (DESIGN.md, section 6).
 	Moves uint64
 	// HeldPages counts the slab pages that open Dicts hold for the entries
 	// they write. Each holds at most three pages with room per size

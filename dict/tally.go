@@ -22,16 +22,12 @@ import (
 //     shard (tallies), so that its goroutines on different shards do not
 //     share a line, added to with an atomic add;
 //   - entry writes (inplace.go), which hold the lock of their entry's slab
-//     page: a word per page
-//     and kind (pageTally), added to with a plain add. The page's lock
-//     orders every writer of the page in every process, so the add is
-//     exact, and the write spends no second locked instruction on its
-//     count (its page lock's compare-and-swap is the first). At 1,000
-//     keys, least of 20 alternating runs against the atomic add: Mutate
-//     50.5 -> 45.2 ns, limiter Req 130.7 -> 117.9 ns, Update 98.2 ->
-//     83.5 ns; Incr no change that the runs could tell (33.1 -> 32.6 ns,
-//     then 35.5 -> 36.3 ns in 40 runs). The words count up, mod 2^32, and
-//     are never reset: what is added to the zone is what each gained since
+//     page: a word per page and kind (pageTally), added to with a plain
+//     add. The page's lock orders every writer of the page in every
+//     process, so the add is exact. The write spends no second locked
+//     instruction on its count: its page lock's compare-and-swap is the
+//     first. DESIGN.md, section 4, compares it with an atomic add. The
+//     words count up, mod 2^32, and are never reset: what is added to the zone is what each gained since
 //     it was last looked at (seen), under tallyMu. They cost the process
 //     16 bytes per slab page (4 KiB by default), and the page's pin mark
 //     (pin.go) 4 more: 0.5% of the zone's size.
@@ -304,12 +300,9 @@ func (d *Dict) checkFlush(last bool) {
 
 // pagesPerCheck is how many page counts the clock's checks scan, on
 // average, each check: a Dict's page counts are added every
-// pages/pagesPerCheck checks, at least every check. Scanning a page's
-// counts takes some 3-4 ns (a flush of a 1 GiB zone's 262,144 pages took
-// 0.76-1.0 ms), so that the checks scan for half a millisecond per check
-// at most on average, whatever the zone's size (a zone just under 512 MiB;
-// a quarter of a millisecond from 1 GiB): 0.5% of a core at a check per
-// 100 ms. The page counts of a zone under 512 MiB are added at every
+// pages/pagesPerCheck checks, at least every check. So the checks scan
+// about 65,536 pages' counts a check on average, whatever the zone's size.
+// That bounds the share of a core they take (DESIGN.md, section 4). The page counts of a zone under 512 MiB are added at every
 // check; in a larger one, an entry write's count may wait about 100 ms
 // more per 256 MiB before it is (SyncStats adds it at once).
 const pagesPerCheck = 1 << 16

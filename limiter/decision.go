@@ -83,8 +83,7 @@ type local interface {
 	// *dec, which is zero, and leaves it zero on an error. The Decision is filled in place, field by field,
 	// not returned: a Decision is too large for the compiler to keep in
 	// registers, and each function that returned one copied it, a copy
-	// the CPU cannot forward from the stores that built it (some 10 ns a
-	// layer on a decision of 100).
+	// the CPU cannot forward from the stores that built it (DESIGN.md).
 	incomingAt(dec *Decision, now int64, key string, n int64, commit bool) error
 }
 

@@ -39,7 +39,7 @@ type Stats struct {
 	// meant something, and eviction made room for other keys with it, so
 	// the key started afresh (dict.Outcome's Lost). A client being limited
 	// whose state is evicted is admitted again: a zone whose limiters
-	// count Evicted is too small for its active keys (package doc).
+	// count Evicted is too small for its active keys (DESIGN.md, section 7).
 	Evicted uint64
 }
 

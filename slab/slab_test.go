@@ -97,7 +97,7 @@ func TestAllocFreeRandom(t *testing.T) {
 }
 
 // A counter entry with a 16-byte key takes 56 bytes and must not be rounded
-// up further (DESIGN §2: about 64 bytes per counter with its index slot).
+// up further (dict/DESIGN.md, section 2: about 64 bytes per counter with its index slot).
 func TestCounterEntryClass(t *testing.T) {
 	s := newSlab(t, 256<<10, 4096)
 	const entry = 56

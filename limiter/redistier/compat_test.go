@@ -10,8 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// luaRules is lua-resty-redis-ratelimit 0.03's algorithm as spec/limiters.md
-// states it, written independently of reqScript and called as the Lua module
+// luaRules is lua-resty-redis-ratelimit 0.03's algorithm as its Lua script
+// computes it, written independently of reqScript and called as the Lua module
 // calls its script: rate_m, burst_m, now_ms, duration_s. It stands in for an
 // OpenResty node sharing the key space.
 var luaRules = redis.NewScript(`

@@ -10,8 +10,8 @@ import (
 	"github.com/shmzone/shmzone/limiter"
 )
 
-// gcraScript is GCRA in integer microseconds (spec/limiters.md with µs for
-// ns: Unix µs fit a Lua double exactly). The stored value is the TAT, with a
+// gcraScript is GCRA in integer microseconds: limiter.GCRA's algorithm
+// (limiter/gcra.go) with µs for ns, since Unix µs fit a Lua double exactly. The stored value is the TAT, with a
 // TTL that ends when it is reached. KEYS[1] prefix:key; ARGV now_us or ""
 // (TIME), T_us, tau_us, n, commit. Reply {allowed 0/1, remaining, retry_us,
 // reset_us}. retry_us is capped at 9e18 (span saturates it): a huge n waits

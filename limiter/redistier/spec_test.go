@@ -28,7 +28,10 @@ func every200(replies ...[2]int64) []rrCall {
 	return calls
 }
 
-// testReqVectors runs RR-1, RR-2 and RR-4 of spec/limiters.md on c.
+// testReqVectors runs three vectors of lua-resty-redis-ratelimit's rules on
+// c, all at 2 r/s. RR-1 and RR-2 send a request every 200 ms, with bursts
+// of 0 and 2. RR-4 sends two requests to each of two keys, with a burst of
+// 10.
 func testReqVectors(t *testing.T, c redis.UniversalClient) {
 	tests := []struct {
 		name  string
@@ -188,7 +191,8 @@ type gcCall struct {
 	reset     time.Duration // checked when allowed
 }
 
-// testGCRAVectors runs GC-1, GC-4 and GC-5 of spec/limiters.md on c.
+// testGCRAVectors runs the vectors GC-1, GC-4 and GC-5 of
+// limiter/spec_gcra_test.go on c.
 func testGCRAVectors(t *testing.T, c redis.UniversalClient) {
 	ms := time.Millisecond
 	tests := []struct {

@@ -91,14 +91,14 @@ func flushAll(t *testing.T, hs ...*Tiered) {
 	}
 }
 
-// checkSees fails the test unless every host decides on key as with used
-// of the limit counted: a dry run leaves limit − used − 1.
+// checkSees fails the test unless every host of hs decides on key as with
+// used of the limit counted: a dry run leaves limit − used − 1.
 func checkSees(t *testing.T, phase, key string, used int64, hs ...*Tiered) {
 	t.Helper()
 	for i, h := range hs {
 		d := incoming(t, h, key, false)
 		if want := resetLimit - used - 1; !d.Allowed || d.Remaining != want {
-			t.Errorf("%s: host %d: Incoming(%q, dry run) = %+v, want allowed, %d left", phase, i+1, key, d, want)
+			t.Errorf("%s: hs[%d]: Incoming(%q, dry run) = %+v, want allowed, %d left", phase, i, key, d, want)
 		}
 	}
 }

@@ -115,7 +115,9 @@ type flushItem struct {
 // answers in the zone, Flush renews its lease, and it stores nothing once
 // the lease has lapsed (a flusher stalled past it), so that the answers it
 // read, and the bad marks, never overwrite those of a flusher that took
-// over. Each answered round trip
+// over. A key reset since the host last learned of a reset (see Reset)
+// has its count refused: Flush records the key's marker and drops from the
+// host's count what it sent. Each answered round trip
 // marks Redis healthy for the host, with the time of the answer; failed
 // round trips mark it failed as Tiered says. With nothing to send, Flush
 // asks Redis nothing, unless Redis is failed: then it sends a PING. Flush

@@ -33,6 +33,7 @@ func TestSpecCluster(t *testing.T) {
 		}
 	})
 	t.Run("Tiered", func(t *testing.T) { testTiered(t, true, rc.Addrs()) })
+	t.Run("TieredReset", func(t *testing.T) { testTieredReset(t, c) })
 	for _, n := range rc.Nodes {
 		size, err := testutil.RedisDo(n.Addr, "DBSIZE")
 		if err != nil {

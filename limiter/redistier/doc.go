@@ -20,8 +20,11 @@
 // SlidingWindow counts n, GCRA moves the TAT by n intervals. A cost above
 // what a limiter admits is rejected without a round trip. Reset deletes the
 // key; it returns ErrUnavailable when Redis does not answer, whatever the
-// policy, and under FailLocal resets Options.Local's key too. Scripts run by EVALSHA, loaded by EVAL on NOSCRIPT
-// (go-redis Script.Run), through a redis.UniversalClient.
+// policy, and under FailLocal resets Options.Local's key too. Tiered's
+// Reset writes a reset marker in the key's hash instead, which every host
+// learns at its next flush (see Tiered.Reset for what is lost around it).
+// Scripts run by EVALSHA, loaded by EVAL on NOSCRIPT (go-redis Script.Run),
+// through a redis.UniversalClient.
 //
 // Req and lua-resty-redis-ratelimit. Req sends its script the arguments the
 // Lua module sends, computed and formatted as it does: the rate
@@ -88,8 +91,9 @@
 // integer TAT, from 0 to 100 years (the largest τ) ahead; for SlidingWindow
 // a hash of other than exactly i, c and p, a window more than a day ahead,
 // or a count negative or above any limit of its window; for Tiered a field
-// not named by a host id, a count that is not an integer within ±2^53, or
-// counts whose total is beyond it.
+// not named by a host id or "reset", a count that is not an integer within
+// ±2^53, counts whose total is beyond it, or a reset marker that is not an
+// integer from 1 to 2^53. Tiered's Reset replaces whatever the key holds.
 // The bounds are those of every limiter of the type, so that a changed
 // configuration still reads the old states. lua-resty-redis-ratelimit reads
 // a value that is no array of three as a fresh key, and computes on whatever
@@ -120,6 +124,9 @@
 //	    marks the key forbidden, as the Lua modules do.
 //	I5. Req never writes a value lua-resty-redis-ratelimit 0.03 cannot read,
 //	    and reads every value it writes (compat_test.go).
+//	I6. Tiered's flush writes a host's count of a key only when the host
+//	    knows the key's last reset marker, and only with a sequence number
+//	    above the host's last one: a flush run twice counts once.
 //
 // Concurrency: every limiter is safe for use by many goroutines; its
 // configuration is immutable and its counters atomic. Across processes and

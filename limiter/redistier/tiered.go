@@ -43,6 +43,7 @@ import (
 // delta, so a round trip that timed out but ran later, or a server that
 // restarted empty, never leaves the global count wrong beyond the next
 // flush.
+// Reset forgets a key's count on every host, each at its next flush.
 //
 // Failure. Decisions never call Redis, so each returns in the time of a few
 // zone operations, whatever Redis does. The host judges Redis by its
@@ -177,13 +178,15 @@ func NewTiered(d *dict.Dict, c redis.UniversalClient, prefix string, limit int64
 // Zone keys, per window: "tier|prefix|win|key|c" the host's count, "|c|o"
 // the other hosts' count last read (named so that the count's key is a
 // prefix of it), "|m" a marker that the key is listed in
-// "tier|prefix|win|keys"; all expire two windows on. Per host:
+// "tier|prefix|win|keys", "|r" the key's reset marker the host knows
+// (tieredreset.go); all expire two windows on. Per host:
 // "tier|prefix|host" the host's id in Redis, "|seq" the flush sequence
 // (created as the windows' clock in µs, below 2^53, which the script
 // allows, until the year 2255),
 // "|lease" the flusher's lease, "|ok" Redis's health: the time in ms (by
 // the windows' clock) of the last answer to a flush, negated while Redis is
-// failed (-1 when it never answered).
+// failed (-1 when it never answered), "|t" the server's time in ms of the
+// last answered round trip.
 func (l *Tiered) zkey(win int64, key, suffix string) string {
 	p := l.wp.Load()
 	if p == nil || p.win != win {
@@ -327,6 +330,9 @@ func (l *Tiered) list(win int64, key string, ttl time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("redistier: tiered %s: %w", key, err)
 	}
+	if err := l.stamp(win, key, ttl); err != nil {
+		return err
+	}
 	lk := l.zkey(win, "keys", "")
 	n, err := l.d.RPush(lk, dict.String(key))
 	if errors.Is(err, dict.ErrNoMemory) {
@@ -396,29 +402,6 @@ func (l *Tiered) uncommit(ctx context.Context, key string, n int64) error {
 		return fmt.Errorf("redistier: tiered %s: %w", key, err)
 	}
 	return nil
-}
-
-// Reset forgets key's count of the current window: in Redis, where it
-// deletes the window's hash, and in this host's zone, where it deletes the
-// host's count and the other hosts' count last read. Other hosts keep
-// their counts in their zones. Each flushes its whole count again, so
-// their counts come back in the global count unless they reset the key
-// too. Under FailLocal it resets Options.Local's key too. Errors:
-// ErrBadKey, ErrUnavailable when Redis does not answer (the zone is reset
-// all the same), ErrScript, the dictionary's, Options.Local's.
-func (l *Tiered) Reset(ctx context.Context, key string) error {
-	if key == "" {
-		return ErrBadKey
-	}
-	win := l.o.Now().UnixMilli() / l.window
-	err := l.resetKeys(ctx, key, l.key(key+":"+strconv.FormatInt(win, 10)))
-	ok := l.zkey(win, key, "|c|o")
-	for _, k := range []string{ok[:len(ok)-2], ok} {
-		if derr := l.d.Delete(k); derr != nil {
-			err = errors.Join(err, fmt.Errorf("redistier: tiered %s: %w", key, derr))
-		}
-	}
-	return err
 }
 
 // Run calls Flush every interval until ctx is done; errors are counted in

@@ -28,60 +28,71 @@ const (
 )
 
 // tieredScript records the host's count of each of its keys in one window
-// and returns, per key, the other hosts' total and the host's count as
-// Redis holds them. Each key is a hash: per host its count and the sequence
-// number of the flush that wrote it ("host:s"), so that a round trip that
-// timed out on the caller's side but ran later, or runs twice, never counts
-// twice nor overwrites a newer count. A key expires two windows after it
-// opened. KEYS: prefix:key:window for each key; ARGV: host, seq, ttl_ms,
-// then the host's count of each key. Reply: per key {1, others, own}, or
-// {0, 0, 0} for a key that holds a state no flush writes (a bad state),
-// which it leaves as it is: another type, a field named other than "host"
-// or "host:s" (a host being decimal digits), a value that is not an integer
-// in decimal as Lua prints it, a value, or the total of the hosts' counts
-// it holds, beyond ±2^53.
+// and returns, per key, the other hosts' total, the host's count as Redis
+// holds them, and the key's reset marker. Each key is a hash: per host its
+// count and the sequence number of the flush that wrote it ("host:s"), so
+// that a round trip that timed out on the caller's side but ran later, or
+// runs twice, never counts twice nor overwrites a newer count; and, once
+// reset, "reset", the marker that Reset wrote (tieredreset.go). A host's
+// count is written only when the marker it sends is at least the key's: a
+// count sent by a host that had not learned of the last reset is refused,
+// and the host learns the marker from the reply. A key expires two windows
+// after it opened. KEYS: prefix:key:window for each key; ARGV: host, seq,
+// ttl_ms, then per key the host's count and its marker (0 for none).
+// Reply: per key {1, others, own, marker}, or {0, 0, 0, 0} for a key that
+// holds a state no flush or reset writes (a bad state), which it leaves as
+// it is: another type, a field named other than "host", "host:s" (a host
+// being decimal digits) or "reset", a value that is not an integer in
+// decimal as Lua prints it, a value, or the total of the hosts' counts it
+// holds, beyond ±2^53, a marker below 1; then the server's TIME in ms.
 var tieredScript = redis.NewScript(`
 local host, seq, ttl = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local seqf, match, format, lim = host .. ':s', string.match, string.format, 2^53
+local t = redis.call('TIME')
 local out, o = {}, 0
 for i = 1, #KEYS do
   local k = KEYS[i]
   local all = redis.pcall('HGETALL', k)
-  local ok, s, own, others = not all.err, -1, 0, 0
+  local ok, s, own, others, r = not all.err, -1, 0, 0, 0
   if ok then
     for j = 1, #all, 2 do
       local f, v = all[j], tonumber(all[j + 1])
       if not (v and v % 1 == 0 and v >= -lim and v <= lim and format('%d', v) == all[j + 1]) then ok = false break end
       if f == seqf then s = v
       elseif f == host then own = v
+      elseif f == 'reset' then
+        if v < 1 then ok = false break end
+        r = v
       elseif match(f, '^%d+$') then others = others + v
       elseif not match(f, '^%d+:s$') then ok = false break end
     end
     ok = ok and others + own >= -lim and others + own <= lim
   end
   if not ok then
-    out[o + 1], out[o + 2], out[o + 3] = 0, 0, 0
+    out[o + 1], out[o + 2], out[o + 3], out[o + 4] = 0, 0, 0, 0
   else
-    if seq > s then
-      own = tonumber(ARGV[3 + i])
-      redis.call('HSET', k, host, ARGV[3 + i], seqf, ARGV[2])
+    if seq > s and tonumber(ARGV[3 + 2 * i]) >= r then
+      own = tonumber(ARGV[2 + 2 * i])
+      redis.call('HSET', k, host, ARGV[2 + 2 * i], seqf, ARGV[2])
       if #all == 0 then redis.call('PEXPIRE', k, ttl) end
     end
-    out[o + 1], out[o + 2], out[o + 3] = 1, others, own
+    out[o + 1], out[o + 2], out[o + 3], out[o + 4] = 1, others, own, r
   end
-  o = o + 3
+  o = o + 4
 end
+out[o + 1] = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 return out
 `)
 
 // flushItem is one key to send: the zone key of the other hosts' count
-// ("…|c|o"), its window, the host's count, whether it is of the previous
-// window (popped from its list, pushed back unless Redis got its count),
-// its position in the flush's list, and its hash slot.
+// ("…|c|o"), its window, the host's count, the reset marker the host knows
+// for it, whether it is of the previous window (popped from its list,
+// pushed back unless Redis got its count), its position in the flush's
+// list, and its hash slot.
 type flushItem struct {
 	key, others string
 	win         int64
-	n           int64
+	n, mark     int64
 	prev        bool
 	pos, slot   int
 }
@@ -104,7 +115,9 @@ type flushItem struct {
 // answers in the zone, Flush renews its lease, and it stores nothing once
 // the lease has lapsed (a flusher stalled past it), so that the answers it
 // read, and the bad marks, never overwrite those of a flusher that took
-// over. Each answered round trip
+// over. A key reset since the host last learned of a reset (see Reset)
+// has its count refused: Flush records the key's marker and drops from the
+// host's count what it sent. Each answered round trip
 // marks Redis healthy for the host, with the time of the answer; failed
 // round trips mark it failed as Tiered says. With nothing to send, Flush
 // asks Redis nothing, unless Redis is failed: then it sends a PING. Flush
@@ -169,8 +182,8 @@ func (l *Tiered) relist(win int64, key string) error {
 // collect returns the keys to send: the previous window's, popped from its
 // list, then every key listed for the current window, and the keys of
 // either list that the zone counts but an eviction took from the list
-// (tieredlost.go), which it lists again. A key whose count cannot be read
-// is left out (a previous window's stays listed), with the first error.
+// (tieredlost.go), which it lists again. A key whose count or reset marker
+// cannot be read is left out (a previous window's stays listed), with the first error.
 func (l *Tiered) collect(win int64) (items []flushItem, first error) {
 	keep := func(err error) {
 		if err != nil && first == nil {
@@ -180,6 +193,10 @@ func (l *Tiered) collect(win int64) (items []flushItem, first error) {
 	add := func(w int64, key string, prev bool) {
 		ok := l.zkey(w, key, "|c|o")
 		c, err := l.intAt(ok[:len(ok)-2])
+		var r int64
+		if err == nil {
+			r, err = l.intAt(ok[:len(ok)-4] + "|r")
+		}
 		if err != nil {
 			keep(err)
 			if prev {
@@ -187,7 +204,7 @@ func (l *Tiered) collect(win int64) (items []flushItem, first error) {
 			}
 			return
 		}
-		items = append(items, flushItem{key: key, others: ok, win: w, n: c, prev: prev, pos: len(items)})
+		items = append(items, flushItem{key: key, others: ok, win: w, n: c, mark: r, prev: prev, pos: len(items)})
 	}
 	seen := l.seen
 	lk := l.zkey(win-1, "keys", "")
@@ -377,6 +394,9 @@ func (l *Tiered) send(ctx context.Context, host string, seq int64, items []flush
 		if err := l.mark(true); err != nil {
 			return sent, errors.Join(first, err)
 		}
+		if err := l.noteTime(res.replies); err != nil {
+			return sent, errors.Join(first, err)
+		}
 		for r, run := range res.trip {
 			if res.errs[r] != nil {
 				if first == nil {
@@ -389,7 +409,7 @@ func (l *Tiered) send(ctx context.Context, host string, seq int64, items []flush
 				var held bool
 				var err error
 				switch {
-				case rep[3*j] != 1:
+				case rep[4*j] != 1:
 					if first == nil {
 						first = fmt.Errorf("%w: tiered %s: its Redis hash holds a state no flush writes", ErrBadState, l.redisKey(it))
 					}
@@ -399,7 +419,9 @@ func (l *Tiered) send(ctx context.Context, host string, seq int64, items []flush
 					continue
 				default:
 					sent[it.pos] = true
-					held, err = l.fencedSet(it.others, dict.Int(rep[3*j+1]), ttl)
+					if held, err = l.learn(it, rep[4*j+3]); held && err == nil {
+						held, err = l.fencedSet(it.others, dict.Int(rep[4*j+1]), ttl)
+					}
 				}
 				if err != nil || !held {
 					if err != nil {
@@ -421,11 +443,11 @@ func (l *Tiered) roundTrip(ctx context.Context, host string, seq int64, trip [][
 	keys, args := make([][]string, len(trip)), make([][]any, len(trip))
 	ttl, sq := strconv.FormatInt(2*l.window, 10), strconv.FormatInt(seq, 10)
 	for r, run := range trip {
-		keys[r], args[r] = make([]string, len(run)), make([]any, 3, 3+len(run))
+		keys[r], args[r] = make([]string, len(run)), make([]any, 3, 3+2*len(run))
 		args[r][0], args[r][1], args[r][2] = host, sq, ttl
 		for j, it := range run {
 			keys[r][j] = l.redisKey(it)
-			args[r] = append(args[r], it.n)
+			args[r] = append(args[r], it.n, it.mark)
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.o.Timeout)
@@ -461,7 +483,7 @@ func (l *Tiered) roundTrip(ctx context.Context, host string, seq int64, trip [][
 			return nil, nil, fmt.Errorf("%w: tiered %s: %w", ErrUnavailable, l.prefix, cerr)
 		case cerr != nil:
 			errs[r] = fmt.Errorf("%w: tiered %s: %w", ErrScript, l.redisKey(trip[r][0]), cerr)
-		case len(rep) != 3*len(trip[r]):
+		case len(rep) != 4*len(trip[r])+1:
 			errs[r] = fmt.Errorf("%w: tiered %s: %d values for %d keys", ErrScript, l.redisKey(trip[r][0]), len(rep), len(trip[r]))
 		}
 		if errs[r] != nil {

@@ -512,7 +512,8 @@ func TestTieredNothingToSend(t *testing.T) {
 // runs), keys whose Redis value no flush writes: a string, and hashes with
 // a count or a sequence number that is not an integer written as Lua writes
 // it and holds exactly, a field that names no host, a total beyond 2^53
-// (of other hosts' counts, or with the host's own). Each must fail alone
+// (of other hosts' counts, or with the host's own), a reset marker that is
+// not a positive integer. Each must fail alone
 // (ErrBadState, the key left as it is, its decisions ErrBadState), every
 // other key's count must reach Redis and its decisions go on, and Redis,
 // which answered, must not be taken for failed.
@@ -536,6 +537,9 @@ func TestTieredFlushBadKey(t *testing.T) {
 		keys[4]:   {"HSET", rk(keys[4]), "x", "1"},
 		keys[5]:   {"HSET", rk(keys[5]), "7", "9007199254740992", "8", "9007199254740992"},
 		keys[6]:   {"HSET", rk(keys[6]), host, "9007199254740992", "7", "2"},
+		keys[7]:   {"HSET", rk(keys[7]), "7", "2", "reset", "x"},
+		keys[8]:   {"HSET", rk(keys[8]), "reset", "0"},
+		keys[9]:   {"HSET", rk(keys[9]), "reset", "-1"},
 	}
 	for _, cmd := range bad {
 		if _, err := testutil.RedisDo(r.Addr, cmd...); err != nil {

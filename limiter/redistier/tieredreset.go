@@ -74,6 +74,9 @@ return {r}
 // the other hosts' counts come back at their next flushes. Under
 // FailLocal it resets Options.Local's key too.
 //
+// A host of a release before reset markers takes a reset key for a bad
+// state until its hash expires. Upgrade every host before any calls Reset.
+//
 // Errors: ErrBadKey, ErrUnavailable when Redis does not answer (the zone
 // is reset all the same), ErrScript, ErrBadState for a reply no reset
 // script returns, the dictionary's, Options.Local's.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/shmzone/shmzone/contrib/fasthttp"
+	"github.com/shmzone/shmzone/internal/testutil"
 	"github.com/shmzone/shmzone/limiter"
 	"github.com/valyala/fasthttp"
 )
@@ -30,20 +31,9 @@ func TestCost(t *testing.T) {
 			ctx.SetStatusCode(fasthttp.StatusBadRequest)
 		},
 	}, ok)
-	for i, tt := range []struct {
-		cost string
-		want int
-	}{
-		{"4", fasthttp.StatusOK},
-		{"4", fasthttp.StatusOK},
-		{"4", fasthttp.StatusTooManyRequests},
-		{"2", fasthttp.StatusOK},
-		{"1", fasthttp.StatusTooManyRequests},
-		{"0", fasthttp.StatusBadRequest},
-		{"many", fasthttp.StatusBadRequest},
-	} {
-		if resp := serve(h, "192.0.2.9:1234", "X-Cost", tt.cost); resp.StatusCode() != tt.want {
-			t.Errorf("request %d, cost %s: status %d, want %d", i+1, tt.cost, resp.StatusCode(), tt.want)
+	for i, tt := range testutil.CostSteps {
+		if resp := serve(h, "192.0.2.9:1234", "X-Cost", tt.Cost); resp.StatusCode() != tt.Status {
+			t.Errorf("request %d, cost %s: status %d, want %d", i+1, tt.Cost, resp.StatusCode(), tt.Status)
 		}
 	}
 	if len(errs) != 2 || !errors.Is(errs[0], limiter.ErrBadCost) || !errors.Is(errs[1], strconv.ErrSyntax) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shmzone/shmzone/contrib/fasthttp"
+	"github.com/shmzone/shmzone/internal/testutil"
 	"github.com/shmzone/shmzone/limiter"
 	"github.com/shmzone/shmzone/limiter/admit"
 	"github.com/valyala/fasthttp"
@@ -36,25 +37,18 @@ func TestTiers(t *testing.T) {
 			ctx.SetStatusCode(fasthttp.StatusBadRequest)
 		},
 	}, ok)
-	for _, tt := range []struct {
-		plan   string
-		limit  int
-		policy string
-	}{
-		{"", 2, "free"},
-		{"paid", 5, "paid"},
-	} {
-		for i := 1; i <= tt.limit+1; i++ {
-			resp := serve(h, "192.0.2.7:1234", "X-Plan", tt.plan)
+	for _, tt := range testutil.TierPlans {
+		for i := 1; i <= tt.Limit+1; i++ {
+			resp := serve(h, "192.0.2.7:1234", "X-Plan", tt.Plan)
 			want := fasthttp.StatusOK
-			if i > tt.limit {
+			if i > tt.Limit {
 				want = fasthttp.StatusTooManyRequests
 			}
 			if resp.StatusCode() != want {
-				t.Fatalf("plan %q, request %d: status %d, want %d", tt.plan, i, resp.StatusCode(), want)
+				t.Fatalf("plan %q, request %d: status %d, want %d", tt.Plan, i, resp.StatusCode(), want)
 			}
-			if p := hdr(resp, "RateLimit-Policy"); !strings.Contains(p, tt.policy) {
-				t.Errorf("plan %q: RateLimit-Policy %q does not name %q", tt.plan, p, tt.policy)
+			if p := hdr(resp, "RateLimit-Policy"); !strings.Contains(p, tt.Policy) {
+				t.Errorf("plan %q: RateLimit-Policy %q does not name %q", tt.Plan, p, tt.Policy)
 			}
 		}
 	}

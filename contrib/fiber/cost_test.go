@@ -8,6 +8,7 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 	"github.com/shmzone/shmzone/contrib/fiber"
+	"github.com/shmzone/shmzone/internal/testutil"
 	"github.com/shmzone/shmzone/limiter"
 )
 
@@ -29,20 +30,9 @@ func TestCost(t *testing.T) {
 			return c.Status(http.StatusBadRequest).SendString(err.Error())
 		},
 	})
-	for i, tt := range []struct {
-		cost string
-		want int
-	}{
-		{"4", http.StatusOK},
-		{"4", http.StatusOK},
-		{"4", http.StatusTooManyRequests},
-		{"2", http.StatusOK},
-		{"1", http.StatusTooManyRequests},
-		{"0", http.StatusBadRequest},
-		{"many", http.StatusBadRequest},
-	} {
-		if resp := do(t, app, "X-Cost", tt.cost); resp.StatusCode != tt.want {
-			t.Errorf("request %d, cost %s: status %d, want %d", i+1, tt.cost, resp.StatusCode, tt.want)
+	for i, tt := range testutil.CostSteps {
+		if resp := do(t, app, "X-Cost", tt.Cost); resp.StatusCode != tt.Status {
+			t.Errorf("request %d, cost %s: status %d, want %d", i+1, tt.Cost, resp.StatusCode, tt.Status)
 		}
 	}
 	if len(errs) != 2 || !errors.Is(errs[0], limiter.ErrBadCost) || !errors.Is(errs[1], strconv.ErrSyntax) {

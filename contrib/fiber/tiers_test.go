@@ -9,6 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 	"github.com/shmzone/shmzone/contrib/fiber"
+	"github.com/shmzone/shmzone/internal/testutil"
 	"github.com/shmzone/shmzone/limiter"
 	"github.com/shmzone/shmzone/limiter/admit"
 )
@@ -37,25 +38,18 @@ func TestTiers(t *testing.T) {
 			return c.Status(http.StatusBadRequest).SendString("no such plan")
 		},
 	})
-	for _, tt := range []struct {
-		plan   string
-		limit  int
-		policy string
-	}{
-		{"", 2, "free"},
-		{"paid", 5, "paid"},
-	} {
-		for i := 1; i <= tt.limit+1; i++ {
-			resp := do(t, app, "X-Plan", tt.plan)
+	for _, tt := range testutil.TierPlans {
+		for i := 1; i <= tt.Limit+1; i++ {
+			resp := do(t, app, "X-Plan", tt.Plan)
 			want := http.StatusOK
-			if i > tt.limit {
+			if i > tt.Limit {
 				want = http.StatusTooManyRequests
 			}
 			if resp.StatusCode != want {
-				t.Fatalf("plan %q, request %d: status %d, want %d", tt.plan, i, resp.StatusCode, want)
+				t.Fatalf("plan %q, request %d: status %d, want %d", tt.Plan, i, resp.StatusCode, want)
 			}
-			if p := resp.Header.Get("RateLimit-Policy"); !strings.Contains(p, tt.policy) {
-				t.Errorf("plan %q: RateLimit-Policy %q does not name %q", tt.plan, p, tt.policy)
+			if p := resp.Header.Get("RateLimit-Policy"); !strings.Contains(p, tt.Policy) {
+				t.Errorf("plan %q: RateLimit-Policy %q does not name %q", tt.Plan, p, tt.Policy)
 			}
 		}
 	}

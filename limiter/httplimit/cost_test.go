@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/shmzone/shmzone/internal/testutil"
 	"github.com/shmzone/shmzone/limiter"
 )
 
@@ -28,20 +29,9 @@ func TestCost(t *testing.T) {
 		},
 	})
 	h := mw(okHandler(new(atomic.Int64)))
-	for i, tt := range []struct {
-		cost string
-		want int
-	}{
-		{"4", http.StatusOK},
-		{"4", http.StatusOK},
-		{"4", http.StatusTooManyRequests},
-		{"2", http.StatusOK},
-		{"1", http.StatusTooManyRequests},
-		{"0", http.StatusBadRequest},
-		{"many", http.StatusBadRequest},
-	} {
-		if w := serve(h, "192.0.2.9:1234", "X-Cost", tt.cost); w.Code != tt.want {
-			t.Errorf("request %d, cost %s: status %d, want %d", i+1, tt.cost, w.Code, tt.want)
+	for i, tt := range testutil.CostSteps {
+		if w := serve(h, "192.0.2.9:1234", "X-Cost", tt.Cost); w.Code != tt.Status {
+			t.Errorf("request %d, cost %s: status %d, want %d", i+1, tt.Cost, w.Code, tt.Status)
 		}
 	}
 	if len(errs) != 2 || !errors.Is(errs[0], limiter.ErrBadCost) || !errors.Is(errs[1], strconv.ErrSyntax) {

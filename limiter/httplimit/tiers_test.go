@@ -43,25 +43,18 @@ func TestTiers(t *testing.T) {
 	})
 	var calls atomic.Int64
 	h := mw(okHandler(&calls))
-	for _, tt := range []struct {
-		plan   string
-		limit  int
-		policy string
-	}{
-		{"", 2, "free"},
-		{"paid", 5, "paid"},
-	} {
-		for i := 1; i <= tt.limit+1; i++ {
-			w := serve(h, "192.0.2.7:1234", "X-Plan", tt.plan)
+	for _, tt := range testutil.TierPlans {
+		for i := 1; i <= tt.Limit+1; i++ {
+			w := serve(h, "192.0.2.7:1234", "X-Plan", tt.Plan)
 			want := http.StatusOK
-			if i > tt.limit {
+			if i > tt.Limit {
 				want = http.StatusTooManyRequests
 			}
 			if w.Code != want {
-				t.Fatalf("plan %q, request %d: status %d, want %d", tt.plan, i, w.Code, want)
+				t.Fatalf("plan %q, request %d: status %d, want %d", tt.Plan, i, w.Code, want)
 			}
-			if p := w.Header().Get("RateLimit-Policy"); !strings.HasPrefix(p, `"`+tt.policy+`";`) && !strings.HasPrefix(p, tt.policy+";") {
-				t.Errorf("plan %q: RateLimit-Policy %q does not name %q", tt.plan, p, tt.policy)
+			if p := w.Header().Get("RateLimit-Policy"); !strings.HasPrefix(p, `"`+tt.Policy+`";`) && !strings.HasPrefix(p, tt.Policy+";") {
+				t.Errorf("plan %q: RateLimit-Policy %q does not name %q", tt.Plan, p, tt.Policy)
 			}
 		}
 	}

@@ -58,7 +58,9 @@ func flood(t *testing.T, d *dict.Dict) dict.Stats {
 		t.Fatal("gone, evicted live and written again, is not Lost")
 	}
 	st := d.Stats()
-	if st.Lost != 1 || st.Protected != 11 {
+	// A flood key whose fingerprint meets a trace, about one new key in
+	// four million, counts as lost and protected as well.
+	if extra := st.Protected - 11; extra < 0 || extra > 2 || int64(st.Lost) != 1+extra {
 		t.Fatalf("Stats() = %+v, want 1 lost, and 11 protected: the 10 keys read again and the one lost", st)
 	}
 	return st

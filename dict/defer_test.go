@@ -24,7 +24,7 @@ var deferSlowOK = map[string]bool{"SetList": true}
 // TestOpenCodedDefers asks the compiler (-d=defer) how it compiles each
 // defer of the package and fails on one it does not open-code outside
 // deferSlowOK: the operations keep their locked paths, with their many
-// returns, in functions of their own (incrUnderLock, mutateSlow, casLocked...).
+// returns, in functions of their own (lockIncr, lockMutate, lockCAS...).
 func TestOpenCodedDefers(t *testing.T) {
 	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if _, err := os.Stat(gobin); err != nil {

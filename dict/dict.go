@@ -136,11 +136,11 @@ type shardFields struct {
 	pages   []pageTally   // this process's counts of entry writes, per slab page (tally.go)
 	// pagesOff and pageShift are the slab's PageGeometry, for pages.
 	pagesOff, pageShift uint32
-	// clears, when not nil, records what clearPageLocked does, for the
+	// clears, when not nil, records what clearPageInShard does, for the
 	// model test (export_test.go); nil otherwise.
 	clears *[]clearStep
 	// recalls, when not nil, records the keys whose new entry found their
-	// trace (storeLocked), for the model test; nil otherwise.
+	// trace (storeInShard), for the model test; nil otherwise.
 	recalls *[]recall
 	// lastMoved is the hash of the key whose entry this process last moved
 	// to a page of its own (own.go); atomic.
@@ -302,7 +302,7 @@ func reformatShard(z *shm.Zone, mem []byte, h shm.Header, sh *shard, timeout tim
 		return nil, err
 	}
 	sh.slab = sl
-	if err := sh.repairLocked(); err != nil {
+	if err := sh.repairInShard(); err != nil {
 		return nil, err
 	}
 	atomic.AddUint64(&hd.Recoveries, 1)
@@ -336,9 +336,9 @@ func (d *Dict) Close() error {
 		unregisterTallies(d)
 		releaseClock()
 	}
-	d.flushGuarded(true)
+	d.guardedFlush(true)
 	if was == stateOpen {
-		d.releaseGuarded()
+		d.guardedRelease()
 	}
 	return d.z.Close()
 }
@@ -457,18 +457,18 @@ func (d *Dict) lookup(key string, write bool) (s *shard, h uint64, off uint32, e
 	if err := d.lock(s); err != nil {
 		return nil, 0, 0, err
 	}
-	if off, _, err = s.findLocked(key, h); err != nil {
-		err = d.corruptLocked(s, "index")
+	if off, _, err = s.findInShard(key, h); err != nil {
+		err = d.corruptInShard(s, "index")
 		d.unlock(s)
 		return nil, 0, 0, err
 	}
 	if write && off != 0 {
 		// Entry writers inside its page finish first; one that died
-		// there lost the entry (settleLocked).
+		// there lost the entry (settleInShard).
 		err := s.drainPage(off)
 		if err != nil {
-			err = d.failLocked(s, err, "page")
-		} else if gone, serr := d.settleLocked(s, off); serr != nil {
+			err = d.failInShard(s, err, "page")
+		} else if gone, serr := d.settleInShard(s, off); serr != nil {
 			err = serr
 		} else if gone {
 			off = 0
@@ -507,10 +507,10 @@ func (d *Dict) expiryFor(ttl time.Duration) (int64, error) {
 // its own goroutines and nothing else.
 func (d *Dict) lock(s *shard) error {
 	if !d.z.TryLockCounted(s.lockw, s.holds) {
-		if _, err := d.lockSlow(s); err != nil {
+		if _, err := d.lockWait(s); err != nil {
 			return err
 		}
-		return nil // lockSlow made Seq odd
+		return nil // lockWait made Seq odd
 	}
 	d.beginChange(s)
 	return nil
@@ -533,9 +533,9 @@ func (d *Dict) unlock(s *shard) {
 	shm.UnlockCounted(s.lockw, s.holds)
 }
 
-// lockSlow waits for a shard's lock, counts the wait, and repairs a shard
+// lockWait waits for a shard's lock, counts the wait, and repairs a shard
 // taken over from a dead owner.
-func (d *Dict) lockSlow(s *shard) (shm.LockResult, error) {
+func (d *Dict) lockWait(s *shard) (shm.LockResult, error) {
 	r, err := d.z.LockWithinCounted(s.lockw, s.holds, d.lockTimeout)
 	if err != nil {
 		return 0, fmt.Errorf("dict: shard %d: %w after %v", s.id, err, d.lockTimeout)
@@ -548,7 +548,7 @@ func (d *Dict) lockSlow(s *shard) (shm.LockResult, error) {
 	h.LockWaits++
 	if r&shm.LockRecovered != 0 {
 		atomic.AddUint64(&h.Recoveries, 1)
-		if err := s.repairLocked(); err != nil {
+		if err := s.repairInShard(); err != nil {
 			d.unlock(s)
 			return 0, err
 		}
@@ -556,24 +556,24 @@ func (d *Dict) lockSlow(s *shard) (shm.LockResult, error) {
 	return r, nil
 }
 
-// corruptLocked reports corruption found in a shard while holding its lock:
+// corruptInShard reports corruption found in a shard while holding its lock:
 // a writable shard is repaired at once so that the next call finds it sound.
-func (d *Dict) corruptLocked(s *shard, what string) error {
+func (d *Dict) corruptInShard(s *shard, what string) error {
 	if !d.readOnly {
 		atomic.AddUint64(&s.hdr().Recoveries, 1)
-		if err := s.repairLocked(); err != nil {
+		if err := s.repairInShard(); err != nil {
 			return fmt.Errorf("dict: shard %d: %w: %s; not repaired: %w", s.id, ErrCorrupt, what, err)
 		}
 	}
 	return fmt.Errorf("dict: shard %d: %w: %s", s.id, ErrCorrupt, what)
 }
 
-// failLocked reports an error met while holding a shard's lock: a page
+// failInShard reports an error met while holding a shard's lock: a page
 // lock's timeout as it is (nothing was changed), anything else as
-// corruption (corruptLocked).
-func (d *Dict) failLocked(s *shard, err error, what string) error {
+// corruption (corruptInShard).
+func (d *Dict) failInShard(s *shard, err error, what string) error {
 	if errors.Is(err, ErrLockTimeout) {
 		return err
 	}
-	return d.corruptLocked(s, what)
+	return d.corruptInShard(s, what)
 }

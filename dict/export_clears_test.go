@@ -2,7 +2,7 @@ package dict
 
 import "unsafe"
 
-// The crash tests' view of page clearing (clearPageLocked) in a helper
+// The crash tests' view of page clearing (clearPageInShard) in a helper
 // process: its shards record each step of a clearing in memory that the
 // helper maps from its ack file, so that every step taken before a SIGKILL
 // is in the file afterwards, and the test can tell a helper killed inside

@@ -37,7 +37,7 @@ func ShardOf(d *Dict, key string) int { return int(hashKey(d.seed, key) & d.mask
 // the tests whose helper must hold a shard's lock, not an entry's.
 func UpdateLocked(d *Dict, key string, fn func(cur Value, ok bool) (Value, time.Duration, bool)) error {
 	var out Outcome
-	return d.updateLocked(key, fn, &out)
+	return d.lockUpdate(key, fn, &out)
 }
 
 // MoveToOwn is the move that a write in place makes of key's entry

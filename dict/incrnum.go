@@ -17,15 +17,15 @@ import (
 // returns it.
 func (d *Dict) IncrInitNum(key string, delta, init int64, initTTL time.Duration) (sum float64, out Outcome, err error) {
 	if d.guard {
-		return d.incrInitNumGuarded(key, delta, init, initTTL)
+		return d.guardedIncrInitNum(key, delta, init, initTTL)
 	}
 	_, sum, out, err = d.incrInit(key, delta, init, initTTL, incrNum)
 	return sum, out, err
 }
 
-// incrInitNumGuarded is IncrInitNum with Options.GuardFaults (as
-// incrGuarded).
-func (d *Dict) incrInitNumGuarded(key string, delta, init int64, initTTL time.Duration) (sum float64, out Outcome, err error) {
+// guardedIncrInitNum is IncrInitNum with Options.GuardFaults (as
+// guardedIncr).
+func (d *Dict) guardedIncrInitNum(key string, delta, init int64, initTTL time.Duration) (sum float64, out Outcome, err error) {
 	defer d.catchFault(&err, shm.GuardFaults())
 	_, sum, out, err = d.incrInit(key, delta, init, initTTL, incrNum)
 	return sum, out, err

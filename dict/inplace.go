@@ -24,13 +24,13 @@ func (d *Dict) pinLive(s *shard, key string, h uint64) (off uint32, e *entry, pw
 	}
 	if pw == nil {
 		var found bool
-		if off, pw, found, ok = s.pinAfter(key, h, off, seq, ok); !ok || !found {
+		if off, pw, found, ok = s.pinRetry(key, h, off, seq, ok); !ok || !found {
 			return 0, nil, nil, false
 		}
 	}
 	e = s.entryAt(off)
 	w := e.ver()
-	if x := expiryOf(w); writing(w) || (x != 0 && d.Now() >= x) || !s.okBody(off, e) {
+	if x := expiryOf(w); writing(w) || (x != 0 && d.Now() >= x) || !s.okBytes(off, e) {
 		s.unpin(off, pw)
 		return 0, nil, nil, false
 	}
@@ -45,14 +45,15 @@ func sameShape(e *entry, v *Value) bool {
 	return k != KindList && k != KindNone && v.kind != KindList && v.kind != KindNone && storedSize(v.kind, len(v.b)) == e.vlen()
 }
 
-// rewritePinned writes v, of e's shape (sameShape), into the live entry at
-// off, with the given expiry, and flags unless keepFlags; the caller holds
+// rewriteInPage writes p.v, of e's shape (sameShape), into the live entry
+// at off, with p.expiry, and p.flags unless p.keepFlags. The caller holds
 // the entry's page lock. A number that keeps its kind, expiry and flags is
 // one aligned store, whole even if the process dies there, as incr's.
 // Otherwise Ver is odd while the words change: a reader that overlaps
 // retries, and a process killed in between leaves the entry for repair to
 // drop (I6).
-func (s *shard) rewritePinned(off uint32, e *entry, v *Value, expiry int64, flags uint32, keepFlags bool) {
+func (s *shard) rewriteInPage(off uint32, e *entry, p *put) {
+	v, expiry, flags, keepFlags := &p.v, p.expiry, p.flags, p.keepFlags
 	if (v.kind == KindInt || v.kind == KindFloat) && e.kind() == v.kind &&
 		expiryOf(e.ver()) == expiry && (keepFlags || e.flags() == flags) {
 		atomic.StoreUint64(s.num(off, e), v.num)
@@ -71,31 +72,31 @@ func (s *shard) rewritePinned(off uint32, e *entry, v *Value, expiry int64, flag
 	e.use()
 }
 
-// setPinned is store's entry write: a Set or Replace of a live key with a
+// setInPage is store's entry write: a Set or Replace of a live key with a
 // value of its shape, or an Add that finds the key live. done false: the
 // shard's lock decides. It calls no user code, so it unlocks where it
 // returns, with no deferred call.
-func (d *Dict) setPinned(s *shard, key string, h uint64, v *Value, expiry int64, flags uint32, m mode) (done bool, err error) {
+func (d *Dict) setInPage(s *shard, key string, h uint64, p *put) (done bool, err error) {
 	off, e, pw, ok := d.pinLive(s, key, h)
 	if !ok {
 		return false, nil
 	}
 	switch {
-	case m == modeAdd:
+	case p.mode == modeAdd:
 		s.unpin(off, pw)
 		return true, ErrExists
-	case !sameShape(e, v):
+	case !sameShape(e, &p.v):
 		s.unpin(off, pw)
 		return false, nil
 	}
-	s.rewritePinned(off, e, v, expiry, flags, false)
+	s.rewriteInPage(off, e, p)
 	d.unlockCounted(s, key, h, off, pw)
 	return true, nil
 }
 
-// expirePinned is Expire's entry write. done false: the shard's lock
+// expireInPage is Expire's entry write. done false: the shard's lock
 // decides.
-func (d *Dict) expirePinned(s *shard, key string, h uint64, expiry int64) (done bool) {
+func (d *Dict) expireInPage(s *shard, key string, h uint64, expiry int64) (done bool) {
 	off, e, pw, ok := d.pinLive(s, key, h)
 	if !ok {
 		return false
@@ -105,11 +106,11 @@ func (d *Dict) expirePinned(s *shard, key string, h uint64, expiry int64) (done 
 	return true
 }
 
-// casPinned is CompareAndSwap's entry write: a live key that does not hold
-// old, or one whose value new can replace in place. done false: the
+// casInPage is CompareAndSwap's entry write: a live key that does not hold
+// old, or one whose value p.v can replace in place. done false: the
 // shard's lock decides. It calls no user code, so it unlocks where it
-// returns, as setPinned.
-func (d *Dict) casPinned(s *shard, key string, h uint64, old, new Value, expiry int64) (done, swapped bool, err error) {
+// returns, as setInPage.
+func (d *Dict) casInPage(s *shard, key string, h uint64, old Value, p *put) (done, swapped bool, err error) {
 	off, e, pw, ok := d.pinLive(s, key, h)
 	if !ok {
 		return false, false, nil
@@ -118,36 +119,36 @@ func (d *Dict) casPinned(s *shard, key string, h uint64, old, new Value, expiry 
 	case e.kind() == KindList:
 		s.unpin(off, pw)
 		return true, false, ErrIsList
-	case !s.equalLocked(off, e, old):
+	case !s.equalValue(off, e, old):
 		s.unpin(off, pw)
 		return true, false, nil
-	case !sameShape(e, &new):
+	case !sameShape(e, &p.v):
 		s.unpin(off, pw)
 		return false, false, nil
 	}
-	s.rewritePinned(off, e, &new, expiry, 0, true)
+	s.rewriteInPage(off, e, p)
 	d.unlockCounted(s, key, h, off, pw)
 	return true, true, nil
 }
 
-// updatePinned is Update's entry write: it calls fn with the live entry's
+// updateInPage is Update's entry write: it calls fn with the live entry's
 // value under the entry's page lock (released however fn ends) and stores
 // a next value of the entry's shape in place. done false: fn's result
 // needs the entry removed or resized, and the shard's lock calls fn again
 // with the value as it then is.
-func (d *Dict) updatePinned(s *shard, key string, h uint64, fn func(cur Value, ok bool) (Value, time.Duration, bool)) (done bool, err error) {
+func (d *Dict) updateInPage(s *shard, key string, h uint64, fn func(cur Value, ok bool) (Value, time.Duration, bool)) (done bool, err error) {
 	off, e, pw, ok := d.pinLive(s, key, h)
 	if !ok {
 		return false, nil
 	}
 	n, slow, done, err := d.updateEntry(s, off, e, pw, fn)
-	if slow { // after the unlock: pageSlow may wait for a flush
-		d.pageSlow(s, key, h, off, n)
+	if slow { // after the unlock: flushPageCounts may wait for a flush
+		d.flushPageCounts(s, key, h, off, n)
 	}
 	return done, err
 }
 
-// updateEntry is updatePinned once the entry is pinned: it releases pw
+// updateEntry is updateInPage once the entry is pinned: it releases pw
 // however fn ends, and returns what the write's count asks (entryCounted).
 func (d *Dict) updateEntry(s *shard, off uint32, e *entry, pw *uint64, fn func(cur Value, ok bool) (Value, time.Duration, bool)) (n uint32, slow, done bool, err error) {
 	defer s.unpin(off, pw)
@@ -167,22 +168,22 @@ func (d *Dict) updateEntry(s *shard, off uint32, e *entry, pw *uint64, fn func(c
 	if err != nil {
 		return 0, false, true, err
 	}
-	s.rewritePinned(off, e, &next, expiry, 0, true)
+	s.rewriteInPage(off, e, &put{v: next, expiry: expiry, keepFlags: true})
 	n, slow = s.entryCounted(off, tWrites)
 	return n, slow, true, nil
 }
 
 // unlockCounted counts an entry write on the entry at off and releases its
-// page's lock pw, then does what the count asks (pageSlow).
+// page's lock pw, then does what the count asks (flushPageCounts).
 func (d *Dict) unlockCounted(s *shard, key string, h uint64, off uint32, pw *uint64) {
 	n, slow := s.entryCounted(off, tWrites)
 	s.unpin(off, pw)
 	if slow {
-		d.pageSlow(s, key, h, off, n)
+		d.flushPageCounts(s, key, h, off, n)
 	}
 }
 
-// current returns the value of a live entry that passed okBody and is not
+// current returns the value of a live entry that passed okBytes and is not
 // a list, for Update's fn: a bytes value aliases the zone, capped.
 func (s *shard) current(off uint32, e *entry) Value {
 	switch k := e.kind(); k {

@@ -61,7 +61,7 @@ func (d *Dict) Scan(fn func(it Item) bool) (err error) {
 				// Entry writers inside the shard's pages finish
 				// first, so that no value is copied half written.
 				if err = s.drainPages(); err == nil {
-					err = d.scanLocked(s, now, &c)
+					err = d.scanInShard(s, now, &c)
 				}
 				d.unlock(s)
 			}
@@ -99,17 +99,17 @@ func (d *Dict) Scan(fn func(it Item) bool) (err error) {
 	return nil
 }
 
-// scanLocked copies the live entries of a shard into c, oldest first.
-func (d *Dict) scanLocked(s *shard, now int64, c *copyBuf) error {
+// scanInShard copies the live entries of a shard into c, oldest first.
+func (d *Dict) scanInShard(s *shard, now int64, c *copyBuf) error {
 	off := s.hdr().QueueTail
 	for steps := 0; off != 0; steps++ {
 		if !s.okEntry(off) || steps > s.maxSteps() {
-			return d.corruptLocked(s, "queue")
+			return d.corruptInShard(s, "queue")
 		}
 		e := s.entryAt(off)
 		if e.expiry() == 0 || now < e.expiry() {
-			if !s.copyEntryLocked(off, e, now, c) {
-				return d.corruptLocked(s, "entry")
+			if !s.copyEntryInShard(off, e, now, c) {
+				return d.corruptInShard(s, "entry")
 			}
 		}
 		off = e.QPrev
@@ -117,7 +117,7 @@ func (d *Dict) scanLocked(s *shard, now int64, c *copyBuf) error {
 	return nil
 }
 
-// scanCopy is scanLocked for a read-only view: it walks the copy of shard s
+// scanCopy is scanInShard for a read-only view: it walks the copy of shard s
 // in sn, copies lists from it, and reads every other value from the zone
 // (copyLive), where an entry writer may have changed it while the copy was
 // taken.
@@ -126,20 +126,20 @@ func (d *Dict) scanCopy(s *shard, sn *snapshot, now int64, c *copyBuf) error {
 	off := v.hdr().QueueTail
 	for steps := 0; off != 0; steps++ {
 		if !v.okEntry(off) || steps > v.maxSteps() {
-			return d.corruptLocked(v, "queue")
+			return d.corruptInShard(v, "queue")
 		}
 		e := v.entryAt(off)
-		if !v.okBody(off, e) {
-			return d.corruptLocked(v, "entry")
+		if !v.okBytes(off, e) {
+			return d.corruptInShard(v, "entry")
 		}
 		switch {
 		case e.expiry() != 0 && now >= e.expiry():
 		case e.kind() == KindList:
-			if !v.copyEntryLocked(off, e, now, c) {
-				return d.corruptLocked(v, "entry")
+			if !v.copyEntryInShard(off, e, now, c) {
+				return d.corruptInShard(v, "entry")
 			}
 		default:
-			if err := d.copyLive(s, sn, off, v.keyOf(off, e), now, c); err != nil {
+			if err := d.copyLive(s, sn, off, now, c); err != nil {
 				return err
 			}
 		}
@@ -163,7 +163,7 @@ func (d *Dict) LRange(key string) (_ []Value, err error) {
 			return nil, err
 		}
 		c.reset()
-		err = d.lrangeLocked(s, off, &c)
+		err = d.lrangeInShard(s, off, &c)
 		d.unlock(s)
 		if err != nil || len(c.recs) == 0 {
 			return nil, err
@@ -180,8 +180,8 @@ func (d *Dict) LRange(key string) (_ []Value, err error) {
 	return vs, nil
 }
 
-// lrangeLocked copies the list entry at off (0 when absent) into c.
-func (d *Dict) lrangeLocked(s *shard, off uint32, c *copyBuf) error {
+// lrangeInShard copies the list entry at off (0 when absent) into c.
+func (d *Dict) lrangeInShard(s *shard, off uint32, c *copyBuf) error {
 	if off == 0 {
 		return nil
 	}
@@ -196,8 +196,8 @@ func (d *Dict) lrangeLocked(s *shard, off uint32, c *copyBuf) error {
 	if e.kind() != KindList {
 		return ErrNotList
 	}
-	if !s.copyEntryLocked(off, e, now, c) {
-		return d.corruptLocked(s, "list")
+	if !s.copyEntryInShard(off, e, now, c) {
+		return d.corruptInShard(s, "list")
 	}
 	return nil
 }
@@ -308,11 +308,11 @@ func (c *copyBuf) value(r copyRec) Value {
 	return Value{kind: r.kind, num: r.num}
 }
 
-// copyEntryLocked appends the entry at off, which passed okEntry, to c: its
+// copyEntryInShard appends the entry at off, which passed okEntry, to c: its
 // key with its value, or for a list a record with the list's elements after
 // it. It reports false for an entry or a list that is not well formed.
-func (s *shard) copyEntryLocked(off uint32, e *entry, now int64, c *copyBuf) bool {
-	if !s.okBody(off, e) {
+func (s *shard) copyEntryInShard(off uint32, e *entry, now int64, c *copyBuf) bool {
+	if !s.okBytes(off, e) {
 		return false
 	}
 	r := copyRec{kind: e.kind(), flags: e.Flags, expiry: e.expiry(), now: now}
@@ -334,7 +334,7 @@ func (s *shard) copyEntryLocked(off uint32, e *entry, now int64, c *copyBuf) boo
 		if e.VLen != uint32(listHdrSize) {
 			return false
 		}
-		return s.copyListLocked(off, e, r, c)
+		return s.copyListInShard(off, e, r, c)
 	default:
 		return false
 	}
@@ -342,8 +342,8 @@ func (s *shard) copyEntryLocked(off uint32, e *entry, now int64, c *copyBuf) boo
 	return true
 }
 
-// copyListLocked appends a list entry's record r and then its elements.
-func (s *shard) copyListLocked(off uint32, e *entry, r copyRec, c *copyBuf) bool {
+// copyListInShard appends a list entry's record r and then its elements.
+func (s *shard) copyListInShard(off uint32, e *entry, r copyRec, c *copyBuf) bool {
 	l := s.listOf(off, e)
 	at := len(c.recs)
 	stored := c.add(s.keyOf(off, e), nil, r)

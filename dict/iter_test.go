@@ -233,15 +233,15 @@ func TestScanLockedAllocs(t *testing.T) {
 	s := &d.shards[0]
 	var c copyBuf
 	c.reset()
-	d.scanLocked(s, 0, &c)
+	d.scanInShard(s, 0, &c)
 	c.grow()
 	allocs := testing.AllocsPerRun(100, func() {
 		c.reset()
 		d.lock(s)
-		d.scanLocked(s, 0, &c)
+		d.scanInShard(s, 0, &c)
 		d.unlock(s)
 	})
 	if allocs != 0 || c.full {
-		t.Errorf("scanLocked: %v allocations (full %v), want 0", allocs, c.full)
+		t.Errorf("scanInShard: %v allocations (full %v), want 0", allocs, c.full)
 	}
 }

@@ -366,24 +366,24 @@ func (s *shard) entryAt(off uint32) *entry {
 	return (*entry)(unsafe.Pointer(&s.arena[off]))
 }
 
-// okBody reports whether an entry's key and value lie inside the arena.
-func (s *shard) okBody(off uint32, e *entry) bool {
+// okBytes reports whether an entry's key and value lie inside the arena.
+func (s *shard) okBytes(off uint32, e *entry) bool {
 	return int(off)+valOff(int(e.KLen))+int(e.VLen) <= len(s.arena)
 }
 
-// keyOf returns the entry's key bytes; the entry must have passed okBody.
+// keyOf returns the entry's key bytes; the entry must have passed okBytes.
 func (s *shard) keyOf(off uint32, e *entry) []byte {
 	k := int(off) + entryHdrSize
 	return s.arena[k : k+int(e.KLen)]
 }
 
-// valueOf returns the entry's value bytes; the entry must have passed okBody.
+// valueOf returns the entry's value bytes; the entry must have passed okBytes.
 func (s *shard) valueOf(off uint32, e *entry) []byte {
 	v := int(off) + valOff(int(e.KLen))
 	return s.arena[v : v+int(e.VLen)]
 }
 
-// num returns a pointer to the 8-byte number of an entry that passed okBody
+// num returns a pointer to the 8-byte number of an entry that passed okBytes
 // with VLen 8; valOff is 8-aligned and the arena is 64-aligned.
 func (s *shard) num(off uint32, e *entry) *uint64 {
 	return (*uint64)(unsafe.Pointer(&s.arena[int(off)+valOff(int(e.KLen))]))
@@ -498,7 +498,7 @@ func (s *shard) numAt(vo int) *uint64 {
 	return (*uint64)(unsafe.Pointer(&s.arena[vo]))
 }
 
-// listOf returns the list header of a list entry that passed okBody.
+// listOf returns the list header of a list entry that passed okBytes.
 func (s *shard) listOf(off uint32, e *entry) *listHdr {
 	return (*listHdr)(unsafe.Pointer(&s.arena[int(off)+valOff(int(e.KLen))]))
 }

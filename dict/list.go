@@ -50,8 +50,8 @@ func (d *Dict) LLen(key string) (_ int, err error) {
 	if e.kind() != KindList {
 		return 0, ErrNotList
 	}
-	if e.VLen != uint32(listHdrSize) || !s.okBody(off, e) {
-		return 0, d.corruptLocked(s, "list")
+	if e.VLen != uint32(listHdrSize) || !s.okBytes(off, e) {
+		return 0, d.corruptInShard(s, "list")
 	}
 	return int(s.listOf(off, e).Len), nil
 }
@@ -96,17 +96,17 @@ func (d *Dict) SetList(key string, elems []Value, ttl time.Duration) (err error)
 	hd := s.hdr()
 	if off != 0 && expired(s.entryAt(off), d.clock) {
 		// The key's own expired entry holds nothing to keep: free its
-		// memory for the elements, as pushLocked does.
-		if err := s.removeLocked(off); err != nil {
-			return d.failLocked(s, err, "remove")
+		// memory for the elements, as lockPush does.
+		if err := s.removeInShard(off); err != nil {
+			return d.failInShard(s, err, "remove")
 		}
 		hd.Expirations++
 		off = 0
 	}
 	if len(elems) == 0 {
 		if off != 0 {
-			if err := s.removeLocked(off); err != nil {
-				return d.failLocked(s, err, "remove")
+			if err := s.removeInShard(off); err != nil {
+				return d.failInShard(s, err, "remove")
 			}
 			d.tally(s, tWrites)
 		}
@@ -117,11 +117,11 @@ func (d *Dict) SetList(key string, elems []Value, ttl time.Duration) (err error)
 	// key's entry (off, pinned) is not touched yet.
 	var first, last uint32
 	for _, v := range elems {
-		noff, _, err := s.allocLocked(nodeHdrSize+v.Len(), false, off, d.clock)
+		noff, _, err := s.allocInShard(nodeHdrSize+v.Len(), false, off, d.clock)
 		if err != nil {
-			return d.abandonChainLocked(s, first, err)
+			return d.abandonChainInShard(s, first, err)
 		}
-		n := s.putNodeLocked(noff, v)
+		n := s.putNodeInShard(noff, v)
 		n.Prev = last
 		if last != 0 {
 			s.nodeAt(last).Next = noff
@@ -132,16 +132,16 @@ func (d *Dict) SetList(key string, elems []Value, ttl time.Duration) (err error)
 	}
 	// Every element fits: replace the old value with an empty list entry
 	// (an old list's nodes are freed), then hang the elements on it.
-	if _, err := d.storeLocked(s, key, h, off, put{v: Value{kind: KindList}, expiry: expiry}); err != nil {
+	if _, err := d.storeInShard(s, key, h, off, put{v: Value{kind: KindList}, expiry: expiry}); err != nil {
 		hd.Drop = dropUnreachable
-		return d.abandonChainLocked(s, first, err)
+		return d.abandonChainInShard(s, first, err)
 	}
-	if off, _, err = s.findLocked(key, h); err != nil || off == 0 {
-		return d.corruptLocked(s, "index")
+	if off, _, err = s.findInShard(key, h); err != nil || off == 0 {
+		return d.corruptInShard(s, "index")
 	}
 	e := s.entryAt(off)
-	if e.VLen != uint32(listHdrSize) || !s.okBody(off, e) {
-		return d.corruptLocked(s, "list")
+	if e.VLen != uint32(listHdrSize) || !s.okBytes(off, e) {
+		return d.corruptInShard(s, "list")
 	}
 	hd.Drop = off // three words: a repair drops the entry and frees the nodes
 	*s.listOf(off, e) = listHdr{Len: uint32(len(elems)), Head: first, Tail: last}
@@ -149,18 +149,18 @@ func (d *Dict) SetList(key string, elems []Value, ttl time.Duration) (err error)
 	return nil
 }
 
-// abandonChainLocked frees the nodes from first that SetList built and
+// abandonChainInShard frees the nodes from first that SetList built and
 // cannot use, with Drop dropUnreachable, and returns err. A corrupt arena is
 // repaired instead, which frees them too.
-func (d *Dict) abandonChainLocked(s *shard, first uint32, err error) error {
+func (d *Dict) abandonChainInShard(s *shard, first uint32, err error) error {
 	switch {
-	case errors.Is(err, ErrCorrupt): // storeLocked repaired the shard
+	case errors.Is(err, ErrCorrupt): // storeInShard repaired the shard
 		return err
 	case err == errCorruptArena:
-		return d.corruptLocked(s, "alloc")
+		return d.corruptInShard(s, "alloc")
 	}
-	if s.freeChainLocked(first) != nil {
-		return d.corruptLocked(s, "list free")
+	if s.freeChainInShard(first) != nil {
+		return d.corruptInShard(s, "list free")
 	}
 	s.hdr().Drop = dropNone
 	return err
@@ -180,12 +180,12 @@ func (d *Dict) push(key string, v Value, head bool) (_ int, err error) {
 	if need > d.maxEntry {
 		return 0, ErrValueTooLarge
 	}
-	return d.pushLocked(key, v, head, need)
+	return d.lockPush(key, v, head, need)
 }
 
-// pushLocked is push under the shard's lock, of an element of need bytes (a
-// function of its own, as mutateSlow).
-func (d *Dict) pushLocked(key string, v Value, head bool, need int) (int, error) {
+// lockPush is push under the shard's lock, of an element of need bytes (a
+// function of its own, as lockMutate).
+func (d *Dict) lockPush(key string, v Value, head bool, need int) (int, error) {
 	s, h, off, err := d.lookup(key, true)
 	if err != nil {
 		return 0, err
@@ -194,8 +194,8 @@ func (d *Dict) pushLocked(key string, v Value, head bool, need int) (int, error)
 	if off != 0 {
 		e := s.entryAt(off)
 		if expired(e, d.clock) {
-			if err := s.removeLocked(off); err != nil {
-				return 0, d.failLocked(s, err, "remove")
+			if err := s.removeInShard(off); err != nil {
+				return 0, d.failInShard(s, err, "remove")
 			}
 			s.hdr().Expirations++
 			off = 0
@@ -205,34 +205,34 @@ func (d *Dict) pushLocked(key string, v Value, head bool, need int) (int, error)
 	}
 	created := false
 	if off == 0 {
-		if _, err := d.storeLocked(s, key, h, 0, put{v: Value{kind: KindList}}); err != nil {
+		if _, err := d.storeInShard(s, key, h, 0, put{v: Value{kind: KindList}}); err != nil {
 			return 0, err
 		}
-		if off, _, err = s.findLocked(key, h); err != nil || off == 0 {
-			return 0, d.corruptLocked(s, "index")
+		if off, _, err = s.findInShard(key, h); err != nil || off == 0 {
+			return 0, d.corruptInShard(s, "index")
 		}
 		created = true
 	}
 	e := s.entryAt(off)
-	if e.VLen != uint32(listHdrSize) || !s.okBody(off, e) {
-		return 0, d.corruptLocked(s, "list")
+	if e.VLen != uint32(listHdrSize) || !s.okBytes(off, e) {
+		return 0, d.corruptInShard(s, "list")
 	}
 	hd := s.hdr()
-	noff, _, err := s.allocLocked(need, false, off, d.clock)
+	noff, _, err := s.allocInShard(need, false, off, d.clock)
 	if err != nil {
 		hd.Drop = dropNone
 		if created {
 			// Do not leave an empty list behind.
-			if rerr := s.removeLocked(off); rerr != nil {
-				return 0, d.corruptLocked(s, "remove")
+			if rerr := s.removeInShard(off); rerr != nil {
+				return 0, d.corruptInShard(s, "remove")
 			}
 		}
 		if err == errCorruptArena {
-			return 0, d.corruptLocked(s, "alloc")
+			return 0, d.corruptInShard(s, "alloc")
 		}
 		return 0, err
 	}
-	n := s.putNodeLocked(noff, v)
+	n := s.putNodeInShard(noff, v)
 	l := s.listOf(off, e)
 	// Link the node; the store that makes it reachable from the head is the
 	// commit point, and Drop (dropUnreachable) until then frees it on repair.
@@ -240,7 +240,7 @@ func (d *Dict) pushLocked(key string, v Value, head bool, need int) (int, error)
 		n.Next = l.Head
 		if l.Head != 0 {
 			if !s.okNode(l.Head) {
-				return 0, d.corruptLocked(s, "list")
+				return 0, d.corruptInShard(s, "list")
 			}
 			s.nodeAt(l.Head).Prev = noff
 		} else {
@@ -251,7 +251,7 @@ func (d *Dict) pushLocked(key string, v Value, head bool, need int) (int, error)
 		n.Prev = l.Tail
 		if l.Tail != 0 {
 			if !s.okNode(l.Tail) {
-				return 0, d.corruptLocked(s, "list")
+				return 0, d.corruptInShard(s, "list")
 			}
 			s.nodeAt(l.Tail).Next = noff
 		} else {
@@ -282,7 +282,7 @@ func (d *Dict) pop(key string, head bool) (_ Value, err error) {
 		if err := d.lock(s); err != nil {
 			return Value{}, err
 		}
-		v, need, err := d.popLocked(s, key, h, head, dst)
+		v, need, err := d.popInShard(s, key, h, head, dst)
 		d.unlock(s)
 		if need < 0 {
 			return v, err
@@ -291,10 +291,10 @@ func (d *Dict) pop(key string, head bool) (_ Value, err error) {
 	}
 }
 
-func (d *Dict) popLocked(s *shard, key string, h uint64, head bool, dst []byte) (Value, int, error) {
-	off, _, err := s.findLocked(key, h)
+func (d *Dict) popInShard(s *shard, key string, h uint64, head bool, dst []byte) (Value, int, error) {
+	off, _, err := s.findInShard(key, h)
 	if err != nil {
-		return Value{}, -1, d.corruptLocked(s, "index")
+		return Value{}, -1, d.corruptInShard(s, "index")
 	}
 	if off == 0 {
 		return Value{}, -1, ErrNotFound
@@ -306,8 +306,8 @@ func (d *Dict) popLocked(s *shard, key string, h uint64, head bool, dst []byte) 
 	if e.kind() != KindList {
 		return Value{}, -1, ErrNotList
 	}
-	if e.VLen != uint32(listHdrSize) || !s.okBody(off, e) {
-		return Value{}, -1, d.corruptLocked(s, "list")
+	if e.VLen != uint32(listHdrSize) || !s.okBytes(off, e) {
+		return Value{}, -1, d.corruptInShard(s, "list")
 	}
 	l := s.listOf(off, e)
 	noff := l.Tail
@@ -315,12 +315,12 @@ func (d *Dict) popLocked(s *shard, key string, h uint64, head bool, dst []byte) 
 		noff = l.Head
 	}
 	if !s.okNode(noff) {
-		return Value{}, -1, d.corruptLocked(s, "list")
+		return Value{}, -1, d.corruptInShard(s, "list")
 	}
 	n := s.nodeAt(noff)
 	data, ok := s.nodeData(noff, n)
 	if !ok {
-		return Value{}, -1, d.corruptLocked(s, "list node")
+		return Value{}, -1, d.corruptInShard(s, "list node")
 	}
 	var v Value
 	switch Kind(n.Kind) {
@@ -333,12 +333,12 @@ func (d *Dict) popLocked(s *shard, key string, h uint64, head bool, dst []byte) 
 		v = Value{kind: KindBytes, b: dst}
 	case KindBool:
 		if len(data) != 1 {
-			return Value{}, -1, d.corruptLocked(s, "list node")
+			return Value{}, -1, d.corruptInShard(s, "list node")
 		}
 		v = Bool(data[0] != 0)
 	case KindInt, KindFloat:
 		if len(data) != 8 {
-			return Value{}, -1, d.corruptLocked(s, "list node")
+			return Value{}, -1, d.corruptInShard(s, "list node")
 		}
 		var u uint64
 		for i := 0; i < 8; i++ {
@@ -346,12 +346,12 @@ func (d *Dict) popLocked(s *shard, key string, h uint64, head bool, dst []byte) 
 		}
 		v = Value{kind: Kind(n.Kind), num: u}
 	default:
-		return Value{}, -1, d.corruptLocked(s, "list node")
+		return Value{}, -1, d.corruptInShard(s, "list node")
 	}
 	hd := s.hdr()
 	if l.Len <= 1 {
-		if err := s.removeLocked(off); err != nil {
-			return Value{}, -1, d.failLocked(s, err, "remove")
+		if err := s.removeInShard(off); err != nil {
+			return Value{}, -1, d.failInShard(s, err, "remove")
 		}
 		d.tally(s, tWrites)
 		return v, -1, nil
@@ -362,19 +362,19 @@ func (d *Dict) popLocked(s *shard, key string, h uint64, head bool, dst []byte) 
 	if head {
 		l.Head = n.Next
 		if !s.okNode(l.Head) {
-			return Value{}, -1, d.corruptLocked(s, "list")
+			return Value{}, -1, d.corruptInShard(s, "list")
 		}
 		s.nodeAt(l.Head).Prev = 0
 	} else {
 		if !s.okNode(n.Prev) {
-			return Value{}, -1, d.corruptLocked(s, "list")
+			return Value{}, -1, d.corruptInShard(s, "list")
 		}
 		s.nodeAt(n.Prev).Next = 0
 		l.Tail = n.Prev
 	}
 	l.Len--
 	if err := s.slab.Free(noff); err != nil {
-		return Value{}, -1, d.corruptLocked(s, "list free")
+		return Value{}, -1, d.corruptInShard(s, "list free")
 	}
 	hd.Drop = dropNone
 	e.use()
@@ -382,9 +382,9 @@ func (d *Dict) popLocked(s *shard, key string, h uint64, head bool, dst []byte) 
 	return v, -1, nil
 }
 
-// putNodeLocked writes an unlinked node holding v into the chunk at noff,
-// which allocLocked returned for nodeHdrSize+v.Len() bytes.
-func (s *shard) putNodeLocked(noff uint32, v Value) *node {
+// putNodeInShard writes an unlinked node holding v into the chunk at noff,
+// which allocInShard returned for nodeHdrSize+v.Len() bytes.
+func (s *shard) putNodeInShard(noff uint32, v Value) *node {
 	n := s.nodeAt(noff)
 	*n = node{VLen: uint32(v.Len()), Kind: uint8(v.kind)}
 	data, _ := s.nodeData(noff, n)
@@ -401,21 +401,21 @@ func (s *shard) putNodeLocked(noff uint32, v Value) *node {
 	return n
 }
 
-// freeNodesLocked frees every node of a list entry and empties it.
-func (s *shard) freeNodesLocked(off uint32, e *entry) error {
-	if e.VLen != uint32(listHdrSize) || !s.okBody(off, e) {
+// freeNodesInShard frees every node of a list entry and empties it.
+func (s *shard) freeNodesInShard(off uint32, e *entry) error {
+	if e.VLen != uint32(listHdrSize) || !s.okBytes(off, e) {
 		return errCorruptArena
 	}
 	l := s.listOf(off, e)
-	if err := s.freeChainLocked(l.Head); err != nil {
+	if err := s.freeChainInShard(l.Head); err != nil {
 		return err
 	}
 	*l = listHdr{}
 	return nil
 }
 
-// freeChainLocked frees the nodes linked by Next from n.
-func (s *shard) freeChainLocked(n uint32) error {
+// freeChainInShard frees the nodes linked by Next from n.
+func (s *shard) freeChainInShard(n uint32) error {
 	for steps := 0; n != 0; steps++ {
 		if !s.okNode(n) || steps > s.maxSteps() {
 			return errCorruptArena

@@ -8,8 +8,8 @@ import (
 )
 
 // The reference model of the model test (model_test.go): entries in a map
-// and a CLOCK queue per shard, and its mirrors of the dict's allocLocked,
-// storeLocked, incrLocked and Keys.
+// and a CLOCK queue per shard, and its mirrors of the dict's allocInShard,
+// storeInShard, incrInShard and Keys.
 
 // mdlEntry is the model of one entry.
 type mdlEntry struct {
@@ -75,7 +75,7 @@ func (m *mdlModel) nodeChunk(v Value) int { return slab.ChunkSize(nodeHdrSize+v.
 // insert adds a new entry to its queue, unreferenced, in probation unless
 // prot.
 // A key found among the dict's traces joins the protected segment at its
-// tail, and the segment's cap is applied (queueRecalledLocked).
+// tail, and the segment's cap is applied (enqueueRecalledInShard).
 func (m *mdlModel) insert(key string, val Value, isList bool, flags uint32, expiry int64, prot bool) *mdlEntry {
 	sh := m.shardOf(key)
 	e := &mdlEntry{key: key, val: val, isList: isList, flags: flags, expiry: expiry, sh: sh, prot: prot}
@@ -102,7 +102,7 @@ func (m *mdlModel) insert(key string, val Value, isList bool, flags uint32, expi
 	return e
 }
 
-// link mirrors queueInsertLocked: a protected entry at the head, a
+// link mirrors enqueueInShard: a protected entry at the head, a
 // probation one after the last protected.
 func (m *mdlModel) link(e *mdlEntry) {
 	q := m.queues[e.sh]
@@ -120,7 +120,7 @@ func (m *mdlModel) link(e *mdlEntry) {
 	}
 }
 
-// unlink mirrors queueUnlinkLocked.
+// unlink mirrors unqueueInShard.
 func (m *mdlModel) unlink(e *mdlEntry) {
 	if m.protTail[e.sh] == e {
 		m.protTail[e.sh] = nil
@@ -141,7 +141,7 @@ func (m *mdlModel) drop(e *mdlEntry) {
 	m.used[e.sh] -= 1 + len(e.elems)
 }
 
-// expiredProtected mirrors freeExpiredLocked: the expired protected entry
+// expiredProtected mirrors freeExpiredInShard: the expired protected entry
 // nearest the segment's tail, the pinned one aside.
 func (m *mdlModel) expiredProtected(sh int, pin *mdlEntry) *mdlEntry {
 	t := m.protTail[sh]
@@ -156,7 +156,7 @@ func (m *mdlModel) expiredProtected(sh int, pin *mdlEntry) *mdlEntry {
 	return nil
 }
 
-// balance mirrors balanceLocked.
+// balance mirrors balanceInShard.
 func (m *mdlModel) balance(sh int, pin *mdlEntry) { m.balanceAt(sh, pin, m.queues[sh].Len()) }
 
 // balanceAt is balance with the shard's Count as the dict had it, which
@@ -186,7 +186,7 @@ func (m *mdlModel) expiryFor(ttl time.Duration) int64 {
 	return m.now() + int64((ttl+time.Millisecond-1)/time.Millisecond)
 }
 
-// round is one reclaimLocked: up to 3 entries from the tail of shard sh.
+// round is one reclaimInShard: up to 3 entries from the tail of shard sh.
 func (m *mdlModel) round(sh int, evict bool, pin *mdlEntry) (freed int, live bool) {
 	q := m.queues[sh]
 	for el := q.Back(); el != nil && freed < 3; {
@@ -257,7 +257,7 @@ func (m *mdlModel) nextExpired(sh int, pin *mdlEntry) *mdlEntry {
 	return nil
 }
 
-// alloc mirrors allocLocked for one chunk of size bytes in shard sh.
+// alloc mirrors allocInShard for one chunk of size bytes in shard sh.
 func (h *mdlRun) alloc(sh, size int, evict bool, pin *mdlEntry) (forcible bool, err error) {
 	h.t.Helper()
 	m := h.m
@@ -343,7 +343,7 @@ func (h *mdlRun) alloc(sh, size int, evict bool, pin *mdlEntry) (forcible bool, 
 }
 
 // replayClear applies to the model what the dict's next try of
-// clearPageLocked did in the current operation (h.clears, from its stepTry
+// clearPageInShard did in the current operation (h.clears, from its stepTry
 // to the next): the entries it reclaimed go, those it moved stay where
 // they are in the queue. cleared reports a page freed.
 func (h *mdlRun) replayClear() (cleared, live bool) {
@@ -390,7 +390,7 @@ func (h *mdlRun) replayClear() (cleared, live bool) {
 	return cleared, live
 }
 
-// store mirrors storeLocked.
+// store mirrors storeInShard.
 func (h *mdlRun) store(key string, v Value, expiry int64, flags uint32, m mode, evict, keepFlags bool) (bool, error) {
 	h.t.Helper()
 	md := h.m
@@ -435,7 +435,7 @@ func (h *mdlRun) store(key string, v Value, expiry int64, flags uint32, m mode, 
 	return forcible, nil
 }
 
-// incrModel mirrors incrLocked on a live number: the sum as an int and as
+// incrModel mirrors incrInShard on a live number: the sum as an int and as
 // a float; ok is false for a non-number, and, in incrToInt mode, for a
 // float whose sum no int64 holds, which stays as it was.
 func (h *mdlRun) incrModel(e *mdlEntry, delta int64, fdelta float64, mode incrMode) (int64, float64, bool) {

@@ -153,7 +153,7 @@ type mdlRun struct {
 	noMemory bool // the operation returned ErrNoMemory
 	st0      Stats
 	// clears records the pages the dict cleared during the current
-	// operation (clearPageLocked), which the model's alloc replays.
+	// operation (clearPageInShard), which the model's alloc replays.
 	clears *[]clearStep
 	// recalls records the keys whose new entry found its trace during the
 	// current operation (shard.recalls), which the model's insert takes.

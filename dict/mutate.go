@@ -92,20 +92,20 @@ func (d *Dict) mutate(key string, size int, ttl time.Duration, fn mutateFn, out 
 			s.unpin(off, pw)
 			return ErrWrongShape
 		}
-		n, slow, err := d.mutatePinned(s, off, pw, fn)
+		n, slow, err := d.mutateInPage(s, off, pw, fn)
 		if slow {
-			d.pageSlow(s, key, h, off, n)
+			d.flushPageCounts(s, key, h, off, n)
 		}
 		return err
 	}
-	return d.mutateSlow(key, size, ttl, fn, out)
+	return d.lockMutate(key, size, ttl, fn, out)
 }
 
-// mutateSlow is mutate under the shard's lock. It is a function of its own
+// lockMutate is mutate under the shard's lock. It is a function of its own
 // so that mutate's defers stay few enough for the compiler to open-code:
 // a deferred call kept on the stack costs several nanoseconds at every
 // return, taken or not.
-func (d *Dict) mutateSlow(key string, size int, ttl time.Duration, fn mutateFn, out *Outcome) error {
+func (d *Dict) lockMutate(key string, size int, ttl time.Duration, fn mutateFn, out *Outcome) error {
 	s, h, off, err := d.lookup(key, true)
 	if err != nil {
 		return err
@@ -117,10 +117,10 @@ func (d *Dict) mutateSlow(key string, size int, ttl time.Duration, fn mutateFn, 
 			if e.kind() != KindBytes || e.vlen() != size {
 				return ErrWrongShape
 			}
-			if !s.okBody(off, e) {
-				return d.corruptLocked(s, "entry")
+			if !s.okBytes(off, e) {
+				return d.corruptInShard(s, "entry")
 			}
-			if _, err := d.mutateLocked(s, off, true, fn); err != nil {
+			if _, err := d.mutateInShard(s, off, true, fn); err != nil {
 				return err // undone
 			}
 			e.use()
@@ -133,34 +133,34 @@ func (d *Dict) mutateSlow(key string, size int, ttl time.Duration, fn mutateFn, 
 	if err != nil {
 		return err
 	}
-	if *out, err = d.storeLocked(s, key, h, off, put{v: Bytes(zeros[:size]), expiry: expiry, evict: true}); err != nil {
+	if *out, err = d.storeInShard(s, key, h, off, put{v: Bytes(zeros[:size]), expiry: expiry, evict: true}); err != nil {
 		return err
 	}
-	if off, _, err = s.findLocked(key, h); err != nil || off == 0 {
-		return d.corruptLocked(s, "index")
+	if off, _, err = s.findInShard(key, h); err != nil || off == 0 {
+		return d.corruptInShard(s, "index")
 	}
-	keep, err := d.mutateLocked(s, off, false, fn)
+	keep, err := d.mutateInShard(s, off, false, fn)
 	if err != nil {
 		return err // removed
 	}
 	if !keep {
-		if err := s.removeLocked(off); err != nil {
-			return d.failLocked(s, err, "remove")
+		if err := s.removeInShard(off); err != nil {
+			return d.failInShard(s, err, "remove")
 		}
 	}
 	return nil
 }
 
-// mutatePinned calls fn with the value bytes of the live entry at off, which
-// passed okBody, capped, holding the entry's page lock pw, which it
+// mutateInPage calls fn with the value bytes of the live entry at off, which
+// passed okBytes, capped, holding the entry's page lock pw, which it
 // releases. Readers see the entry's Ver odd while fn runs. When fn does not
 // return (a panic, runtime.Goexit) the entry gets the bytes it had back
 // before the panic goes on; when it returns a negative TTL, too, and
-// mutatePinned returns ErrBadTTL. A process that dies inside fn leaves Ver
+// mutateInPage returns ErrBadTTL. A process that dies inside fn leaves Ver
 // odd: the entry is dropped by the repair that finds it. It counts a write
 // that stands (entryCounted) and returns what the count asks of the caller
 // once the lock is released.
-func (d *Dict) mutatePinned(s *shard, off uint32, pw *uint64, fn mutateFn) (n uint32, slow bool, err error) {
+func (d *Dict) mutateInPage(s *shard, off uint32, pw *uint64, fn mutateFn) (n uint32, slow bool, err error) {
 	e := s.entryAt(off)
 	b := capped(s.valueOf(off, e))
 	var small [undoSmall]byte // see undoSmall
@@ -193,23 +193,23 @@ func (d *Dict) mutatePinned(s *shard, off uint32, pw *uint64, fn mutateFn) (n ui
 	return n, slow, nil
 }
 
-// undoSmall is the size of the buffer in which mutatePinned and
-// mutateLocked keep the bytes they restore when fn does not return: a
+// undoSmall is the size of the buffer in which mutateInPage and
+// mutateInShard keep the bytes they restore when fn does not return: a
 // value of up to undoSmall bytes, such as limiter.Req's 16-byte state, is
 // kept in it; a larger one in a buffer of MaxMutateSize, cleared only
 // then. Clearing the larger buffer on every call slowed Mutate
 // measurably (DESIGN.md, section 4).
 const undoSmall = 32
 
-// mutateLocked calls fn with the value bytes of the entry at off, which
-// passed okBody, capped, and with Drop naming the entry while fn writes its
+// mutateInShard calls fn with the value bytes of the entry at off, which
+// passed okBytes, capped, and with Drop naming the entry while fn writes its
 // words one by one, and returns whether fn keeps a new entry. When fn does
 // not return (a panic, runtime.Goexit) it undoes fn's work as the stack
 // unwinds: a found entry gets the bytes it had, a new one is removed. It
 // does not recover: the panic goes on. When fn returns a negative TTL for
 // an entry that stays (found, or new and kept), it undoes it the same way
 // and returns ErrBadTTL.
-func (d *Dict) mutateLocked(s *shard, off uint32, found bool, fn mutateFn) (bool, error) {
+func (d *Dict) mutateInShard(s *shard, off uint32, found bool, fn mutateFn) (bool, error) {
 	hd := s.hdr()
 	b := capped(s.valueOf(off, s.entryAt(off)))
 	var small [undoSmall]byte // see undoSmall
@@ -227,8 +227,8 @@ func (d *Dict) mutateLocked(s *shard, off uint32, found bool, fn mutateFn) (bool
 			return
 		}
 		if !found {
-			if s.removeLocked(off) != nil {
-				d.corruptLocked(s, "remove") // repairs the shard
+			if s.removeInShard(off) != nil {
+				d.corruptInShard(s, "remove") // repairs the shard
 			}
 			return
 		}

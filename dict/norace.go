@@ -11,6 +11,6 @@ func bump(p *uint32) uint32 {
 	return n
 }
 
-// setPinned stores a page's pin mark (pin.go), with a plain store: only
+// storePinMark stores a page's pin mark (pin.go), with a plain store: only
 // the page's pinner writes it, and a drain loads it milliseconds later.
-func setPinned(p *uint32, v uint32) { *p = v }
+func storePinMark(p *uint32, v uint32) { *p = v }

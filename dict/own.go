@@ -19,7 +19,7 @@ import "sync/atomic"
 // (slab.Mine), moves it to a page of its own: at the moveEvery-th write of
 // that page's entries in the process (the page's count, entryCounted, so
 // that the check costs the write nothing), under the shard's lock, with
-// the mechanism that clears pages (moveLocked), which keeps the entry's
+// the mechanism that clears pages (moveInShard), which keeps the entry's
 // place in the eviction queue and its bits, and loses at most the entry
 // being moved to a SIGKILL. The move is advice, and bounded:
 //   - at most one try per shard and millisecond, in all processes together
@@ -73,9 +73,9 @@ func (d *Dict) moveToOwn(s *shard, key string, h uint64, off uint32) {
 		return // another process tried in this millisecond
 	}
 	atomic.StoreUint32(&hd.MovedAt, now)
-	off, _, err := s.findLocked(key, h)
+	off, _, err := s.findInShard(key, h)
 	if err != nil {
-		_ = d.corruptLocked(s, "index")
+		_ = d.corruptInShard(s, "index")
 		return
 	}
 	if off == 0 || settled(s, off) {
@@ -85,25 +85,25 @@ func (d *Dict) moveToOwn(s *shard, key string, h uint64, off uint32) {
 	// there: the move is not worth a wait.
 	if drained, err := s.tryDrainPage(off); err != nil || !drained {
 		if err != nil {
-			_ = d.corruptLocked(s, "page")
+			_ = d.corruptInShard(s, "page")
 		}
 		return
 	}
-	if gone, err := d.settleLocked(s, off); err != nil || gone {
+	if gone, err := d.settleInShard(s, off); err != nil || gone {
 		return
 	}
 	e := s.entryAt(off)
-	if !s.okBody(off, e) {
-		_ = d.corruptLocked(s, "entry")
+	if !s.okBytes(off, e) {
+		_ = d.corruptInShard(s, "entry")
 		return
 	}
-	s.sweepLocked()
+	s.sweepInShard()
 	// Until the index points to the copy, a repair must drop the copy;
 	// after, the old chunk: whichever the index does not reach.
 	hd.Drop = dropUnreachable
-	moved, err := s.moveLocked(off, e, true)
+	moved, err := s.moveInShard(off, e, true)
 	if err != nil {
-		_ = d.corruptLocked(s, "move")
+		_ = d.corruptInShard(s, "move")
 		return
 	}
 	hd.Drop = dropNone

@@ -121,7 +121,7 @@ func TestSiblingHoldsStayLive(t *testing.T) {
 	}{
 		{"shard lock", func(d *Dict, fn func()) error {
 			var out Outcome
-			return d.updateLocked("k", func(cur Value, ok bool) (Value, time.Duration, bool) {
+			return d.lockUpdate("k", func(cur Value, ok bool) (Value, time.Duration, bool) {
 				fn()
 				return cur, 0, ok
 			}, &out)

@@ -19,7 +19,7 @@ import (
 // An entry write (Incr, Mutate on a live value of its size) and a read take
 // no shard lock: they find the entry optimistically (findOptimistic), and a
 // writer then takes the entry's page lock and checks that Seq has not moved
-// since the find (pinFirst, pinAfter). From then until it unlocks the page,
+// since the find (pinFirst, pinRetry). From then until it unlocks the page,
 // the entry is its own: structure cannot change it. A reader takes no lock
 // at all: it validates Seq and the entry's Ver around what it read.
 
@@ -148,7 +148,7 @@ func (s *shard) findOptimistic(key string, h uint64) (off uint32, seq uint64, ok
 
 // An entry write pins key's entry: it finds the entry and takes its page
 // lock without the shard's lock. The first try is the caller's, inline, which
-// saves a call on every write; pinAfter does the rest:
+// saves a call on every write; pinRetry does the rest:
 //
 //	off, seq, ok := s.findOptimistic(key, h)
 //	if ok && off != 0 {
@@ -156,14 +156,14 @@ func (s *shard) findOptimistic(key string, h uint64) (off uint32, seq uint64, ok
 //			// key's entry at off, locked in pw until s.unpin(off, pw)
 //		}
 //	}
-//	off, pw, found, ok := s.pinAfter(key, h, off, seq, ok)
+//	off, pw, found, ok := s.pinRetry(key, h, off, seq, ok)
 //
-// pinAfter is given what findOptimistic returned and that pinFirst, if it
+// pinRetry is given what findOptimistic returned and that pinFirst, if it
 // was tried, failed. found reports an entry that is key's, locked in pw
 // until s.unpin(off, pw). found false with ok true is a validated absence,
 // and no lock is held. ok false: the shard kept changing; the caller takes
 // the shard's lock instead.
-func (s *shard) pinAfter(key string, h uint64, off uint32, seq uint64, ok bool) (uint32, *uint64, bool, bool) {
+func (s *shard) pinRetry(key string, h uint64, off uint32, seq uint64, ok bool) (uint32, *uint64, bool, bool) {
 	if ok && off == 0 {
 		return 0, nil, false, true
 	}
@@ -175,7 +175,7 @@ func (s *shard) pinAfter(key string, h uint64, off uint32, seq uint64, ok bool) 
 			return off, pw, true, true
 		}
 	}
-	return s.pinSlow(key, h)
+	return s.pinWait(key, h)
 }
 
 // pinFirst is tryPin without the spin, for the first try, which almost
@@ -204,9 +204,9 @@ func (s *shard) pinFirst(off uint32, seq uint64) *uint64 {
 	return pw
 }
 
-// pinSlow is pinAfter once its own try failed: the shard was changing, or
+// pinWait is pinRetry once its own try failed: the shard was changing, or
 // another writer held the page.
-func (s *shard) pinSlow(key string, h uint64) (off uint32, pw *uint64, found, ok bool) {
+func (s *shard) pinWait(key string, h uint64) (off uint32, pw *uint64, found, ok bool) {
 	for try := 0; try < tries; try++ {
 		off, seq, ok := s.findOptimistic(key, h)
 		if ok && off == 0 {
@@ -283,7 +283,7 @@ func (s *shard) tryPin(off uint32, seq uint64) *uint64 {
 // markPin sets or clears the mark of the page that holds the entry at off.
 func (s *shard) markPin(off uint32, v uint32) {
 	if p := s.pageOf(off); p < len(s.pages) {
-		setPinned(&s.pages[p].pinned, v)
+		storePinMark(&s.pages[p].pinned, v)
 	}
 }
 
@@ -331,17 +331,17 @@ func (s *shard) markUsed(off uint32, seq uint64) {
 	}
 }
 
-// settleLocked finds out whether the entry at off, whose page the caller
+// settleInShard finds out whether the entry at off, whose page the caller
 // drained holding the shard's lock, was left half written by an entry
 // writer that died (its Ver is odd, and no live writer is inside the page).
 // Then it repairs the shard, which drops that entry: gone reports that the
 // key is now absent. A dead writer loses the entry it was writing, no more.
-func (d *Dict) settleLocked(s *shard, off uint32) (gone bool, err error) {
+func (d *Dict) settleInShard(s *shard, off uint32) (gone bool, err error) {
 	if !writing(s.entryAt(off).ver()) {
 		return false, nil
 	}
 	atomic.AddUint64(&s.h.Recoveries, 1)
-	if err := s.repairLocked(); err != nil {
+	if err := s.repairInShard(); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -12,9 +12,9 @@ func keyEntry(t *testing.T, d *Dict, key string) (*shard, uint32) {
 	t.Helper()
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
-	off, _, err := s.findLocked(key, h)
+	off, _, err := s.findInShard(key, h)
 	if err != nil || off == 0 {
-		t.Fatalf("findLocked(%q) = %#x, %v", key, off, err)
+		t.Fatalf("findInShard(%q) = %#x, %v", key, off, err)
 	}
 	return s, off
 }

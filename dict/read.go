@@ -14,7 +14,7 @@ import (
 // for an absent or expired key, ErrIsList for a list.
 func (d *Dict) Get(key string) (Value, uint32, error) {
 	var r readResult
-	err := d.get(key, nil, false, &r)
+	err := d.get(key, &r)
 	return r.v, r.flags, err
 }
 
@@ -22,62 +22,63 @@ func (d *Dict) Get(key string) (Value, uint32, error) {
 // Value: with room in dst it allocates nothing. dst may be reused once the
 // Value is no longer needed.
 func (d *Dict) GetInto(key string, dst []byte) (Value, uint32, error) {
-	var r readResult
-	err := d.get(key, dst[:0], false, &r)
+	r := readResult{dst: dst[:0]}
+	err := d.get(key, &r)
 	return r.v, r.flags, err
 }
 
 // GetStale is Get that also returns an expired value, with stale true, until
 // its memory is reclaimed; then ErrNotFound.
 func (d *Dict) GetStale(key string) (v Value, flags uint32, stale bool, err error) {
-	var r readResult
-	err = d.get(key, nil, true, &r)
+	r := readResult{allowStale: true}
+	err = d.get(key, &r)
 	return r.v, r.flags, r.stale, err
 }
 
-func (d *Dict) get(key string, dst []byte, allowStale bool, r *readResult) error {
+func (d *Dict) get(key string, r *readResult) error {
 	if d.guard {
-		return d.getGuarded(key, dst, allowStale, r)
+		return d.guardedGet(key, r)
 	}
 	if err := d.check(key, false); err != nil {
 		return err
 	}
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
-	// The first try, outside getSlow's loop: the common case makes one
+	// The first try, outside lockGet's loop: the common case makes one
 	// call less.
-	need, ok, err := d.getOptimistic(s, key, h, dst, allowStale, r)
+	need, ok, err := d.getOptimistic(s, key, h, r)
 	if !ok {
 		runtime.Gosched()
-		return d.getSlow(s, key, h, dst, allowStale, r, 1)
+		return d.lockGet(s, key, h, r, 1)
 	}
 	if need < 0 {
 		return err
 	}
-	return d.getSlow(s, key, h, make([]byte, 0, need), allowStale, r, 0)
+	r.dst = make([]byte, 0, need)
+	return d.lockGet(s, key, h, r, 0)
 }
 
-// getGuarded is get with Options.GuardFaults (as incrGuarded).
-func (d *Dict) getGuarded(key string, dst []byte, allowStale bool, r *readResult) (err error) {
+// guardedGet is get with Options.GuardFaults (as guardedIncr).
+func (d *Dict) guardedGet(key string, r *readResult) (err error) {
 	defer d.catchFault(&err, shm.GuardFaults())
 	if err := d.check(key, false); err != nil {
 		return err
 	}
 	h := hashKey(d.seed, key)
-	return d.getSlow(d.shardFor(h), key, h, dst, allowStale, r, 0)
+	return d.lockGet(d.shardFor(h), key, h, r, 0)
 }
 
-// getSlow is get after try optimistic tries: the rest of them, then the
+// lockGet is get after try optimistic tries: the rest of them, then the
 // shard's lock.
-func (d *Dict) getSlow(s *shard, key string, h uint64, dst []byte, allowStale bool, r *readResult, try int) error {
+func (d *Dict) lockGet(s *shard, key string, h uint64, r *readResult, try int) error {
 	for try < tries {
-		need, ok, err := d.getOptimistic(s, key, h, dst, allowStale, r)
+		need, ok, err := d.getOptimistic(s, key, h, r)
 		switch {
 		case !ok:
 			try++
 			runtime.Gosched()
 		case need >= 0:
-			dst = make([]byte, 0, need)
+			r.dst = make([]byte, 0, need)
 		default:
 			return err
 		}
@@ -86,29 +87,31 @@ func (d *Dict) getSlow(s *shard, key string, h uint64, dst []byte, allowStale bo
 		if err := d.lock(s); err != nil {
 			return err
 		}
-		need, err := d.getLocked(s, key, h, dst, allowStale, r)
+		need, err := d.getInShard(s, key, h, r)
 		d.unlock(s)
 		if need < 0 {
 			return err
 		}
 		// The bytes do not fit dst: grow it outside the lock and look again.
-		dst = make([]byte, 0, need)
+		r.dst = make([]byte, 0, need)
 	}
 }
 
-// readResult is what getLocked found.
+// readResult is what a get asks for and what it found.
 type readResult struct {
-	v     Value
-	flags uint32
-	stale bool
+	dst        []byte // where a bytes value goes; nil for a new slice
+	allowStale bool   // return an expired value not yet reclaimed
+	v          Value
+	flags      uint32
+	stale      bool // v has expired
 }
 
-// getLocked reads key's entry into r; need >= 0 asks the caller for a dst of
+// getInShard reads key's entry into r; need >= 0 asks the caller for a dst of
 // that capacity and a second call.
-func (d *Dict) getLocked(s *shard, key string, h uint64, dst []byte, allowStale bool, r *readResult) (need int, err error) {
-	off, _, err := s.findLocked(key, h)
+func (d *Dict) getInShard(s *shard, key string, h uint64, r *readResult) (need int, err error) {
+	off, _, err := s.findInShard(key, h)
 	if err != nil {
-		return -1, d.corruptLocked(s, "index")
+		return -1, d.corruptInShard(s, "index")
 	}
 	if off == 0 {
 		d.tally(s, tMisses)
@@ -116,9 +119,9 @@ func (d *Dict) getLocked(s *shard, key string, h uint64, dst []byte, allowStale 
 	}
 	if !d.readOnly {
 		if err := s.drainPage(off); err != nil {
-			return -1, d.failLocked(s, err, "page")
+			return -1, d.failInShard(s, err, "page")
 		}
-		if gone, err := d.settleLocked(s, off); err != nil || gone {
+		if gone, err := d.settleInShard(s, off); err != nil || gone {
 			if err == nil {
 				d.tally(s, tMisses)
 				err = ErrNotFound
@@ -129,38 +132,38 @@ func (d *Dict) getLocked(s *shard, key string, h uint64, dst []byte, allowStale 
 	e := s.entryAt(off)
 	stale := false
 	if expired(e, d.clock) {
-		if !allowStale {
+		if !r.allowStale {
 			d.tally(s, tMisses)
 			return -1, ErrNotFound
 		}
 		stale = true
 	}
-	if !s.okBody(off, e) {
-		return -1, d.corruptLocked(s, "entry")
+	if !s.okBytes(off, e) {
+		return -1, d.corruptInShard(s, "entry")
 	}
 	switch e.kind() {
 	case KindInt, KindFloat:
 		if e.VLen != 8 {
-			return -1, d.corruptLocked(s, "number length")
+			return -1, d.corruptInShard(s, "number length")
 		}
 		r.v.kind, r.v.num = e.kind(), *s.num(off, e)
 	case KindBool:
 		if e.VLen != 1 {
-			return -1, d.corruptLocked(s, "bool length")
+			return -1, d.corruptInShard(s, "bool length")
 		}
 		r.v.kind, r.v.num = KindBool, uint64(s.valueOf(off, e)[0]&1)
 	case KindBytes:
 		n := int(e.VLen)
-		if n > cap(dst) || dst == nil {
+		if n > cap(r.dst) || r.dst == nil {
 			return n, nil
 		}
-		dst = dst[:n:n]
+		dst := r.dst[:n:n]
 		copy(dst, s.valueOf(off, e))
 		r.v.kind, r.v.b = KindBytes, dst
 	case KindList:
 		return -1, ErrIsList
 	default:
-		return -1, d.corruptLocked(s, "kind")
+		return -1, d.corruptInShard(s, "kind")
 	}
 	r.flags, r.stale = e.flags(), stale
 	if !d.readOnly {
@@ -170,13 +173,13 @@ func (d *Dict) getLocked(s *shard, key string, h uint64, dst []byte, allowStale 
 	return -1, nil
 }
 
-// getOptimistic is getLocked without a lock: it finds the entry with
+// getOptimistic is getInShard without a lock: it finds the entry with
 // findOptimistic and copies what it needs, reading every word atomically,
 // then validates the entry's Ver and the shard's Seq; ok false means
 // something changed under it (or it read what a change in progress
 // leaves) and nothing it read counts. need >= 0 asks for a dst of that
 // capacity.
-func (d *Dict) getOptimistic(s *shard, key string, h uint64, dst []byte, allowStale bool, r *readResult) (need int, ok bool, err error) {
+func (d *Dict) getOptimistic(s *shard, key string, h uint64, r *readResult) (need int, ok bool, err error) {
 	off, seq, ok := s.findOptimistic(key, h)
 	if !ok {
 		return -1, false, nil
@@ -192,7 +195,7 @@ func (d *Dict) getOptimistic(s *shard, key string, h uint64, dst []byte, allowSt
 	}
 	stale := false
 	if x := expiryOf(w); x != 0 && d.Now() >= x {
-		if !allowStale {
+		if !r.allowStale {
 			if e.ver() != w || s.seq() != seq {
 				return -1, false, nil
 			}
@@ -227,10 +230,10 @@ func (d *Dict) getOptimistic(s *shard, key string, h uint64, dst []byte, allowSt
 		}
 		num = uint64(loadByte(s.arena, vo) & 1)
 	case KindBytes:
-		if vlen > cap(dst) || dst == nil {
+		if vlen > cap(r.dst) || r.dst == nil {
 			return vlen, true, nil
 		}
-		b = loadBytes(dst, s.arena, vo, vlen)
+		b = loadBytes(r.dst, s.arena, vo, vlen)
 	case KindList:
 		err = ErrIsList
 	default:
@@ -248,7 +251,7 @@ func (d *Dict) getOptimistic(s *shard, key string, h uint64, dst []byte, allowSt
 	r.v.kind, r.v.num, r.v.b = kind, num, b
 	r.flags, r.stale = flags, stale
 	if n, slow := s.counted(tHits); slow {
-		d.tallySlow(s, tHits, n)
+		d.flushTallyCount(s, tHits, n)
 	}
 	return -1, true, nil
 }

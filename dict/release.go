@@ -13,20 +13,20 @@ import "github.com/shmzone/shmzone/shm"
 //     pages. A view that looks for a page takes over one whose tag's slot
 //     was claimed since (shm.Zone.TagReplaced, a load); and each Dict, at
 //     its first allocation in a shard, releases there the pages of every
-//     owner the kernel says is gone (sweepLocked, shm.Zone.TagGone).
+//     owner the kernel says is gone (sweepInShard, shm.Zone.TagGone).
 //
 // A page that names no owner, or a gone one, is taken over by the next
 // process that needs a page of its class, before any free page. So
 // processes that come and go fill the pages of those before them.
 // slab/DESIGN.md gives the reasons.
 
-// sweepLocked, at this Dict's first allocation in the shard, releases the
+// sweepInShard, at this Dict's first allocation in the shard, releases the
 // shard's pages that name an owner gone: one whose slot was claimed since,
 // or that nobody holds as the kernel says (one system call per owner
 // whose slot's generation still names it). It walks every page
 // descriptor of the shard, once per Dict. It marks the shard as one this
 // Dict may hold pages in, for Close.
-func (s *shard) sweepLocked() {
+func (s *shard) sweepInShard() {
 	if s.swept.Load() {
 		return
 	}
@@ -55,7 +55,7 @@ func goneTags(z *shm.Zone) func(tag uint32) bool {
 // in each shard it allocated in (swept), under the shard's lock. It waits
 // for one lock at most LockTimeout; after a wait that timed out it skips
 // the shards whose lock is busy. Pages it skips are released later by
-// another process, which finds their owner gone (sweepLocked).
+// another process, which finds their owner gone (sweepInShard).
 func (d *Dict) releaseAll() {
 	if d.readOnly || !d.proc.Allocated() {
 		return
@@ -83,8 +83,8 @@ func (d *Dict) releaseAll() {
 	}
 }
 
-// releaseGuarded is releaseAll under Options.GuardFaults, as flushGuarded.
-func (d *Dict) releaseGuarded() {
+// guardedRelease is releaseAll under Options.GuardFaults, as guardedFlush.
+func (d *Dict) guardedRelease() {
 	if !d.guard {
 		d.releaseAll()
 		return

@@ -16,11 +16,11 @@ func newBitset(arenaLen int) bitset  { return make(bitset, arenaLen/8/64+1) }
 func (b bitset) has(off uint32) bool { return b[off>>9]&(1<<(off>>3&63)) != 0 }
 func (b bitset) set(off uint32)      { b[off>>9] |= 1 << (off >> 3 & 63) }
 
-// validEntryLocked reports whether the chunk at off of size bytes holds a
+// validEntryInShard reports whether the chunk at off of size bytes holds a
 // well-formed entry that belongs in this shard. An entry whose Ver is odd,
 // a write in progress, is well formed only when midWrite allows it: in a
 // copy of a shard that entry writers may have been inside (snapshot.go).
-func (s *shard) validEntryLocked(off uint32, size int, shards int, midWrite bool) bool {
+func (s *shard) validEntryInShard(off uint32, size int, shards int, midWrite bool) bool {
 	if !s.okEntry(off) {
 		return false
 	}
@@ -43,7 +43,7 @@ func (s *shard) validEntryLocked(off uint32, size int, shards int, midWrite bool
 		}
 	}
 	need := entrySize(int(e.KLen), int(e.VLen))
-	if need > size || s.slab.ChunkSize(need) != size || !s.okBody(off, e) {
+	if need > size || s.slab.ChunkSize(need) != size || !s.okBytes(off, e) {
 		return false
 	}
 	k := s.keyOf(off, e)
@@ -51,8 +51,8 @@ func (s *shard) validEntryLocked(off uint32, size int, shards int, midWrite bool
 	return int(h&uint64(shards-1)) == s.id && e.Tag == tagOf(h)
 }
 
-// validNodeLocked reports whether the chunk at off is a well-formed list node.
-func (s *shard) validNodeLocked(off uint32) bool {
+// validNodeInShard reports whether the chunk at off is a well-formed list node.
+func (s *shard) validNodeInShard(off uint32) bool {
 	if !s.okNode(off) {
 		return false
 	}
@@ -78,7 +78,7 @@ func (s *shard) validNodeLocked(off uint32) bool {
 	return need <= size && s.slab.ChunkSize(need) == size
 }
 
-// repairLocked rebuilds a shard from its entries after its lock was taken
+// repairInShard rebuilds a shard from its entries after its lock was taken
 // from a dead owner or corruption was found: the index, the eviction queue (in its
 // old order as far as it holds), the lists' links and lengths, and the slab's
 // free lists. It drops the entry named by Drop (the one being written), any
@@ -89,7 +89,7 @@ func (s *shard) validNodeLocked(off uint32) bool {
 // entry whose Ver is odd is one whose writer died; it is dropped. When a
 // page's lock stays held by a live process past the timeout it repairs
 // nothing and returns ErrLockTimeout.
-func (s *shard) repairLocked() error {
+func (s *shard) repairInShard() error {
 	if err := s.drainPages(); err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func (s *shard) repairLocked() error {
 		// clear Drop: a repair after a killed one must not judge
 		// reachability from a half-rebuilt index, which drops live entries.
 		s.slab.ForEach(func(off uint32, size int) bool {
-			if !reach.has(off) && s.validEntryLocked(off, size, shards, false) {
+			if !reach.has(off) && s.validEntryInShard(off, size, shards, false) {
 				s.entryAt(off).Bits = 0
 			}
 			return true
@@ -131,14 +131,14 @@ func (s *shard) repairLocked() error {
 	hd.Count = 0
 	entries := newBitset(len(s.arena))
 	s.slab.ForEach(func(off uint32, size int) bool {
-		if off == drop || reach != nil && !reach.has(off) || !s.validEntryLocked(off, size, shards, false) {
+		if off == drop || reach != nil && !reach.has(off) || !s.validEntryInShard(off, size, shards, false) {
 			return true
 		}
 		e := s.entryAt(off)
 		k := s.keyOf(off, e)
 		key := unsafe.String(unsafe.SliceData(k), len(k))
 		h := hashKey(s.seed, key)
-		if dup, _, err := s.findLocked(key, h); err != nil || dup != 0 {
+		if dup, _, err := s.findInShard(key, h); err != nil || dup != 0 {
 			return true
 		}
 		slot := &s.index[s.bucket(h)]
@@ -159,7 +159,7 @@ func (s *shard) repairLocked() error {
 			}
 			l := s.listOf(off, e)
 			var prev, count uint32
-			for n := l.Head; n != 0 && s.validNodeLocked(n) && !nodes.has(n) && !entries.has(n); n = s.nodeAt(n).Next {
+			for n := l.Head; n != 0 && s.validNodeInShard(n) && !nodes.has(n) && !entries.has(n); n = s.nodeAt(n).Next {
 				nodes.set(n)
 				s.nodeAt(n).Prev = prev
 				prev = n
@@ -239,7 +239,7 @@ func (s *shard) repairLocked() error {
 	return nil
 }
 
-// scratch holds checkLocked's marks, allocated before the lock is taken.
+// scratch holds checkInShard's marks, allocated before the lock is taken.
 type scratch struct{ entries, nodes, linked bitset }
 
 func newScratch(arenaLen int) *scratch {
@@ -248,11 +248,11 @@ func newScratch(arenaLen int) *scratch {
 
 func (b bitset) reset() { clear(b) }
 
-// checkLocked returns the shard's problems, at most max of them; sc's sets
+// checkInShard returns the shard's problems, at most max of them; sc's sets
 // must be sized for the arena. copied says s is a view of a copy taken
 // while entry writers ran (snapshot.go): an entry's Ver may be odd there
 // without any writer having died, so a write in progress is no problem.
-func (s *shard) checkLocked(max int, sc *scratch, copied bool) []string {
+func (s *shard) checkInShard(max int, sc *scratch, copied bool) []string {
 	var probs []string
 	add := func(format string, args ...any) bool {
 		probs = append(probs, fmt.Sprintf("shard %d: "+format, append([]any{s.id}, args...)...))
@@ -280,7 +280,7 @@ func (s *shard) checkLocked(max int, sc *scratch, copied bool) []string {
 		off := s.index[b]
 		for steps := 0; off != 0; steps++ {
 			size, err := s.slab.Size(off)
-			if err != nil || !s.validEntryLocked(off, size, shards, copied) {
+			if err != nil || !s.validEntryInShard(off, size, shards, copied) {
 				add("bucket %d: %#x is not a valid entry", b, off)
 				return probs
 			}
@@ -298,7 +298,7 @@ func (s *shard) checkLocked(max int, sc *scratch, copied bool) []string {
 			entries.set(off)
 			count++
 			if e.kind() == KindList {
-				if p := s.checkListLocked(off, e, nodes); p != "" && !add("%s", p) {
+				if p := s.checkListInShard(off, e, nodes); p != "" && !add("%s", p) {
 					return probs
 				}
 			}
@@ -332,7 +332,7 @@ func (s *shard) checkLocked(max int, sc *scratch, copied bool) []string {
 			return probs
 		}
 	}
-	if p := s.checkSegmentsLocked(); p != "" && !add("%s", p) {
+	if p := s.checkSegmentsInShard(); p != "" && !add("%s", p) {
 		return probs
 	}
 	if n != count {
@@ -349,12 +349,12 @@ func (s *shard) checkLocked(max int, sc *scratch, copied bool) []string {
 	return probs
 }
 
-// checkListLocked checks one list's nodes and marks them; "" when sound.
-func (s *shard) checkListLocked(off uint32, e *entry, nodes bitset) string {
+// checkListInShard checks one list's nodes and marks them; "" when sound.
+func (s *shard) checkListInShard(off uint32, e *entry, nodes bitset) string {
 	l := s.listOf(off, e)
 	var prev, count uint32
 	for n := l.Head; n != 0; n = s.nodeAt(n).Next {
-		if !s.validNodeLocked(n) || nodes.has(n) {
+		if !s.validNodeInShard(n) || nodes.has(n) {
 			return fmt.Sprintf("list %#x: node %#x invalid or linked twice", off, n)
 		}
 		if s.nodeAt(n).Prev != prev {
@@ -404,7 +404,7 @@ func (d *Dict) Check() (err error) {
 				errs = append(errs, err)
 				continue
 			}
-			probs = sn.view.checkLocked(20, sc, true)
+			probs = sn.view.checkInShard(20, sc, true)
 		} else {
 			if err := d.lock(s); err != nil {
 				errs = append(errs, err)
@@ -418,12 +418,12 @@ func (d *Dict) Check() (err error) {
 				errs = append(errs, err)
 				continue
 			}
-			if err := d.settleDeadLocked(s); err != nil {
+			if err := d.settleDeadInShard(s); err != nil {
 				d.unlock(s)
 				errs = append(errs, err)
 				continue
 			}
-			probs = s.checkLocked(20, sc, false)
+			probs = s.checkInShard(20, sc, false)
 			d.unlock(s)
 		}
 		if d.readOnly {
@@ -460,11 +460,11 @@ func (d *Dict) Repair() (_ int, err error) {
 	for i := range d.shards {
 		s := &d.shards[i]
 		// A lock of a dead owner is taken over, and the shard rebuilt, by
-		// lockSlow itself: count it too.
+		// lockWait itself: count it too.
 		var r shm.LockResult
 		if !d.z.TryLockCounted(s.lockw, s.holds) {
 			var err error
-			if r, err = d.lockSlow(s); err != nil {
+			if r, err = d.lockWait(s); err != nil {
 				return n, err
 			}
 		} else {
@@ -475,8 +475,8 @@ func (d *Dict) Repair() (_ int, err error) {
 		} else if err := s.drainPages(); err != nil {
 			d.unlock(s)
 			return n, err
-		} else if len(s.checkLocked(1, sc, false)) > 0 {
-			if err := s.repairLocked(); err != nil {
+		} else if len(s.checkInShard(1, sc, false)) > 0 {
+			if err := s.repairInShard(); err != nil {
 				d.unlock(s)
 				return n, err
 			}
@@ -488,11 +488,11 @@ func (d *Dict) Repair() (_ int, err error) {
 	return n, nil
 }
 
-// checkSegmentsLocked checks the queue's segments, on a queue whose links
+// checkSegmentsInShard checks the queue's segments, on a queue whose links
 // were found sound: the first ProtCount entries from the head, and only
 // they, are protected, and ProtTail is the last of them. It returns the
 // first problem, or "".
-func (s *shard) checkSegmentsLocked() string {
+func (s *shard) checkSegmentsInShard() string {
 	hd := s.hdr()
 	var last uint32
 	n := uint32(0)
@@ -514,18 +514,18 @@ func (s *shard) checkSegmentsLocked() string {
 	return ""
 }
 
-// settleDeadLocked repairs the shard, whose pages the caller drained holding
+// settleDeadInShard repairs the shard, whose pages the caller drained holding
 // its lock, when an entry writer died inside one of its entries (an odd Ver
 // then): the repair drops that entry, as the key's next write would
-// (settleLocked). It follows only sound links; what a corrupt index hides
-// is checkLocked's to report.
-func (d *Dict) settleDeadLocked(s *shard) error {
+// (settleInShard). It follows only sound links; what a corrupt index hides
+// is checkInShard's to report.
+func (d *Dict) settleDeadInShard(s *shard) error {
 	for b := range s.index {
 		off := s.index[b]
 		for n := 0; off != 0 && s.okEntry(off) && n <= s.maxSteps(); n++ {
 			e := s.entryAt(off)
 			if writing(e.ver()) {
-				_, err := d.settleLocked(s, off)
+				_, err := d.settleInShard(s, off)
 				return err
 			}
 			off = e.Next

@@ -23,7 +23,7 @@ func (d *Dict) FlushAll() (err error) {
 		if err := d.lock(s); err != nil {
 			return err
 		}
-		err := s.flushLocked()
+		err := s.flushInShard()
 		d.unlock(s)
 		if err != nil {
 			return err
@@ -33,7 +33,7 @@ func (d *Dict) FlushAll() (err error) {
 	return nil
 }
 
-func (s *shard) flushLocked() error {
+func (s *shard) flushInShard() error {
 	if err := s.drainPages(); err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func (s *shard) flushLocked() error {
 	clear(s.index)
 	hd.QueueHead, hd.QueueTail, hd.Count = 0, 0, 0
 	hd.ProtTail, hd.ProtCount = 0, 0
-	s.clearTracesLocked()
+	s.clearTracesInShard()
 	// The region keeps its geometry, so this process's view of it stays
 	// valid, and the other goroutines that read s.slab see no new one.
 	if _, err := slab.Format(s.arena, s.slab.PageSize()); err != nil {
@@ -73,7 +73,7 @@ func (d *Dict) FlushExpired(max int) (_ int, err error) {
 		if err := d.lock(s); err != nil {
 			return total, err
 		}
-		n, err := d.flushExpiredLocked(s, max-total, max == 0)
+		n, err := d.flushExpiredInShard(s, max-total, max == 0)
 		d.unlock(s)
 		total += n
 		if err != nil {
@@ -86,19 +86,19 @@ func (d *Dict) FlushExpired(max int) (_ int, err error) {
 	return total, nil
 }
 
-func (d *Dict) flushExpiredLocked(s *shard, left int, all bool) (int, error) {
+func (d *Dict) flushExpiredInShard(s *shard, left int, all bool) (int, error) {
 	hd := s.hdr()
 	n := 0
 	off := hd.QueueTail
 	for steps := 0; off != 0 && (all || n < left); steps++ {
 		if !s.okEntry(off) || steps > s.maxSteps() {
-			return n, d.corruptLocked(s, "queue")
+			return n, d.corruptInShard(s, "queue")
 		}
 		e := s.entryAt(off)
 		prev := e.QPrev
 		if expired(e, d.clock) {
-			if err := s.removeLocked(off); err != nil {
-				return n, d.failLocked(s, err, "remove")
+			if err := s.removeInShard(off); err != nil {
+				return n, d.failInShard(s, err, "remove")
 			}
 			hd.Expirations++
 			n++
@@ -144,10 +144,10 @@ func (d *Dict) Keys(max int) (_ []string, err error) {
 			var err error
 			if d.readOnly {
 				if err = d.take(s, &sn); err == nil {
-					nbytes, nkeys, fit, err = d.keysLocked(&sn.view, buf[:0], lens[:0], want)
+					nbytes, nkeys, fit, err = d.keysInShard(&sn.view, buf[:0], lens[:0], want)
 				}
 			} else if err = d.lock(s); err == nil {
-				nbytes, nkeys, fit, err = d.keysLocked(s, buf[:0], lens[:0], want)
+				nbytes, nkeys, fit, err = d.keysInShard(s, buf[:0], lens[:0], want)
 				d.unlock(s)
 			}
 			if err != nil {
@@ -173,19 +173,19 @@ func (d *Dict) Keys(max int) (_ []string, err error) {
 	return keys, nil
 }
 
-// keysLocked appends live keys of one shard to buf and their lengths to lens,
+// keysInShard appends live keys of one shard to buf and their lengths to lens,
 // up to max (0 = all). When they do not fit the capacity, fit is false and
 // nbytes, nkeys say what is needed.
-func (d *Dict) keysLocked(s *shard, buf []byte, lens []int, max int) (nbytes, nkeys int, fit bool, err error) {
+func (d *Dict) keysInShard(s *shard, buf []byte, lens []int, max int) (nbytes, nkeys int, fit bool, err error) {
 	fit = true
 	off := s.hdr().QueueTail
 	for steps := 0; off != 0 && (max == 0 || nkeys < max); steps++ {
 		if !s.okEntry(off) || steps > s.maxSteps() {
-			return 0, 0, false, d.corruptLocked(s, "queue")
+			return 0, 0, false, d.corruptInShard(s, "queue")
 		}
 		e := s.entryAt(off)
-		if !s.okBody(off, e) {
-			return 0, 0, false, d.corruptLocked(s, "entry")
+		if !s.okBytes(off, e) {
+			return 0, 0, false, d.corruptInShard(s, "entry")
 		}
 		if !expired(e, d.clock) {
 			k := s.keyOf(off, e)

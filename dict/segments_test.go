@@ -270,9 +270,9 @@ func TestCheckSettlesDeadWriter(t *testing.T) {
 	specSet(t, d, "dead", Int(1), 0, 0)
 	specSet(t, d, "alive", Int(2), 0, 0)
 	s := &d.shards[0]
-	off, _, err := s.findLocked("dead", hashKey(d.seed, "dead"))
+	off, _, err := s.findInShard("dead", hashKey(d.seed, "dead"))
 	if err != nil || off == 0 {
-		t.Fatalf("findLocked = %d, %v", off, err)
+		t.Fatalf("findInShard = %d, %v", off, err)
 	}
 	s.entryAt(off).beginWrite() // and dies
 	if err := d.Check(); err != nil {

@@ -21,9 +21,9 @@ func tagOf(h uint64) uint8              { return uint8(h >> 24) }
 // maxSteps bounds every walk of a chain or list: no arena holds more entries.
 func (s *shard) maxSteps() int { return s.steps }
 
-// findLocked returns the offset of key's entry, expired or not, and of its
+// findInShard returns the offset of key's entry, expired or not, and of its
 // predecessor in the bucket chain (0 when the entry heads the chain), or 0.
-func (s *shard) findLocked(key string, h uint64) (off, prev uint32, err error) {
+func (s *shard) findInShard(key string, h uint64) (off, prev uint32, err error) {
 	tag := tagOf(h)
 	off = s.index[s.bucket(h)]
 	for n := 0; off != 0; n++ {
@@ -32,7 +32,7 @@ func (s *shard) findLocked(key string, h uint64) (off, prev uint32, err error) {
 		}
 		e := s.entryAt(off)
 		if e.Tag == tag && int(e.KLen) == len(key) {
-			if !s.okBody(off, e) {
+			if !s.okBytes(off, e) {
 				return 0, 0, errCorruptArena
 			}
 			if string(s.keyOf(off, e)) == key {
@@ -56,10 +56,10 @@ func expired(e *entry, now func() int64) bool {
 // they were written; after them, down to QueueTail, the probation entries,
 // new ones first. The hand starts at the tail: a flood of keys used once
 // passes through probation and is evicted there, while the entries of
-// keys in use wait in the protected segment (reclaimLocked).
+// keys in use wait in the protected segment (reclaimInShard).
 
-// queueUnlinkLocked removes an entry from the eviction queue.
-func (s *shard) queueUnlinkLocked(off uint32, e *entry) bool {
+// unqueueInShard removes an entry from the eviction queue.
+func (s *shard) unqueueInShard(off uint32, e *entry) bool {
 	h := s.hdr()
 	if e.QPrev != 0 {
 		if !s.okEntry(e.QPrev) {
@@ -87,27 +87,27 @@ func (s *shard) queueUnlinkLocked(off uint32, e *entry) bool {
 	return true
 }
 
-// queueInsertLocked puts an unlinked entry in the eviction queue: a
+// enqueueInShard puts an unlinked entry in the eviction queue: a
 // protected one at the head, a probation one at the head of probation,
 // right after ProtTail.
-func (s *shard) queueInsertLocked(off uint32, e *entry) bool {
+func (s *shard) enqueueInShard(off uint32, e *entry) bool {
 	h := s.hdr()
 	if e.protected() {
 		h.ProtCount++
 		if h.ProtTail == 0 {
 			h.ProtTail = off
 		}
-		return s.queueAfterLocked(0, off, e)
+		return s.enqueueBehindInShard(0, off, e)
 	}
-	return s.queueAfterLocked(h.ProtTail, off, e)
+	return s.enqueueBehindInShard(h.ProtTail, off, e)
 }
 
-// queueRecalledLocked puts an unlinked entry, unreferenced, at the tail of
+// enqueueRecalledInShard puts an unlinked entry, unreferenced, at the tail of
 // the protected segment: a new entry of a key found among the traces. The
 // segment's cap demotes it first, unless it is used before.
-func (s *shard) queueRecalledLocked(off uint32, e *entry) bool {
+func (s *shard) enqueueRecalledInShard(off uint32, e *entry) bool {
 	h := s.hdr()
-	if !s.queueAfterLocked(h.ProtTail, off, e) {
+	if !s.enqueueBehindInShard(h.ProtTail, off, e) {
 		return false
 	}
 	e.setProt(true)
@@ -116,9 +116,9 @@ func (s *shard) queueRecalledLocked(off uint32, e *entry) bool {
 	return true
 }
 
-// queueAfterLocked links an unlinked entry into the queue after the entry
+// enqueueBehindInShard links an unlinked entry into the queue after the entry
 // at prev, or at the head when prev is 0.
-func (s *shard) queueAfterLocked(prev, off uint32, e *entry) bool {
+func (s *shard) enqueueBehindInShard(prev, off uint32, e *entry) bool {
 	h := s.hdr()
 	next := h.QueueHead
 	if prev != 0 {
@@ -144,30 +144,30 @@ func (s *shard) queueAfterLocked(prev, off uint32, e *entry) bool {
 	return true
 }
 
-// requeueLocked moves a linked entry to the head of its segment, protected
+// requeueInShard moves a linked entry to the head of its segment, protected
 // when protect: the hand's second chance, or a promotion.
-func (s *shard) requeueLocked(off uint32, e *entry, protect bool) bool {
-	if !s.queueUnlinkLocked(off, e) {
+func (s *shard) requeueInShard(off uint32, e *entry, protect bool) bool {
+	if !s.unqueueInShard(off, e) {
 		return false
 	}
 	if protect {
 		e.setProt(true)
 	}
-	return s.queueInsertLocked(off, e)
+	return s.enqueueInShard(off, e)
 }
 
-// chainUnlinkLocked removes an entry from its bucket chain.
-func (s *shard) chainUnlinkLocked(off uint32, e *entry) bool {
-	if !s.okBody(off, e) {
+// unchainInShard removes an entry from its bucket chain.
+func (s *shard) unchainInShard(off uint32, e *entry) bool {
+	if !s.okBytes(off, e) {
 		return false
 	}
 	k := s.keyOf(off, e)
-	return s.chainUnlinkHashedLocked(off, e, hashKey(s.seed, unsafe.String(unsafe.SliceData(k), len(k))))
+	return s.unchainHashedInShard(off, e, hashKey(s.seed, unsafe.String(unsafe.SliceData(k), len(k))))
 }
 
-// chainUnlinkHashedLocked is chainUnlinkLocked for a caller that knows the
+// unchainHashedInShard is unchainInShard for a caller that knows the
 // hash h of the entry's key.
-func (s *shard) chainUnlinkHashedLocked(off uint32, e *entry, h uint64) bool {
+func (s *shard) unchainHashedInShard(off uint32, e *entry, h uint64) bool {
 	p := &s.index[s.bucket(h)]
 	for n := 0; *p != 0; n++ {
 		if *p == off {
@@ -183,41 +183,41 @@ func (s *shard) chainUnlinkHashedLocked(off uint32, e *entry, h uint64) bool {
 	return false
 }
 
-// removeLocked unlinks an entry from its chain and the eviction queue and frees it
+// removeInShard unlinks an entry from its chain and the eviction queue and frees it
 // with its list nodes. Drop marks it for repair while it is half removed.
-func (s *shard) removeLocked(off uint32) error {
+func (s *shard) removeInShard(off uint32) error {
 	if err := s.drainPage(off); err != nil {
 		return err
 	}
 	h := s.hdr()
 	e := s.entryAt(off)
 	h.Drop = off
-	if !s.chainUnlinkLocked(off, e) {
+	if !s.unchainInShard(off, e) {
 		return errCorruptArena
 	}
-	return s.removeUnlinkedLocked(off, e)
+	return s.removeUnlinkedInShard(off, e)
 }
 
-// removeFoundLocked is removeLocked of the entry at off that the caller
+// removeFoundInShard is removeInShard of the entry at off that the caller
 // found under this hold of the lock, with key hash h, and whose page it has
 // drained since (lookup): it neither drains nor hashes again.
-func (s *shard) removeFoundLocked(off uint32, h uint64) error {
+func (s *shard) removeFoundInShard(off uint32, h uint64) error {
 	hd := s.hdr()
 	e := s.entryAt(off)
 	hd.Drop = off
-	if !s.chainUnlinkHashedLocked(off, e, h) {
+	if !s.unchainHashedInShard(off, e, h) {
 		return errCorruptArena
 	}
-	return s.removeUnlinkedLocked(off, e)
+	return s.removeUnlinkedInShard(off, e)
 }
 
-// removeUnlinkedLocked ends a removal once the entry is out of its chain,
+// removeUnlinkedInShard ends a removal once the entry is out of its chain,
 // with Drop naming it: it leaves the queue and is freed.
-func (s *shard) removeUnlinkedLocked(off uint32, e *entry) error {
-	if !s.queueUnlinkLocked(off, e) {
+func (s *shard) removeUnlinkedInShard(off uint32, e *entry) error {
+	if !s.unqueueInShard(off, e) {
 		return errCorruptArena
 	}
-	if err := s.freeEntryLocked(off, e); err != nil {
+	if err := s.freeEntryInShard(off, e); err != nil {
 		return err
 	}
 	h := s.hdr()
@@ -226,10 +226,10 @@ func (s *shard) removeUnlinkedLocked(off uint32, e *entry) error {
 	return nil
 }
 
-// freeEntryLocked frees an unlinked entry's chunk and, for a list, its nodes.
-func (s *shard) freeEntryLocked(off uint32, e *entry) error {
+// freeEntryInShard frees an unlinked entry's chunk and, for a list, its nodes.
+func (s *shard) freeEntryInShard(off uint32, e *entry) error {
 	if e.kind() == KindList {
-		if err := s.freeNodesLocked(off, e); err != nil {
+		if err := s.freeNodesInShard(off, e); err != nil {
 			return err
 		}
 	}
@@ -240,22 +240,22 @@ func (s *shard) freeEntryLocked(off uint32, e *entry) error {
 	return nil
 }
 
-// allocLocked allocates size bytes. When the slab is full it first packs a
-// page of another size (packLocked), then reclaims expired
+// allocInShard allocates size bytes. When the slab is full it first packs a
+// page of another size (packInShard), then reclaims expired
 // entries from the queue's tail and, if evict, evicts live ones too, in up to 30
 // rounds of up to 3 entries as nginx does; forcible reports a live eviction.
 // pin is an entry that must survive (the one the caller is replacing). While
 // it runs, Drop says that entries the index does not reach are to be dropped
 // by a repair: an evicted entry may be half unlinked.
-func (s *shard) allocLocked(size int, evict bool, pin uint32, now func() int64) (off uint32, forcible bool, err error) {
-	s.sweepLocked()
+func (s *shard) allocInShard(size int, evict bool, pin uint32, now func() int64) (off uint32, forcible bool, err error) {
+	s.sweepInShard()
 	h := s.hdr()
 	h.Drop = dropUnreachable
 	for round := 0; ; round++ {
 		off, err = s.slab.Alloc(size)
 		if round == 0 && errors.Is(err, slab.ErrNoMemory) {
 			// Room that moves make comes before any eviction (pack.go).
-			packed, perr := s.packLocked(size, pin)
+			packed, perr := s.packInShard(size, pin)
 			if perr != nil {
 				return 0, forcible, perr
 			}
@@ -283,7 +283,7 @@ func (s *shard) allocLocked(size int, evict bool, pin uint32, now func() int64) 
 			// rounds later rather than evict thirty rounds of entries of
 			// other sizes and fail.
 			s.logClear(0, nil, stepTry)
-			cleared, live, err := s.clearPageLocked(pin, now)
+			cleared, live, err := s.clearPageInShard(pin, now)
 			if err != nil {
 				return 0, forcible, err
 			}
@@ -292,7 +292,7 @@ func (s *shard) allocLocked(size int, evict bool, pin uint32, now func() int64) 
 				continue
 			}
 		}
-		freed, live, err := s.reclaimLocked(evict, pin, now)
+		freed, live, err := s.reclaimInShard(evict, pin, now)
 		if err != nil {
 			return 0, forcible, err
 		}
@@ -303,11 +303,11 @@ func (s *shard) allocLocked(size int, evict bool, pin uint32, now func() int64) 
 	}
 }
 
-// clearRound is how many rounds of allocLocked go between two tries to
+// clearRound is how many rounds of allocInShard go between two tries to
 // free a page.
 const clearRound = 3
 
-// clearPageLocked frees the page of the probation segment's last entry,
+// clearPageInShard frees the page of the probation segment's last entry,
 // for an allocation of another size that eviction from the tail does not
 // serve: protected entries are spread over every page and keep them all. It
 // evicts the page's probation entries not used since they were written,
@@ -317,14 +317,14 @@ const clearRound = 3
 // holds pin, or when a move finds no room: cleared false. A process killed
 // inside it loses at most the entry being moved (Drop is dropUnreachable:
 // of the two copies, repair keeps the one the index reaches).
-func (s *shard) clearPageLocked(pin uint32, now func() int64) (cleared, live bool, err error) {
+func (s *shard) clearPageInShard(pin uint32, now func() int64) (cleared, live bool, err error) {
 	h := s.hdr()
 	tail := h.QueueTail
 	if tail == 0 || !s.okEntry(tail) || s.entryAt(tail).protected() {
 		return false, false, nil
 	}
 	var offs [maxPageChunks]uint32
-	n := s.pageEntriesLocked(tail, pin, &offs)
+	n := s.pageEntriesInShard(tail, pin, &offs)
 	if n <= 0 {
 		return false, false, nil
 	}
@@ -341,7 +341,7 @@ func (s *shard) clearPageLocked(pin uint32, now func() int64) (cleared, live boo
 			kept++
 			continue
 		}
-		l, err := s.evictLocked(off, e, now)
+		l, err := s.evictInShard(off, e, now)
 		if err != nil {
 			return false, live, err
 		}
@@ -352,7 +352,7 @@ func (s *shard) clearPageLocked(pin uint32, now func() int64) (cleared, live boo
 	for _, off := range offs[:kept] {
 		e := s.entryAt(off)
 		for {
-			moved, err := s.moveLocked(off, e, false)
+			moved, err := s.moveInShard(off, e, false)
 			if err != nil {
 				return false, live, err
 			}
@@ -360,7 +360,7 @@ func (s *shard) clearPageLocked(pin uint32, now func() int64) (cleared, live boo
 				s.logClear(off, e, stepMoved)
 				break
 			}
-			l, freed, err := s.evictAwayLocked(page, e, pin, now)
+			l, freed, err := s.evictAwayInShard(page, e, pin, now)
 			if err != nil || !freed {
 				return false, live, err
 			}
@@ -371,12 +371,12 @@ func (s *shard) clearPageLocked(pin uint32, now func() int64) (cleared, live boo
 	return true, live, nil
 }
 
-// pageEntriesLocked puts in offs the entries of the small page that holds
+// pageEntriesInShard puts in offs the entries of the small page that holds
 // off and returns how many; -1 when the page holds pin or anything but
 // entries, each linked (a chunk the index does not reach is a list's
 // node), or is no small page. An entry's key does not change while it is
 // linked, so its page need not be drained yet.
-func (s *shard) pageEntriesLocked(off, pin uint32, offs *[maxPageChunks]uint32) int {
+func (s *shard) pageEntriesInShard(off, pin uint32, offs *[maxPageChunks]uint32) int {
 	n := 0
 	ok := s.slab.PageChunks(off, func(off uint32) bool {
 		if off == pin || n == len(offs) || !s.okEntry(off) {
@@ -384,12 +384,12 @@ func (s *shard) pageEntriesLocked(off, pin uint32, offs *[maxPageChunks]uint32) 
 			return false
 		}
 		e := s.entryAt(off)
-		if !s.okBody(off, e) {
+		if !s.okBytes(off, e) {
 			n = -1
 			return false
 		}
 		k := s.keyOf(off, e)
-		found, _, err := s.findLocked(unsafe.String(unsafe.SliceData(k), len(k)), hashKey(s.seed, unsafe.String(unsafe.SliceData(k), len(k))))
+		found, _, err := s.findInShard(unsafe.String(unsafe.SliceData(k), len(k)), hashKey(s.seed, unsafe.String(unsafe.SliceData(k), len(k))))
 		if err != nil || found != off {
 			n = -1
 			return false
@@ -404,7 +404,7 @@ func (s *shard) pageEntriesLocked(off, pin uint32, offs *[maxPageChunks]uint32) 
 	return n
 }
 
-// clearStep is one step of clearPageLocked as shard.clears records it: a
+// clearStep is one step of clearPageInShard as shard.clears records it: a
 // try begun, a key and what became of it, or the page cleared.
 type clearStep struct {
 	key  string
@@ -419,7 +419,7 @@ const (
 	stepCleared = 'c'
 )
 
-// clearsAt reports whether allocLocked tries to free a page before its
+// clearsAt reports whether allocInShard tries to free a page before its
 // round: every clearRound rounds, from the clearRound-th.
 func clearsAt(round int) bool { return round > 0 && round%clearRound == 0 }
 
@@ -435,21 +435,21 @@ func (s *shard) logClear(off uint32, e *entry, what byte) {
 	*s.clears = append(*s.clears, step)
 }
 
-// evictLocked drops the entry at off, which passed okBody and whose page
+// evictInShard drops the entry at off, which passed okBytes and whose page
 // the caller drained under this hold of the lock, for room: counted as an
 // expiration when it has expired, else as an eviction, which leaves a
 // trace; live reports the latter.
-func (s *shard) evictLocked(off uint32, e *entry, now func() int64) (live bool, err error) {
+func (s *shard) evictInShard(off uint32, e *entry, now func() int64) (live bool, err error) {
 	h := s.hdr()
 	if !expired(e, now) {
 		s.logClear(off, e, stepEvicted)
-		if err := s.evictLiveLocked(off, e); err != nil {
+		if err := s.evictLiveInShard(off, e); err != nil {
 			return false, err
 		}
 		return true, nil
 	}
 	s.logClear(off, e, stepExpired)
-	if err := s.dropLocked(off, e); err != nil {
+	if err := s.dropInShard(off, e); err != nil {
 		return false, err
 	}
 	h.Count--
@@ -457,17 +457,17 @@ func (s *shard) evictLocked(off uint32, e *entry, now func() int64) (live bool, 
 	return false, nil
 }
 
-// evictLiveLocked drops the live entry at off, which passed okBody and
+// evictLiveInShard drops the live entry at off, which passed okBytes and
 // whose page the caller drained under this hold of the lock, for room: it
-// leaves a trace of the key (traceLocked) and counts an eviction.
-func (s *shard) evictLiveLocked(off uint32, e *entry) error {
+// leaves a trace of the key (traceInShard) and counts an eviction.
+func (s *shard) evictLiveInShard(off uint32, e *entry) error {
 	k := s.keyOf(off, e)
 	kh := hashKey(s.seed, unsafe.String(unsafe.SliceData(k), len(k)))
-	s.traceLocked(kh, e.expiry())
-	if !s.chainUnlinkHashedLocked(off, e, kh) || !s.queueUnlinkLocked(off, e) {
+	s.traceInShard(kh, e.expiry())
+	if !s.unchainHashedInShard(off, e, kh) || !s.unqueueInShard(off, e) {
 		return errCorruptArena
 	}
-	if err := s.freeEntryLocked(off, e); err != nil {
+	if err := s.freeEntryInShard(off, e); err != nil {
 		return err
 	}
 	h := s.hdr()
@@ -476,11 +476,11 @@ func (s *shard) evictLiveLocked(off uint32, e *entry) error {
 	return nil
 }
 
-// evictAwayLocked frees a chunk of like's size outside the page whose
+// evictAwayInShard frees a chunk of like's size outside the page whose
 // first word is page: the probation entry nearest the queue's tail of that
 // size, elsewhere, and not used since it was written (or expired). freed
 // is false when probation holds none.
-func (s *shard) evictAwayLocked(page *uint64, like *entry, pin uint32, now func() int64) (live, freed bool, err error) {
+func (s *shard) evictAwayInShard(page *uint64, like *entry, pin uint32, now func() int64) (live, freed bool, err error) {
 	h := s.hdr()
 	want := s.slab.ChunkSize(entrySize(int(like.KLen), int(like.VLen)))
 	off := h.QueueTail
@@ -493,7 +493,7 @@ func (s *shard) evictAwayLocked(page *uint64, like *entry, pin uint32, now func(
 			return false, false, nil // probation is behind
 		}
 		prev := e.QPrev
-		if off == pin || s.slab.PageWord(off) == page || !s.okBody(off, e) ||
+		if off == pin || s.slab.PageWord(off) == page || !s.okBytes(off, e) ||
 			s.slab.ChunkSize(entrySize(int(e.KLen), int(e.VLen))) != want {
 			off = prev
 			continue
@@ -504,7 +504,7 @@ func (s *shard) evictAwayLocked(page *uint64, like *entry, pin uint32, now func(
 			return false, false, err
 		}
 		if e.bits()&refBit == 0 || expired(e, now) {
-			live, err = s.evictLocked(off, e, now)
+			live, err = s.evictInShard(off, e, now)
 			return live, err == nil, err
 		}
 		off = prev
@@ -516,13 +516,13 @@ func (s *shard) evictAwayLocked(page *uint64, like *entry, pin uint32, now func(
 // smallest class in the smallest page.
 const maxPageChunks = 256
 
-// moveLocked moves the linked entry at off, whose page is drained, to a
+// moveInShard moves the linked entry at off, whose page is drained, to a
 // chunk of its size in another page: with own, a page this process took
 // for itself (slab.AllocOwn, leaving moveReserve's share of the pages
 // free), otherwise any (slab.AllocAway). The index
 // and the queue point to the copy, which keeps the entry's bits, and the
 // old chunk is freed. moved is false when no such page has room.
-func (s *shard) moveLocked(off uint32, e *entry, own bool) (moved bool, err error) {
+func (s *shard) moveInShard(off uint32, e *entry, own bool) (moved bool, err error) {
 	size, err := s.slab.Size(off)
 	if err != nil {
 		return false, errCorruptArena
@@ -577,24 +577,24 @@ func (s *shard) moveLocked(off uint32, e *entry, own bool) (moved bool, err erro
 	return true, nil
 }
 
-// reclaimLocked frees up to 3 entries from the queue's tail: expired ones,
+// reclaimInShard frees up to 3 entries from the queue's tail: expired ones,
 // and when evict, the first live one it meets that was not used since it
 // was written or the hand last passed it. A used entry, expired or not (when
 // evict), gets a second chance
 // at the head of the protected segment, which a probation entry thereby
 // joins (a promotion), so a live protected entry is evicted only when no
 // probation entry is left, and then only when no protected entry has
-// expired (freeExpiredLocked). Without evict it stops at the first live
-// entry. Each live entry it evicts leaves a trace (traceLocked).
+// expired (freeExpiredInShard). Without evict it stops at the first live
+// entry. Each live entry it evicts leaves a trace (traceInShard).
 //
 // An expired entry that was used since the hand last passed, or a
 // protected one, is not reclaimed before that: it is the slot of a key in
 // use whose state ran out (a rate limiter's window ended as the client came
 // back), and the key's next write reuses it in place, protected; reclaimed,
 // the key would start again in probation, where a flood of new keys evicts
-// it before it is used again. The segment's cap (balanceLocked) bounds what
+// it before it is used again. The segment's cap (balanceInShard) bounds what
 // such entries keep: unused, they are the first to be demoted.
-func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed int, live bool, err error) {
+func (s *shard) reclaimInShard(evict bool, pin uint32, now func() int64) (freed int, live bool, err error) {
 	h := s.hdr()
 	off := h.QueueTail
 	for n := 0; off != 0 && freed < 3; n++ {
@@ -621,14 +621,14 @@ func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed i
 		if evict && e.bits()&refBit != 0 {
 			// Used since the hand last passed: a key in use, whose
 			// entry is kept even when its state has expired (the slot of
-			// its next state, reclaimLocked's doc).
+			// its next state, reclaimInShard's doc).
 			e.unuse()
 			promote := !e.protected()
-			if !s.requeueLocked(off, e, true) {
+			if !s.requeueInShard(off, e, true) {
 				return freed, live, errCorruptArena
 			}
 			if promote {
-				if err := s.balanceLocked(pin); err != nil {
+				if err := s.balanceInShard(pin); err != nil {
 					return freed, live, err
 				}
 			}
@@ -644,7 +644,7 @@ func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed i
 			if e.protected() {
 				// No probation entry is left: what expired among the
 				// protected goes before a live one.
-				ok, err := s.freeExpiredLocked(pin, now)
+				ok, err := s.freeExpiredInShard(pin, now)
 				if err != nil {
 					return freed, live, err
 				}
@@ -654,10 +654,10 @@ func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed i
 					continue
 				}
 			}
-			if !s.okBody(off, e) {
+			if !s.okBytes(off, e) {
 				return freed, live, errCorruptArena
 			}
-			if err := s.evictLiveLocked(off, e); err != nil {
+			if err := s.evictLiveInShard(off, e); err != nil {
 				return freed, live, err
 			}
 			live = true
@@ -665,7 +665,7 @@ func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed i
 			off = prev
 			continue
 		}
-		if err := s.dropLocked(off, e); err != nil {
+		if err := s.dropInShard(off, e); err != nil {
 			return freed, live, err
 		}
 		h.Count--
@@ -676,8 +676,8 @@ func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed i
 	return freed, live, nil
 }
 
-// drainBeforeJudging: the hand (reclaimLocked, freeExpiredLocked,
-// evictAwayLocked, clearPageLocked) drains an entry's page before it reads
+// drainBeforeJudging: the hand (reclaimInShard, freeExpiredInShard,
+// evictAwayInShard, clearPageInShard) drains an entry's page before it reads
 // the entry's expiry or refBit, and drops it on what it read then. An
 // entry writer that pinned the entry while it was live, before the shard's
 // lock was taken, may still be inside the page giving it a new TTL or
@@ -687,9 +687,9 @@ func (s *shard) reclaimLocked(evict bool, pin uint32, now func() int64) (freed i
 // released (I8), so what the hand read holds until it drops the entry. It
 // costs a compare-and-swap of the page's word per entry the hand looks at.
 
-// freeExpiredLocked frees the expired protected entry nearest the
+// freeExpiredInShard frees the expired protected entry nearest the
 // segment's tail, if any: before the hand evicts a live protected entry.
-func (s *shard) freeExpiredLocked(pin uint32, now func() int64) (bool, error) {
+func (s *shard) freeExpiredInShard(pin uint32, now func() int64) (bool, error) {
 	h := s.hdr()
 	off := h.ProtTail
 	for n := 0; off != 0; n++ {
@@ -710,7 +710,7 @@ func (s *shard) freeExpiredLocked(pin uint32, now func() int64) (bool, error) {
 			return false, err
 		}
 		if expired(e, now) {
-			if err := s.dropLocked(off, e); err != nil {
+			if err := s.dropInShard(off, e); err != nil {
 				return false, err
 			}
 			h.Count--
@@ -726,14 +726,14 @@ func (s *shard) freeExpiredLocked(pin uint32, now func() int64) (bool, error) {
 // that the protected segment leaves to probation at least.
 const probationShare = 8
 
-// balanceLocked keeps the protected segment to at most seven eighths of
+// balanceInShard keeps the protected segment to at most seven eighths of
 // the shard's entries (probationShare), so that new keys always have a
 // probation segment to prove themselves in, and the traces recognise
 // them when they come back after it: while it holds more, the segment's last entry gets
 // a second chance if it was used since the hand passed, and otherwise
 // becomes probation's first (a demotion: it stays where it is, and ProtTail
 // moves past it). It looks at a few entries a call.
-func (s *shard) balanceLocked(pin uint32) error {
+func (s *shard) balanceInShard(pin uint32) error {
 	h := s.hdr()
 	for i := 0; i < 8 && h.ProtCount > h.Count-h.Count/probationShare && h.ProtTail != 0; i++ {
 		t := h.ProtTail
@@ -743,7 +743,7 @@ func (s *shard) balanceLocked(pin uint32) error {
 		e := s.entryAt(t)
 		if e.bits()&refBit != 0 && t != pin && h.ProtCount > 1 {
 			e.unuse()
-			if !s.requeueLocked(t, e, false) {
+			if !s.requeueInShard(t, e, false) {
 				return errCorruptArena
 			}
 			continue
@@ -755,12 +755,12 @@ func (s *shard) balanceLocked(pin uint32) error {
 	return nil
 }
 
-// dropLocked unlinks and frees an entry, whose page the caller drained
+// dropInShard unlinks and frees an entry, whose page the caller drained
 // under this hold of the lock, without touching Drop: for eviction, inside
-// allocLocked, where Drop is already dropUnreachable.
-func (s *shard) dropLocked(off uint32, e *entry) error {
-	if !s.chainUnlinkLocked(off, e) || !s.queueUnlinkLocked(off, e) {
+// allocInShard, where Drop is already dropUnreachable.
+func (s *shard) dropInShard(off uint32, e *entry) error {
+	if !s.unchainInShard(off, e) || !s.unqueueInShard(off, e) {
 		return errCorruptArena
 	}
-	return s.freeEntryLocked(off, e)
+	return s.freeEntryInShard(off, e)
 }

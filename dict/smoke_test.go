@@ -47,7 +47,7 @@ func TestSmoke(t *testing.T) {
 	t.Logf("%d keys, stats %+v", len(keys), d.Stats())
 	for i := range d.shards {
 		d.shards[i].hdr().Drop = dropUnreachable
-		if err := d.shards[i].repairLocked(); err != nil {
+		if err := d.shards[i].repairInShard(); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -22,7 +22,7 @@ import (
 //
 // What the copy does not fix are the words entry writers change without the
 // shard's lock (DESIGN.md, section 8): an entry's value may be torn in the copy and its
-// Ver odd. The checks allow that (checkLocked's copied), and Scan reads each
+// Ver odd. The checks allow that (checkInShard's copied), and Scan reads each
 // value again from the zone, validated as Get validates it (copyLive).
 //
 // A shard whose Seq stays odd under a lock whose holder died is copied as it
@@ -173,10 +173,10 @@ const (
 	liveGone           // the key is absent, expired, or a list now
 )
 
-// copyLive appends key's entry as the zone holds it now to c, for Scan on a
-// read-only view: the entry at off of the copy in sn while the shard's
-// structure is still the copy's, otherwise wherever the index holds key
-// now. It reads as Get reads without a lock: every word atomically, the
+// copyLive appends the entry at off of the copy in sn to c, as the zone
+// holds it now, for Scan on a read-only view. It reads the entry at off
+// while the shard's structure is still the copy's, otherwise wherever the
+// index holds its key now. It reads as Get reads without a lock: every word atomically, the
 // entry's Ver even and unchanged around the read, the shard's structure
 // unchanged after it; what fails that is undone and read again. A key that
 // is gone now is left out, and so is an entry whose writer died in the
@@ -184,7 +184,8 @@ const (
 // lock): the next process that changes the shard drops it (doc.go I6).
 // Errors: ErrLockTimeout (wrapped) when no read held within the Dict's lock
 // timeout.
-func (d *Dict) copyLive(s *shard, sn *snapshot, off uint32, key []byte, now int64, c *copyBuf) error {
+func (d *Dict) copyLive(s *shard, sn *snapshot, off uint32, now int64, c *copyBuf) error {
+	key := sn.view.keyOf(off, sn.view.entryAt(off))
 	var h uint64
 	hashed := false
 	p := patience{bound: d.lockTimeout}

@@ -56,7 +56,7 @@ type tallies struct {
 type pageTally struct {
 	n      [pageKinds]uint32 // tWrites, tIncrs: bump, by the page's writer
 	seen   [pageKinds]uint32 // n as last added to the zone: under tallyMu
-	pinned uint32            // 1 while a goroutine pins the page (pin.go): setPinned, by the pinner
+	pinned uint32            // 1 while a goroutine pins the page (pin.go): storePinMark, by the pinner
 }
 
 // pageKinds are the kinds of count an entry write makes: tWrites and tIncrs,
@@ -65,7 +65,7 @@ const pageKinds = 2
 
 // entryCounted is counted for an entry write of kind k (tWrites or tIncrs)
 // on the entry at off, whose page's lock the caller holds: it adds one to
-// the page's word of kind k and reports whether pageSlow must follow with
+// the page's word of kind k and reports whether flushPageCounts must follow with
 // n, the word's count: at every moveEvery-th count of the word (tallyFlush
 // is a multiple), or when the coarse clock is not running, as counted
 // does. It inlines, as counted.
@@ -87,13 +87,13 @@ func (s *shard) pageOf(off uint32) int {
 	return int((off - s.pagesOff) >> s.pageShift)
 }
 
-// pageSlow is tallySlow for entryCounted, called once the page's lock is
+// flushPageCounts is flushTallyCount for entryCounted, called once the page's lock is
 // released (it may wait for tallyMu, held by a flush that scans every
 // page: no writer waits for it holding a lock): it adds the counts of the
 // page of the entry at off, key's, to the zone when n reached a multiple
 // of tallyFlush, considers moving the entry to a page of this process's
 // own at every moveEvery-th (moveToOwn), and reads the coarse clock.
-func (d *Dict) pageSlow(s *shard, key string, h uint64, off uint32, n uint32) {
+func (d *Dict) flushPageCounts(s *shard, key string, h uint64, off uint32, n uint32) {
 	if n&(tallyFlush-1) == 0 {
 		d.flushPage(s, s.pageOf(off))
 	}
@@ -152,19 +152,19 @@ func (s *shard) addPageCounts(add *[pageKinds]uint64) {
 // counts.
 func (d *Dict) tally(s *shard, k int) {
 	if n, slow := s.counted(k); slow {
-		d.tallySlow(s, k, n)
+		d.flushTallyCount(s, k, n)
 	}
 }
 
 // counted is tally's common case, small enough to inline where tally, a
 // call, is not: it counts one operation of kind k on shard s, one atomic
-// add to process memory, and reports whether tallySlow must follow with n,
+// add to process memory, and reports whether flushTallyCount must follow with n,
 // the kind's count: it reached a multiple of tallyFlush, or the coarse
 // clock is not running (or its ticker asks whether it is read). The hot
 // paths (a read's hit, an increment, a write in place) use it as
 //
 //	if n, slow := s.counted(k); slow {
-//		d.tallySlow(s, k, n)
+//		d.flushTallyCount(s, k, n)
 //	}
 //
 // which saves the call of tally: about a nanosecond of a read.
@@ -173,10 +173,10 @@ func (s *shard) counted(k int) (n uint64, slow bool) {
 	return n, n&(tallyFlush-1) == 0 || atomic.LoadInt64(&coarse.word)&stateMask != clockRunning
 }
 
-// tallySlow flushes a kind whose count reached tallyFlush, and reads the
+// flushTallyCount flushes a kind whose count reached tallyFlush, and reads the
 // coarse clock when it is not running (or its ticker asks whether it is
 // read), which restarts it.
-func (d *Dict) tallySlow(s *shard, k int, n uint64) {
+func (d *Dict) flushTallyCount(s *shard, k int, n uint64) {
 	if n&(tallyFlush-1) == 0 {
 		d.flushTally(s, k)
 	}
@@ -295,7 +295,7 @@ func flushOpenTallies(last bool) {
 
 // checkFlush is flushOpenTallies for one Dict.
 func (d *Dict) checkFlush(last bool) {
-	d.flushGuarded(last || d.checks.Add(1)%d.pageTicks == 0)
+	d.guardedFlush(last || d.checks.Add(1)%d.pageTicks == 0)
 }
 
 // pagesPerCheck is how many page counts the clock's checks scan, on
@@ -313,12 +313,12 @@ const pagesPerCheck = 1 << 16
 // few hundred milliseconds (see Stats). A read-only Dict has none to add.
 func (d *Dict) SyncStats() {
 	if d.usable() == nil {
-		d.flushGuarded(true)
+		d.guardedFlush(true)
 	}
 }
 
-// flushGuarded is flushTallies under the Dict's fault guard, if it has one.
-func (d *Dict) flushGuarded(pages bool) {
+// guardedFlush is flushTallies under the Dict's fault guard, if it has one.
+func (d *Dict) guardedFlush(pages bool) {
 	if !d.guard {
 		d.flushTallies(pages)
 		return

@@ -6,7 +6,7 @@ import "sync/atomic"
 // outlives their entries. Each live eviction writes a trace of its key: a
 // fingerprint of the key's hash and the generation it was written in. A
 // new key that finds its trace was in use: it lost its entry to eviction,
-// and its new entry joins the protected segment (storeLocked).
+// and its new entry joins the protected segment (storeInShard).
 //
 // The traces are buckets of traceBucket slots, a cache line each. A key
 // has two buckets, both named by its hash, and its trace goes to the
@@ -64,9 +64,9 @@ func (s *shard) bucketAt(b int) []uint32 {
 	return s.traces[i : i+traceBucket : i+traceBucket]
 }
 
-// traceLocked writes a trace of the key of hash h, whose live entry with
+// traceInShard writes a trace of the key of hash h, whose live entry with
 // the given expiry (0 = never) is being evicted.
-func (s *shard) traceLocked(h uint64, expiry int64) {
+func (s *shard) traceInShard(h uint64, expiry int64) {
 	if len(s.traces) == 0 {
 		return
 	}
@@ -132,10 +132,10 @@ func (s *shard) oldestOf(b1, b2 int, gen uint32) int {
 // free.
 func (s *shard) traceFill() uint32 { return uint32(max(len(s.traces)/(traceGens+1), 1)) }
 
-// recallLocked looks for a trace of the key of hash h, which has no entry,
+// recallInShard looks for a trace of the key of hash h, which has no entry,
 // and clears it: found reports one, and lost that the entry it traces
 // would still be live at now, which Lost counts.
-func (s *shard) recallLocked(h uint64, now func() int64) (found, lost bool) {
+func (s *shard) recallInShard(h uint64, now func() int64) (found, lost bool) {
 	hd := s.hdr()
 	if len(s.traces) == 0 || hd.TraceGen == 0 && hd.TraceFill == 0 {
 		return false, false // no trace was ever written
@@ -160,8 +160,8 @@ func (s *shard) recallLocked(h uint64, now func() int64) (found, lost bool) {
 	return false, false
 }
 
-// clearTracesLocked forgets every trace: for a flush.
-func (s *shard) clearTracesLocked() {
+// clearTracesInShard forgets every trace: for a flush.
+func (s *shard) clearTracesInShard() {
 	hd := s.hdr()
 	clear(s.traces)
 	hd.TraceGen, hd.TraceFill, hd.TraceSwept = 0, 0, 0

@@ -23,15 +23,15 @@ func (d *Dict) Expire(key string, ttl time.Duration) (err error) {
 		return err
 	}
 	h := hashKey(d.seed, key)
-	if d.expirePinned(d.shardFor(h), key, h, expiry) {
+	if d.expireInPage(d.shardFor(h), key, h, expiry) {
 		return nil
 	}
-	return d.expireLocked(key, expiry)
+	return d.lockExpire(key, expiry)
 }
 
-// expireLocked is Expire under the shard's lock (a function of its own, as
-// mutateSlow).
-func (d *Dict) expireLocked(key string, expiry int64) error {
+// lockExpire is Expire under the shard's lock (a function of its own, as
+// lockMutate).
+func (d *Dict) lockExpire(key string, expiry int64) error {
 	s, _, off, err := d.lookup(key, true)
 	if err != nil {
 		return err
@@ -45,7 +45,7 @@ func (d *Dict) expireLocked(key string, expiry int64) error {
 		return ErrNotFound
 	}
 	if err := s.drainPage(off); err != nil {
-		return d.failLocked(s, err, "page")
+		return d.failInShard(s, err, "page")
 	}
 	e.setExpiry(expiry)
 	d.tally(s, tWrites)
@@ -68,15 +68,15 @@ func (d *Dict) CompareAndSwap(key string, old, new Value, ttl time.Duration) (_ 
 		return false, err
 	}
 	h := hashKey(d.seed, key)
-	if done, swapped, err := d.casPinned(d.shardFor(h), key, h, old, new, expiry); done {
+	if done, swapped, err := d.casInPage(d.shardFor(h), key, h, old, &put{v: new, expiry: expiry, keepFlags: true}); done {
 		return swapped, err
 	}
-	return d.casLocked(key, old, new, expiry)
+	return d.lockCAS(key, old, new, expiry)
 }
 
-// casLocked is CompareAndSwap under the shard's lock (a function of its
-// own, as mutateSlow).
-func (d *Dict) casLocked(key string, old, new Value, expiry int64) (bool, error) {
+// lockCAS is CompareAndSwap under the shard's lock (a function of its
+// own, as lockMutate).
+func (d *Dict) lockCAS(key string, old, new Value, expiry int64) (bool, error) {
 	s, h, off, err := d.lookup(key, true)
 	if err != nil {
 		return false, err
@@ -89,23 +89,23 @@ func (d *Dict) casLocked(key string, old, new Value, expiry int64) (bool, error)
 	if expired(e, d.clock) {
 		return false, ErrNotFound
 	}
-	if !s.okBody(off, e) {
-		return false, d.corruptLocked(s, "entry")
+	if !s.okBytes(off, e) {
+		return false, d.corruptInShard(s, "entry")
 	}
 	if e.kind() == KindList {
 		return false, ErrIsList
 	}
-	if !s.equalLocked(off, e, old) {
+	if !s.equalValue(off, e, old) {
 		return false, nil
 	}
-	if _, err := d.storeLocked(s, key, h, off, put{v: new, expiry: expiry, evict: true, keepFlags: true}); err != nil {
+	if _, err := d.storeInShard(s, key, h, off, put{v: new, expiry: expiry, evict: true, keepFlags: true}); err != nil {
 		return false, err
 	}
 	return true, nil
 }
 
-// equalLocked reports whether an entry holds v.
-func (s *shard) equalLocked(off uint32, e *entry, v Value) bool {
+// equalValue reports whether an entry holds v.
+func (s *shard) equalValue(off uint32, e *entry, v Value) bool {
 	if e.kind() != v.kind || int(e.VLen) != storedLen(v) {
 		return false
 	}
@@ -163,15 +163,15 @@ func (d *Dict) update(key string, fn func(cur Value, ok bool) (next Value, ttl t
 	}
 	h := hashKey(d.seed, key)
 	// An entry write never evicts and finds its key: out stays zero.
-	if done, err := d.updatePinned(d.shardFor(h), key, h, fn); done {
+	if done, err := d.updateInPage(d.shardFor(h), key, h, fn); done {
 		return err
 	}
-	return d.updateLocked(key, fn, out)
+	return d.lockUpdate(key, fn, out)
 }
 
-// updateLocked is Update under the shard's lock; it records in *out what
+// lockUpdate is Update under the shard's lock; it records in *out what
 // storing the next value did.
-func (d *Dict) updateLocked(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool), out *Outcome) error {
+func (d *Dict) lockUpdate(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool), out *Outcome) error {
 	s, h, off, err := d.lookup(key, true)
 	if err != nil {
 		return err
@@ -182,8 +182,8 @@ func (d *Dict) updateLocked(key string, fn func(cur Value, ok bool) (next Value,
 	if off != 0 {
 		e := s.entryAt(off)
 		if !expired(e, d.clock) {
-			if !s.okBody(off, e) {
-				return d.corruptLocked(s, "entry")
+			if !s.okBytes(off, e) {
+				return d.corruptInShard(s, "entry")
 			}
 			if e.kind() == KindList {
 				return ErrIsList
@@ -200,8 +200,8 @@ func (d *Dict) updateLocked(key string, fn func(cur Value, ok bool) (next Value,
 	}
 	if !keep {
 		if off != 0 {
-			if err := s.removeLocked(off); err != nil {
-				return d.failLocked(s, err, "remove")
+			if err := s.removeInShard(off); err != nil {
+				return d.failInShard(s, err, "remove")
 			}
 			d.tally(s, tWrites)
 		}
@@ -211,6 +211,6 @@ func (d *Dict) updateLocked(key string, fn func(cur Value, ok bool) (next Value,
 	if err != nil {
 		return err
 	}
-	*out, err = d.storeLocked(s, key, h, off, put{v: next, expiry: expiry, evict: true, keepFlags: true})
+	*out, err = d.storeInShard(s, key, h, off, put{v: next, expiry: expiry, evict: true, keepFlags: true})
 	return err
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/shmzone/shmzone/shm"
 )
 
-// How storeLocked treats an existing key.
+// How storeInShard treats an existing key.
 type mode uint8
 
 const (
@@ -25,86 +25,89 @@ const (
 // forcible reports that live entries were evicted. On
 // ErrNoMemory (forcible may be true) the key's old value is left as it was.
 func (d *Dict) Set(key string, v Value, ttl time.Duration, flags uint32) (forcible bool, err error) {
-	return d.store(key, v, ttl, flags, modeSet, true)
+	return d.store(key, ttl, put{v: v, flags: flags, mode: modeSet, evict: true})
 }
 
 // SafeSet is Set without eviction: ErrNoMemory when the value does not fit in
 // free or expired memory.
 func (d *Dict) SafeSet(key string, v Value, ttl time.Duration, flags uint32) error {
-	_, err := d.store(key, v, ttl, flags, modeSet, false)
+	_, err := d.store(key, ttl, put{v: v, flags: flags, mode: modeSet})
 	return err
 }
 
 // Add is Set for an absent key only: ErrExists when key holds a live value or
 // a list. An expired key counts as absent.
 func (d *Dict) Add(key string, v Value, ttl time.Duration, flags uint32) (forcible bool, err error) {
-	return d.store(key, v, ttl, flags, modeAdd, true)
+	return d.store(key, ttl, put{v: v, flags: flags, mode: modeAdd, evict: true})
 }
 
 // SafeAdd is Add without eviction.
 func (d *Dict) SafeAdd(key string, v Value, ttl time.Duration, flags uint32) error {
-	_, err := d.store(key, v, ttl, flags, modeAdd, false)
+	_, err := d.store(key, ttl, put{v: v, flags: flags, mode: modeAdd})
 	return err
 }
 
 // Replace is Set for a live key only: ErrNotFound when key is absent or
 // expired. The kind may change.
 func (d *Dict) Replace(key string, v Value, ttl time.Duration, flags uint32) (forcible bool, err error) {
-	return d.store(key, v, ttl, flags, modeReplace, true)
+	return d.store(key, ttl, put{v: v, flags: flags, mode: modeReplace, evict: true})
 }
 
-func (d *Dict) store(key string, v Value, ttl time.Duration, flags uint32, m mode, evict bool) (bool, error) {
-	if d.guard {
-		return d.storeGuarded(key, v, ttl, flags, m, evict)
-	}
-	return d.storeBody(key, v, ttl, flags, m, evict)
-}
-
-// storeGuarded is store with Options.GuardFaults (as incrGuarded).
-func (d *Dict) storeGuarded(key string, v Value, ttl time.Duration, flags uint32, m mode, evict bool) (_ bool, err error) {
-	defer d.catchFault(&err, shm.GuardFaults())
-	return d.storeBody(key, v, ttl, flags, m, evict)
-}
-
-// storeBody is store's work: an entry write when the key is live and v
-// fits its entry, otherwise a write under the shard's lock.
-func (d *Dict) storeBody(key string, v Value, ttl time.Duration, flags uint32, m mode, evict bool) (bool, error) {
+// store checks key, p.v and ttl, then writes p under key: in place under
+// the entry's page lock when the key is live and p.v fits its entry,
+// otherwise under the shard's lock.
+func (d *Dict) store(key string, ttl time.Duration, p put) (bool, error) {
 	if err := d.check(key, true); err != nil {
 		return false, err
 	}
-	expiry, err := d.checkValue(key, &v, ttl)
+	expiry, err := d.checkValue(key, &p.v, ttl)
 	if err != nil {
 		return false, err
 	}
-	h := hashKey(d.seed, key)
-	s := d.shardFor(h)
-	if done, err := d.setPinned(s, key, h, &v, expiry, flags, m); done {
-		return false, err
+	p.expiry = expiry
+	if d.guard {
+		return d.guardedWrite(key, &p)
 	}
-	return d.storeUnderLock(s, key, h, v, expiry, flags, m, evict)
+	return d.write(key, &p)
 }
 
-// storeUnderLock is store's write under the shard's lock: a new key, a
+// guardedWrite is write with Options.GuardFaults (as guardedIncr).
+func (d *Dict) guardedWrite(key string, p *put) (_ bool, err error) {
+	defer d.catchFault(&err, shm.GuardFaults())
+	return d.write(key, p)
+}
+
+// write is store's work once p is checked.
+func (d *Dict) write(key string, p *put) (bool, error) {
+	h := hashKey(d.seed, key)
+	s := d.shardFor(h)
+	if done, err := d.setInPage(s, key, h, p); done {
+		return false, err
+	}
+	return d.lockStore(s, key, h, p)
+}
+
+// lockStore is store's write under the shard's lock: a new key, a
 // value of another size, or an entry that its pinned write could not take.
-func (d *Dict) storeUnderLock(s *shard, key string, h uint64, v Value, expiry int64, flags uint32, m mode, evict bool) (bool, error) {
+func (d *Dict) lockStore(s *shard, key string, h uint64, p *put) (bool, error) {
 	if err := d.lock(s); err != nil {
 		return false, err
 	}
-	out, err := d.findStoreLocked(s, key, h, put{v: v, expiry: expiry, flags: flags, mode: m, evict: evict})
+	out, err := d.findStoreInShard(s, key, h, *p)
 	d.unlock(s)
 	return out.Forcible, err
 }
 
-// findStoreLocked finds key's entry and writes p under it (storeLocked).
-func (d *Dict) findStoreLocked(s *shard, key string, h uint64, p put) (Outcome, error) {
-	off, _, err := s.findLocked(key, h)
+// findStoreInShard finds key's entry and writes p under it (storeInShard).
+func (d *Dict) findStoreInShard(s *shard, key string, h uint64, p put) (Outcome, error) {
+	off, _, err := s.findInShard(key, h)
 	if err != nil {
-		return Outcome{}, d.corruptLocked(s, "index")
+		return Outcome{}, d.corruptInShard(s, "index")
 	}
-	return d.storeLocked(s, key, h, off, p)
+	return d.storeInShard(s, key, h, off, p)
 }
 
-// put is what storeLocked writes and how.
+// put is what storeInShard writes and how.
 type put struct {
 	v         Value
 	expiry    int64  // Unix ms, 0 = never
@@ -114,17 +117,17 @@ type put struct {
 	keepFlags bool   // keep a live entry's flags (CompareAndSwap, Update); a new entry gets 0
 }
 
-// storeLocked writes p.v under key, whose entry is at off (0 when absent) as
-// findLocked found it under this hold of the lock.
-func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, p put) (out Outcome, err error) {
+// storeInShard writes p.v under key, whose entry is at off (0 when absent) as
+// findInShard found it under this hold of the lock.
+func (d *Dict) storeInShard(s *shard, key string, h uint64, off uint32, p put) (out Outcome, err error) {
 	v, expiry, flags, m, evict, keepFlags := p.v, p.expiry, p.flags, p.mode, p.evict, p.keepFlags
 	if off != 0 {
 		// Writers already in the entry's page finish before it changes;
 		// one that died there lost it.
 		if err := s.drainPage(off); err != nil {
-			return out, d.failLocked(s, err, "page")
+			return out, d.failInShard(s, err, "page")
 		}
-		if gone, err := d.settleLocked(s, off); err != nil {
+		if gone, err := d.settleInShard(s, off); err != nil {
 			return out, err
 		} else if gone {
 			off = 0
@@ -156,8 +159,8 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, p put) (o
 		// bound matters only in a corrupt arena, where off may be no chunk.)
 		hd.Drop = off
 		if e.kind() == KindList {
-			if err := s.freeNodesLocked(off, e); err != nil {
-				return out, d.corruptLocked(s, "list")
+			if err := s.freeNodesInShard(off, e); err != nil {
+				return out, d.corruptInShard(s, "list")
 			}
 		}
 		e.Flags, e.VLen = flags, uint32(vlen)
@@ -175,21 +178,21 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, p put) (o
 		// An expired entry of another size: free it first so that its
 		// memory serves the new value before any live entry is evicted.
 		prot = e.bits() & protBit
-		if err := s.removeLocked(off); err != nil {
-			return out, d.failLocked(s, err, "remove")
+		if err := s.removeInShard(off); err != nil {
+			return out, d.failInShard(s, err, "remove")
 		}
 		off = 0
 	}
 	recalled := false
 	if fresh {
-		recalled, out.Lost = s.recallLocked(h, d.clock)
+		recalled, out.Lost = s.recallInShard(h, d.clock)
 	}
-	noff, forcible, err := s.allocLocked(need, evict, off, d.clock)
+	noff, forcible, err := s.allocInShard(need, evict, off, d.clock)
 	out.Forcible = forcible
 	if err != nil {
 		hd.Drop = dropNone
 		if err == errCorruptArena {
-			return out, d.corruptLocked(s, "alloc")
+			return out, d.corruptInShard(s, "alloc")
 		}
 		return out, err
 	}
@@ -214,22 +217,22 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, p put) (o
 		hd.Count++
 	} else {
 		// Replace the old entry in its chain; eviction may have changed the
-		// chain since findLocked, so walk it again.
+		// chain since findInShard, so walk it again.
 		p := &s.index[s.bucket(h)]
 		for n := 0; *p != off; n++ {
 			if *p == 0 || !s.okEntry(*p) || n > s.maxSteps() {
-				return out, d.corruptLocked(s, "chain")
+				return out, d.corruptInShard(s, "chain")
 			}
 			p = &s.entryAt(*p).Next
 		}
 		ne.Next = e.Next
 		*p = noff // the commit point: from here repair keeps the new entry
 		hd.Drop = off
-		if !s.queueUnlinkLocked(off, e) {
-			return out, d.corruptLocked(s, "queue")
+		if !s.unqueueInShard(off, e) {
+			return out, d.corruptInShard(s, "queue")
 		}
-		if err := s.freeEntryLocked(off, e); err != nil {
-			return out, d.corruptLocked(s, "free")
+		if err := s.freeEntryInShard(off, e); err != nil {
+			return out, d.corruptInShard(s, "free")
 		}
 		hd.Drop = dropNone
 	}
@@ -240,14 +243,14 @@ func (d *Dict) storeLocked(s *shard, key string, h uint64, off uint32, p put) (o
 			// A copy: key itself must not escape (allocation-free writes).
 			*s.recalls = append(*s.recalls, recall{strings.Clone(key), hd.Count})
 		}
-		if !s.queueRecalledLocked(noff, ne) {
-			return out, d.corruptLocked(s, "queue")
+		if !s.enqueueRecalledInShard(noff, ne) {
+			return out, d.corruptInShard(s, "queue")
 		}
-		if err := s.balanceLocked(0); err != nil {
-			return out, d.corruptLocked(s, "queue")
+		if err := s.balanceInShard(0); err != nil {
+			return out, d.corruptInShard(s, "queue")
 		}
-	} else if !s.queueInsertLocked(noff, ne) {
-		return out, d.corruptLocked(s, "queue")
+	} else if !s.enqueueInShard(noff, ne) {
+		return out, d.corruptInShard(s, "queue")
 	}
 	d.tally(s, tWrites)
 	return out, nil
@@ -281,8 +284,8 @@ func (d *Dict) Delete(key string) (err error) {
 	if off == 0 {
 		return nil
 	}
-	if err := s.removeFoundLocked(off, h); err != nil {
-		return d.failLocked(s, err, "remove")
+	if err := s.removeFoundInShard(off, h); err != nil {
+		return d.failInShard(s, err, "remove")
 	}
 	d.tally(s, tWrites)
 	return nil
@@ -298,20 +301,20 @@ func (d *Dict) Delete(key string) (err error) {
 // expired key, ErrNotNumber for bytes, a bool or a list.
 func (d *Dict) Incr(key string, delta int64) (int64, error) {
 	if d.guard {
-		return d.incrGuarded(key, delta)
+		return d.guardedIncr(key, delta)
 	}
-	n, _, found, err := d.incr(key, delta, float64(delta), incrToInt)
+	n, _, found, err := d.incr(key, incrOp{i: delta, f: float64(delta)})
 	if err == nil && !found {
 		err = ErrNotFound
 	}
 	return n, err
 }
 
-// incrGuarded is Incr with Options.GuardFaults: a separate function, so
+// guardedIncr is Incr with Options.GuardFaults: a separate function, so
 // that Incr itself sets up no deferred call (about a nanosecond).
-func (d *Dict) incrGuarded(key string, delta int64) (_ int64, err error) {
+func (d *Dict) guardedIncr(key string, delta int64) (_ int64, err error) {
 	defer d.catchFault(&err, shm.GuardFaults())
-	n, _, found, err := d.incr(key, delta, float64(delta), incrToInt)
+	n, _, found, err := d.incr(key, incrOp{i: delta, f: float64(delta)})
 	if err == nil && !found {
 		err = ErrNotFound
 	}
@@ -324,7 +327,7 @@ func (d *Dict) IncrFloat(key string, delta float64) (_ float64, err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
 	}
-	_, f, found, err := d.incr(key, 0, delta, incrToFloat)
+	_, f, found, err := d.incr(key, incrOp{f: delta, mode: incrToFloat})
 	if err == nil && !found {
 		err = ErrNotFound
 	}
@@ -338,14 +341,14 @@ func (d *Dict) IncrFloat(key string, delta float64) (_ float64, err error) {
 // float sum that no int64 holds is refused as Incr refuses it.
 func (d *Dict) IncrInit(key string, delta, init int64, initTTL time.Duration) (n int64, forcible bool, err error) {
 	if d.guard {
-		return d.incrInitGuarded(key, delta, init, initTTL)
+		return d.guardedIncrInit(key, delta, init, initTTL)
 	}
 	n, _, out, err := d.incrInit(key, delta, init, initTTL, incrToInt)
 	return n, out.Forcible, err
 }
 
-// incrInitGuarded is IncrInit with Options.GuardFaults (as incrGuarded).
-func (d *Dict) incrInitGuarded(key string, delta, init int64, initTTL time.Duration) (n int64, forcible bool, err error) {
+// guardedIncrInit is IncrInit with Options.GuardFaults (as guardedIncr).
+func (d *Dict) guardedIncrInit(key string, delta, init int64, initTTL time.Duration) (n int64, forcible bool, err error) {
 	defer d.catchFault(&err, shm.GuardFaults())
 	n, _, out, err := d.incrInit(key, delta, init, initTTL, incrToInt)
 	return n, out.Forcible, err
@@ -358,7 +361,7 @@ func (d *Dict) incrInit(key string, delta, init int64, initTTL time.Duration, mo
 	if initTTL < 0 {
 		return 0, 0, Outcome{}, ErrBadTTL
 	}
-	n, f, found, err := d.incr(key, delta, float64(delta), mode)
+	n, f, found, err := d.incr(key, incrOp{i: delta, f: float64(delta), mode: mode})
 	if err != nil || found {
 		return n, f, Outcome{}, err
 	}
@@ -376,7 +379,7 @@ func (d *Dict) createInit(key string, delta, init int64, initTTL time.Duration, 
 	}
 	defer d.unlock(s)
 	// Another process may have created it since: add to it then.
-	n, f, found, err := d.incrLocked(s, key, h, delta, float64(delta), mode)
+	n, f, found, err := d.incrInShard(place{s, key, h}, incrOp{i: delta, f: float64(delta), mode: mode})
 	if err != nil || found {
 		return n, f, out, err
 	}
@@ -384,7 +387,7 @@ func (d *Dict) createInit(key string, delta, init int64, initTTL time.Duration, 
 	if err != nil {
 		return 0, 0, out, err
 	}
-	out, err = d.findStoreLocked(s, key, h, put{v: Int(init + delta), expiry: expiry, evict: true})
+	out, err = d.findStoreInShard(s, key, h, put{v: Int(init + delta), expiry: expiry, evict: true})
 	if err != nil {
 		return 0, 0, out, err
 	}
@@ -395,8 +398,8 @@ func (d *Dict) createInit(key string, delta, init int64, initTTL time.Duration, 
 // alone when it can pin it, otherwise under the shard's lock. found is false
 // for an absent or expired key. The common case, an int's increment, adds
 // here when plainInt finds nothing else to check or write; anything else
-// on a pinned entry is incrPinned's.
-func (d *Dict) incr(key string, idelta int64, fdelta float64, mode incrMode) (int64, float64, bool, error) {
+// on a pinned entry is incrInPage's.
+func (d *Dict) incr(key string, op incrOp) (int64, float64, bool, error) {
 	if err := d.check(key, true); err != nil {
 		return 0, 0, false, err
 	}
@@ -405,34 +408,34 @@ func (d *Dict) incr(key string, idelta int64, fdelta float64, mode incrMode) (in
 	off, seq, ok := s.findOptimistic(key, h)
 	if ok && off != 0 {
 		if pw := s.pinFirst(off, seq); pw != nil {
-			if p := d.plainInt(s, off, len(key), mode); p != nil {
-				n := int64(atomic.LoadUint64(p)) + idelta
+			if p := d.plainInt(s, off, len(key), op.mode); p != nil {
+				n := int64(atomic.LoadUint64(p)) + op.i
 				atomic.StoreUint64(p, uint64(n)) // one aligned store: whole even if the process dies here
 				c, slow := s.entryCounted(off, tIncrs)
 				s.unpin(off, pw)
 				if slow {
-					d.pageSlow(s, key, h, off, c)
+					d.flushPageCounts(s, key, h, off, c)
 				}
 				return n, float64(n), true, nil
 			}
-			return d.incrPinned(s, key, h, off, pw, idelta, fdelta, mode)
+			return d.incrInPage(place{s, key, h}, off, pw, op)
 		}
 	}
-	return d.incrAfter(s, key, h, off, seq, ok, idelta, fdelta, mode)
+	return d.incrRetry(place{s, key, h}, off, seq, ok, op)
 }
 
-// incrAfter is incr after its first try to pin key's entry failed (see
-// pinAfter).
-func (d *Dict) incrAfter(s *shard, key string, h uint64, off uint32, seq uint64, ok bool, idelta int64, fdelta float64, mode incrMode) (int64, float64, bool, error) {
-	off, pw, found, ok := s.pinAfter(key, h, off, seq, ok)
+// incrRetry is incr after its first try to pin key's entry failed (see
+// pinRetry).
+func (d *Dict) incrRetry(k place, off uint32, seq uint64, ok bool, op incrOp) (int64, float64, bool, error) {
+	off, pw, found, ok := k.s.pinRetry(k.key, k.h, off, seq, ok)
 	if ok && !found {
-		d.tally(s, tMisses)
+		d.tally(k.s, tMisses)
 		return 0, 0, false, nil
 	}
 	if ok {
-		return d.incrPinned(s, key, h, off, pw, idelta, fdelta, mode)
+		return d.incrInPage(k, off, pw, op)
 	}
-	return d.incrUnderLock(s, key, h, idelta, fdelta, mode)
+	return d.lockIncr(k, op)
 }
 
 // plainInt returns the number of the entry at off, whose page lock the
@@ -466,11 +469,12 @@ func (d *Dict) plainInt(s *shard, off uint32, klen int, mode incrMode) *uint64 {
 	return (*uint64)(unsafe.Pointer(&s.arena[v]))
 }
 
-// incrPinned is incr on the entry at off, key's, whose page lock pw it
+// incrInPage is incr on the entry at off, key's, whose page lock pw it
 // holds and releases: incrEntry, or the shard's lock for an entry that
 // incrEntry finds broken.
-func (d *Dict) incrPinned(s *shard, key string, h uint64, off uint32, pw *uint64, idelta int64, fdelta float64, mode incrMode) (int64, float64, bool, error) {
-	n, f, res := d.incrEntry(s, off, idelta, fdelta, mode)
+func (d *Dict) incrInPage(k place, off uint32, pw *uint64, op incrOp) (int64, float64, bool, error) {
+	s := k.s
+	n, f, res := d.incrEntry(s, off, op)
 	var c uint32
 	slow := false
 	if res == incrDone {
@@ -478,7 +482,7 @@ func (d *Dict) incrPinned(s *shard, key string, h uint64, off uint32, pw *uint64
 	}
 	s.unpin(off, pw)
 	if slow {
-		d.pageSlow(s, key, h, off, c)
+		d.flushPageCounts(s, k.key, k.h, off, c)
 	}
 	switch res {
 	case incrDone:
@@ -492,39 +496,40 @@ func (d *Dict) incrPinned(s *shard, key string, h uint64, off uint32, pw *uint64
 		return 0, 0, true, errBeyondInt(f)
 	}
 	// incrBroken: the shard's lock repairs it.
-	return d.incrUnderLock(s, key, h, idelta, fdelta, mode)
+	return d.lockIncr(k, op)
 }
 
-// incrUnderLock is incr under the shard's lock (a function of its own, as
-// mutateSlow).
-func (d *Dict) incrUnderLock(s *shard, key string, h uint64, idelta int64, fdelta float64, mode incrMode) (int64, float64, bool, error) {
-	if err := d.lock(s); err != nil {
+// lockIncr is incr under the shard's lock (a function of its own, as
+// lockMutate).
+func (d *Dict) lockIncr(k place, op incrOp) (int64, float64, bool, error) {
+	if err := d.lock(k.s); err != nil {
 		return 0, 0, false, err
 	}
-	defer d.unlock(s)
-	return d.incrLocked(s, key, h, idelta, fdelta, mode)
+	defer d.unlock(k.s)
+	return d.incrInShard(k, op)
 }
 
-// incrLocked is incr under the shard's lock.
-func (d *Dict) incrLocked(s *shard, key string, h uint64, idelta int64, fdelta float64, mode incrMode) (int64, float64, bool, error) {
-	off, _, err := s.findLocked(key, h)
+// incrInShard is incr under the shard's lock.
+func (d *Dict) incrInShard(k place, op incrOp) (int64, float64, bool, error) {
+	s := k.s
+	off, _, err := s.findInShard(k.key, k.h)
 	if err != nil {
-		return 0, 0, false, d.corruptLocked(s, "index")
+		return 0, 0, false, d.corruptInShard(s, "index")
 	}
 	if off == 0 {
 		d.tally(s, tMisses)
 		return 0, 0, false, nil
 	}
 	if err := s.drainPage(off); err != nil {
-		return 0, 0, false, d.failLocked(s, err, "page")
+		return 0, 0, false, d.failInShard(s, err, "page")
 	}
-	if gone, err := d.settleLocked(s, off); err != nil || gone {
+	if gone, err := d.settleInShard(s, off); err != nil || gone {
 		if err == nil {
 			d.tally(s, tMisses)
 		}
 		return 0, 0, false, err
 	}
-	n, f, res := d.incrEntry(s, off, idelta, fdelta, mode)
+	n, f, res := d.incrEntry(s, off, op)
 	switch res {
 	case incrMiss:
 		d.tally(s, tMisses)
@@ -534,7 +539,7 @@ func (d *Dict) incrLocked(s *shard, key string, h uint64, idelta int64, fdelta f
 	case incrBeyondInt:
 		return 0, 0, true, errBeyondInt(f)
 	case incrBroken:
-		return 0, 0, false, d.corruptLocked(s, "number")
+		return 0, 0, false, d.corruptInShard(s, "number")
 	}
 	d.tally(s, tIncrs)
 	return n, f, true, nil
@@ -550,6 +555,20 @@ const (
 	incrBeyondInt            // a float whose sum no int64 holds, for incrToInt: nothing written
 	incrBroken               // a half-written or malformed entry, for the shard's lock to repair
 )
+
+// An incrOp is what an increment adds, and how.
+type incrOp struct {
+	i    int64   // added to an int
+	f    float64 // added to a float
+	mode incrMode
+}
+
+// A place is where a key lives: the key, its hash and its shard.
+type place struct {
+	s   *shard
+	key string
+	h   uint64
+}
 
 // How incrEntry adds, and which sum its caller returns.
 type incrMode uint8
@@ -574,7 +593,8 @@ const (
 // stored: incrBeyondInt, with the sum as a float. The caller counts a
 // done increment: under the page lock with entryCounted, under the
 // shard's with tally.
-func (d *Dict) incrEntry(s *shard, off uint32, idelta int64, fdelta float64, mode incrMode) (int64, float64, incrResult) {
+func (d *Dict) incrEntry(s *shard, off uint32, op incrOp) (int64, float64, incrResult) {
+	idelta, fdelta, mode := op.i, op.f, op.mode
 	e := s.entryAt(off)
 	w := e.ver()
 	if writing(w) {
@@ -587,7 +607,7 @@ func (d *Dict) incrEntry(s *shard, off uint32, idelta int64, fdelta float64, mod
 	if kind != KindInt && kind != KindFloat {
 		return 0, 0, incrNotNumber
 	}
-	if e.vlen() != 8 || !s.okBody(off, e) {
+	if e.vlen() != 8 || !s.okBytes(off, e) {
 		return 0, 0, incrBroken
 	}
 	p := s.num(off, e)

@@ -179,55 +179,10 @@ const (
 	maxExpiry = expiryMask
 )
 
-// ver loads the entry's Ver word.
-func (e *entry) ver() uint64 { return atomic.LoadUint64(&e.Ver) }
-
-// expiryOf and writing decode a Ver word.
-func expiryOf(w uint64) int64 { return int64(w & expiryMask) }
-func writing(w uint64) bool   { return w&verOne != 0 }
-
-// expiry returns the entry's expiry.
-func (e *entry) expiry() int64 { return expiryOf(e.ver()) }
-
-// setExpiry replaces the entry's expiry and steps its version to the next
-// even one: for the holder of the shard's lock, whose Seq tells readers, on
-// an entry whose page it drained.
-func (e *entry) setExpiry(expiry int64) {
-	v := (e.ver()>>expiryBits + 2) &^ 1
-	atomic.StoreUint64(&e.Ver, v<<expiryBits|uint64(expiry))
-}
-
 // bitsWord returns the 32-bit word that holds KLen, Tag and Bits, through
 // which Bits changes atomically (KLen and Tag do not change while the entry
 // is linked).
 func (e *entry) bitsWord() *uint32 { return (*uint32)(unsafe.Pointer(&e.KLen)) }
-
-// bits loads the entry's Bits.
-func (e *entry) bits() uint8 { return uint8(atomic.LoadUint32(e.bitsWord()) >> bitsShift) }
-
-// setBits replaces the entry's Bits; the caller holds its page lock, or the
-// entry is not linked yet.
-func (e *entry) setBits(b uint8) {
-	w := e.bitsWord()
-	for {
-		old := atomic.LoadUint32(w)
-		if atomic.CompareAndSwapUint32(w, old, old&^(0xff<<bitsShift)|uint32(b)<<bitsShift) {
-			return
-		}
-	}
-}
-
-// klen and tag read KLen and Tag through bitsWord, as a reader that holds no
-// lock must.
-func (e *entry) klenTag() (int, uint8) {
-	w := atomic.LoadUint32(e.bitsWord())
-	return int(uint16(w >> klenShift)), uint8(w >> tagShift)
-}
-
-// vlen loads VLen; flags loads Flags.
-func (e *entry) vlen() int     { return int(atomic.LoadUint32(&e.VLen)) }
-func (e *entry) flags() uint32 { return atomic.LoadUint32(&e.Flags) }
-func (e *entry) next() uint32  { return atomic.LoadUint32(&e.Next) }
 
 // Bits of entry.Bits.
 const (
@@ -235,46 +190,6 @@ const (
 	protBit  = 0x40 // in the queue's protected segment (shard.go); changes under the shard's lock
 	refBit   = 0x80 // used since the eviction hand last passed (CLOCK)
 )
-
-// kind returns the entry's value kind.
-func (e *entry) kind() Kind { return Kind(e.bits() & kindMask) }
-
-// use marks the entry used, for the CLOCK eviction; it writes only when the
-// bit is clear, so a hot entry's cache line stays clean.
-func (e *entry) use() {
-	if e.bits()&refBit == 0 {
-		atomic.OrUint32(e.bitsWord(), refBit<<bitsShift)
-	}
-}
-
-// protected reports whether the entry is in the queue's protected segment.
-func (e *entry) protected() bool { return e.bits()&protBit != 0 }
-
-// setProt sets or clears the entry's protBit, under the shard's lock; the
-// queue's links and counts are the caller's (shard.go).
-func (e *entry) setProt(on bool) {
-	if on {
-		atomic.OrUint32(e.bitsWord(), protBit<<bitsShift)
-	} else {
-		atomic.AndUint32(e.bitsWord(), ^uint32(protBit<<bitsShift))
-	}
-}
-
-// setKindUsed sets the entry's Kind to k and its refBit, keeping protBit:
-// a write that changes the kind of a value in place.
-func (e *entry) setKindUsed(k Kind) {
-	w := e.bitsWord()
-	for {
-		old := atomic.LoadUint32(w)
-		b := uint8(old>>bitsShift)&protBit | uint8(k) | refBit
-		if atomic.CompareAndSwapUint32(w, old, old&^(0xff<<bitsShift)|uint32(b)<<bitsShift) {
-			return
-		}
-	}
-}
-
-// unuse clears the entry's refBit: the CLOCK hand passed it.
-func (e *entry) unuse() { atomic.AndUint32(e.bitsWord(), ^uint32(refBit<<bitsShift)) }
 
 // listHdr is the value of a list entry.
 type listHdr struct {
@@ -341,46 +256,30 @@ func valOff(klen int) int { return (entryHdrSize + klen + 7) &^ 7 }
 // entrySize returns the bytes an entry with this key and value length needs.
 func entrySize(klen, vlen int) int { return valOff(klen) + vlen }
 
-// storedLen returns the value bytes an entry of kind k holds for v.
-func storedLen(v Value) int {
-	if v.kind == KindList {
-		return listHdrSize
-	}
-	return v.Len()
-}
-
 func (s *shard) hdr() *shardHdr { return s.h }
 
 // shardHdrAt returns the overlay of a shard's header.
 func shardHdrAt(mem []byte) *shardHdr { return (*shardHdr)(unsafe.Pointer(&mem[0])) }
-
-// okEntry reports whether an entry header at off lies inside the arena, with
-// room for its header. It is the bounds check every link must pass before it
-// is followed.
-func (s *shard) okEntry(off uint32) bool {
-	return off != 0 && off&7 == 0 && int(off)+entryHdrSize <= len(s.arena)
-}
 
 // entryAt returns the entry at off; off must have passed okEntry.
 func (s *shard) entryAt(off uint32) *entry {
 	return (*entry)(unsafe.Pointer(&s.arena[off]))
 }
 
-// okBytes reports whether an entry's key and value lie inside the arena.
-func (s *shard) okBytes(off uint32, e *entry) bool {
-	return int(off)+valOff(int(e.KLen))+int(e.VLen) <= len(s.arena)
-}
-
-// keyOf returns the entry's key bytes; the entry must have passed okBytes.
+// keyOf returns the entry's key bytes, capped. The entry must have passed
+// okBytes.
 func (s *shard) keyOf(off uint32, e *entry) []byte {
 	k := int(off) + entryHdrSize
-	return s.arena[k : k+int(e.KLen)]
+	n := k + int(e.KLen)
+	return s.arena[k:n:n]
 }
 
-// valueOf returns the entry's value bytes; the entry must have passed okBytes.
+// valueOf returns the entry's value bytes, capped. The entry must have
+// passed okBytes.
 func (s *shard) valueOf(off uint32, e *entry) []byte {
 	v := int(off) + valOff(int(e.KLen))
-	return s.arena[v : v+int(e.VLen)]
+	n := v + int(e.VLen)
+	return s.arena[v:n:n]
 }
 
 // num returns a pointer to the 8-byte number of an entry that passed okBytes
@@ -503,10 +402,6 @@ func (s *shard) listOf(off uint32, e *entry) *listHdr {
 	return (*listHdr)(unsafe.Pointer(&s.arena[int(off)+valOff(int(e.KLen))]))
 }
 
-func (s *shard) okNode(off uint32) bool {
-	return off != 0 && off&7 == 0 && int(off)+nodeHdrSize <= len(s.arena)
-}
-
 func (s *shard) nodeAt(off uint32) *node { return (*node)(unsafe.Pointer(&s.arena[off])) }
 
 func (s *shard) nodeData(off uint32, n *node) ([]byte, bool) {
@@ -539,3 +434,7 @@ func alignedBytes(n int) []byte {
 
 // stringBytes views a string's bytes without copying; they must not change.
 func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// bytesString views bytes as a string without copying; they must not change
+// while the string is in use.
+func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

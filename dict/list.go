@@ -1,7 +1,6 @@
 package dict
 
 import (
-	"errors"
 	"time"
 
 	"github.com/shmzone/shmzone/shm"
@@ -147,23 +146,6 @@ func (d *Dict) SetList(key string, elems []Value, ttl time.Duration) (err error)
 	*s.listOf(off, e) = listHdr{Len: uint32(len(elems)), Head: first, Tail: last}
 	hd.Drop = dropNone
 	return nil
-}
-
-// abandonChainInShard frees the nodes from first that SetList built and
-// cannot use, with Drop dropUnreachable, and returns err. A corrupt arena is
-// repaired instead, which frees them too.
-func (d *Dict) abandonChainInShard(s *shard, first uint32, err error) error {
-	switch {
-	case errors.Is(err, ErrCorrupt): // storeInShard repaired the shard
-		return err
-	case err == errCorruptArena:
-		return d.corruptInShard(s, "alloc")
-	}
-	if s.freeChainInShard(first) != nil {
-		return d.corruptInShard(s, "list free")
-	}
-	s.hdr().Drop = dropNone
-	return err
 }
 
 func (d *Dict) push(key string, v Value, head bool) (_ int, err error) {
@@ -382,49 +364,56 @@ func (d *Dict) popInShard(s *shard, key string, h uint64, head bool, dst []byte)
 	return v, -1, nil
 }
 
-// putNodeInShard writes an unlinked node holding v into the chunk at noff,
-// which allocInShard returned for nodeHdrSize+v.Len() bytes.
-func (s *shard) putNodeInShard(noff uint32, v Value) *node {
-	n := s.nodeAt(noff)
-	*n = node{VLen: uint32(v.Len()), Kind: uint8(v.kind)}
-	data, _ := s.nodeData(noff, n)
-	switch v.kind {
-	case KindBytes:
-		copy(data, v.b)
-	case KindBool:
-		data[0] = byte(v.num)
-	default:
-		for i := 0; i < 8; i++ {
-			data[i] = byte(v.num >> (8 * i))
-		}
+// LRange returns the elements of the list under key, head first, without
+// removing them; nil when the key is absent or expired. Bytes elements are
+// the caller's own. Like LLen it is no use of the key: it moves nothing in
+// the eviction order and counts no hit. Errors: ErrNotList for a value.
+func (d *Dict) LRange(key string) (_ []Value, err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
 	}
-	return n
+	c := copyBuf{b: make([]byte, 0, 256), recs: make([]copyRec, 0, 16)}
+	for {
+		s, _, off, err := d.lookup(key, false)
+		if err != nil {
+			return nil, err
+		}
+		c.reset()
+		err = d.lrangeInShard(s, off, &c)
+		d.unlock(s)
+		if err != nil || len(c.recs) == 0 {
+			return nil, err
+		}
+		if !c.full {
+			break
+		}
+		c.grow()
+	}
+	vs := make([]Value, 0, len(c.recs)-1)
+	for _, r := range c.recs[1:] { // recs[0] is the list's entry
+		vs = append(vs, c.value(r))
+	}
+	return vs, nil
 }
 
-// freeNodesInShard frees every node of a list entry and empties it.
-func (s *shard) freeNodesInShard(off uint32, e *entry) error {
-	if e.VLen != uint32(listHdrSize) || !s.okBytes(off, e) {
-		return errCorruptArena
+// lrangeInShard copies the list entry at off (0 when absent) into c.
+func (d *Dict) lrangeInShard(s *shard, off uint32, c *copyBuf) error {
+	if off == 0 {
+		return nil
 	}
-	l := s.listOf(off, e)
-	if err := s.freeChainInShard(l.Head); err != nil {
-		return err
+	e := s.entryAt(off)
+	now := int64(0)
+	if e.expiry() != 0 {
+		now = d.Now()
+		if now >= e.expiry() {
+			return nil
+		}
 	}
-	*l = listHdr{}
-	return nil
-}
-
-// freeChainInShard frees the nodes linked by Next from n.
-func (s *shard) freeChainInShard(n uint32) error {
-	for steps := 0; n != 0; steps++ {
-		if !s.okNode(n) || steps > s.maxSteps() {
-			return errCorruptArena
-		}
-		next := s.nodeAt(n).Next
-		if err := s.slab.Free(n); err != nil {
-			return errCorruptArena
-		}
-		n = next
+	if e.kind() != KindList {
+		return ErrNotList
+	}
+	if !s.copyEntryInShard(off, e, now, c) {
+		return d.corruptInShard(s, "list")
 	}
 	return nil
 }

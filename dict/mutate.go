@@ -162,7 +162,7 @@ func (d *Dict) lockMutate(key string, size int, ttl time.Duration, fn mutateFn, 
 // once the lock is released.
 func (d *Dict) mutateInPage(s *shard, off uint32, pw *uint64, fn mutateFn) (n uint32, slow bool, err error) {
 	e := s.entryAt(off)
-	b := capped(s.valueOf(off, e))
+	b := s.valueOf(off, e)
 	var small [undoSmall]byte // see undoSmall
 	old := small[:]
 	if len(b) > undoSmall {
@@ -211,7 +211,7 @@ const undoSmall = 32
 // and returns ErrBadTTL.
 func (d *Dict) mutateInShard(s *shard, off uint32, found bool, fn mutateFn) (bool, error) {
 	hd := s.hdr()
-	b := capped(s.valueOf(off, s.entryAt(off)))
+	b := s.valueOf(off, s.entryAt(off))
 	var small [undoSmall]byte // see undoSmall
 	old := small[:]
 	if found && len(b) > undoSmall {

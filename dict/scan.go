@@ -1,112 +1,10 @@
 package dict
 
 import (
+	"time"
+
 	"github.com/shmzone/shmzone/shm"
-	"github.com/shmzone/shmzone/slab"
 )
-
-// FlushAll removes every entry and frees its memory (nginx only marks entries
-// expired): afterwards FreeSpace is the empty zone's. It locks one shard at a
-// time, so entries written meanwhile to shards already flushed stay.
-func (d *Dict) FlushAll() (err error) {
-	if d.guard {
-		defer d.catchFault(&err, shm.GuardFaults())
-	}
-	if err := d.usable(); err != nil {
-		return err
-	}
-	if d.readOnly {
-		return ErrReadOnly
-	}
-	for i := range d.shards {
-		s := &d.shards[i]
-		if err := d.lock(s); err != nil {
-			return err
-		}
-		err := s.flushInShard()
-		d.unlock(s)
-		if err != nil {
-			return err
-		}
-		d.tally(s, tWrites)
-	}
-	return nil
-}
-
-func (s *shard) flushInShard() error {
-	if err := s.drainPages(); err != nil {
-		return err
-	}
-	hd := s.hdr()
-	hd.Drop = dropUnreachable
-	clear(s.index)
-	hd.QueueHead, hd.QueueTail, hd.Count = 0, 0, 0
-	hd.ProtTail, hd.ProtCount = 0, 0
-	s.clearTracesInShard()
-	// The region keeps its geometry, so this process's view of it stays
-	// valid, and the other goroutines that read s.slab see no new one.
-	if _, err := slab.Format(s.arena, s.slab.PageSize()); err != nil {
-		return err
-	}
-	hd.Drop = dropNone
-	return nil
-}
-
-// FlushExpired removes up to max expired entries (0 = all) and frees their
-// memory; it returns how many it removed.
-func (d *Dict) FlushExpired(max int) (_ int, err error) {
-	if d.guard {
-		defer d.catchFault(&err, shm.GuardFaults())
-	}
-	if err := d.usable(); err != nil {
-		return 0, err
-	}
-	if d.readOnly {
-		return 0, ErrReadOnly
-	}
-	if max < 0 {
-		max = 0
-	}
-	total := 0
-	for i := range d.shards {
-		s := &d.shards[i]
-		if err := d.lock(s); err != nil {
-			return total, err
-		}
-		n, err := d.flushExpiredInShard(s, max-total, max == 0)
-		d.unlock(s)
-		total += n
-		if err != nil {
-			return total, err
-		}
-		if max > 0 && total >= max {
-			break
-		}
-	}
-	return total, nil
-}
-
-func (d *Dict) flushExpiredInShard(s *shard, left int, all bool) (int, error) {
-	hd := s.hdr()
-	n := 0
-	off := hd.QueueTail
-	for steps := 0; off != 0 && (all || n < left); steps++ {
-		if !s.okEntry(off) || steps > s.maxSteps() {
-			return n, d.corruptInShard(s, "queue")
-		}
-		e := s.entryAt(off)
-		prev := e.QPrev
-		if expired(e, d.clock) {
-			if err := s.removeInShard(off); err != nil {
-				return n, d.failInShard(s, err, "remove")
-			}
-			hd.Expirations++
-			n++
-		}
-		off = prev
-	}
-	return n, nil
-}
 
 // Keys returns up to max live keys (0 = all), shard by shard, each shard's
 // from the tail of its eviction queue: the oldest entries first. It holds
@@ -202,4 +100,139 @@ func (d *Dict) keysInShard(s *shard, buf []byte, lens []int, max int) (nbytes, n
 	}
 	// buf and lens were filled in place: the caller reslices them.
 	return nbytes, nkeys, fit, nil
+}
+
+// Item is one live key as Scan reports it.
+type Item struct {
+	Key string
+	// Value is the key's value; for a list it has KindList and the
+	// elements are in List. A bytes Value, and List with its elements,
+	// are valid only until the callback returns: copy them to keep them.
+	Value Value
+	List  []Value       // a list's elements, head first; nil for a value
+	Flags uint32        // the user flags
+	TTL   time.Duration // time left when the key was read; 0 = never expires
+}
+
+// Scan calls fn with every live key, shard by shard, each shard's oldest
+// entries first, until fn returns false. It copies one shard's entries out
+// under that shard's lock and calls fn with no lock held, so fn may use the
+// Dict; a key written meanwhile may be reported or not, but never twice.
+// Scan is no use of the keys: it moves nothing in the eviction order and
+// counts no hits. On a read-only view it walks a consistent copy of each
+// shard (snapshot.go) and reads each value, but a list's, again from the
+// zone as Get does, so that a zone other processes write is scanned as
+// soundly. Errors: ErrClosed; ErrCorrupt for a shard whose entries cannot
+// be walked; ErrLockTimeout (wrapped) for a shard whose lock a live process
+// kept past the lock timeout, or, on a read-only view, that kept changing
+// under every copy for that long.
+func (d *Dict) Scan(fn func(it Item) bool) (err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
+	if err := d.usable(); err != nil {
+		return err
+	}
+	var c copyBuf
+	var list []Value
+	var sn snapshot
+	for i := range d.shards {
+		s := &d.shards[i]
+		for {
+			now := d.Now()
+			c.reset()
+			var err error
+			if d.readOnly {
+				if err = d.take(s, &sn); err == nil {
+					err = d.scanCopy(s, &sn, now, &c)
+				}
+			} else if err = d.lock(s); err == nil {
+				// Entry writers inside the shard's pages finish
+				// first, so that no value is copied half written.
+				if err = s.drainPages(); err == nil {
+					err = d.scanInShard(s, now, &c)
+				}
+				d.unlock(s)
+			}
+			if err != nil {
+				return err
+			}
+			if !c.full {
+				break
+			}
+			c.grow()
+		}
+		for j := 0; j < len(c.recs); j++ {
+			r := c.recs[j]
+			it := Item{
+				Key:   string(c.key(r)),
+				Value: c.value(r),
+				Flags: r.flags,
+			}
+			if r.expiry != 0 {
+				it.TTL = msDuration(r.expiry - r.now)
+			}
+			if r.kind == KindList {
+				list = list[:0]
+				for _, er := range c.recs[j+1 : j+1+r.elems] {
+					list = append(list, c.value(er))
+				}
+				it.List = list[:len(list):len(list)]
+				j += r.elems
+			}
+			if !fn(it) {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// scanInShard copies the live entries of a shard into c, oldest first.
+func (d *Dict) scanInShard(s *shard, now int64, c *copyBuf) error {
+	off := s.hdr().QueueTail
+	for steps := 0; off != 0; steps++ {
+		if !s.okEntry(off) || steps > s.maxSteps() {
+			return d.corruptInShard(s, "queue")
+		}
+		e := s.entryAt(off)
+		if e.expiry() == 0 || now < e.expiry() {
+			if !s.copyEntryInShard(off, e, now, c) {
+				return d.corruptInShard(s, "entry")
+			}
+		}
+		off = e.QPrev
+	}
+	return nil
+}
+
+// scanCopy is scanInShard for a read-only view: it walks the copy of shard s
+// in sn, copies lists from it, and reads every other value from the zone
+// (copyLive), where an entry writer may have changed it while the copy was
+// taken.
+func (d *Dict) scanCopy(s *shard, sn *snapshot, now int64, c *copyBuf) error {
+	v := &sn.view
+	off := v.hdr().QueueTail
+	for steps := 0; off != 0; steps++ {
+		if !v.okEntry(off) || steps > v.maxSteps() {
+			return d.corruptInShard(v, "queue")
+		}
+		e := v.entryAt(off)
+		if !v.okBytes(off, e) {
+			return d.corruptInShard(v, "entry")
+		}
+		switch {
+		case e.expiry() != 0 && now >= e.expiry():
+		case e.kind() == KindList:
+			if !v.copyEntryInShard(off, e, now, c) {
+				return d.corruptInShard(v, "entry")
+			}
+		default:
+			if err := d.copyLive(s, sn, off, now, c); err != nil {
+				return err
+			}
+		}
+		off = e.QPrev
+	}
+	return nil
 }

@@ -47,13 +47,13 @@ const copyChunk = 16 << 10
 
 // Pacing of the tries of a read-only view (patience): the first yieldTries
 // yield the processor; then each sleeps, from napMin doubling up to napMax.
-// A Seq that stays odd, and so the same, for deadCheckAfter has its holder's
+// A Seq that stays odd, and so the same, for deadCheckWait has its holder's
 // life checked: a dead one's shard is copied as it stands.
 const (
-	yieldTries     = 64
-	napMin         = 20 * time.Microsecond
-	napMax         = time.Millisecond
-	deadCheckAfter = 5 * time.Millisecond
+	yieldTries    = 64
+	napMin        = 20 * time.Microsecond
+	napMax        = time.Millisecond
+	deadCheckWait = 5 * time.Millisecond
 )
 
 // patience paces the retries of a read-only view that met a change in
@@ -110,7 +110,7 @@ func (d *Dict) take(s *shard, sn *snapshot) error {
 			ok = false
 			if seq != oddSeq {
 				oddSeq, oddSince = seq, time.Now()
-			} else if time.Since(oddSince) >= deadCheckAfter {
+			} else if time.Since(oddSince) >= deadCheckWait {
 				lock = atomic.LoadUint64(&s.h.Lock)
 				ok = d.z.LockState(&s.h.Lock) != shm.LockLive
 				held = !ok
@@ -215,7 +215,7 @@ func (d *Dict) copyLive(s *shard, sn *snapshot, off uint32, now int64, c *copyBu
 				return nil
 			case res == liveWriting && w != oddVer:
 				oddVer, oddSince = w, time.Now()
-			case res == liveWriting && time.Since(oddSince) >= deadCheckAfter:
+			case res == liveWriting && time.Since(oddSince) >= deadCheckWait:
 				// A writer holds the page lock while Ver is odd, and
 				// makes Ver even before it unlocks: a Ver still odd
 				// after the page was seen without a live holder is a

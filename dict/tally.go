@@ -307,16 +307,6 @@ func (d *Dict) checkFlush(last bool) {
 // more per 256 MiB before it is (SyncStats adds it at once).
 const pagesPerCheck = 1 << 16
 
-// SyncStats adds the operation counts of this process that its Dict has
-// not added to the zone yet (Stats.Hits, Misses, Writes), so that the Stats
-// of other processes include them now; otherwise they are added within a
-// few hundred milliseconds (see Stats). A read-only Dict has none to add.
-func (d *Dict) SyncStats() {
-	if d.usable() == nil {
-		d.guardedFlush(true)
-	}
-}
-
 // guardedFlush is flushTallies under the Dict's fault guard, if it has one.
 func (d *Dict) guardedFlush(pages bool) {
 	if !d.guard {

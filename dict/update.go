@@ -9,117 +9,6 @@ import (
 // The writes that read the live value first: Expire, CompareAndSwap and
 // Update.
 
-// Expire sets key's TTL from now; 0 means never. Errors: ErrNotFound for an
-// absent or expired key (an expired key is not brought back).
-func (d *Dict) Expire(key string, ttl time.Duration) (err error) {
-	if d.guard {
-		defer d.catchFault(&err, shm.GuardFaults())
-	}
-	expiry, err := d.expiryFor(ttl)
-	if err != nil {
-		return err
-	}
-	if err := d.check(key, true); err != nil {
-		return err
-	}
-	h := hashKey(d.seed, key)
-	if d.expireInPage(d.shardFor(h), key, h, expiry) {
-		return nil
-	}
-	return d.lockExpire(key, expiry)
-}
-
-// lockExpire is Expire under the shard's lock (a function of its own, as
-// lockMutate).
-func (d *Dict) lockExpire(key string, expiry int64) error {
-	s, _, off, err := d.lookup(key, true)
-	if err != nil {
-		return err
-	}
-	defer d.unlock(s)
-	if off == 0 {
-		return ErrNotFound
-	}
-	e := s.entryAt(off)
-	if expired(e, d.clock) {
-		return ErrNotFound
-	}
-	if err := s.drainPage(off); err != nil {
-		return d.failInShard(s, err, "page")
-	}
-	e.setExpiry(expiry)
-	d.tally(s, tWrites)
-	return nil
-}
-
-// CompareAndSwap replaces key's live value with new, with a TTL (0 = never),
-// when it equals old in kind and bytes, keeping the flags; it reports whether
-// it did. Errors: ErrNotFound for an absent or expired key, ErrIsList for a
-// list, and the errors of Set.
-func (d *Dict) CompareAndSwap(key string, old, new Value, ttl time.Duration) (_ bool, err error) {
-	if d.guard {
-		defer d.catchFault(&err, shm.GuardFaults())
-	}
-	if err := d.check(key, true); err != nil {
-		return false, err
-	}
-	expiry, err := d.checkValue(key, &new, ttl)
-	if err != nil {
-		return false, err
-	}
-	h := hashKey(d.seed, key)
-	if done, swapped, err := d.casInPage(d.shardFor(h), key, h, old, &put{v: new, expiry: expiry, keepFlags: true}); done {
-		return swapped, err
-	}
-	return d.lockCAS(key, old, new, expiry)
-}
-
-// lockCAS is CompareAndSwap under the shard's lock (a function of its
-// own, as lockMutate).
-func (d *Dict) lockCAS(key string, old, new Value, expiry int64) (bool, error) {
-	s, h, off, err := d.lookup(key, true)
-	if err != nil {
-		return false, err
-	}
-	defer d.unlock(s)
-	if off == 0 {
-		return false, ErrNotFound
-	}
-	e := s.entryAt(off)
-	if expired(e, d.clock) {
-		return false, ErrNotFound
-	}
-	if !s.okBytes(off, e) {
-		return false, d.corruptInShard(s, "entry")
-	}
-	if e.kind() == KindList {
-		return false, ErrIsList
-	}
-	if !s.equalValue(off, e, old) {
-		return false, nil
-	}
-	if _, err := d.storeInShard(s, key, h, off, put{v: new, expiry: expiry, evict: true, keepFlags: true}); err != nil {
-		return false, err
-	}
-	return true, nil
-}
-
-// equalValue reports whether an entry holds v.
-func (s *shard) equalValue(off uint32, e *entry, v Value) bool {
-	if e.kind() != v.kind || int(e.VLen) != storedLen(v) {
-		return false
-	}
-	switch v.kind {
-	case KindInt, KindFloat:
-		return *s.num(off, e) == v.num
-	case KindBool:
-		return uint64(s.valueOf(off, e)[0]) == v.num
-	case KindBytes:
-		return string(s.valueOf(off, e)) == string(v.b)
-	}
-	return false
-}
-
 // Update calls fn with key's live value (ok false when absent or expired)
 // and stores what it returns, atomically: the next value with its TTL (0 =
 // never), or, when keep is false, deletes the key; the zero Value with keep
@@ -213,4 +102,46 @@ func (d *Dict) lockUpdate(key string, fn func(cur Value, ok bool) (next Value, t
 	}
 	*out, err = d.storeInShard(s, key, h, off, put{v: next, expiry: expiry, evict: true, keepFlags: true})
 	return err
+}
+
+// updateInPage is Update's entry write: it calls fn with the live entry's
+// value under the entry's page lock (released however fn ends) and stores
+// a next value of the entry's shape in place. done false: fn's result
+// needs the entry removed or resized, and the shard's lock calls fn again
+// with the value as it then is.
+func (d *Dict) updateInPage(s *shard, key string, h uint64, fn func(cur Value, ok bool) (Value, time.Duration, bool)) (done bool, err error) {
+	off, e, pw, ok := d.pinLive(s, key, h)
+	if !ok {
+		return false, nil
+	}
+	n, slow, done, err := d.updateEntry(s, off, e, pw, fn)
+	if slow { // after the unlock: flushPageCounts may wait for a flush
+		d.flushPageCounts(s, key, h, off, n)
+	}
+	return done, err
+}
+
+// updateEntry is updateInPage once the entry is pinned: it releases pw
+// however fn ends, and returns what the write's count asks (entryCounted).
+func (d *Dict) updateEntry(s *shard, off uint32, e *entry, pw *uint64, fn func(cur Value, ok bool) (Value, time.Duration, bool)) (n uint32, slow, done bool, err error) {
+	defer s.unpin(off, pw)
+	if e.kind() == KindList {
+		return 0, false, true, ErrIsList
+	}
+	next, ttl, keep := fn(s.current(off, e), true)
+	switch {
+	case keep && next.kind == KindNone:
+		e.use() // read, and left as it is
+		return 0, false, true, nil
+	case !keep || !sameShape(e, &next):
+		return 0, false, false, nil
+	}
+	// next is of the entry's shape: its kind and size need no check.
+	expiry, err := d.expiryFor(ttl)
+	if err != nil {
+		return 0, false, true, err
+	}
+	s.rewriteInPage(off, e, &put{v: next, expiry: expiry, keepFlags: true})
+	n, slow = s.entryCounted(off, tWrites)
+	return n, slow, true, nil
 }

@@ -62,13 +62,6 @@ func Bool(v bool) Value {
 // value is stored.
 func Bytes(b []byte) Value { return Value{kind: KindBytes, b: b} }
 
-// capped returns b without spare capacity, so that an append to it copies
-// instead of writing past its end. Every slice that leaves the package and
-// views memory it does not own outright (the zone's, in Update and Mutate,
-// or a buffer shared by several values, in Scan and LRange) passes through
-// it (STYLE rule 5).
-func capped(b []byte) []byte { return b[:len(b):len(b)] }
-
 // String returns a bytes value holding s.
 func String(s string) Value { return Value{kind: KindBytes, b: stringBytes(s), str: true} }
 
@@ -195,4 +188,43 @@ func (v Value) Equal(w Value) bool {
 		return v.num == w.num
 	}
 	return bytes.Equal(v.b, w.b)
+}
+
+// current returns the value of a live entry that passed okBytes and is not
+// a list, for Update's fn: a bytes value aliases the zone, capped.
+func (s *shard) current(off uint32, e *entry) Value {
+	switch k := e.kind(); k {
+	case KindInt, KindFloat:
+		v := Value{kind: k, num: math.Float64bits(0)}
+		if e.VLen == 8 {
+			v.num = *s.num(off, e)
+		}
+		return v
+	case KindBool:
+		return Bool(e.VLen == 1 && s.valueOf(off, e)[0] != 0)
+	}
+	return Value{kind: KindBytes, b: s.valueOf(off, e)}
+}
+
+// putValue writes v's bytes into an entry whose VLen is already set; the
+// caller holds the entry's page lock, or the shard's after draining it.
+func (s *shard) putValue(off uint32, e *entry, v Value) {
+	switch v.kind {
+	case KindInt, KindFloat:
+		*s.num(off, e) = v.num
+	case KindBool:
+		s.valueOf(off, e)[0] = byte(v.num)
+	case KindBytes:
+		copy(s.valueOf(off, e), v.b)
+	case KindList:
+		*s.listOf(off, e) = listHdr{}
+	}
+}
+
+// storedLen returns the value bytes an entry of kind k holds for v.
+func storedLen(v Value) int {
+	if v.kind == KindList {
+		return listHdrSize
+	}
+	return v.Len()
 }

@@ -1,6 +1,11 @@
 package dict
 
-import "sync/atomic"
+import (
+	"errors"
+	"sync/atomic"
+
+	"github.com/shmzone/shmzone/slab"
+)
 
 // Entries move to the pages of the process that writes them.
 //
@@ -128,4 +133,69 @@ func settled(s *shard, off uint32) bool { return s.slab.Mine(off) || s.slab.InRu
 func triedSince(at, now uint32) bool {
 	d := int32(now - at)
 	return d <= 0 && d > -60_000
+}
+
+// maxPageChunks bounds the chunks of a page: (4096 - 8) / 16, for the
+// smallest class in the smallest page.
+const maxPageChunks = 256
+
+// moveInShard moves the linked entry at off, whose page is drained, to a
+// chunk of its size in another page: with own, a page this process took
+// for itself (slab.AllocOwn, leaving moveReserve's share of the pages
+// free), otherwise any (slab.AllocAway). The index
+// and the queue point to the copy, which keeps the entry's bits, and the
+// old chunk is freed. moved is false when no such page has room.
+func (s *shard) moveInShard(off uint32, e *entry, own bool) (moved bool, err error) {
+	size, err := s.slab.Size(off)
+	if err != nil {
+		return false, errCorruptArena
+	}
+	var noff uint32
+	if own {
+		noff, err = s.slab.AllocOwn(size, s.slab.Pages()/moveReserve)
+	} else {
+		noff, err = s.slab.AllocAway(size, off)
+	}
+	if err != nil {
+		if errors.Is(err, slab.ErrNoMemory) {
+			return false, nil
+		}
+		return false, errCorruptArena
+	}
+	h := s.hdr()
+	copy(s.arena[noff:int(noff)+size], s.arena[off:int(off)+size])
+	ne := s.entryAt(noff)
+	k := s.keyOf(noff, ne)
+	p := &s.index[s.bucket(hashKey(s.seed, bytesString(k)))]
+	for n := 0; *p != off; n++ {
+		if *p == 0 || !s.okEntry(*p) || n > s.maxSteps() {
+			return false, errCorruptArena
+		}
+		p = &s.entryAt(*p).Next
+	}
+	*p = noff // the commit point: repair keeps the copy from here
+	if ne.QPrev != 0 {
+		if !s.okEntry(ne.QPrev) {
+			return false, errCorruptArena
+		}
+		s.entryAt(ne.QPrev).QNext = noff
+	} else {
+		h.QueueHead = noff
+	}
+	if ne.QNext != 0 {
+		if !s.okEntry(ne.QNext) {
+			return false, errCorruptArena
+		}
+		s.entryAt(ne.QNext).QPrev = noff
+	} else {
+		h.QueueTail = noff
+	}
+	if h.ProtTail == off {
+		h.ProtTail = noff
+	}
+	e.setBits(0) // a freed chunk never looks like an entry to repair
+	if err := s.slab.Free(off); err != nil {
+		return false, errCorruptArena
+	}
+	return true, nil
 }

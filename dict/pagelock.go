@@ -8,32 +8,99 @@ import (
 	"github.com/shmzone/shmzone/shm"
 )
 
-// The two ways to an entry (DESIGN.md, section 8, has the whole protocol):
-//
-// A structural change (an insert, a delete, an eviction, a value that moves
-// to another chunk, a repair) holds the shard's lock; the lock makes the
-// shard's Seq odd while it is held. It drains the page lock of each existing
-// entry it changes before it changes it (drainPage): writers already inside
-// that page finish, and none can start, as they validate Seq.
-//
-// An entry write (Incr, Mutate on a live value of its size) and a read take
-// no shard lock: they find the entry optimistically (findOptimistic), and a
-// writer then takes the entry's page lock and checks that Seq has not moved
-// since the find (pinFirst, pinRetry). From then until it unlocks the page,
-// the entry is its own: structure cannot change it. A reader takes no lock
-// at all: it validates Seq and the entry's Ver around what it read.
+// Entry writes: an operation on a live entry that leaves it the size it
+// is takes the entry's page lock (pin), not the shard's, so that processes
+// writing their own keys share no cache line (DESIGN.md, section 6).
+// Whatever needs more — a key to create, an entry to resize or remove, one
+// expired or left half written — falls back to the shard's lock.
 
-// tries bounds the optimistic attempts of one operation; after them it takes
-// the shard's lock, which waits its turn instead of spinning. pinSpins
-// bounds the looks at a page lock another writer holds: with backoff's
-// waits, some 46,600 turns of its loop, a few tens of microseconds.
-const (
-	tries    = 8
-	pinSpins = 24
-)
+// An entry writer marks the page it pins in its process's memory
+// (pageTally.pinned). The page's lock word is the process's owner word,
+// the same for all its goroutines. So only the mark tells a drain a
+// sibling's pin from a corrupt word equal to the owner word. A pinner
+// marks the page after its swap and before it checks Seq again. It clears
+// the mark before it releases the page. A drain holds the shard's lock, so
+// Seq is odd, and no pin that checks Seq after that holds the page. The
+// drain judges the word only after waiting some milliseconds. A pin that
+// passed its check stored its mark before, and a store reaches the other
+// cores within nanoseconds. A pin that swapped but has not checked yet
+// fails its check, and writes nothing. So a page word equal to the owner
+// word with no mark is corrupt: the drain takes it over (pinHeld,
+// shm.Zone.LockWithinAsking). A takeover that races a pinner's release
+// is harmless: a drain releases the page at once. A pinner that swapped
+// and has not marked yet is a few instructions from its mark: the drain
+// judges only on looks that span 50 ms (shm's askQuiet), so that such a
+// pinner runs first, fails its check, and releases the word itself.
 
-// seq loads the shard's Seq.
-func (s *shard) seq() uint64 { return atomic.LoadUint64(&s.h.Seq) }
+// pinLive pins key's entry for an entry write when it is live and sound:
+// ok reports that the caller holds pw, the entry's page lock, and must
+// release it (unpin). Otherwise the key is absent, expired or left
+// half written, or the shard kept changing: the caller takes the shard's
+// lock, under which the operation is decided again.
+func (d *Dict) pinLive(s *shard, key string, h uint64) (off uint32, e *entry, pw *uint64, ok bool) {
+	off, seq, ok := s.findOptimistic(key, h)
+	if ok && off != 0 {
+		pw = s.pinFirst(off, seq)
+	}
+	if pw == nil {
+		var found bool
+		if off, pw, found, ok = s.pinRetry(key, h, off, seq, ok); !ok || !found {
+			return 0, nil, nil, false
+		}
+	}
+	e = s.entryAt(off)
+	w := e.ver()
+	if x := expiryOf(w); writing(w) || (x != 0 && d.Now() >= x) || !s.okBytes(off, e) {
+		s.unpin(off, pw)
+		return 0, nil, nil, false
+	}
+	return off, e, pw, true
+}
+
+// sameShape reports whether v can take the place of e's value at entry
+// level: neither is a list, and v is stored in as many bytes, so that the
+// entry's chunk, size and links stay as they are.
+func sameShape(e *entry, v *Value) bool {
+	k := e.kind()
+	return k != KindList && k != KindNone && v.kind != KindList && v.kind != KindNone && storedSize(v.kind, len(v.b)) == e.vlen()
+}
+
+// rewriteInPage writes p.v, of e's shape (sameShape), into the live entry
+// at off, with p.expiry, and p.flags unless p.keepFlags. The caller holds
+// the entry's page lock. A number that keeps its kind, expiry and flags is
+// one aligned store, whole even if the process dies there, as incr's.
+// Otherwise Ver is odd while the words change: a reader that overlaps
+// retries, and a process killed in between leaves the entry for repair to
+// drop (I6).
+func (s *shard) rewriteInPage(off uint32, e *entry, p *put) {
+	v, expiry, flags, keepFlags := &p.v, p.expiry, p.flags, p.keepFlags
+	if (v.kind == KindInt || v.kind == KindFloat) && e.kind() == v.kind &&
+		expiryOf(e.ver()) == expiry && (keepFlags || e.flags() == flags) {
+		atomic.StoreUint64(s.num(off, e), v.num)
+		e.use()
+		return
+	}
+	w := e.beginWrite()
+	if !keepFlags && e.flags() != flags {
+		atomic.StoreUint32(&e.Flags, flags)
+	}
+	if e.kind() != v.kind {
+		e.setKindUsed(v.kind)
+	}
+	s.putValue(off, e, *v)
+	e.endWrite(w, expiry)
+	e.use()
+}
+
+// unlockCounted counts an entry write on the entry at off and releases its
+// page's lock pw, then does what the count asks (flushPageCounts).
+func (d *Dict) unlockCounted(s *shard, key string, h uint64, off uint32, pw *uint64) {
+	n, slow := s.entryCounted(off, tWrites)
+	s.unpin(off, pw)
+	if slow {
+		d.flushPageCounts(s, key, h, off, n)
+	}
+}
 
 // lockPage takes the lock of the slab page that holds the entry at off.
 func (s *shard) lockPage(off uint32) (*uint64, error) {
@@ -104,46 +171,6 @@ func (s *shard) drainPages() error {
 		shm.Unlock(w)
 	}
 	return nil
-}
-
-// findOptimistic looks key up without the shard's lock: every word it reads
-// is loaded atomically, every offset is bounds-checked, and a walk
-// longer than the shard can hold ends it. It returns the entry's offset (0
-// when absent), the Seq it read first, and ok false when the shard was
-// changing (Seq odd) or the walk met what a change in progress can leave: the
-// caller tries again. A found entry must still be validated against seq; an
-// absence is validated here.
-func (s *shard) findOptimistic(key string, h uint64) (off uint32, seq uint64, ok bool) {
-	seq = s.seq()
-	if seq&1 != 0 {
-		return 0, seq, false
-	}
-	// Locals: the atomic loads below are barriers to the compiler, which
-	// would otherwise reload the shard's fields after each.
-	arena, steps, tag := s.arena, s.steps, tagOf(h)
-	off = atomic.LoadUint32(&s.index[s.bucket(h)])
-	for n := 0; off != 0; n++ {
-		if off&7 != 0 || int(off)+entryHdrSize > len(arena) || n > steps {
-			return 0, seq, false
-		}
-		e := entryIn(arena, off)
-		if klen, etag := e.klenTag(); etag == tag && klen == len(key) {
-			k := int(off) + entryHdrSize
-			if k+klen > len(arena) {
-				return 0, seq, false
-			}
-			// keyWords is inlined: the common key makes no call.
-			if klen >= 8 && unalignedWords {
-				if keyWords(arena, k, key) {
-					return off, seq, true
-				}
-			} else if keyIsShort(arena, k, key) {
-				return off, seq, true
-			}
-		}
-		off = e.next()
-	}
-	return 0, seq, s.seq() == seq
 }
 
 // An entry write pins key's entry: it finds the entry and takes its page
@@ -262,24 +289,6 @@ func (s *shard) tryPin(off uint32, seq uint64) *uint64 {
 	return nil
 }
 
-// An entry writer marks the page it pins in its process's memory
-// (pageTally.pinned). The page's lock word is the process's owner word,
-// the same for all its goroutines. So only the mark tells a drain a
-// sibling's pin from a corrupt word equal to the owner word. A pinner
-// marks the page after its swap and before it checks Seq again. It clears
-// the mark before it releases the page. A drain holds the shard's lock, so
-// Seq is odd, and no pin that checks Seq after that holds the page. The
-// drain judges the word only after waiting some milliseconds. A pin that
-// passed its check stored its mark before, and a store reaches the other
-// cores within nanoseconds. A pin that swapped but has not checked yet
-// fails its check, and writes nothing. So a page word equal to the owner
-// word with no mark is corrupt: the drain takes it over (pinHeld,
-// shm.Zone.LockWithinAsking). A takeover that races a pinner's release
-// is harmless: a drain releases the page at once. A pinner that swapped
-// and has not marked yet is a few instructions from its mark: the drain
-// judges only on looks that span 50 ms (shm's askQuiet), so that such a
-// pinner runs first, fails its check, and releases the word itself.
-
 // markPin sets or clears the mark of the page that holds the entry at off.
 func (s *shard) markPin(off uint32, v uint32) {
 	if p := s.pageOf(off); p < len(s.pages) {
@@ -317,18 +326,6 @@ func markOdd(p *uint64, d uint64) uint64 {
 // endWrite ends the write beginWrite began, with the entry's new expiry.
 func (e *entry) endWrite(w uint64, expiry int64) {
 	atomic.StoreUint64(&e.Ver, (w+verOne)&^expiryMask|uint64(expiry))
-}
-
-// markUsed sets the refBit of the entry at off, which a reader found with
-// Seq seq, for the CLOCK hand: once per pass of the hand, so it may cost a
-// page lock. The bit is written only while the page is locked and Seq
-// still seq, so that it lands in that entry and nowhere else; when the shard
-// has changed since, the mark is skipped (it is advice).
-func (s *shard) markUsed(off uint32, seq uint64) {
-	if pw := s.tryPin(off, seq); pw != nil {
-		s.entryAt(off).use()
-		s.unpin(off, pw)
-	}
 }
 
 // settleInShard finds out whether the entry at off, whose page the caller

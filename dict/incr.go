@@ -2,293 +2,35 @@ package dict
 
 import (
 	"math"
-	"strings"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/shmzone/shmzone/shm"
 )
 
-// How storeInShard treats an existing key.
-type mode uint8
-
-const (
-	modeSet     mode = iota // write whatever is there
-	modeAdd                 // fail with ErrExists on a live key
-	modeReplace             // fail with ErrNotFound unless the key is live
-)
-
-// Set stores v under key with a TTL (0 = never expires) and user flags. When
-// the shard is full it reclaims expired entries, then evicts the oldest
-// entries not used since the eviction hand last passed them (package doc);
-// forcible reports that live entries were evicted. On
-// ErrNoMemory (forcible may be true) the key's old value is left as it was.
-func (d *Dict) Set(key string, v Value, ttl time.Duration, flags uint32) (forcible bool, err error) {
-	return d.store(key, ttl, put{v: v, flags: flags, mode: modeSet, evict: true})
-}
-
-// SafeSet is Set without eviction: ErrNoMemory when the value does not fit in
-// free or expired memory.
-func (d *Dict) SafeSet(key string, v Value, ttl time.Duration, flags uint32) error {
-	_, err := d.store(key, ttl, put{v: v, flags: flags, mode: modeSet})
-	return err
-}
-
-// Add is Set for an absent key only: ErrExists when key holds a live value or
-// a list. An expired key counts as absent.
-func (d *Dict) Add(key string, v Value, ttl time.Duration, flags uint32) (forcible bool, err error) {
-	return d.store(key, ttl, put{v: v, flags: flags, mode: modeAdd, evict: true})
-}
-
-// SafeAdd is Add without eviction.
-func (d *Dict) SafeAdd(key string, v Value, ttl time.Duration, flags uint32) error {
-	_, err := d.store(key, ttl, put{v: v, flags: flags, mode: modeAdd})
-	return err
-}
-
-// Replace is Set for a live key only: ErrNotFound when key is absent or
-// expired. The kind may change.
-func (d *Dict) Replace(key string, v Value, ttl time.Duration, flags uint32) (forcible bool, err error) {
-	return d.store(key, ttl, put{v: v, flags: flags, mode: modeReplace, evict: true})
-}
-
-// store checks key, p.v and ttl, then writes p under key: in place under
-// the entry's page lock when the key is live and p.v fits its entry,
-// otherwise under the shard's lock.
-func (d *Dict) store(key string, ttl time.Duration, p put) (bool, error) {
-	if err := d.check(key, true); err != nil {
-		return false, err
-	}
-	expiry, err := d.checkValue(key, &p.v, ttl)
-	if err != nil {
-		return false, err
-	}
-	p.expiry = expiry
+// IncrInitNum is IncrInit returning the sum as it is stored, a float64: an
+// int's sum exactly (below 2^53), a float's with its fraction, where
+// IncrInit truncates it (a float 2.5 less 1 is 1.5, which IncrInit returns
+// as 1). The kind stays, as with IncrInit: an int stays an int, a float a
+// float, and an absent or expired key becomes the int init+delta with
+// initTTL (0 = never). out says what creating it did (Outcome).
+// Errors as IncrInit, but for a float sum that no int64 holds (NaN, an
+// infinity, beyond ±2^63), which IncrInit refuses: IncrInitNum stores and
+// returns it.
+func (d *Dict) IncrInitNum(key string, delta, init int64, initTTL time.Duration) (sum float64, out Outcome, err error) {
 	if d.guard {
-		return d.guardedWrite(key, &p)
+		return d.guardedIncrInitNum(key, delta, init, initTTL)
 	}
-	return d.write(key, &p)
+	_, sum, out, err = d.incrInit(key, delta, init, initTTL, incrNum)
+	return sum, out, err
 }
 
-// guardedWrite is write with Options.GuardFaults (as guardedIncr).
-func (d *Dict) guardedWrite(key string, p *put) (_ bool, err error) {
+// guardedIncrInitNum is IncrInitNum with Options.GuardFaults (as
+// guardedIncr).
+func (d *Dict) guardedIncrInitNum(key string, delta, init int64, initTTL time.Duration) (sum float64, out Outcome, err error) {
 	defer d.catchFault(&err, shm.GuardFaults())
-	return d.write(key, p)
-}
-
-// write is store's work once p is checked.
-func (d *Dict) write(key string, p *put) (bool, error) {
-	h := hashKey(d.seed, key)
-	s := d.shardFor(h)
-	if done, err := d.setInPage(s, key, h, p); done {
-		return false, err
-	}
-	return d.lockStore(s, key, h, p)
-}
-
-// lockStore is store's write under the shard's lock: a new key, a
-// value of another size, or an entry that its pinned write could not take.
-func (d *Dict) lockStore(s *shard, key string, h uint64, p *put) (bool, error) {
-	if err := d.lock(s); err != nil {
-		return false, err
-	}
-	out, err := d.findStoreInShard(s, key, h, *p)
-	d.unlock(s)
-	return out.Forcible, err
-}
-
-// findStoreInShard finds key's entry and writes p under it (storeInShard).
-func (d *Dict) findStoreInShard(s *shard, key string, h uint64, p put) (Outcome, error) {
-	off, _, err := s.findInShard(key, h)
-	if err != nil {
-		return Outcome{}, d.corruptInShard(s, "index")
-	}
-	return d.storeInShard(s, key, h, off, p)
-}
-
-// put is what storeInShard writes and how.
-type put struct {
-	v         Value
-	expiry    int64  // Unix ms, 0 = never
-	flags     uint32 // the user flags, unless keepFlags
-	mode      mode   // what an existing key allows (modeSet, modeAdd, modeReplace)
-	evict     bool   // evict live entries when the shard is full (Set), or fail (SafeSet)
-	keepFlags bool   // keep a live entry's flags (CompareAndSwap, Update); a new entry gets 0
-}
-
-// storeInShard writes p.v under key, whose entry is at off (0 when absent) as
-// findInShard found it under this hold of the lock.
-func (d *Dict) storeInShard(s *shard, key string, h uint64, off uint32, p put) (out Outcome, err error) {
-	v, expiry, flags, m, evict, keepFlags := p.v, p.expiry, p.flags, p.mode, p.evict, p.keepFlags
-	if off != 0 {
-		// Writers already in the entry's page finish before it changes;
-		// one that died there lost it.
-		if err := s.drainPage(off); err != nil {
-			return out, d.failInShard(s, err, "page")
-		}
-		if gone, err := d.settleInShard(s, off); err != nil {
-			return out, err
-		} else if gone {
-			off = 0
-		}
-	}
-	var e *entry
-	live := false
-	if off != 0 {
-		e = s.entryAt(off)
-		live = !expired(e, d.clock)
-		if keepFlags && live {
-			flags = e.Flags
-		}
-	}
-	switch {
-	case m == modeAdd && live:
-		return out, ErrExists
-	case m == modeReplace && !live:
-		return out, ErrNotFound
-	}
-	if keepFlags && !live {
-		flags = 0
-	}
-	vlen := storedLen(v)
-	need := entrySize(len(key), vlen)
-	hd := s.hdr()
-	if off != 0 && s.slab.ChunkSize(need) == s.slab.ChunkSize(entrySize(int(e.KLen), int(e.VLen))) && int(off)+need <= len(s.arena) {
-		// The new value fits the entry's chunk: write it in place. (The
-		// bound matters only in a corrupt arena, where off may be no chunk.)
-		hd.Drop = off
-		if e.kind() == KindList {
-			if err := s.freeNodesInShard(off, e); err != nil {
-				return out, d.corruptInShard(s, "list")
-			}
-		}
-		e.Flags, e.VLen = flags, uint32(vlen)
-		e.setExpiry(expiry)
-		e.setKindUsed(v.kind)
-		s.putValue(off, e, v)
-		hd.Drop = dropNone
-		e.use()
-		d.tally(s, tWrites)
-		return out, nil
-	}
-	fresh := off == 0 // the key had no entry: it may have lost one to eviction, and left a trace
-	prot := uint8(0)
-	if !live && off != 0 {
-		// An expired entry of another size: free it first so that its
-		// memory serves the new value before any live entry is evicted.
-		prot = e.bits() & protBit
-		if err := s.removeInShard(off); err != nil {
-			return out, d.failInShard(s, err, "remove")
-		}
-		off = 0
-	}
-	recalled := false
-	if fresh {
-		recalled, out.Lost = s.recallInShard(h, d.clock)
-	}
-	noff, forcible, err := s.allocInShard(need, evict, off, d.clock)
-	out.Forcible = forcible
-	if err != nil {
-		hd.Drop = dropNone
-		if err == errCorruptArena {
-			return out, d.corruptInShard(s, "alloc")
-		}
-		return out, err
-	}
-	hd.Drop = noff // half written: drop it
-	ne := s.entryAt(noff)
-	bits := uint8(v.kind) // a new key starts unreferenced, in probation
-	if live {
-		bits |= refBit // a rewritten one was just used
-	}
-	if off != 0 {
-		bits |= e.bits() & protBit // and keeps its segment
-	}
-	bits |= prot
-	*ne = entry{Flags: flags, Ver: uint64(expiry), VLen: uint32(vlen), KLen: uint16(len(key)), Tag: tagOf(h), Bits: bits}
-	copy(s.keyOf(noff, ne), key)
-	s.putValue(noff, ne, v)
-	if off == 0 {
-		slot := &s.index[s.bucket(h)]
-		ne.Next = *slot
-		*slot = noff // the commit point
-		hd.Drop = dropNone
-		hd.Count++
-	} else {
-		// Replace the old entry in its chain; eviction may have changed the
-		// chain since findInShard, so walk it again.
-		p := &s.index[s.bucket(h)]
-		for n := 0; *p != off; n++ {
-			if *p == 0 || !s.okEntry(*p) || n > s.maxSteps() {
-				return out, d.corruptInShard(s, "chain")
-			}
-			p = &s.entryAt(*p).Next
-		}
-		ne.Next = e.Next
-		*p = noff // the commit point: from here repair keeps the new entry
-		hd.Drop = off
-		if !s.unqueueInShard(off, e) {
-			return out, d.corruptInShard(s, "queue")
-		}
-		if err := s.freeEntryInShard(off, e); err != nil {
-			return out, d.corruptInShard(s, "free")
-		}
-		hd.Drop = dropNone
-	}
-	if recalled {
-		// A key evicted while in use is back: it joins the protected
-		// segment, unreferenced, where it is demoted first.
-		if s.recalls != nil {
-			// A copy: key itself must not escape (allocation-free writes).
-			*s.recalls = append(*s.recalls, recall{strings.Clone(key), hd.Count})
-		}
-		if !s.enqueueRecalledInShard(noff, ne) {
-			return out, d.corruptInShard(s, "queue")
-		}
-		if err := s.balanceInShard(0); err != nil {
-			return out, d.corruptInShard(s, "queue")
-		}
-	} else if !s.enqueueInShard(noff, ne) {
-		return out, d.corruptInShard(s, "queue")
-	}
-	d.tally(s, tWrites)
-	return out, nil
-}
-
-// putValue writes v's bytes into an entry whose VLen is already set; the
-// caller holds the entry's page lock, or the shard's after draining it.
-func (s *shard) putValue(off uint32, e *entry, v Value) {
-	switch v.kind {
-	case KindInt, KindFloat:
-		*s.num(off, e) = v.num
-	case KindBool:
-		s.valueOf(off, e)[0] = byte(v.num)
-	case KindBytes:
-		copy(s.valueOf(off, e), v.b)
-	case KindList:
-		*s.listOf(off, e) = listHdr{}
-	}
-}
-
-// Delete removes key. Deleting an absent key is not an error.
-func (d *Dict) Delete(key string) (err error) {
-	if d.guard {
-		defer d.catchFault(&err, shm.GuardFaults())
-	}
-	s, h, off, err := d.lookup(key, true)
-	if err != nil {
-		return err
-	}
-	defer d.unlock(s)
-	if off == 0 {
-		return nil
-	}
-	if err := s.removeFoundInShard(off, h); err != nil {
-		return d.failInShard(s, err, "remove")
-	}
-	d.tally(s, tWrites)
-	return nil
+	_, sum, out, err = d.incrInit(key, delta, init, initTTL, incrNum)
+	return sum, out, err
 }
 
 // Incr adds delta to the number under key and returns the sum; the TTL and
@@ -466,7 +208,7 @@ func (d *Dict) plainInt(s *shard, off uint32, klen int, mode incrMode) *uint64 {
 	if v+8 > len(s.arena) {
 		return nil
 	}
-	return (*uint64)(unsafe.Pointer(&s.arena[v]))
+	return s.numAt(v)
 }
 
 // incrInPage is incr on the entry at off, key's, whose page lock pw it
@@ -548,14 +290,6 @@ func (d *Dict) incrInShard(k place, op incrOp) (int64, float64, bool, error) {
 // What incrEntry did.
 type incrResult uint8
 
-const (
-	incrDone      incrResult = iota
-	incrMiss                 // the entry has expired
-	incrNotNumber            // the entry holds bytes, a bool or a list
-	incrBeyondInt            // a float whose sum no int64 holds, for incrToInt: nothing written
-	incrBroken               // a half-written or malformed entry, for the shard's lock to repair
-)
-
 // An incrOp is what an increment adds, and how.
 type incrOp struct {
 	i    int64   // added to an int
@@ -572,18 +306,6 @@ type place struct {
 
 // How incrEntry adds, and which sum its caller returns.
 type incrMode uint8
-
-const (
-	// incrToInt is Incr's and IncrInit's: an int stays an int, a float
-	// adds as a float, and the sum is returned as an int64, so a float sum
-	// that no int64 holds is refused (incrBeyondInt).
-	incrToInt incrMode = iota
-	// incrNum is IncrInitNum's: as incrToInt, but the sum is returned as a
-	// float64, so any float sum is stored.
-	incrNum
-	// incrToFloat is IncrFloat's: an int becomes a float.
-	incrToFloat
-)
 
 // incrEntry adds to the number of the entry at off, which is key's: the
 // caller holds the entry's page lock, or the shard's lock and has drained the
@@ -636,3 +358,23 @@ func (d *Dict) incrEntry(s *shard, off uint32, op incrOp) (int64, float64, incrR
 	e.use()
 	return n, f, incrDone
 }
+
+const (
+	incrDone      incrResult = iota
+	incrMiss                 // the entry has expired
+	incrNotNumber            // the entry holds bytes, a bool or a list
+	incrBeyondInt            // a float whose sum no int64 holds, for incrToInt: nothing written
+	incrBroken               // a half-written or malformed entry, for the shard's lock to repair
+)
+
+const (
+	// incrToInt is Incr's and IncrInit's: an int stays an int, a float
+	// adds as a float, and the sum is returned as an int64, so a float sum
+	// that no int64 holds is refused (incrBeyondInt).
+	incrToInt incrMode = iota
+	// incrNum is IncrInitNum's: as incrToInt, but the sum is returned as a
+	// float64, so any float sum is stored.
+	incrNum
+	// incrToFloat is IncrFloat's: an int becomes a float.
+	incrToFloat
+)

@@ -1,0 +1,100 @@
+package dict
+
+import (
+	"time"
+
+	"github.com/shmzone/shmzone/shm"
+)
+
+// casInPage is CompareAndSwap's entry write: a live key that does not hold
+// old, or one whose value p.v can replace in place. done false: the
+// shard's lock decides. It calls no user code, so it unlocks where it
+// returns, as setInPage.
+func (d *Dict) casInPage(s *shard, key string, h uint64, old Value, p *put) (done, swapped bool, err error) {
+	off, e, pw, ok := d.pinLive(s, key, h)
+	if !ok {
+		return false, false, nil
+	}
+	switch {
+	case e.kind() == KindList:
+		s.unpin(off, pw)
+		return true, false, ErrIsList
+	case !s.equalValue(off, e, old):
+		s.unpin(off, pw)
+		return true, false, nil
+	case !sameShape(e, &p.v):
+		s.unpin(off, pw)
+		return false, false, nil
+	}
+	s.rewriteInPage(off, e, p)
+	d.unlockCounted(s, key, h, off, pw)
+	return true, true, nil
+}
+
+// CompareAndSwap replaces key's live value with new, with a TTL (0 = never),
+// when it equals old in kind and bytes, keeping the flags; it reports whether
+// it did. Errors: ErrNotFound for an absent or expired key, ErrIsList for a
+// list, and the errors of Set.
+func (d *Dict) CompareAndSwap(key string, old, new Value, ttl time.Duration) (_ bool, err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
+	if err := d.check(key, true); err != nil {
+		return false, err
+	}
+	expiry, err := d.checkValue(key, &new, ttl)
+	if err != nil {
+		return false, err
+	}
+	h := hashKey(d.seed, key)
+	if done, swapped, err := d.casInPage(d.shardFor(h), key, h, old, &put{v: new, expiry: expiry, keepFlags: true}); done {
+		return swapped, err
+	}
+	return d.lockCAS(key, old, new, expiry)
+}
+
+// lockCAS is CompareAndSwap under the shard's lock (a function of its
+// own, as lockMutate).
+func (d *Dict) lockCAS(key string, old, new Value, expiry int64) (bool, error) {
+	s, h, off, err := d.lookup(key, true)
+	if err != nil {
+		return false, err
+	}
+	defer d.unlock(s)
+	if off == 0 {
+		return false, ErrNotFound
+	}
+	e := s.entryAt(off)
+	if expired(e, d.clock) {
+		return false, ErrNotFound
+	}
+	if !s.okBytes(off, e) {
+		return false, d.corruptInShard(s, "entry")
+	}
+	if e.kind() == KindList {
+		return false, ErrIsList
+	}
+	if !s.equalValue(off, e, old) {
+		return false, nil
+	}
+	if _, err := d.storeInShard(s, key, h, off, put{v: new, expiry: expiry, evict: true, keepFlags: true}); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// equalValue reports whether an entry holds v.
+func (s *shard) equalValue(off uint32, e *entry, v Value) bool {
+	if e.kind() != v.kind || int(e.VLen) != storedLen(v) {
+		return false
+	}
+	switch v.kind {
+	case KindInt, KindFloat:
+		return *s.num(off, e) == v.num
+	case KindBool:
+		return uint64(s.valueOf(off, e)[0]) == v.num
+	case KindBytes:
+		return string(s.valueOf(off, e)) == string(v.b)
+	}
+	return false
+}

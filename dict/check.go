@@ -1,0 +1,219 @@
+package dict
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/shmzone/shmzone/shm"
+)
+
+// bitset marks arena offsets (8-byte granules) during repair and check.
+type bitset []uint64
+
+func newBitset(arenaLen int) bitset { return make(bitset, arenaLen/8/64+1) }
+
+func (b bitset) has(off uint32) bool { return b[off>>9]&(1<<(off>>3&63)) != 0 }
+
+func (b bitset) set(off uint32) { b[off>>9] |= 1 << (off >> 3 & 63) }
+
+// scratch holds checkInShard's marks, allocated before the lock is taken.
+type scratch struct{ entries, nodes, linked bitset }
+
+func newScratch(arenaLen int) *scratch {
+	return &scratch{newBitset(arenaLen), newBitset(arenaLen), newBitset(arenaLen)}
+}
+
+func (b bitset) reset() { clear(b) }
+
+// checkInShard returns the shard's problems, at most max of them; sc's sets
+// must be sized for the arena. copied says s is a view of a copy taken
+// while entry writers ran (snapshot.go): an entry's Ver may be odd there
+// without any writer having died, so a write in progress is no problem.
+func (s *shard) checkInShard(max int, sc *scratch, copied bool) []string {
+	var probs []string
+	add := func(format string, args ...any) bool {
+		probs = append(probs, fmt.Sprintf("shard %d: "+format, append([]any{s.id}, args...)...))
+		return len(probs) < max
+	}
+	hd := s.hdr()
+	shards := 1 << s.shift
+	if hd.Drop != dropNone {
+		if !add("unfinished write (drop %#x)", hd.Drop) {
+			return probs
+		}
+	}
+	if err := s.slab.Check(); err != nil {
+		if !add("%v", err) {
+			return probs
+		}
+		return probs // the chunks themselves cannot be trusted
+	}
+	sc.entries.reset()
+	sc.nodes.reset()
+	sc.linked.reset()
+	entries, nodes, linked := sc.entries, sc.nodes, sc.linked
+	count := 0
+	for b := range s.index {
+		off := s.index[b]
+		for steps := 0; off != 0; steps++ {
+			size, err := s.slab.Size(off)
+			if err != nil || !s.validEntryInShard(off, size, shards, copied) {
+				add("bucket %d: %#x is not a valid entry", b, off)
+				return probs
+			}
+			if entries.has(off) {
+				add("bucket %d: cycle at %#x", b, off)
+				return probs
+			}
+			e := s.entryAt(off)
+			k := s.keyOf(off, e)
+			if h := hashKey(s.seed, bytesString(k)); s.bucket(h) != uint32(b) {
+				if !add("entry %#x in bucket %d, its hash says %d", off, b, s.bucket(h)) {
+					return probs
+				}
+			}
+			entries.set(off)
+			count++
+			if e.kind() == KindList {
+				if p := s.checkListInShard(off, e, nodes); p != "" && !add("%s", p) {
+					return probs
+				}
+			}
+			off = e.Next
+		}
+	}
+	if int(hd.Count) != count {
+		if !add("count %d, index holds %d", hd.Count, count) {
+			return probs
+		}
+	}
+	var prev uint32
+	n := 0
+	for off := hd.QueueHead; off != 0; {
+		if !s.okEntry(off) || !entries.has(off) || linked.has(off) {
+			add("queue: %#x after %#x is not an indexed entry, or a cycle", off, prev)
+			return probs
+		}
+		e := s.entryAt(off)
+		if e.QPrev != prev {
+			if !add("queue: %#x prev %#x, want %#x", off, e.QPrev, prev) {
+				return probs
+			}
+		}
+		linked.set(off)
+		n++
+		prev, off = off, e.QNext
+	}
+	if prev != hd.QueueTail {
+		if !add("queue: tail %#x, list ends at %#x", hd.QueueTail, prev) {
+			return probs
+		}
+	}
+	if p := s.checkSegmentsInShard(); p != "" && !add("%s", p) {
+		return probs
+	}
+	if n != count {
+		if !add("queue holds %d entries, index %d", n, count) {
+			return probs
+		}
+	}
+	s.slab.ForEach(func(off uint32, size int) bool {
+		if !entries.has(off) && !nodes.has(off) {
+			return add("chunk %#x (%d bytes) allocated but unreachable", off, size)
+		}
+		return true
+	})
+	return probs
+}
+
+// checkListInShard checks one list's nodes and marks them; "" when sound.
+func (s *shard) checkListInShard(off uint32, e *entry, nodes bitset) string {
+	l := s.listOf(off, e)
+	var prev, count uint32
+	for n := l.Head; n != 0; n = s.nodeAt(n).Next {
+		if !s.validNodeInShard(n) || nodes.has(n) {
+			return fmt.Sprintf("list %#x: node %#x invalid or linked twice", off, n)
+		}
+		if s.nodeAt(n).Prev != prev {
+			return fmt.Sprintf("list %#x: node %#x prev %#x, want %#x", off, n, s.nodeAt(n).Prev, prev)
+		}
+		nodes.set(n)
+		prev = n
+		count++
+	}
+	if prev != l.Tail || count != l.Len || count == 0 {
+		return fmt.Sprintf("list %#x: tail %#x len %d, walk gives %#x and %d", off, l.Tail, l.Len, prev, count)
+	}
+	return ""
+}
+
+// Check verifies every shard's invariants: the slab's own, every index entry
+// well formed and in its bucket, the eviction queue holding exactly the indexed
+// entries in consistent order, lists linked and counted, no allocated chunk
+// unreachable, no write left half done, and, read-only, no lock held by an
+// owner that is gone. It returns nil, or ErrCorrupt joined with each problem
+// found. It locks one shard at a time; a shard whose
+// lock stays held past LockTimeout is not checked, and ErrLockTimeout is
+// joined for it.
+//
+// A read-only view takes no lock: it checks a consistent copy of each shard
+// (snapshot.go), so that a zone other processes write at the same time
+// shows only the problems it has. There an entry write in progress (odd
+// Ver) is no problem, since a read-only view cannot tell a live writer from
+// a dead one; and a shard that a live process keeps locked, or that keeps
+// changing under every copy, past LockTimeout is not checked:
+// ErrLockTimeout is joined for it.
+func (d *Dict) Check() (err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
+	if err := d.usable(); err != nil {
+		return err
+	}
+	var errs []error
+	sc := newScratch(len(d.shards[0].arena)) // every shard's arena has one size
+	var sn snapshot
+	for i := range d.shards {
+		s := &d.shards[i]
+		var probs []string
+		if d.readOnly {
+			if err := d.take(s, &sn); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			probs = sn.view.checkInShard(20, sc, true)
+		} else {
+			if err := d.lock(s); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			// Entry writers inside a page finish first: an odd Ver is
+			// then a writer's that died, whose entry any write would
+			// drop first (I6); so does Check, rather than report it.
+			if err := s.drainPages(); err != nil {
+				d.unlock(s)
+				errs = append(errs, err)
+				continue
+			}
+			if err := d.settleDeadInShard(s); err != nil {
+				d.unlock(s)
+				errs = append(errs, err)
+				continue
+			}
+			probs = s.checkInShard(20, sc, false)
+			d.unlock(s)
+		}
+		if d.readOnly {
+			// A writable Dict took such a lock over above; a read-only
+			// one only looks.
+			if w := atomic.LoadUint64(&s.h.Lock); w != 0 && d.z.LockState(&s.h.Lock) == shm.LockDead {
+				probs = append(probs, fmt.Sprintf("shard %d: lock held by an owner that is gone (word %#x); the next writer takes it over and rebuilds the shard", i, w))
+			}
+		}
+		for _, p := range probs {
+			errs = append(errs, fmt.Errorf("%w: %s", ErrCorrupt, p))
+		}
+	}
+	return errors.Join(errs...)
+}

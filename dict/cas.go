@@ -88,13 +88,6 @@ func (s *shard) equalValue(off uint32, e *entry, v Value) bool {
 	if e.kind() != v.kind || int(e.VLen) != storedLen(v) {
 		return false
 	}
-	switch v.kind {
-	case KindInt, KindFloat:
-		return *s.num(off, e) == v.num
-	case KindBool:
-		return uint64(s.valueOf(off, e)[0]) == v.num
-	case KindBytes:
-		return string(s.valueOf(off, e)) == string(v.b)
-	}
-	return false
+	cur, ok := s.entryValue(off, e)
+	return ok && v.kind != KindList && cur.num == v.num && string(cur.b) == string(v.b)
 }

@@ -120,28 +120,14 @@ func (s *shard) copyEntryInShard(off uint32, e *entry, now int64, c *copyBuf) bo
 		return false
 	}
 	r := copyRec{kind: e.kind(), flags: e.Flags, expiry: e.expiry(), now: now}
-	var val []byte
-	switch e.kind() {
-	case KindBytes:
-		val = s.valueOf(off, e)
-	case KindInt, KindFloat:
-		if e.VLen != 8 {
-			return false
-		}
-		r.num = *s.num(off, e)
-	case KindBool:
-		if e.VLen != 1 {
-			return false
-		}
-		r.num = uint64(s.valueOf(off, e)[0] & 1)
-	case KindList:
-		if e.VLen != uint32(listHdrSize) {
-			return false
-		}
-		return s.copyListInShard(off, e, r, c)
-	default:
+	v, ok := s.entryValue(off, e)
+	if !ok {
 		return false
 	}
-	c.add(s.keyOf(off, e), val, r)
+	if v.kind == KindList {
+		return s.copyListInShard(off, e, r, c)
+	}
+	r.num = v.num
+	c.add(s.keyOf(off, e), v.b, r)
 	return true
 }

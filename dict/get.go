@@ -2,7 +2,6 @@ package dict
 
 import (
 	"runtime"
-	"sync/atomic"
 
 	"github.com/shmzone/shmzone/shm"
 )
@@ -139,30 +138,23 @@ func (d *Dict) getInShard(s *shard, key string, h uint64, r *readResult) (need i
 	if !s.okBytes(off, e) {
 		return -1, d.corruptInShard(s, "entry")
 	}
-	switch e.kind() {
-	case KindInt, KindFloat:
-		if e.VLen != 8 {
-			return -1, d.corruptInShard(s, "number length")
-		}
-		r.v.kind, r.v.num = e.kind(), *s.num(off, e)
-	case KindBool:
-		if e.VLen != 1 {
-			return -1, d.corruptInShard(s, "bool length")
-		}
-		r.v.kind, r.v.num = KindBool, uint64(s.valueOf(off, e)[0]&1)
-	case KindBytes:
-		n := int(e.VLen)
+	if e.kind() == KindList {
+		return -1, ErrIsList
+	}
+	v, ok := s.entryValue(off, e)
+	if !ok {
+		return -1, d.corruptInShard(s, "value")
+	}
+	if v.kind == KindBytes {
+		n := len(v.b)
 		if n > cap(r.dst) || r.dst == nil {
 			return n, nil
 		}
 		dst := r.dst[:n:n]
-		copy(dst, s.valueOf(off, e))
-		r.v.kind, r.v.b = KindBytes, dst
-	case KindList:
-		return -1, ErrIsList
-	default:
-		return -1, d.corruptInShard(s, "kind")
+		copy(dst, v.b)
+		v.b = dst
 	}
+	r.v = v
 	r.flags, r.stale = e.flags(), stale
 	if !d.readOnly {
 		e.use()
@@ -211,22 +203,13 @@ func (d *Dict) getOptimistic(s *shard, key string, h uint64, r *readResult) (nee
 	// Value built here and copied whole is stored in parts and loaded in
 	// wider words, a load the CPU cannot forward from the stores
 	// (DESIGN.md, section 4).
-	var (
-		kind = Kind(bits & kindMask)
-		num  uint64
-		b    []byte
-	)
+	kind := Kind(bits & kindMask)
+	v, ok := s.valueAt(kind, vo, vlen)
+	if !ok {
+		return -1, false, nil
+	}
+	num, b := v.num, []byte(nil)
 	switch kind {
-	case KindInt, KindFloat:
-		if vlen != 8 {
-			return -1, false, nil
-		}
-		num = atomic.LoadUint64(s.numAt(vo))
-	case KindBool:
-		if vlen != 1 {
-			return -1, false, nil
-		}
-		num = uint64(loadByte(s.arena, vo) & 1)
 	case KindBytes:
 		if vlen > cap(r.dst) || r.dst == nil {
 			return vlen, true, nil
@@ -234,8 +217,6 @@ func (d *Dict) getOptimistic(s *shard, key string, h uint64, r *readResult) (nee
 		b = loadBytes(r.dst, s.arena, vo, vlen)
 	case KindList:
 		err = ErrIsList
-	default:
-		return -1, false, nil
 	}
 	if e.ver() != w || s.seq() != seq {
 		return -1, false, nil

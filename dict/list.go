@@ -304,31 +304,17 @@ func (d *Dict) popInShard(s *shard, key string, h uint64, head bool, dst []byte)
 	if !ok {
 		return Value{}, -1, d.corruptInShard(s, "list node")
 	}
-	var v Value
-	switch Kind(n.Kind) {
-	case KindBytes:
+	v, ok := nodeValue(Kind(n.Kind), data)
+	if !ok {
+		return Value{}, -1, d.corruptInShard(s, "list node")
+	}
+	if v.kind == KindBytes {
 		if len(data) > cap(dst) || dst == nil {
 			return Value{}, len(data), nil
 		}
 		dst = dst[:len(data)]
 		copy(dst, data)
-		v = Value{kind: KindBytes, b: dst}
-	case KindBool:
-		if len(data) != 1 {
-			return Value{}, -1, d.corruptInShard(s, "list node")
-		}
-		v = Bool(data[0] != 0)
-	case KindInt, KindFloat:
-		if len(data) != 8 {
-			return Value{}, -1, d.corruptInShard(s, "list node")
-		}
-		var u uint64
-		for i := 0; i < 8; i++ {
-			u |= uint64(data[i]) << (8 * i)
-		}
-		v = Value{kind: Kind(n.Kind), num: u}
-	default:
-		return Value{}, -1, d.corruptInShard(s, "list node")
+		v.b = dst
 	}
 	hd := s.hdr()
 	if l.Len <= 1 {

@@ -1,7 +1,6 @@
 package dict
 
 import (
-	"encoding/binary"
 	"errors"
 )
 
@@ -28,16 +27,7 @@ func (s *shard) putNodeInShard(noff uint32, v Value) *node {
 	n := s.nodeAt(noff)
 	*n = node{VLen: uint32(v.Len()), Kind: uint8(v.kind)}
 	data, _ := s.nodeData(noff, n)
-	switch v.kind {
-	case KindBytes:
-		copy(data, v.b)
-	case KindBool:
-		data[0] = byte(v.num)
-	default:
-		for i := 0; i < 8; i++ {
-			data[i] = byte(v.num >> (8 * i))
-		}
-	}
+	putNode(data, v)
 	return n
 }
 
@@ -84,27 +74,11 @@ func (s *shard) copyListInShard(off uint32, e *entry, r copyRec, c *copyBuf) boo
 		if !ok {
 			return false
 		}
-		er := copyRec{kind: Kind(nd.Kind)}
-		var val []byte
-		switch er.kind {
-		case KindBytes:
-			val = data
-		case KindInt, KindFloat:
-			if len(data) != 8 {
-				return false
-			}
-			er.num = binary.LittleEndian.Uint64(data)
-		case KindBool:
-			if len(data) != 1 {
-				return false
-			}
-			if data[0] != 0 {
-				er.num = 1
-			}
-		default:
+		v, ok := nodeValue(Kind(nd.Kind), data)
+		if !ok {
 			return false
 		}
-		c.add(nil, val, er)
+		c.add(nil, v.b, copyRec{kind: v.kind, num: v.num})
 		n++
 	}
 	if n != int(l.Len) {

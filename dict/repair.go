@@ -18,19 +18,8 @@ func (s *shard) validEntryInShard(off uint32, size int, shards int, midWrite boo
 	if e.KLen == 0 || e.kind() == KindNone || e.kind() > KindList || e.bits()&^(kindMask|protBit|refBit) != 0 || writing(e.ver()) && !midWrite {
 		return false
 	}
-	switch e.kind() {
-	case KindInt, KindFloat:
-		if e.VLen != 8 {
-			return false
-		}
-	case KindBool:
-		if e.VLen != 1 {
-			return false
-		}
-	case KindList:
-		if e.VLen != uint32(listHdrSize) {
-			return false
-		}
+	if !fits(e.kind(), int(e.VLen)) {
+		return false
 	}
 	need := entrySize(int(e.KLen), int(e.VLen))
 	if need > size || s.slab.ChunkSize(need) != size || !s.okBytes(off, e) {
@@ -51,17 +40,7 @@ func (s *shard) validNodeInShard(off uint32) bool {
 		return false
 	}
 	n := s.nodeAt(off)
-	switch Kind(n.Kind) {
-	case KindInt, KindFloat:
-		if n.VLen != 8 {
-			return false
-		}
-	case KindBool:
-		if n.VLen != 1 {
-			return false
-		}
-	case KindBytes:
-	default:
+	if k := Kind(n.Kind); k == KindList || !fits(k, int(n.VLen)) {
 		return false
 	}
 	need := nodeHdrSize + int(n.VLen)

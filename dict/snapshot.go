@@ -255,25 +255,17 @@ func (s *shard) readLive(off uint32, key []byte, now int64, c *copyBuf) (int, ui
 		return liveRetry, w
 	}
 	r := copyRec{kind: Kind(bits & kindMask), flags: flags, expiry: expiryOf(w), now: now}
-	switch r.kind {
-	case KindInt, KindFloat:
-		if vlen != 8 {
-			return liveRetry, w
-		}
-		r.num = atomic.LoadUint64(s.numAt(vo))
-		c.add(key, nil, r)
-	case KindBool:
-		if vlen != 1 {
-			return liveRetry, w
-		}
-		r.num = uint64(loadByte(s.arena, vo) & 1)
-		c.add(key, nil, r)
-	case KindBytes:
-		c.addLoaded(key, s.arena, vo, vlen, r)
-	case KindList:
-		res = liveGone // a value in the copy: a list written since
-	default:
+	v, ok := s.valueAt(r.kind, vo, vlen)
+	switch {
+	case !ok:
 		return liveRetry, w
+	case r.kind == KindList:
+		res = liveGone // a value in the copy: a list written since
+	case r.kind == KindBytes:
+		c.addLoaded(key, s.arena, vo, vlen, r)
+	default:
+		r.num = v.num
+		c.add(key, nil, r)
 	}
 	if e.ver() != w {
 		return liveRetry, w

@@ -2,8 +2,10 @@ package dict
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math"
 	"strconv"
+	"sync/atomic"
 )
 
 // Kind is the type of a stored value.
@@ -193,15 +195,12 @@ func (v Value) Equal(w Value) bool {
 // current returns the value of a live entry that passed okBytes and is not
 // a list, for Update's fn: a bytes value aliases the zone, capped.
 func (s *shard) current(off uint32, e *entry) Value {
-	switch k := e.kind(); k {
-	case KindInt, KindFloat:
-		v := Value{kind: k, num: math.Float64bits(0)}
-		if e.VLen == 8 {
-			v.num = *s.num(off, e)
-		}
+	v, ok := s.entryValue(off, e)
+	switch k := e.kind(); {
+	case ok:
 		return v
-	case KindBool:
-		return Bool(e.VLen == 1 && s.valueOf(off, e)[0] != 0)
+	case k == KindInt || k == KindFloat || k == KindBool:
+		return Value{kind: k} // a corrupt length reads as zero
 	}
 	return Value{kind: KindBytes, b: s.valueOf(off, e)}
 }
@@ -227,4 +226,76 @@ func storedLen(v Value) int {
 		return listHdrSize
 	}
 	return v.Len()
+}
+
+// Values in the zone. An entry holds its value after its key, 8-aligned: a
+// number as a native word, a bool as one byte, bytes as they are, a list
+// as a list header. A list node holds a number in 8 little-endian bytes,
+// unaligned. The functions below are the only ones that encode or decode
+// a value; the rest of the package asks them.
+
+// fits reports whether n stored bytes are a whole value of kind k.
+func fits(k Kind, n int) bool {
+	switch k {
+	case KindInt, KindFloat:
+		return n == 8
+	case KindBool:
+		return n == 1
+	case KindList:
+		return n == listHdrSize
+	}
+	return k == KindBytes
+}
+
+// valueAt decodes the value of kind k held in the n bytes at vo of the
+// arena, an entry's. It loads a number or a bool with sync/atomic, so a
+// reader without a lock may call it and validate after. A bytes value is
+// a capped view of the arena: the caller copies it, with loadBytes when it
+// holds no lock. A list decodes to its kind alone. ok is false when n does
+// not fit k, or vo+n lies outside the arena.
+func (s *shard) valueAt(k Kind, vo, n int) (v Value, ok bool) {
+	if !fits(k, n) || vo+n > len(s.arena) {
+		return Value{}, false
+	}
+	switch k {
+	case KindInt, KindFloat:
+		return Value{kind: k, num: atomic.LoadUint64(s.numAt(vo))}, true
+	case KindBool:
+		return Value{kind: k, num: uint64(loadByte(s.arena, vo) & 1)}, true
+	case KindBytes:
+		return Value{kind: k, b: s.arena[vo : vo+n : vo+n]}, true
+	}
+	return Value{kind: k}, true
+}
+
+// entryValue is valueAt for the entry at off, which passed okBytes.
+func (s *shard) entryValue(off uint32, e *entry) (Value, bool) {
+	return s.valueAt(e.kind(), int(off)+valOff(int(e.KLen)), int(e.VLen))
+}
+
+// nodeValue decodes a list node's data of kind k. A bytes value aliases
+// data. ok is false when data does not fit k, or k is a list's.
+func nodeValue(k Kind, data []byte) (v Value, ok bool) {
+	if k == KindList || !fits(k, len(data)) {
+		return Value{}, false
+	}
+	switch k {
+	case KindInt, KindFloat:
+		return Value{kind: k, num: binary.LittleEndian.Uint64(data)}, true
+	case KindBool:
+		return Bool(data[0] != 0), true
+	}
+	return Value{kind: k, b: data[:len(data):len(data)]}, true
+}
+
+// putNode writes v into a node's data, of v.Len() bytes.
+func putNode(data []byte, v Value) {
+	switch v.kind {
+	case KindBytes:
+		copy(data, v.b)
+	case KindBool:
+		data[0] = byte(v.num)
+	default:
+		binary.LittleEndian.PutUint64(data, v.num)
+	}
 }

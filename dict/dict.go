@@ -89,6 +89,7 @@ type Options struct {
 const DefaultLockTimeout = time.Second
 
 // Dict is a dictionary in a zone file shared by every process that opens it.
+// The zero value is not usable: create a Dict with Open.
 type Dict struct {
 	z        *shm.Zone
 	shards   []shard

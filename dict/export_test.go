@@ -27,8 +27,17 @@ func LockShard(d *Dict, i int) { d.z.LockWithinCounted(&d.shards[i].h.Lock, d.sh
 // zone judges it.
 func LockState(d *Dict, i int) shm.LockState { return d.z.LockState(&d.shards[i].h.Lock) }
 
-// OwnerWord returns the lock word d's zone writes, and its owner slot.
-func OwnerWord(d *Dict) (uint64, int) { return d.z.OwnerWord(), d.z.Slot() }
+// OwnerWord returns the lock word a writable d's zone writes, and the owner
+// slot it names. TryLock writes the word into a free word, here one of the
+// test's own memory, which no other owner sees. The slot is the word's low
+// 32 bits (shm's I5).
+func OwnerWord(d *Dict) (uint64, int) {
+	var w uint64
+	if !d.z.TryLock(&w) {
+		panic("TryLock of a free word failed")
+	}
+	return w, int(uint32(w))
+}
 
 // ShardOf returns the shard that holds key.
 func ShardOf(d *Dict, key string) int { return int(hashKey(d.seed, key) & d.mask) }

@@ -42,9 +42,11 @@ func FuzzOpen(f *testing.F) {
 			}
 		}()
 		zone, flags := applyPatches(base.bytes, in)
-		normalizeLocks(zone)
 		path := filepath.Join(t.TempDir(), "fuzz.zone")
 		if err := os.WriteFile(path, zone, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := normalizeLocks(path, zone); err != nil {
 			t.Fatal(err)
 		}
 		// Bound the run: a hang is a crash, with every goroutine's stack.
@@ -130,18 +132,30 @@ func describePatches(in []byte) string {
 // process's zone, whose lock is waited for as long as it is open, by design,
 // so such a file would only make the run wait. A lock of any other slot
 // names an owner that is gone, or none, and stays, to be taken over and
-// repaired.
-func normalizeLocks(zone []byte) {
-	h, err := shm.ParseHeader(zone, int64(len(zone)), Layout)
+// repaired. zone holds the bytes of the file at path. The header is read
+// by a read-only Open, which claims no slot and writes nothing. A file it
+// refuses is left as it is: Open refuses it too.
+func normalizeLocks(path string, zone []byte) error {
+	z, err := shm.Open(path, shm.Options{ReadOnly: true, Layout: Layout})
 	if err != nil {
-		return
+		return nil
 	}
+	h := z.Header()
+	if err := z.Close(); err != nil {
+		return err
+	}
+	freed := false
 	for i := 0; i < h.Shards; i++ {
 		w := zone[int(h.ShardOff)+i*int(h.ShardSize)+hLock:]
 		if word := binary.NativeEndian.Uint64(w); word != 0 && uint32(word) == 0 {
 			binary.NativeEndian.PutUint64(w, 0)
+			freed = true
 		}
 	}
+	if !freed {
+		return nil
+	}
+	return os.WriteFile(path, zone, 0o600)
 }
 
 // isSentinel reports whether err is one of the errors the package documents.

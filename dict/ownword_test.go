@@ -72,7 +72,8 @@ func TestCorruptOwnShardLock(t *testing.T) {
 	for _, rb := range recoverBy {
 		t.Run(rb.name, func(t *testing.T) {
 			d, s, _ := openOwnWord(t)
-			atomic.StoreUint64(&s.h.Lock, d.z.OwnerWord())
+			own, _ := OwnerWord(d)
+			atomic.StoreUint64(&s.h.Lock, own)
 			wantRecoveredWord(t, d, &s.h.Lock, rb.do)
 		})
 	}
@@ -90,7 +91,8 @@ func TestCorruptOwnPageLock(t *testing.T) {
 			if pw == nil {
 				t.Fatal("k's entry has no page lock")
 			}
-			atomic.StoreUint64(pw, d.z.OwnerWord())
+			own, _ := OwnerWord(d)
+			atomic.StoreUint64(pw, own)
 			wantRecoveredWord(t, d, pw, rb.do)
 			wantGet(t, d, "a", Int(7), 0)
 		})
@@ -98,7 +100,8 @@ func TestCorruptOwnPageLock(t *testing.T) {
 	t.Run("Incr", func(t *testing.T) {
 		d, s, off := openOwnWord(t)
 		pw := s.slab.PageLock(off)
-		atomic.StoreUint64(pw, d.z.OwnerWord())
+		own, _ := OwnerWord(d)
+		atomic.StoreUint64(pw, own)
 		wantRecoveredWord(t, d, pw, func(d *Dict) error {
 			if n, err := d.Incr("k", 1); err != nil || n != 8 {
 				return fmt.Errorf("Incr(k, 1) = %d, %v; want 8, nil", n, err)

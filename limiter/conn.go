@@ -16,6 +16,7 @@ import (
 // up to max requests of a key at once run at once, up to burst more wait a
 // delay that grows with their number, and more are rejected. Every request
 // that Incoming counted must be ended by Leaving (or Uncommit).
+// The zero value is not usable: create a Conn with NewConn or NewLeasedConn.
 //
 // A key's state is one dict int without TTL, the number of requests in
 // flight across every process. A process that dies between Incoming and

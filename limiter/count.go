@@ -13,6 +13,7 @@ import (
 // limit requests per window, the window anchored at a key's first committed
 // request. A key's state is one dict int, the remaining allowance, with the
 // window as its TTL; a decision is one IncrInit, atomic across processes.
+// The zero value is not usable: create a Count with NewCount.
 type Count struct {
 	space
 	d      *dict.Dict

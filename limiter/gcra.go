@@ -15,7 +15,7 @@ import (
 // nanoseconds, with a TTL that ends when the TAT is reached. All arithmetic
 // is in integer nanoseconds, so a fresh key of 10 per second with burst 10
 // reports Remaining 9 (redis_rate's float version reports 8 since
-// go-redis #3404).
+// go-redis #3404). The zero value is not usable: create a GCRA with NewGCRA.
 type GCRA struct {
 	space
 	d     *dict.Dict

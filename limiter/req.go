@@ -21,6 +21,7 @@ import (
 // A committing decision reads and rewrites it in place under the key's lock
 // (dict.MutateOutcome), and Uncommit under it too (dict.Update), so
 // processes sharing the key never overshoot; a dry run only reads it.
+// The zero value is not usable: create a Req with NewReq.
 //
 // The arithmetic is resty.limit.req's, in its units and its order of
 // operations, so that a key's state is the one the Lua module would store,

@@ -15,6 +15,7 @@ import (
 // window still covers, plus the count of the current one. A key's state is
 // 24 bytes (state.go) with a TTL to the end of the next window; a decision is
 // one dict.Update, atomic across processes.
+// The zero value is not usable: create a SlidingWindow with NewSlidingWindow.
 //
 // Error bound. The estimate assumes the previous window's requests were
 // spread evenly. Whatever their order, (1) no fixed window [k·window,

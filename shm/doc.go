@@ -38,7 +38,7 @@
 //	    finishes.
 //	I2. Open validates magic, then version and byte order, then the checksum,
 //	    then the geometry against the file size, before any offset is trusted
-//	    (ParseHeader).
+//	    (parseHeader).
 //	I3. Every byte of the file is allocated when it is created (fallocate,
 //	    or, on a filesystem without it, zeros written after the marker), and
 //	    when it is attached read-write (a sparse copy is allocated, or

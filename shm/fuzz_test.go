@@ -41,21 +41,21 @@ func FuzzParseHeader(f *testing.F) {
 	f.Add(encoded(h), int64(-1), uint32(0))
 	f.Add(encoded(h), h.Size+1, uint32(0))
 	f.Fuzz(func(t *testing.T, b []byte, fileSize int64, layout uint32) {
-		got, err := ParseHeader(b, fileSize, layout)
+		got, err := parseHeader(b, fileSize, layout)
 		if err != nil {
 			if !errors.Is(err, ErrNotZone) && !errors.Is(err, ErrVersion) && !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("ParseHeader = %v, want ErrNotZone, ErrVersion or ErrCorrupt", err)
+				t.Fatalf("parseHeader = %v, want ErrNotZone, ErrVersion or ErrCorrupt", err)
 			}
 			if got != (Header{}) {
-				t.Fatalf("ParseHeader returned %+v with error %v", got, err)
+				t.Fatalf("parseHeader returned %+v with error %v", got, err)
 			}
 			return
 		}
 		checkHeader(t, got, fileSize)
 		if layout != 0 && got.Layout != layout {
-			t.Fatalf("ParseHeader accepted layout %#x, asked for %#x", got.Layout, layout)
+			t.Fatalf("parseHeader accepted layout %#x, asked for %#x", got.Layout, layout)
 		}
-		again, err := ParseHeader(encoded(got), fileSize, layout)
+		again, err := parseHeader(encoded(got), fileSize, layout)
 		if err != nil || again != got {
 			t.Fatalf("re-encoded header parses as %+v, %v, want %+v", again, err, got)
 		}

@@ -90,12 +90,12 @@ const (
 	adviceOrder   = "the zone was written on a machine of the other byte order: dump it there with shmctl and restore the dump here"
 )
 
-// ParseHeader validates the first bytes of a zone file of fileSize bytes and
+// parseHeader validates the first bytes of a zone file of fileSize bytes and
 // returns its header. It checks, in order, the size, the magic number, the byte
 // order and version, the checksum and the geometry against fileSize, so no
 // offset is trusted before the bytes that carry it are known to be intact. A
 // layout of 0 accepts any layout.
-func ParseHeader(b []byte, fileSize int64, layout uint32) (Header, error) {
+func parseHeader(b []byte, fileSize int64, layout uint32) (Header, error) {
 	if len(b) < hdrSize || fileSize < HeaderSize {
 		return Header{}, fmt.Errorf("%w: %d bytes is too small", ErrNotZone, fileSize)
 	}

@@ -34,13 +34,13 @@ func TestParseHeaderVersionAdvice(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseHeader(tt.b, h.Size, tt.layout)
+			_, err := parseHeader(tt.b, h.Size, tt.layout)
 			if !errors.Is(err, ErrVersion) {
-				t.Fatalf("ParseHeader = %v, want ErrVersion", err)
+				t.Fatalf("parseHeader = %v, want ErrVersion", err)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
-					t.Errorf("ParseHeader = %q, want it to say %q", err, w)
+					t.Errorf("parseHeader = %q, want it to say %q", err, w)
 				}
 			}
 		})

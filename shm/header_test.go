@@ -77,15 +77,15 @@ func resum(b []byte) {
 
 func TestEncodeParseRoundTrip(t *testing.T) {
 	h := testHeader()
-	got, err := ParseHeader(encoded(h), h.Size, h.Layout)
+	got, err := parseHeader(encoded(h), h.Size, h.Layout)
 	if err != nil {
-		t.Fatalf("ParseHeader(encoded) = %v, want nil", err)
+		t.Fatalf("parseHeader(encoded) = %v, want nil", err)
 	}
 	if got != h {
-		t.Fatalf("ParseHeader(encoded) = %+v, want %+v", got, h)
+		t.Fatalf("parseHeader(encoded) = %+v, want %+v", got, h)
 	}
-	if got, err := ParseHeader(encoded(h), h.Size, 0); err != nil || got != h {
-		t.Fatalf("ParseHeader(encoded, layout 0) = %+v, %v, want %+v, nil", got, err, h)
+	if got, err := parseHeader(encoded(h), h.Size, 0); err != nil || got != h {
+		t.Fatalf("parseHeader(encoded, layout 0) = %+v, %v, want %+v, nil", got, err, h)
 	}
 }
 
@@ -156,18 +156,18 @@ func TestParseHeaderErrors(t *testing.T) {
 			if layout == 0 {
 				layout = h.Layout
 			}
-			got, err := ParseHeader(b, size, layout)
+			got, err := parseHeader(b, size, layout)
 			if tt.want == nil {
 				if err != nil || got != h {
-					t.Fatalf("ParseHeader = %+v, %v, want %+v, nil", got, err, h)
+					t.Fatalf("parseHeader = %+v, %v, want %+v, nil", got, err, h)
 				}
 				return
 			}
 			if !errors.Is(err, tt.want) {
-				t.Fatalf("ParseHeader = %v, want %v", err, tt.want)
+				t.Fatalf("parseHeader = %v, want %v", err, tt.want)
 			}
 			if got != (Header{}) {
-				t.Fatalf("ParseHeader with error %v returned header %+v, want zero", err, got)
+				t.Fatalf("parseHeader with error %v returned header %+v, want zero", err, got)
 			}
 		})
 	}

@@ -124,7 +124,7 @@ func helperMain(verb, path string, args []string) int {
 			return fail(err)
 		}
 		r := z.Lock(word64(z.Shard(0), 0))
-		fmt.Printf("locked %d %d\n", z.OwnerWord(), r)
+		fmt.Printf("locked %d %d\n", z.own.word, r)
 		io.Copy(io.Discard, in)
 		return 0
 	case "incr": // add 1 to shard 0's counter n times under its lock

@@ -38,14 +38,14 @@ func TestOrphanOwnWordTakenOver(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			z, w := lockZone(t)
-			*w = z.OwnerWord() // no goroutine took it
+			*w = z.own.word // no goroutine took it
 			var c Holders
 			r, err := tt.lock(z, w, &c)
 			if r != tt.want || !errors.Is(err, tt.err) {
 				t.Fatalf("lock of the zone's own word, no holder = %d, %v; want %d, %v", r, err, tt.want, tt.err)
 			}
-			if *w != z.OwnerWord() {
-				t.Errorf("word = %#x, want the zone's %#x", *w, z.OwnerWord())
+			if *w != z.own.word {
+				t.Errorf("word = %#x, want the zone's %#x", *w, z.own.word)
 			}
 			if err != nil {
 				return
@@ -194,7 +194,7 @@ func TestOrphanRacesSiblingRelock(t *testing.T) {
 // call on, and the wait times out instead of joining the sibling.
 func TestAskedWaitLooksBeforeTakeover(t *testing.T) {
 	z, w := lockZone(t)
-	*w = z.OwnerWord() // a sibling swapped it and has not marked it yet
+	*w = z.own.word // a sibling swapped it and has not marked it yet
 	calls := 0
 	held := func() bool {
 		calls++

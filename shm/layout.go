@@ -64,7 +64,7 @@ const (
 )
 
 // hdr is the overlay of the header's first bytes, and the one source of
-// their offsets: encodeWith writes the header through it, and ParseHeader
+// their offsets: encodeWith writes the header through it, and parseHeader
 // and isMarker read the header through it. It is pointer-free and
 // fixed-width; its fields' offsets and sizes are pinned, with the drawing
 // above, by layout_test.go.

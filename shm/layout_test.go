@@ -39,7 +39,7 @@ func TestLayoutHdr(t *testing.T) {
 }
 
 // TestLayoutHeaderDecodedAsDrawn writes a header field by field at the
-// offsets the drawing gives, and checks that ParseHeader reads each where it
+// offsets the drawing gives, and checks that parseHeader reads each where it
 // was written: the decoder, the overlay and the drawing agree.
 func TestLayoutHeaderDecodedAsDrawn(t *testing.T) {
 	h := testHeader()
@@ -80,9 +80,9 @@ func TestLayoutHeaderDecodedAsDrawn(t *testing.T) {
 		}
 	}
 	resum(b)
-	got, err := ParseHeader(b, h.Size, h.Layout)
+	got, err := parseHeader(b, h.Size, h.Layout)
 	if err != nil || got != h {
-		t.Fatalf("ParseHeader(header written as drawn) = %+v, %v, want %+v, nil", got, err, h)
+		t.Fatalf("parseHeader(header written as drawn) = %+v, %v, want %+v, nil", got, err, h)
 	}
 	if !isMarker(encodedMarker(h), h.Size) {
 		t.Errorf("isMarker(encodeMarker(h)) = false, want true")

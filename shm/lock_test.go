@@ -39,7 +39,7 @@ func freeSlotWord(t *testing.T, z *Zone, i int) uint64 {
 
 func TestLockUnlock(t *testing.T) {
 	z, w := lockZone(t)
-	self := z.OwnerWord()
+	self := z.own.word
 	if r := z.Lock(w); r != 0 {
 		t.Fatalf("Lock(free) = %d, want 0", r)
 	}
@@ -69,16 +69,16 @@ func TestZoneSlots(t *testing.T) {
 	a := mustOpen(t, path, small)
 	b := mustOpen(t, path, Options{})
 	ro := mustOpen(t, path, Options{ReadOnly: true})
-	if a.Slot() != 0 || b.Slot() != 1 || ro.Slot() != -1 {
-		t.Fatalf("slots %d, %d, read-only %d; want 0, 1, -1", a.Slot(), b.Slot(), ro.Slot())
+	if a.own.slot != 0 || b.own.slot != 1 || ro.own.slot != -1 {
+		t.Fatalf("slots %d, %d, read-only %d; want 0, 1, -1", a.own.slot, b.own.slot, ro.own.slot)
 	}
 	for _, z := range []*Zone{a, b} {
-		gen := atomic.LoadUint32(slotGen(a.data, z.Slot()))
-		if want := ownerWord(z.Slot(), gen); z.OwnerWord() != want || gen == 0 {
-			t.Errorf("slot %d: owner word %#x, want %#x (generation %d)", z.Slot(), z.OwnerWord(), want, gen)
+		gen := atomic.LoadUint32(slotGen(a.data, z.own.slot))
+		if want := ownerWord(z.own.slot, gen); z.own.word != want || gen == 0 {
+			t.Errorf("slot %d: owner word %#x, want %#x (generation %d)", z.own.slot, z.own.word, want, gen)
 		}
-		if !ro.slotHeld(z.Slot()) {
-			t.Errorf("slot %d of an open zone is not held, asked from a read-only zone", z.Slot())
+		if !ro.slotHeld(z.own.slot) {
+			t.Errorf("slot %d of an open zone is not held, asked from a read-only zone", z.own.slot)
 		}
 	}
 	gen := atomic.LoadUint32(slotGen(a.data, 1))
@@ -89,14 +89,14 @@ func TestZoneSlots(t *testing.T) {
 		t.Fatal("slot 1 still held after its zone closed")
 	}
 	c := mustOpen(t, path, Options{})
-	if c.Slot() != 1 || c.OwnerWord() != ownerWord(1, gen+1) {
-		t.Fatalf("reopened zone: slot %d word %#x, want slot 1 with generation %d", c.Slot(), c.OwnerWord(), gen+1)
+	if c.own.slot != 1 || c.own.word != ownerWord(1, gen+1) {
+		t.Fatalf("reopened zone: slot %d word %#x, want slot 1 with generation %d", c.own.slot, c.own.word, gen+1)
 	}
 	// Tags: the slot below the generation, none for a read-only zone.
 	for _, z := range []*Zone{a, c} {
-		gen := atomic.LoadUint32(slotGen(a.data, z.Slot()))
-		if want := gen<<slotBits | uint32(z.Slot()); z.OwnerTag() != want {
-			t.Errorf("slot %d generation %d: tag %#x, want %#x", z.Slot(), gen, z.OwnerTag(), want)
+		gen := atomic.LoadUint32(slotGen(a.data, z.own.slot))
+		if want := gen<<slotBits | uint32(z.own.slot); z.OwnerTag() != want {
+			t.Errorf("slot %d generation %d: tag %#x, want %#x", z.own.slot, gen, z.OwnerTag(), want)
 		}
 	}
 	if a.OwnerTag() == c.OwnerTag() || ro.OwnerTag() != 0 {
@@ -108,8 +108,8 @@ func TestZoneSlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := mustOpen(t, path, Options{})
-	if d.Slot() != 0 || d.OwnerTag() != 1<<slotBits {
-		t.Fatalf("slot %d at generation %d: tag %#x, want %#x", d.Slot(), atomic.LoadUint32(slotGen(d.data, 0)), d.OwnerTag(), 1<<slotBits)
+	if d.own.slot != 0 || d.OwnerTag() != 1<<slotBits {
+		t.Fatalf("slot %d at generation %d: tag %#x, want %#x", d.own.slot, atomic.LoadUint32(slotGen(d.data, 0)), d.OwnerTag(), 1<<slotBits)
 	}
 }
 
@@ -131,8 +131,8 @@ func TestLockWaits(t *testing.T) {
 	if r := <-done; r != LockWaited {
 		t.Fatalf("Lock(held by a live owner) = %d, want LockWaited (%d)", r, LockWaited)
 	}
-	if got := *w; got != z.OwnerWord() {
-		t.Fatalf("word = %#x, want %#x", got, z.OwnerWord())
+	if got := *w; got != z.own.word {
+		t.Fatalf("word = %#x, want %#x", got, z.own.word)
 	}
 }
 
@@ -176,10 +176,10 @@ func TestLockDeadOwner(t *testing.T) {
 		word uint64
 	}{
 		{"free slot", freeSlotWord(t, z, 5)},
-		{"slot claimed again since", ownerWord(other.Slot(), atomic.LoadUint32(slotGen(z.data, other.Slot()))-1)},
+		{"slot claimed again since", ownerWord(other.own.slot, atomic.LoadUint32(slotGen(z.data, other.own.slot))-1)},
 		{"hostile 0x1", 0x1},
 		{"slot out of range", ownerWord(Slots, 1)},
-		{"generation 0", ownerWord(other.Slot(), 0)},
+		{"generation 0", ownerWord(other.own.slot, 0)},
 		{"all ones", ^uint64(0) - 1},
 	}
 	for _, tt := range tests {
@@ -191,8 +191,8 @@ func TestLockDeadOwner(t *testing.T) {
 			if r := z.Lock(w); r != LockRecovered|LockWaited {
 				t.Fatalf("Lock(%#x) = %d, want LockRecovered|LockWaited (%d)", tt.word, r, LockRecovered|LockWaited)
 			}
-			if *w != z.OwnerWord() {
-				t.Fatalf("word after recovery = %#x, want %#x", *w, z.OwnerWord())
+			if *w != z.own.word {
+				t.Fatalf("word after recovery = %#x, want %#x", *w, z.own.word)
 			}
 			Unlock(w)
 		})
@@ -211,13 +211,13 @@ func TestOwnerDead(t *testing.T) {
 		word uint64
 		want bool
 	}{
-		{"self", z, z.OwnerWord(), false},
-		{"another zone of this process", z, other.OwnerWord(), false},
-		{"asked read-only", ro, other.OwnerWord(), false},
-		{"its own slot, earlier generation", z, ownerWord(z.Slot(), atomic.LoadUint32(slotGen(z.data, z.Slot()))-1), true},
+		{"self", z, z.own.word, false},
+		{"another zone of this process", z, other.own.word, false},
+		{"asked read-only", ro, other.own.word, false},
+		{"its own slot, earlier generation", z, ownerWord(z.own.slot, atomic.LoadUint32(slotGen(z.data, z.own.slot))-1), true},
 		{"free slot", z, freeSlotWord(t, z, 9), true},
 		{"free slot, asked read-only", ro, freeSlotWord(t, z, 10), true},
-		{"read-only zone's word, asked by another", z, ro.OwnerWord(), true},
+		{"read-only zone's word, asked by another", z, ro.own.word, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -284,8 +284,8 @@ func TestLockKilledOwner(t *testing.T) {
 	if got := z.Lock(w); got != LockRecovered|LockWaited {
 		t.Fatalf("Lock(held by killed child) = %d, want LockRecovered|LockWaited (%d)", got, LockRecovered|LockWaited)
 	}
-	if got := *w; got != z.OwnerWord() {
-		t.Fatalf("word after recovery = %#x, want %#x", got, z.OwnerWord())
+	if got := *w; got != z.own.word {
+		t.Fatalf("word after recovery = %#x, want %#x", got, z.own.word)
 	}
 	Unlock(w)
 }
@@ -348,7 +348,7 @@ func TestZoneSlotsExhausted(t *testing.T) {
 	if err := zones[7].Close(); err != nil {
 		t.Fatal(err)
 	}
-	if z := mustOpen(t, path, Options{}); z.Slot() != 7 {
-		t.Fatalf("Open after slot 7's zone closed holds slot %d, want 7", z.Slot())
+	if z := mustOpen(t, path, Options{}); z.own.slot != 7 {
+		t.Fatalf("Open after slot 7's zone closed holds slot %d, want 7", z.own.slot)
 	}
 }

@@ -54,8 +54,8 @@ func TestLockWithinTakesFreedLock(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("LockWithin still waiting a minute after the lock was freed")
 	}
-	if got := *w; got != z.OwnerWord() {
-		t.Fatalf("word = %#x, want %#x", got, z.OwnerWord())
+	if got := *w; got != z.own.word {
+		t.Fatalf("word = %#x, want %#x", got, z.own.word)
 	}
 }
 
@@ -69,8 +69,8 @@ func TestLockWithinRecoversBeforeTimeout(t *testing.T) {
 	if err != nil || r != LockWaited|LockRecovered {
 		t.Fatalf("LockWithin(dead owner, 100µs) = %d, %v, want LockWaited|LockRecovered, nil", r, err)
 	}
-	if got := *w; got != z.OwnerWord() {
-		t.Fatalf("word = %#x, want %#x", got, z.OwnerWord())
+	if got := *w; got != z.own.word {
+		t.Fatalf("word = %#x, want %#x", got, z.own.word)
 	}
 }
 

@@ -117,12 +117,6 @@ func (z *Zone) ownerDead(word uint64) bool {
 	return !z.slotHeld(int(slot))
 }
 
-// Slot returns the owner slot the zone holds, or -1 for a read-only zone.
-func (z *Zone) Slot() int { return z.own.slot }
-
-// OwnerWord returns the lock word the zone writes into the words it locks.
-func (z *Zone) OwnerWord() uint64 { return z.own.word }
-
 // OwnerTag returns a 32-bit name of the zone as a lock owner, for marks it
 // leaves that need less than a lock word (slab.SetOwner): its slot in the
 // low slotBits bits and its generation above them, so that no two zones

@@ -33,9 +33,9 @@ func TestTagGone(t *testing.T) {
 		t.Errorf("closed zone's tag: TagReplaced %t, TagGone %t (read-only %t), want false, true, true", a.TagReplaced(tag), a.TagGone(tag), ro.TagGone(tag))
 	}
 	c := mustOpen(t, path, Options{})
-	if c.Slot() != 1 || !a.TagReplaced(tag) || !a.TagGone(tag) || c.TagGone(c.OwnerTag()) || a.TagGone(c.OwnerTag()) {
+	if c.own.slot != 1 || !a.TagReplaced(tag) || !a.TagGone(tag) || c.TagGone(c.OwnerTag()) || a.TagGone(c.OwnerTag()) {
 		t.Errorf("slot %d claimed again: old tag replaced %t gone %t; new tag gone %t (from a %t), want slot 1, true, true, false, false",
-			c.Slot(), a.TagReplaced(tag), a.TagGone(tag), c.TagGone(c.OwnerTag()), a.TagGone(c.OwnerTag()))
+			c.own.slot, a.TagReplaced(tag), a.TagGone(tag), c.TagGone(c.OwnerTag()), a.TagGone(c.OwnerTag()))
 	}
 }
 

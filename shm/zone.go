@@ -202,7 +202,7 @@ func open(path string, o Options) (*Zone, error) {
 		}
 		return z, nil
 	}
-	h, err := ParseHeader(page[:n], st.Size, o.Layout)
+	h, err := parseHeader(page[:n], st.Size, o.Layout)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -142,5 +142,13 @@ func (s *Slab) classHead(c int) *uint32 {
 	return (*uint32)(unsafe.Pointer(&s.mem[off : off+4][0]))
 }
 
+// pageHdrWord returns the word in page p's PageHdr bytes. It is the page's
+// lock word when the page holds chunks of a class or begins a run
+// (PageLock). p must be < s.npages.
+func (s *Slab) pageHdrWord(p uint32) *uint64 {
+	off := s.pageOff(p)
+	return (*uint64)(unsafe.Pointer(&s.mem[off : off+PageHdr][0]))
+}
+
 // The descriptors' 64-bit words must be aligned wherever the region is.
 var _ [1 - descStart%8]struct{}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/bits"
 	"sync/atomic"
-	"unsafe"
 )
 
 // Slab allocates chunks from one region of bytes. It holds no state of its own
@@ -338,7 +337,7 @@ func (s *Slab) PageLockAt(p int) *uint64 {
 	if k := s.desc(uint32(p)).Kind; k != kindSmall && k != kindRun {
 		return nil
 	}
-	return (*uint64)(unsafe.Pointer(&s.mem[s.pageOff(uint32(p))]))
+	return s.pageHdrWord(uint32(p))
 }
 
 // PageLock returns the lock word of the page that holds offset off: the
@@ -357,7 +356,7 @@ func (s *Slab) PageLock(off uint32) *uint64 {
 	if k := s.desc(p).Kind; k != kindSmall && k != kindRun {
 		return nil
 	}
-	return (*uint64)(unsafe.Pointer(&s.mem[s.pageOff(p)]))
+	return s.pageHdrWord(p)
 }
 
 // PageWord returns the first word of the page that holds offset off, nil
@@ -370,7 +369,7 @@ func (s *Slab) PageWord(off uint32) *uint64 {
 	if !ok {
 		return nil
 	}
-	return (*uint64)(unsafe.Pointer(&s.mem[s.pageOff(p)]))
+	return s.pageHdrWord(p)
 }
 
 // PageGeometry returns the offset of page 0 and log2 of the page size;
@@ -391,7 +390,7 @@ func (s *Slab) pageOf(off uint32) (uint32, bool) {
 // while it was free (FreeWord) or inside a run, its first bytes were
 // nobody's lock.
 func (s *Slab) zeroPageLock(p uint32) {
-	*(*uint64)(unsafe.Pointer(&s.mem[s.pageOff(p)])) = 0
+	*s.pageHdrWord(p) = 0
 }
 
 // markFree writes FreeWord in page p's first word as the page is freed,
@@ -399,7 +398,7 @@ func (s *Slab) zeroPageLock(p uint32) {
 // swapped the word on a stale guess may write it at the same time, with a
 // compare-and-swap that then fails.
 func (s *Slab) markFree(p uint32) {
-	atomic.StoreUint64((*uint64)(unsafe.Pointer(&s.mem[s.pageOff(p)])), FreeWord)
+	atomic.StoreUint64(s.pageHdrWord(p), FreeWord)
 }
 
 // locate returns the page of off and checks it lies in the page area.

@@ -39,6 +39,7 @@ return {0}
 // Count is a fixed window on Redis, as resty.limit.count: limit requests per
 // window, the window anchored at a key's first committed request. A key
 // holds the window's count, with the window as its TTL.
+// The zero value is not usable: create a Count with NewCount.
 type Count struct {
 	base
 	limit  int64

@@ -44,6 +44,7 @@ return {1}
 // GCRA is the generic cell rate algorithm on Redis with the result shape of
 // go-redis/redis_rate, in integer microseconds on the server's TIME by
 // default: a fresh key of 10 per second with burst 10 reports Remaining 9.
+// The zero value is not usable: create a GCRA with NewGCRA.
 type GCRA struct {
 	base
 	t, tau int64 // µs

@@ -95,6 +95,7 @@ return {1}
 // same zone, rate, burst and duration share one key space. Requests drain at
 // rate; up to burst requests above the rate wait (Decision.Delay) and more
 // are rejected, and, with a duration, make the key forbidden for duration.
+// The zero value is not usable: create a Req with NewReq.
 //
 // The arguments are the Lua module's, computed and formatted as it does
 // (floor(n·1000/per) for "n r/s" or "n r/m", burst·1000, both as Lua's

@@ -44,6 +44,7 @@ return {0, left, e, c, p}
 // covers, plus the current one's, with the same error bound (at most
 // 2·limit − 1 in any window, exact under even traffic). A key is one hash,
 // so one slot. It uses the server's clock by default.
+// The zero value is not usable: create a SlidingWindow with NewSlidingWindow.
 type SlidingWindow struct {
 	base
 	limit, w int64 // requests, ms

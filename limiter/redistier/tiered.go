@@ -22,6 +22,7 @@ import (
 // dict shared by them), and one process per host at a time, the holder of a
 // lease in the zone, flushes the host's count of each key to Redis every
 // interval and reads back the global count.
+// The zero value is not usable: create a Tiered with NewTiered.
 //
 // A host admits a request when the other hosts' counts it last read, plus
 // its own count, stay within limit, so it never rejects below the global

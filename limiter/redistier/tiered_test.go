@@ -56,7 +56,8 @@ func TestTiered(t *testing.T) {
 // Flush at the interval's start and offers requests at an even rate. The
 // hosts together must admit at least the limit and at most the documented
 // bound, and Redis must serve at most hosts × keys × (window / interval) + a
-// small constant script runs, at 3× and at 30× overload alike.
+// small constant script runs, at 3× and at 30× overload alike. Each host's
+// zone must pass Check once its processes have exited.
 func testTiered(t *testing.T, cluster bool, addrs []string) {
 	const (
 		hosts, procs = 3, 2
@@ -81,10 +82,12 @@ func testTiered(t *testing.T, cluster bool, addrs []string) {
 				mu                        sync.Mutex
 				allowed, offered, flushes int64
 				ps                        []*testutil.Proc
+				zones                     []string
 				ls                        = testutil.NewLockstep(t)
 			)
 			for h := 0; h < hosts; h++ {
 				zone := testutil.TempZone(t)
+				zones = append(zones, zone)
 				for p := 0; p < procs; p++ {
 					tp := tieredProc{
 						Cluster: cluster, Addrs: addrs, Zone: zone, Prefix: fmt.Sprintf("tier%d", overload),
@@ -128,6 +131,17 @@ func testTiered(t *testing.T, cluster bool, addrs []string) {
 			}
 			if want := int64(hosts * window / interval); flushes != want {
 				t.Errorf("%d flushes, want %d: one process per host at a time", flushes, want)
+			}
+			for _, zone := range zones {
+				d, err := dict.Open(zone, dict.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = d.Check()
+				d.Close()
+				if err != nil {
+					t.Errorf("host zone %s: Check() = %v", zone, err)
+				}
 			}
 		})
 	}

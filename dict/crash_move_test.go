@@ -16,7 +16,7 @@ import (
 )
 
 // TestCrashMove kills helpers that spend most of their time moving
-// counters between the pages of two views of the zone (own.go), which
+// counters between the pages of two views of the zone (move.go), which
 // increment them in turn: a move that a kill cuts short loses nothing, as
 // the next locker's repair keeps whichever copy the index reaches. The
 // counters must hold every acknowledged increment and at most those in

@@ -94,7 +94,7 @@ func TestCrashKill(t *testing.T) {
 		t.Errorf("Stats() recoveries = 0 after %d kills: no kill hit a held lock", total.kills)
 	}
 	// The counters lie in pages the test's process filled, so each helper
-	// moves those it writes in place to pages of its own (own.go), and
+	// moves those it writes in place to pages of its own (move.go), and
 	// kills land among the moves too.
 	if st.Moves == 0 {
 		t.Errorf("Stats() moves = 0 after %d kills: no helper moved an entry to its own pages", total.kills)

@@ -164,7 +164,7 @@ type shardFields struct {
 	// trace (storeInShard), for the model test; nil otherwise.
 	recalls *[]recall
 	// lastMoved is the hash of the key whose entry this process last moved
-	// to a page of its own (own.go); atomic.
+	// to a page of its own (move.go); atomic.
 	lastMoved uint64
 	// swept is set once this Dict released the shard's pages of owners
 	// gone, at its first allocation there (release.go); from then on it

@@ -65,7 +65,7 @@ func (e *entry) use() {
 func (e *entry) protected() bool { return e.bits()&protBit != 0 }
 
 // setProt sets or clears the entry's protBit, under the shard's lock; the
-// queue's links and counts are the caller's (shard.go).
+// queue's links and counts are the caller's (segments.go).
 func (e *entry) setProt(on bool) {
 	if on {
 		atomic.OrUint32(e.bitsWord(), protBit<<bitsShift)

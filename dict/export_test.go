@@ -50,7 +50,7 @@ func UpdateLocked(d *Dict, key string, fn func(cur Value, ok bool) (Value, time.
 }
 
 // MoveToOwn is the move that a write in place makes of key's entry
-// (own.go), as if the write had found it in a page of another process's:
+// (move.go), as if the write had found it in a page of another process's:
 // for the crash test of moves.
 func MoveToOwn(d *Dict, key string) {
 	h := hashKey(d.seed, key)

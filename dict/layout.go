@@ -83,7 +83,7 @@ import (
 //	+-------------------------------+---------------+-------+---+----+
 //
 // Next chains the index bucket. QPrev and QNext link the eviction queue, the
-// CLOCK queue, in two segments (shard.go): from its head, the protected
+// CLOCK queue, in two segments (segments.go): from its head, the protected
 // entries, those used again after they were written, down to ProtTail; then
 // the probation entries, new ones first, down to its tail, where the hand
 // starts. QPrev points toward the head, QNext toward the tail. Ver is version<<expiryBits | expiry, the
@@ -137,8 +137,8 @@ type shardHdr struct {
 	ProtTail    uint32            // under lock: the last protected entry of the queue, 0 when none is
 	ProtCount   uint32            // under lock: the protected entries
 	TraceGen    uint32            // under lock: the generation traces are written in (traces.go)
-	MovedAt     uint32            // under lock, read atomically: the Unix ms, mod 2^32, of the last try to move an entry to its writer's pages (own.go)
-	Moves       uint64            // under lock: entries moved to a page of the process that wrote them (own.go)
+	MovedAt     uint32            // under lock, read atomically: the Unix ms, mod 2^32, of the last try to move an entry to its writer's pages (move.go)
+	Moves       uint64            // under lock: entries moved to a page of the process that wrote them (move.go)
 	TraceExp    [traceGens]uint64 // under lock: per generation modulo traceGens, the earliest expiry among its traces (0: none has one)
 	TraceFill   uint32            // under lock: the traces written in generation TraceGen
 	TraceSwept  uint32            // under lock: the bucket of traces the next sweep clears of stale slots
@@ -187,7 +187,7 @@ func (e *entry) bitsWord() *uint32 { return (*uint32)(unsafe.Pointer(&e.KLen)) }
 // Bits of entry.Bits.
 const (
 	kindMask = 0x0f // the value's Kind
-	protBit  = 0x40 // in the queue's protected segment (shard.go); changes under the shard's lock
+	protBit  = 0x40 // in the queue's protected segment (segments.go); changes under the shard's lock
 	refBit   = 0x80 // used since the eviction hand last passed (CLOCK)
 )
 

@@ -11,6 +11,6 @@ func bump(p *uint32) uint32 {
 	return n
 }
 
-// storePinMark stores a page's pin mark (pin.go), with a plain store: only
+// storePinMark stores a page's pin mark (pagelock.go), with a plain store: only
 // the page's pinner writes it, and a drain loads it milliseconds later.
 func storePinMark(p *uint32, v uint32) { *p = v }

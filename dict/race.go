@@ -11,6 +11,6 @@ import "sync/atomic"
 // atomic load.
 func bump(p *uint32) uint32 { return atomic.AddUint32(p, 1) }
 
-// storePinMark stores a page's pin mark (pin.go). Under the race detector the
+// storePinMark stores a page's pin mark (pagelock.go). Under the race detector the
 // store is atomic, as the drain's load of the mark is.
 func storePinMark(p *uint32, v uint32) { atomic.StoreUint32(p, v) }

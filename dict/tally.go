@@ -21,7 +21,7 @@ import (
 //   - reads, misses, and writes under a shard's lock: one cache line per
 //     shard (tallies), so that its goroutines on different shards do not
 //     share a line, added to with an atomic add;
-//   - entry writes (inplace.go), which hold the lock of their entry's slab
+//   - entry writes (pagelock.go), which hold the lock of their entry's slab
 //     page: a word per page and kind (pageTally), added to with a plain
 //     add. The page's lock orders every writer of the page in every
 //     process, so the add is exact. The write spends no second locked
@@ -30,7 +30,7 @@ import (
 //     words count up, mod 2^32, and are never reset: what is added to the zone is what each gained since
 //     it was last looked at (seen), under tallyMu. They cost the process
 //     16 bytes per slab page (4 KiB by default), and the page's pin mark
-//     (pin.go) 4 more: 0.5% of the zone's size.
+//     (pagelock.go) 4 more: 0.5% of the zone's size.
 
 // Kinds of count.
 const (
@@ -56,7 +56,7 @@ type tallies struct {
 type pageTally struct {
 	n      [pageKinds]uint32 // tWrites, tIncrs: bump, by the page's writer
 	seen   [pageKinds]uint32 // n as last added to the zone: under tallyMu
-	pinned uint32            // 1 while a goroutine pins the page (pin.go): storePinMark, by the pinner
+	pinned uint32            // 1 while a goroutine pins the page (pagelock.go): storePinMark, by the pinner
 }
 
 // pageKinds are the kinds of count an entry write makes: tWrites and tIncrs,

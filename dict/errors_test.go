@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shmzone/shmzone/internal/testutil"
 )
 
 // Tests of the sentinel errors: the one each operation returns for an empty
@@ -64,14 +66,14 @@ var specZoneOps = []struct {
 
 func TestErrorSentinels(t *testing.T) {
 	t.Run("empty-key", func(t *testing.T) {
-		d, _ := specOpen(t, Options{})
+		d, _ := openTest(t, Options{})
 		for _, op := range specKeyOps {
 			wantErr(t, op.name+`("")`, op.fn(d, ""), ErrEmptyKey)
 		}
 		specCheck(t, d)
 	})
 	t.Run("key-too-long", func(t *testing.T) {
-		d, _ := specOpen(t, Options{})
+		d, _ := openTest(t, Options{})
 		long := strings.Repeat("x", MaxKeyLen+1)
 		for _, op := range specKeyOps {
 			wantErr(t, op.name+"(65536-byte key)", op.fn(d, long), ErrKeyTooLong)
@@ -79,7 +81,7 @@ func TestErrorSentinels(t *testing.T) {
 		specCheck(t, d)
 	})
 	t.Run("negative-ttl", func(t *testing.T) {
-		d, _ := specOpen(t, Options{})
+		d, _ := openTest(t, Options{})
 		specSet(t, d, "k", Int(1), 0, 0)
 		for _, c := range []struct {
 			name string
@@ -107,7 +109,7 @@ func TestErrorSentinels(t *testing.T) {
 		specCheck(t, d)
 	})
 	t.Run("zero-value", func(t *testing.T) {
-		d, _ := specOpen(t, Options{})
+		d, _ := openTest(t, Options{})
 		specSet(t, d, "k", Int(1), 0, 0)
 		var zero Value
 		for _, c := range []struct {
@@ -147,7 +149,7 @@ func TestErrorSentinels(t *testing.T) {
 		specCheck(t, d)
 	})
 	t.Run("closed", func(t *testing.T) {
-		d, _ := specOpen(t, Options{})
+		d, _ := openTest(t, Options{})
 		specSet(t, d, "k", Int(1), 0, 0)
 		if err := d.Err(); err != nil {
 			t.Fatalf("Err() before Close = %v, want <nil>", err)
@@ -171,9 +173,9 @@ func TestErrorSentinels(t *testing.T) {
 		}
 	})
 	t.Run("read-only", func(t *testing.T) {
-		c := newSpecClock()
+		c := new(testutil.Clock)
 		path := filepath.Join(t.TempDir(), "zone")
-		w, err := Open(path, Options{Size: 1 << 20, Clock: c.Now})
+		w, err := Open(path, Options{Size: 1 << 20, Clock: c.UnixMilli})
 		if err != nil {
 			t.Fatalf("Open = %v", err)
 		}
@@ -182,7 +184,7 @@ func TestErrorSentinels(t *testing.T) {
 		if _, err := w.RPush("l", String("e")); err != nil {
 			t.Fatalf("RPush = %v", err)
 		}
-		ro, err := Open(path, Options{ReadOnly: true, Clock: c.Now})
+		ro, err := Open(path, Options{ReadOnly: true, Clock: c.UnixMilli})
 		if err != nil {
 			t.Fatalf("Open(ReadOnly) = %v", err)
 		}

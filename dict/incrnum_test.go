@@ -7,7 +7,7 @@ import (
 )
 
 func TestIncrInitNum(t *testing.T) {
-	d, clk := specOpen(t, Options{})
+	d, clk := openTest(t, Options{})
 	if _, err := d.Set("f", Float(2.5), time.Second, 0); err != nil {
 		t.Fatal(err)
 	}

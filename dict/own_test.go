@@ -6,27 +6,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shmzone/shmzone/internal/testutil"
 	"github.com/shmzone/shmzone/shm"
 )
 
 // openOwnViews opens a zone of size bytes and shards shards twice, as two
 // processes would (each Dict has slab views of its own), on one fake clock.
-func openOwnViews(t *testing.T, size int64, shards int) (a, b *Dict, c *specClock) {
+func openOwnViews(t *testing.T, size int64, shards int) (a, b *Dict, c *testutil.Clock) {
 	return openOwnViewsWith(t, size, shards, Options{})
 }
 
 // openOwnViewsWith is openOwnViews whose second Dict opens with o and the
 // clock.
-func openOwnViewsWith(t *testing.T, size int64, shards int, o Options) (a, b *Dict, c *specClock) {
+func openOwnViewsWith(t *testing.T, size int64, shards int, o Options) (a, b *Dict, c *testutil.Clock) {
 	t.Helper()
-	c = newSpecClock()
+	c = new(testutil.Clock)
 	path := filepath.Join(t.TempDir(), "zone")
-	a, err := Open(path, Options{Size: size, Shards: shards, Clock: c.Now})
+	a, err := Open(path, Options{Size: size, Shards: shards, Clock: c.UnixMilli})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
-	o.Clock = c.Now
+	o.Clock = c.UnixMilli
 	b, err = Open(path, o)
 	if err != nil {
 		t.Fatal(err)

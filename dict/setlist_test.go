@@ -23,7 +23,7 @@ func wantList(t *testing.T, d *Dict, key string, want []Value) {
 }
 
 func TestSetList(t *testing.T) {
-	d, c := specOpen(t, Options{Shards: 1})
+	d, c := openTest(t, Options{Shards: 1})
 	elems := []Value{Int(1), String("two"), Float(3.5), Bool(true), Bytes(bytes.Repeat([]byte{7}, 3000))}
 
 	// Absent, a value, and a list are each replaced.
@@ -119,7 +119,7 @@ func TestSetListNoMemoryKeepsOldValue(t *testing.T) {
 	} {
 		for _, size := range []int{40, 1000, 4000} {
 			t.Run(fmt.Sprintf("%s/elem=%d", tt.name, size), func(t *testing.T) {
-				d, _ := specOpen(t, Options{Size: specMinZone, Shards: 1})
+				d, _ := openTest(t, Options{Size: specMinZone, Shards: 1})
 				others := map[string]Value{}
 				for i := 0; i < 20; i++ {
 					k := fmt.Sprintf("other%d", i)

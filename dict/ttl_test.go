@@ -6,13 +6,15 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/shmzone/shmzone/internal/testutil"
 )
 
 // Tests of expiry: GetStale on expired keys (also against a concurrent
 // writer), and Expire and TTL.
 
 func TestGetStale(t *testing.T) {
-	d, c := specOpen(t, Options{})
+	d, c := openTest(t, Options{})
 	specSet(t, d, "k", String("old"), 10*time.Millisecond, 6)
 	if v, f, stale, err := d.GetStale("k"); err != nil || stale || v.String() != "old" || f != 6 {
 		t.Fatalf("GetStale(\"k\") live = %v, %d, %v, %v; want old, 6, false, <nil>", v, f, stale, err)
@@ -45,7 +47,7 @@ func TestGetStale(t *testing.T) {
 }
 
 func TestExpireTTL(t *testing.T) {
-	d, c := specOpen(t, Options{})
+	d, c := openTest(t, Options{})
 	specSet(t, d, "never", Int(1), 0, 0)
 	if ttl, err := d.TTL("never"); ttl != 0 || err != nil {
 		t.Fatalf("TTL(\"never\") = %v, %v; want 0, <nil>", ttl, err)
@@ -126,7 +128,7 @@ func TestExpireTTL(t *testing.T) {
 // whole milliseconds once wrapped there: the entry's expiry became the
 // year 2527 and TTL read back -709599h27m9.29s.
 func TestLongestTTL(t *testing.T) {
-	d, _ := specOpen(t, Options{})
+	d, _ := openTest(t, Options{})
 	const longest = time.Duration(maxTTLMs) * time.Millisecond
 	for _, c := range []struct{ ttl, want time.Duration }{
 		{math.MaxInt64, longest},
@@ -171,16 +173,16 @@ func TestLongestTTL(t *testing.T) {
 // passes (the first sizes the buffer), and the stale mark of the first must
 // not leak into the second.
 func TestGetStaleRetry(t *testing.T) {
-	now := newSpecClock()
-	behind := newSpecClock()
+	now := new(testutil.Clock)
+	behind := new(testutil.Clock)
 	behind.Advance(-time.Hour)
 	path := filepath.Join(t.TempDir(), "zone")
-	r, err := Open(path, Options{Size: 1 << 20, Clock: now.Now})
+	r, err := Open(path, Options{Size: 1 << 20, Clock: now.UnixMilli})
 	if err != nil {
 		t.Fatalf("Open = %v", err)
 	}
 	defer r.Close()
-	w, err := Open(path, Options{Clock: behind.Now})
+	w, err := Open(path, Options{Clock: behind.UnixMilli})
 	if err != nil {
 		t.Fatalf("Open = %v", err)
 	}

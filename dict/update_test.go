@@ -13,7 +13,7 @@ import (
 // CompareAndSwap.
 
 func TestIncrFloat(t *testing.T) {
-	d, _ := specOpen(t, Options{})
+	d, _ := openTest(t, Options{})
 	specSet(t, d, "f", Float(1.5), time.Hour, 3)
 	if f, err := d.IncrFloat("f", 0.25); f != 1.75 || err != nil {
 		t.Fatalf("IncrFloat(\"f\", 0.25) = %v, %v; want 1.75, <nil>", f, err)
@@ -59,7 +59,7 @@ func TestIncrFloat(t *testing.T) {
 // amd64); that the sums at the edges of int64's range are returned; and
 // that IncrFloat and IncrInitNum still add to such a float.
 func TestIncrFloatBeyondInt(t *testing.T) {
-	d, _ := specOpen(t, Options{})
+	d, _ := openTest(t, Options{})
 	const maxBelow = 0x1p63 - 1024 // the largest float64 below 2^63
 	tests := []struct {
 		name   string
@@ -120,7 +120,7 @@ func TestIncrFloatBeyondInt(t *testing.T) {
 }
 
 func TestUpdate(t *testing.T) {
-	d, c := specOpen(t, Options{})
+	d, c := openTest(t, Options{})
 	// Create.
 	err := d.Update("k", func(cur Value, ok bool) (Value, time.Duration, bool) {
 		if ok {
@@ -211,7 +211,7 @@ func TestUpdate(t *testing.T) {
 }
 
 func TestCompareAndSwap(t *testing.T) {
-	d, c := specOpen(t, Options{})
+	d, c := openTest(t, Options{})
 	specSet(t, d, "k", Int(1), 0, 5)
 	if ok, err := d.CompareAndSwap("k", Int(1), String("two"), time.Second); !ok || err != nil {
 		t.Fatalf("CompareAndSwap(\"k\", 1, two) = %v, %v; want true, <nil>", ok, err)

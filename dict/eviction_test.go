@@ -56,7 +56,6 @@ func TestKeysOrder(t *testing.T) {
 	// An expired key is left out.
 	c.Advance(time.Hour)
 	want("after b and d expired", "a", "c")
-	specCheck(t, d)
 }
 
 // TestSecondChance fills a one-shard zone after reading some keys: the first
@@ -93,7 +92,6 @@ func TestSecondChance(t *testing.T) {
 		break
 	}
 	wantGetErr(t, d, specKey(3), ErrNotFound)
-	specCheck(t, d)
 }
 
 // TestMixedSizesEvict writes values of many sizes into a small zone, as a
@@ -124,7 +122,6 @@ func TestMixedSizesEvict(t *testing.T) {
 	if failed > 20 {
 		t.Errorf("%d of %d writes that may evict failed with ErrNoMemory, want at most 20", failed, writes)
 	}
-	specCheck(t, d)
 }
 
 // TestWriteOverOwnExpiredEntry writes a key, in a value of another size,
@@ -168,7 +165,6 @@ func TestWriteOverOwnExpiredEntry(t *testing.T) {
 			if st := d.Stats(); st.Evictions != 0 {
 				t.Errorf("Stats().Evictions = %d, want 0", st.Evictions)
 			}
-			specCheck(t, d)
 		})
 		t.Run(w.name+"/alone", func(t *testing.T) {
 			d, c := openTest(t, Options{Size: specMinZone, Shards: 1})
@@ -177,7 +173,6 @@ func TestWriteOverOwnExpiredEntry(t *testing.T) {
 			if err := w.fn(d, big(6*page)); err != nil {
 				t.Errorf("%s(\"k\", 6 pages) over its expired 12 in an otherwise empty zone = %v, want <nil>", w.name, err)
 			}
-			specCheck(t, d)
 		})
 	}
 }

@@ -49,7 +49,6 @@ func specEx1(t *testing.T) {
 	d, _ := openTest(t, Options{})
 	specSet(t, d, "foo", Int(32), 0, 0)
 	wantGet(t, d, "foo", Int(32), 0)
-	specCheck(t, d)
 }
 
 func specEx2(t *testing.T) {
@@ -61,7 +60,6 @@ func specEx2(t *testing.T) {
 	if v.Float() != 3.96 || v.Kind() != KindFloat {
 		t.Fatalf("Get(\"baz\").Float() = %v (%s), want 3.96 (float)", v.Float(), v.Kind())
 	}
-	specCheck(t, d)
 }
 
 func specEx3(t *testing.T) {
@@ -73,7 +71,6 @@ func specEx3(t *testing.T) {
 	if v, _, _ := d.Get("f"); v.Bool() || v.Kind() != KindBool {
 		t.Fatalf("Get(\"f\") = %v (%s), want false (bool)", v.Bool(), v.Kind())
 	}
-	specCheck(t, d)
 }
 
 func specEx4(t *testing.T) {
@@ -82,7 +79,6 @@ func specEx4(t *testing.T) {
 		specSet(t, d, "k", String(s), 0, 0)
 		wantGet(t, d, "k", String(s), 0)
 	}
-	specCheck(t, d)
 }
 
 func specEx5(t *testing.T) {
@@ -100,7 +96,6 @@ func specEx5(t *testing.T) {
 					wantGetErr(t, d, "foo", ErrNotFound)
 				}
 			}
-			specCheck(t, d)
 		})
 	}
 }
@@ -138,7 +133,6 @@ func specEx6(t *testing.T) {
 				t.Logf("first forcible Set at key %d", i)
 				break
 			}
-			specCheck(t, d)
 		})
 	}
 }
@@ -149,7 +143,6 @@ func specEx7(t *testing.T) {
 	if _, _, stale, err := d.GetStale("never"); !errors.Is(err, ErrNotFound) || stale {
 		t.Fatalf("GetStale(\"never\") stale %v, %v; want false, %v", stale, err, ErrNotFound)
 	}
-	specCheck(t, d)
 }
 
 func specEx8(t *testing.T) {
@@ -186,7 +179,6 @@ func specEx8(t *testing.T) {
 	}
 	wantGetErr(t, d, "a", ErrNotFound)
 	wantGet(t, d, "b", old, 0)
-	specCheck(t, d)
 }
 
 func specEx9(t *testing.T) {
@@ -213,7 +205,6 @@ func specEx9(t *testing.T) {
 	for _, op := range specKeyOps {
 		wantErr(t, op.name+"(65536-byte key)", op.fn(d, tooLong), ErrKeyTooLong)
 	}
-	specCheck(t, d)
 }
 
 func specEx10(t *testing.T) {
@@ -233,7 +224,6 @@ func specEx10(t *testing.T) {
 		t.Fatalf("Add(\"exp\") on an expired key = %v", err)
 	}
 	wantGet(t, d, "exp", String("new"), 0)
-	specCheck(t, d)
 }
 
 func specEx11(t *testing.T) {
@@ -254,7 +244,6 @@ func specEx11(t *testing.T) {
 		t.Fatalf("Replace(\"foo\", \"bar\") on a live int = %v", err)
 	}
 	wantGet(t, d, "foo", String("bar"), 5)
-	specCheck(t, d)
 }
 
 func specEx12(t *testing.T) {
@@ -277,14 +266,12 @@ func specEx12(t *testing.T) {
 	if _, err := d.Incr("s", 1); !errors.Is(err, ErrNotNumber) {
 		t.Fatalf("Incr(\"s\", 1) on bytes = %v, want %v", err, ErrNotNumber)
 	}
-	specCheck(t, d)
 }
 
 func specEx13(t *testing.T) {
 	d, _ := openTest(t, Options{})
 	specSet(t, d, "foo", Int(32), 0, 199)
 	wantGet(t, d, "foo", Int(32), 199)
-	specCheck(t, d)
 }
 
 func specEx14(t *testing.T) {
@@ -330,7 +317,6 @@ func specEx14(t *testing.T) {
 	if n := d.Stats().Entries; n != 0 {
 		t.Fatalf("Stats().Entries after FlushAll = %d, want 0", n)
 	}
-	specCheck(t, d)
 }
 
 func specEx15(t *testing.T) {
@@ -378,7 +364,6 @@ func specEx15(t *testing.T) {
 	if n := d.Stats().Entries; n != 2 {
 		t.Fatalf("Stats().Entries = %d, want 2", n)
 	}
-	specCheck(t, d)
 }
 
 func specEx16(t *testing.T) {
@@ -408,7 +393,6 @@ func specEx16(t *testing.T) {
 	if keys, err := d.Keys(0); err != nil || len(keys) != 0 {
 		t.Fatalf("Keys(0) with every key expired = %d keys, %v; want 0", len(keys), err)
 	}
-	specCheck(t, d)
 }
 
 func specEx17(t *testing.T) {
@@ -454,7 +438,6 @@ func specEx17(t *testing.T) {
 	}
 	wantErr(t, fmt.Sprintf("second SafeAdd(%q)", specKey(0)), d.SafeAdd(specKey(0), Int(0), 0, 0), ErrExists)
 	wantGet(t, d, specKey(0), Int(0), 0)
-	specCheck(t, d)
 }
 
 func specEx18(t *testing.T) {
@@ -493,7 +476,6 @@ func specEx18(t *testing.T) {
 		t.Fatalf("IncrInit(\"s\") on bytes = %v, want %v", err, ErrNotNumber)
 	}
 	wantGet(t, d, "s", String("x"), 0)
-	specCheck(t, d)
 }
 
 func specEx19(t *testing.T) {
@@ -502,7 +484,6 @@ func specEx19(t *testing.T) {
 		t.Fatalf("IncrInit(\"k\", 1, 0, -1) = %v, want %v", err, ErrBadTTL)
 	}
 	wantGetErr(t, d, "k", ErrNotFound)
-	specCheck(t, d)
 }
 
 func specEx20(t *testing.T) {
@@ -576,5 +557,4 @@ func specEx20(t *testing.T) {
 	if _, err := d.LPop("mixed"); !errors.Is(err, ErrNotList) {
 		t.Fatalf("LPop(\"mixed\") after Set = %v, want %v", err, ErrNotList)
 	}
-	specCheck(t, d)
 }

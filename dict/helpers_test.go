@@ -12,9 +12,9 @@ import (
 
 // Test helpers shared by the package's tests: openTest for a zone in a
 // temporary directory on a fake clock, checked and closed when the test
-// ends, and the specSet/wantGet/wantErr assertions. Tests outside the
-// package open their zones with internal/zonetest, which cannot serve
-// here: it imports dict.
+// ends, and the specSet/wantGet/wantErr assertions. The external tests
+// (package dict_test) open theirs with internal/zonetest, which these
+// cannot import: it imports dict.
 
 // specMinZone is the smallest zone of one shard (shm.HeaderSize +
 // shm.MinShardSize): 14 slab pages of 4 KiB.
@@ -23,21 +23,9 @@ const specMinZone = 4096 + 16*4096
 // openTest creates a zone in a temporary directory on a fake clock, which
 // it returns (nil when o.Clock is set), of 1 MiB unless o.Size is set. When
 // the test ends the zone is checked, a Check error failing the test, and
-// the Dict closed; a test that closed the Dict itself is not checked.
+// the Dict closed; a test that closed the Dict itself is not checked. A
+// test that leaves its zone broken on purpose opens it with Open.
 func openTest(t *testing.T, o Options) (*Dict, *testutil.Clock) {
-	t.Helper()
-	d, c := openTestUnchecked(t, o)
-	t.Cleanup(func() {
-		if err := d.Check(); err != nil && !errors.Is(err, ErrClosed) {
-			t.Errorf("Check() when the test ended = %v", err)
-		}
-	})
-	return d, c
-}
-
-// openTestUnchecked is openTest without the Check at the end, for a test
-// that leaves the zone broken on purpose.
-func openTestUnchecked(t *testing.T, o Options) (*Dict, *testutil.Clock) {
 	t.Helper()
 	var c *testutil.Clock
 	if o.Clock == nil {
@@ -51,7 +39,12 @@ func openTestUnchecked(t *testing.T, o Options) (*Dict, *testutil.Clock) {
 	if err != nil {
 		t.Fatalf("Open(%+v) = %v", o, err)
 	}
-	t.Cleanup(func() { d.Close() })
+	t.Cleanup(func() {
+		if err := d.Check(); err != nil && !errors.Is(err, ErrClosed) {
+			t.Errorf("Check() when the test ended = %v", err)
+		}
+		d.Close()
+	})
 	return d, c
 }
 

@@ -10,9 +10,9 @@
 // A test that closes the Dict itself is not checked again; a test that
 // breaks the zone on purpose opens it with OpenUnchecked.
 //
-// Package dict's own tests cannot import this package (it imports dict);
-// they have their own opener in dict/helpers_test.go. Examples do not use
-// it either: an Example shows what a user writes.
+// Package dict's in-package tests cannot import this package (it imports
+// dict); they have their own opener, openTest in dict/helpers_test.go.
+// Examples do not use it either: an Example shows what a user writes.
 package zonetest
 
 import (

@@ -49,8 +49,7 @@ func TestCostIsRequestsAtOnce(t *testing.T) {
 		}
 		t.Run(k.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
-			clk := new(testutil.Clock)
-			da, _ := zonetest.Open(t, dict.Options{Clock: clk.UnixMilli})
+			da, clk := zonetest.Open(t, dict.Options{})
 			db, _ := zonetest.Open(t, dict.Options{Clock: clk.UnixMilli})
 			a, err := k.build(da)
 			if err != nil {

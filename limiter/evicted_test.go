@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/shmzone/shmzone/dict"
-	"github.com/shmzone/shmzone/internal/testutil"
 	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
@@ -62,8 +61,7 @@ type lossResult struct {
 // held client did.
 func evictedRun(t *testing.T, p lossPlan) lossResult {
 	t.Helper()
-	clk := new(testutil.Clock)
-	small, _ := zonetest.Open(t, dict.Options{Size: p.zone, Clock: clk.UnixMilli})
+	small, clk := zonetest.Open(t, dict.Options{Size: p.zone})
 	big, _ := zonetest.Open(t, dict.Options{Size: twinZoneSize, Clock: clk.UnixMilli})
 	newReq := func(d *dict.Dict) *Req {
 		l, err := NewReq(d, floodName, lossRate, 0)

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/shmzone/shmzone/dict"
-	"github.com/shmzone/shmzone/internal/testutil"
 	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
@@ -39,8 +38,7 @@ func BenchmarkFlood(b *testing.B) {
 					flood = 5000 / floodTick
 				}
 				keys := floodBenchKeys()
-				clk := new(testutil.Clock)
-				d, _ := zonetest.Open(b, dict.Options{Size: floodFullPlan.zone, Clock: clk.UnixMilli})
+				d, clk := zonetest.Open(b, dict.Options{Size: floodFullPlan.zone})
 				l, err := k.new(d)
 				if err != nil {
 					b.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/shmzone/shmzone/dict"
-	"github.com/shmzone/shmzone/internal/testutil"
 	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
@@ -54,8 +53,7 @@ func (r newResult) worst() (client, over int) {
 // runNewClients plays p with kind k.
 func runNewClients(t *testing.T, k floodKind, p newPlan) newResult {
 	t.Helper()
-	clk := new(testutil.Clock)
-	small, _ := zonetest.Open(t, dict.Options{Size: p.zone, Clock: clk.UnixMilli})
+	small, clk := zonetest.Open(t, dict.Options{Size: p.zone})
 	big, _ := zonetest.Open(t, dict.Options{Size: twinZoneSize, Clock: clk.UnixMilli})
 	clients, err1 := k.new(small)
 	flood, err2 := k.new(small)

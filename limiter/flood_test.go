@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/shmzone/shmzone/dict"
-	"github.com/shmzone/shmzone/internal/testutil"
 	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
@@ -107,8 +106,7 @@ type floodResult struct {
 // runFlood plays p with kind k and returns what the held clients met.
 func runFlood(t *testing.T, k floodKind, p floodPlan) floodResult {
 	t.Helper()
-	clk := new(testutil.Clock)
-	small, _ := zonetest.Open(t, dict.Options{Size: p.zone, Clock: clk.UnixMilli})
+	small, clk := zonetest.Open(t, dict.Options{Size: p.zone})
 	big, _ := zonetest.Open(t, dict.Options{Size: twinZoneSize, Clock: clk.UnixMilli})
 	held, err1 := k.new(small)
 	flood, err2 := k.new(small)

@@ -278,8 +278,7 @@ func parityGap(r *rand.Rand, rate float64) int64 {
 // Lua module exactly; the others with it plus the documented difference.
 func TestLuaParityReq(t *testing.T) {
 	r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
-	clk := new(testutil.Clock)
-	d, _ := zonetest.Open(t, dict.Options{Clock: clk.UnixMilli})
+	d, clk := zonetest.Open(t, dict.Options{})
 	ctx := context.Background()
 	for seq := range 400 {
 		rate, burst := parityRate(r), parityBurst(r)
@@ -393,8 +392,7 @@ func parityFrac(r *rand.Rand) float64 { return float64(r.IntN(29))/4 - 1 }
 // keys as a Lua writer (set) or IncrFloat would.
 func TestLuaParityCount(t *testing.T) {
 	r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
-	clk := new(testutil.Clock)
-	d, _ := zonetest.Open(t, dict.Options{Clock: clk.UnixMilli})
+	d, clk := zonetest.Open(t, dict.Options{})
 	ctx := context.Background()
 	for seq := range 300 {
 		limit := int64(1 + r.IntN(6))
@@ -456,8 +454,7 @@ func TestLuaParityCount(t *testing.T) {
 // resty.limit.conn's arithmetic, with fractional values under the keys.
 func TestLuaParityConn(t *testing.T) {
 	r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
-	clk := new(testutil.Clock)
-	d, _ := zonetest.Open(t, dict.Options{Clock: clk.UnixMilli})
+	d, _ := zonetest.Open(t, dict.Options{})
 	ctx := context.Background()
 	for seq := range 300 {
 		max, burst := int64(1+r.IntN(4)), int64(r.IntN(4))

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/shmzone/shmzone/dict"
-	"github.com/shmzone/shmzone/internal/testutil"
 	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
@@ -100,8 +99,7 @@ func TestZoneKeys(t *testing.T) {
 // processes do); another name, or another kind under the same name, keeps
 // state of its own, and never finds a foreign value (ErrAbused).
 func TestNamesShareAndSeparate(t *testing.T) {
-	clk := new(testutil.Clock)
-	d1, _ := zonetest.Open(t, dict.Options{Clock: clk.UnixMilli})
+	d1, clk := zonetest.Open(t, dict.Options{})
 	d2, _ := zonetest.OpenAt(t, d1.Path(), dict.Options{Clock: clk.UnixMilli}) // another mapping
 	ctx := context.Background()
 	a1, _ := NewCount(d1, "login", 3, time.Minute)
@@ -140,8 +138,7 @@ func TestNamesShareAndSeparate(t *testing.T) {
 // over one zone is refused when its parameters differ, and allowed when
 // they are the same, over any mapping of the zone.
 func TestNameClash(t *testing.T) {
-	clk := new(testutil.Clock)
-	d, _ := zonetest.Open(t, dict.Options{Clock: clk.UnixMilli})
+	d, clk := zonetest.Open(t, dict.Options{})
 	d2, _ := zonetest.OpenAt(t, d.Path(), dict.Options{Clock: clk.UnixMilli}) // the same zone, another mapping
 	type build func(d *dict.Dict) (Limiter, error)
 	kinds := []struct {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shmzone/shmzone/counter"
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 const benchKeys = 1000
@@ -93,7 +94,7 @@ const memKeys = 100_000
 // take more cells (one per stripe it is added on); the stripe count follows
 // GOMAXPROCS, the benchmark name's suffix.
 func benchKeyMemory(b *testing.B) {
-	d := openDict(b, dict.Options{Size: 32 << 20})
+	d, _ := zonetest.Open(b, dict.Options{Size: 32 << 20})
 	var bytes uint64
 	for range b.N {
 		b.StopTimer()

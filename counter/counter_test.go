@@ -11,45 +11,17 @@ import (
 
 	"github.com/shmzone/shmzone/counter"
 	"github.com/shmzone/shmzone/dict"
-	"github.com/shmzone/shmzone/internal/testutil"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
-// fixedClock is the dicts' injected clock: the counter reads no time, and
-// a dict with an injected clock starts no coarse-clock goroutine, which
-// keeps goroutine counts exact.
-func fixedClock() int64 { return 1_700_000_000_000 }
-
-// openDict opens a new zone (1 MiB unless o.Size says otherwise) that the
-// test closes when it ends.
-func openDict(t testing.TB, o dict.Options) *dict.Dict {
-	t.Helper()
-	d, _ := openZone(t, o)
-	return d
-}
-
-// openZone is openDict that also returns the zone's path, for helper
-// processes to open.
-func openZone(t testing.TB, o dict.Options) (*dict.Dict, string) {
-	t.Helper()
-	if o.Size == 0 {
-		o.Size = 1 << 20
-	}
-	if o.Clock == nil {
-		o.Clock = fixedClock
-	}
-	path := testutil.TempZone(t)
-	d, err := dict.Open(path, o)
-	if err != nil {
-		t.Fatalf("dict.Open() = %v", err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return d, path
-}
+// The tests' zones open with zonetest.Open, on its fake clock: the
+// counter reads no time, and a dict with an injected clock starts no
+// coarse-clock goroutine, which keeps goroutine counts exact.
 
 // newCounter returns a Counter over a new 1 MiB zone that syncs by hand.
 func newCounter(t testing.TB) (*counter.Counter, *dict.Dict) {
 	t.Helper()
-	d := openDict(t, dict.Options{})
+	d, _ := zonetest.Open(t, dict.Options{})
 	c, err := counter.New(d, 0)
 	if err != nil {
 		t.Fatalf("New() = %v", err)
@@ -84,7 +56,7 @@ func wantGet(t testing.TB, c *counter.Counter, key string, want int64, wantErr e
 }
 
 func TestNew(t *testing.T) {
-	d := openDict(t, dict.Options{})
+	d, _ := zonetest.Open(t, dict.Options{})
 	tests := []struct {
 		name     string
 		d        *dict.Dict

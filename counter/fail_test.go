@@ -8,6 +8,7 @@ import (
 
 	"github.com/shmzone/shmzone/counter"
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 // wantStats checks the failure figures of c.Stats().
@@ -77,7 +78,7 @@ func TestSyncKeepsDelta(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := openDict(t, tt.o)
+			d, _ := zonetest.Open(t, tt.o)
 			c, err := counter.New(d, 0)
 			if err != nil {
 				t.Fatal(err)

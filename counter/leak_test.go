@@ -8,6 +8,7 @@ import (
 
 	"github.com/shmzone/shmzone/counter"
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 // syncLoops returns how many goroutines that counter.New started are
@@ -44,7 +45,7 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := openDict(t, dict.Options{})
+			d, _ := zonetest.Open(t, dict.Options{})
 			before := runtime.NumGoroutine()
 			for round := 0; round < 20; round++ {
 				c, err := counter.New(d, tt.interval)

@@ -15,6 +15,7 @@ import (
 	"github.com/shmzone/shmzone/counter"
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/testutil"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 // Multi-process tests: real OS processes, re-executions of this test
@@ -130,7 +131,8 @@ func (s *scripted) end() {
 // with two processes, A and B, and reads the zone from each and from the test
 // process (Z) between the steps.
 func TestSpecVector(t *testing.T) {
-	d, path := openZone(t, dict.Options{})
+	d, _ := zonetest.Open(t, dict.Options{})
+	path := d.Path()
 	z, err := counter.New(d, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +209,8 @@ const (
 // holds exactly the totals. Key k gets steps of k+1, so a count that lands
 // on the wrong key shows.
 func TestMultiProcTotals(t *testing.T) {
-	d, path := openZone(t, dict.Options{})
+	d, _ := zonetest.Open(t, dict.Options{})
+	path := d.Path()
 	g := testutil.NewGate(t)
 	var mu sync.Mutex
 	syncs := make([]string, 0, hammerProcs)

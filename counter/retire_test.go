@@ -3,23 +3,19 @@ package counter
 import (
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/testutil"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 // newInternal returns a Counter that syncs by hand and sweeps every
 // sweepEvery syncs, over a new 4 MiB zone; the test closes both.
 func newInternal(t *testing.T, sweepEvery uint64) (*Counter, *dict.Dict) {
 	t.Helper()
-	d, err := dict.Open(filepath.Join(t.TempDir(), "test.zone"), dict.Options{Size: 4 << 20, Clock: func() int64 { return 1 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d, _ := zonetest.Open(t, dict.Options{Size: 4 << 20})
 	c, err := New(d, 0)
 	if err != nil {
 		t.Fatal(err)

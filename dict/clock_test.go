@@ -21,10 +21,12 @@ import (
 // ticker, its readers under the race detector, the process's clock stopped
 // by the last Close, and a real process whose idle clock makes no wakeups.
 
-// testClock is a clock whose time and ticks the test drives: each tick
-// advances the time by a millisecond first, and the ticker's starts and stops
-// are counted.
-type testClock struct {
+// coarseDriver holds a coarse clock (c) under test and drives what it
+// reads: it stands in for the system time (wall, Unix ms) and for the
+// ticker, whose starts and stops it counts; each tick advances the time by a
+// millisecond first. It is not a fake clock for a Dict (testutil.Clock is):
+// the clock it drives is the real coarse clock's code.
+type coarseDriver struct {
 	c       clock
 	wall    atomic.Int64
 	ticks   chan time.Time
@@ -33,34 +35,34 @@ type testClock struct {
 	stopped chan struct{} // one send per stopped ticker
 }
 
-func newTestClock(start int64) *testClock {
-	tc := &testClock{ticks: make(chan time.Time), stopped: make(chan struct{}, 1<<16)}
-	tc.wall.Store(start)
-	tc.c.wall = tc.wall.Load
-	tc.c.ticker = func() (<-chan time.Time, func()) {
-		tc.starts.Add(1)
-		return tc.ticks, func() {
-			tc.stops.Add(1)
-			tc.stopped <- struct{}{}
+func newCoarseDriver(start int64) *coarseDriver {
+	dr := &coarseDriver{ticks: make(chan time.Time), stopped: make(chan struct{}, 1<<16)}
+	dr.wall.Store(start)
+	dr.c.wall = dr.wall.Load
+	dr.c.ticker = func() (<-chan time.Time, func()) {
+		dr.starts.Add(1)
+		return dr.ticks, func() {
+			dr.stops.Add(1)
+			dr.stopped <- struct{}{}
 		}
 	}
-	return tc
+	return dr
 }
 
 // tick advances the time by 1 ms and hands a live ticker its tick. When the
 // send returns, the ticker has finished with every tick before this one.
-func (tc *testClock) tick(t *testing.T) {
+func (dr *coarseDriver) tick(t *testing.T) {
 	t.Helper()
-	tc.wall.Add(1)
+	dr.wall.Add(1)
 	select {
-	case tc.ticks <- time.Time{}:
+	case dr.ticks <- time.Time{}:
 	case <-time.After(time.Minute):
-		t.Fatalf("tick at %d: no ticker took it in a minute", tc.wall.Load())
+		t.Fatalf("tick at %d: no ticker took it in a minute", dr.wall.Load())
 	}
 }
 
 // state returns the clock's state bits.
-func (tc *testClock) state() int64 { return atomic.LoadInt64(&tc.c.word) & stateMask }
+func (dr *coarseDriver) state() int64 { return atomic.LoadInt64(&dr.c.word) & stateMask }
 
 // stateName names a clock state for failure messages.
 func stateName(s int64) string {
@@ -79,22 +81,22 @@ func stateName(s int64) string {
 	return strings.Join(names, "|")
 }
 
-func (tc *testClock) wantState(t *testing.T, when string, want int64) {
+func (dr *coarseDriver) wantState(t *testing.T, when string, want int64) {
 	t.Helper()
-	if got := tc.state(); got != want {
+	if got := dr.state(); got != want {
 		t.Fatalf("%s: state %s, want %s", when, stateName(got), stateName(want))
 	}
 }
 
 // wantStopped waits for the ticker to stop on its own.
-func (tc *testClock) wantStopped(t *testing.T, when string) {
+func (dr *coarseDriver) wantStopped(t *testing.T, when string) {
 	t.Helper()
 	select {
-	case <-tc.stopped:
+	case <-dr.stopped:
 	case <-time.After(time.Minute):
-		t.Fatalf("%s: the ticker did not stop in a minute; state %s", when, stateName(tc.state()))
+		t.Fatalf("%s: the ticker did not stop in a minute; state %s", when, stateName(dr.state()))
 	}
-	tc.wantState(t, when, clockOpen)
+	dr.wantState(t, when, clockOpen)
 }
 
 // TestClockStopsAndRestarts: the ticker starts at the first read, not at
@@ -102,44 +104,44 @@ func (tc *testClock) wantStopped(t *testing.T, when string) {
 // after that returns the time of that moment, not the time the ticker last
 // stored, and restarts it; Close of the last user stops it for good.
 func TestClockStopsAndRestarts(t *testing.T) {
-	tc := newTestClock(1_000_000)
-	c := &tc.c
+	dr := newCoarseDriver(1_000_000)
+	c := &dr.c
 	if got, want := c.now(), int64(1_000_000); got != want {
 		t.Fatalf("now() before acquire = %d, want the system time %d", got, want)
 	}
 	c.acquire()
-	tc.wantState(t, "after acquire", clockOpen)
-	if n := tc.starts.Load(); n != 0 {
+	dr.wantState(t, "after acquire", clockOpen)
+	if n := dr.starts.Load(); n != 0 {
 		t.Fatalf("after acquire: %d tickers started, want 0", n)
 	}
 
-	tc.wall.Store(2_000_000)
+	dr.wall.Store(2_000_000)
 	if got, want := c.now(), int64(2_000_000); got != want {
 		t.Fatalf("first now() = %d, want %d", got, want)
 	}
-	tc.wantState(t, "after the first read", clockRunning)
+	dr.wantState(t, "after the first read", clockRunning)
 	for i := 1; i <= checkTicks; i++ {
-		tc.tick(t)
+		dr.tick(t)
 	}
-	tc.tick(t) // the check tick is done: the ticker asks for a read
-	tc.wantState(t, "after a check tick", clockRunning|clockCheck)
-	if got, want := c.now(), tc.wall.Load(); got != want && got != want-1 {
+	dr.tick(t) // the check tick is done: the ticker asks for a read
+	dr.wantState(t, "after a check tick", clockRunning|clockCheck)
+	if got, want := c.now(), dr.wall.Load(); got != want && got != want-1 {
 		t.Fatalf("now() after %d ticks = %d, want %d or %d", checkTicks+1, got, want-1, want)
 	}
-	tc.wantState(t, "after a read answered the check", clockRunning)
+	dr.wantState(t, "after a read answered the check", clockRunning)
 	for i := 0; i < 20; i++ { // later reads find nothing to answer
 		c.now()
-		tc.wantState(t, "after more reads", clockRunning)
+		dr.wantState(t, "after more reads", clockRunning)
 	}
 
 	// Read once in each of ten periods: the ticker keeps running.
 	for p := 0; p < 10; p++ {
 		for i := 0; i < checkTicks; i++ {
-			tc.tick(t)
+			dr.tick(t)
 		}
 		c.now()
 	}
-	if n := tc.stops.Load(); n != 0 {
+	if n := dr.stops.Load(); n != 0 {
 		t.Fatalf("read once a period: the ticker stopped %d times", n)
 	}
 
@@ -148,50 +150,50 @@ func TestClockStopsAndRestarts(t *testing.T) {
 	sent := 1 + checkTicks + 10*checkTicks
 	stopAt := (sent/checkTicks + 2) * checkTicks
 	for n := sent + 1; n < stopAt; n++ {
-		tc.tick(t)
-		if st := tc.stops.Load(); st != 0 {
+		dr.tick(t)
+		if st := dr.stops.Load(); st != 0 {
 			t.Fatalf("unread: the ticker stopped by tick %d, want at tick %d", n-1, stopAt)
 		}
 	}
-	tc.tick(t)
-	tc.wantStopped(t, "unread for two check periods")
+	dr.tick(t)
+	dr.wantStopped(t, "unread for two check periods")
 	stale := atomic.LoadInt64(&c.word) >> stateBits
 
-	tc.wall.Add(60_000) // a minute passes, no ticks
-	if got, want := c.now(), tc.wall.Load(); got != want {
+	dr.wall.Add(60_000) // a minute passes, no ticks
+	if got, want := c.now(), dr.wall.Load(); got != want {
 		t.Fatalf("now() after idling = %d, want %d (the ticker's last time was %d)", got, want, stale)
 	}
-	tc.wantState(t, "after the read that restarts", clockRunning)
-	tc.tick(t)
-	tc.tick(t)
-	if got, want := c.now(), tc.wall.Load(); got != want && got != want-1 {
+	dr.wantState(t, "after the read that restarts", clockRunning)
+	dr.tick(t)
+	dr.tick(t)
+	if got, want := c.now(), dr.wall.Load(); got != want && got != want-1 {
 		t.Fatalf("now() after a restart and two ticks = %d, want %d or %d", got, want-1, want)
 	}
 
 	c.release()
-	if s, st := tc.starts.Load(), tc.stops.Load(); s != 2 || st != 2 {
+	if s, st := dr.starts.Load(), dr.stops.Load(); s != 2 || st != 2 {
 		t.Fatalf("after release: %d tickers started, %d stopped, want 2 and 2", s, st)
 	}
-	tc.wantState(t, "after release", 0)
-	tc.wall.Add(5)
-	if got, want := c.now(), tc.wall.Load(); got != want {
+	dr.wantState(t, "after release", 0)
+	dr.wall.Add(5)
+	if got, want := c.now(), dr.wall.Load(); got != want {
 		t.Fatalf("now() after release = %d, want the system time %d", got, want)
 	}
-	tc.wantState(t, "a read after release", 0)
-	if s := tc.starts.Load(); s != 2 {
+	dr.wantState(t, "a read after release", 0)
+	if s := dr.starts.Load(); s != 2 {
 		t.Fatalf("a read after release started a ticker: %d started", s)
 	}
 
 	// A later acquire works as the first did.
 	c.acquire()
-	tc.wantState(t, "after acquire again", clockOpen)
-	tc.wall.Add(5)
-	if got, want := c.now(), tc.wall.Load(); got != want {
+	dr.wantState(t, "after acquire again", clockOpen)
+	dr.wall.Add(5)
+	if got, want := c.now(), dr.wall.Load(); got != want {
 		t.Fatalf("now() after acquire again = %d, want %d", got, want)
 	}
-	tc.tick(t)
+	dr.tick(t)
 	c.release()
-	if s, st := tc.starts.Load(), tc.stops.Load(); s != 3 || st != 3 {
+	if s, st := dr.starts.Load(), dr.stops.Load(); s != 3 || st != 3 {
 		t.Fatalf("after the second release: %d tickers started, %d stopped, want 3 and 3", s, st)
 	}
 }
@@ -199,16 +201,16 @@ func TestClockStopsAndRestarts(t *testing.T) {
 // TestClockRestartOnce: many goroutines that read a stopped clock at once
 // all get the time of that moment, and start one ticker between them.
 func TestClockRestartOnce(t *testing.T) {
-	tc := newTestClock(1_000_000)
-	c := &tc.c
+	dr := newCoarseDriver(1_000_000)
+	c := &dr.c
 	c.acquire()
 	c.now()
 	for i := 0; i < 2*checkTicks; i++ {
-		tc.tick(t)
+		dr.tick(t)
 	}
-	tc.wantStopped(t, "unread")
-	tc.wall.Add(1000)
-	want := tc.wall.Load()
+	dr.wantStopped(t, "unread")
+	dr.wall.Add(1000)
+	want := dr.wall.Load()
 
 	const readers = 16
 	gate := make(chan struct{})
@@ -229,9 +231,9 @@ func TestClockRestartOnce(t *testing.T) {
 			t.Errorf("reader %d: now() = %d, want %d", g, v, want)
 		}
 	}
-	tc.wantState(t, "after the reads", clockRunning)
+	dr.wantState(t, "after the reads", clockRunning)
 	c.release() // waits for every ticker started
-	if s := tc.starts.Load(); s != 2 {
+	if s := dr.starts.Load(); s != 2 {
 		t.Fatalf("%d readers of a stopped clock started %d tickers, want 1", readers, s-1)
 	}
 }
@@ -244,8 +246,8 @@ func TestClockRestartOnce(t *testing.T) {
 // time older than the other's (TestClockConcurrentReaders saw a read 3
 // ticks behind so, under -race beside other packages' tests).
 func TestClockStopRacesRestart(t *testing.T) {
-	tc := newTestClock(1_000_000)
-	c := &tc.c
+	dr := newCoarseDriver(1_000_000)
+	c := &dr.c
 	var once atomic.Bool
 	restarted := make(chan struct{})
 	c.check = func(bool) {
@@ -257,7 +259,7 @@ func TestClockStopRacesRestart(t *testing.T) {
 	c.acquire()
 	c.now()
 	for i := 0; i < 2*checkTicks; i++ {
-		tc.tick(t)
+		dr.tick(t)
 	}
 	select {
 	case <-restarted:
@@ -265,21 +267,21 @@ func TestClockStopRacesRestart(t *testing.T) {
 		t.Fatalf("no check found the clock stopped in a minute after %d unread ticks", 2*checkTicks)
 	}
 	select {
-	case <-tc.stopped:
+	case <-dr.stopped:
 	case <-time.After(time.Minute):
-		t.Fatalf("the ticker that stopped the clock still runs a minute later, beside the one the read started (%d started, %d stopped)", tc.starts.Load(), tc.stops.Load())
+		t.Fatalf("the ticker that stopped the clock still runs a minute later, beside the one the read started (%d started, %d stopped)", dr.starts.Load(), dr.stops.Load())
 	}
-	tc.wantState(t, "after the restart", clockRunning)
-	tc.tick(t) // the new ticker takes it: it has started
-	tc.tick(t) // and has stored the tick before
-	if s, st := tc.starts.Load(), tc.stops.Load(); s != 2 || st != 1 {
+	dr.wantState(t, "after the restart", clockRunning)
+	dr.tick(t) // the new ticker takes it: it has started
+	dr.tick(t) // and has stored the tick before
+	if s, st := dr.starts.Load(), dr.stops.Load(); s != 2 || st != 1 {
 		t.Fatalf("%d tickers started, %d stopped: want 2 and 1", s, st)
 	}
-	if got, want := c.now(), tc.wall.Load()-1; got < want {
+	if got, want := c.now(), dr.wall.Load()-1; got < want {
 		t.Errorf("now() = %d after two ticks of the restarted clock, want at least %d", got, want)
 	}
 	c.release()
-	if s, st := tc.starts.Load(), tc.stops.Load(); s != st {
+	if s, st := dr.starts.Load(), dr.stops.Load(); s != st {
 		t.Fatalf("after release: %d tickers started, %d stopped", s, st)
 	}
 }
@@ -295,8 +297,8 @@ func TestClockConcurrentReaders(t *testing.T) {
 		rounds  = 5
 		reads   = 20_000
 	)
-	tc := newTestClock(1_000_000)
-	c := &tc.c
+	dr := newCoarseDriver(1_000_000)
+	c := &dr.c
 	c.acquire()
 	for r := 0; r < rounds; r++ {
 		var wg sync.WaitGroup
@@ -306,9 +308,9 @@ func TestClockConcurrentReaders(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for i := 0; i < reads; i++ {
-					lo := tc.wall.Load()
+					lo := dr.wall.Load()
 					v := c.now()
-					hi := tc.wall.Load()
+					hi := dr.wall.Load()
 					if v < lo-2 || v > hi {
 						errs <- fmt.Sprintf("round %d reader %d read %d: now() = %d, time was %d..%d", r, g, i, v, lo, hi)
 						return
@@ -320,9 +322,9 @@ func TestClockConcurrentReaders(t *testing.T) {
 		go func() { wg.Wait(); close(done) }()
 	reading:
 		for {
-			tc.wall.Add(1)
+			dr.wall.Add(1)
 			select {
-			case tc.ticks <- time.Time{}:
+			case dr.ticks <- time.Time{}:
 			case <-done:
 				break reading
 			}
@@ -332,25 +334,25 @@ func TestClockConcurrentReaders(t *testing.T) {
 			t.Error(e)
 		}
 		// Nobody reads: tick until the ticker stops.
-		for len(tc.stopped) > 0 {
-			<-tc.stopped
+		for len(dr.stopped) > 0 {
+			<-dr.stopped
 		}
-		if tc.state()&clockLive == 0 {
+		if dr.state()&clockLive == 0 {
 			continue
 		}
 	idle:
 		for {
-			tc.wall.Add(1)
+			dr.wall.Add(1)
 			select {
-			case tc.ticks <- time.Time{}:
-			case <-tc.stopped:
+			case dr.ticks <- time.Time{}:
+			case <-dr.stopped:
 				break idle
 			}
 		}
 	}
 	c.release()
-	t.Logf("%d rounds: %d tickers started", rounds, tc.starts.Load())
-	if s, st := tc.starts.Load(), tc.stops.Load(); s != st || s < rounds {
+	t.Logf("%d rounds: %d tickers started", rounds, dr.starts.Load())
+	if s, st := dr.starts.Load(), dr.stops.Load(); s != st || s < rounds {
 		t.Fatalf("%d tickers started, %d stopped: want as many stopped, and at least one a round (%d)", s, st, rounds)
 	}
 }

@@ -19,7 +19,7 @@ import (
 // nothing; a write that needs a new chunk moves the entry to the head; a
 // second chance moves a marked entry to the head.
 func TestKeysOrder(t *testing.T) {
-	d, c := specOpen(t, Options{Shards: 1})
+	d, c := openTest(t, Options{Shards: 1})
 	want := func(what string, keys ...string) {
 		t.Helper()
 		got, err := d.Keys(0)
@@ -56,14 +56,13 @@ func TestKeysOrder(t *testing.T) {
 	// An expired key is left out.
 	c.Advance(time.Hour)
 	want("after b and d expired", "a", "c")
-	specCheck(t, d)
 }
 
 // TestSecondChance fills a one-shard zone after reading some keys: the first
 // eviction passes over the keys read, moving them to the head of the
 // protected segment, and evicts the oldest key not read.
 func TestSecondChance(t *testing.T) {
-	d, _ := specOpen(t, Options{Size: specMinZone, Shards: 1})
+	d, _ := openTest(t, Options{Size: specMinZone, Shards: 1})
 	var keys []string
 	for i := 1; ; i++ {
 		if i > 100000 {
@@ -93,7 +92,6 @@ func TestSecondChance(t *testing.T) {
 		break
 	}
 	wantGetErr(t, d, specKey(3), ErrNotFound)
-	specCheck(t, d)
 }
 
 // TestMixedSizesEvict writes values of many sizes into a small zone, as a
@@ -105,7 +103,7 @@ func TestSecondChance(t *testing.T) {
 // 100,000 of these writes evicted thirty rounds of entries and still
 // failed with ErrNoMemory; with the tries, none to a few.
 func TestMixedSizesEvict(t *testing.T) {
-	d, _ := specOpen(t, Options{Size: 1 << 20})
+	d, _ := openTest(t, Options{Size: 1 << 20})
 	r := rand.New(rand.NewPCG(testutil.Seed(t), 1))
 	buf := make([]byte, 1040)
 	const writes = 100_000
@@ -124,7 +122,6 @@ func TestMixedSizesEvict(t *testing.T) {
 	if failed > 20 {
 		t.Errorf("%d of %d writes that may evict failed with ErrNoMemory, want at most 20", failed, writes)
 	}
-	specCheck(t, d)
 }
 
 // TestWriteOverOwnExpiredEntry writes a key, in a value of another size,
@@ -155,7 +152,7 @@ func TestWriteOverOwnExpiredEntry(t *testing.T) {
 	}
 	for _, w := range writes {
 		t.Run(w.name+"/beside-a-live-key", func(t *testing.T) {
-			d, c := specOpen(t, Options{Size: specMinZone, Shards: 1})
+			d, c := openTest(t, Options{Size: specMinZone, Shards: 1})
 			specSet(t, d, "live", big(6*page-200), 0, 0)
 			specSet(t, d, "k", big(6*page-200), time.Millisecond, 0)
 			c.Advance(time.Millisecond)
@@ -168,16 +165,14 @@ func TestWriteOverOwnExpiredEntry(t *testing.T) {
 			if st := d.Stats(); st.Evictions != 0 {
 				t.Errorf("Stats().Evictions = %d, want 0", st.Evictions)
 			}
-			specCheck(t, d)
 		})
 		t.Run(w.name+"/alone", func(t *testing.T) {
-			d, c := specOpen(t, Options{Size: specMinZone, Shards: 1})
+			d, c := openTest(t, Options{Size: specMinZone, Shards: 1})
 			specSet(t, d, "k", big(12*page), time.Millisecond, 0)
 			c.Advance(time.Millisecond)
 			if err := w.fn(d, big(6*page)); err != nil {
 				t.Errorf("%s(\"k\", 6 pages) over its expired 12 in an otherwise empty zone = %v, want <nil>", w.name, err)
 			}
-			specCheck(t, d)
 		})
 	}
 }

@@ -4,42 +4,33 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/shmzone/shmzone/internal/testutil"
 )
 
-// Test helpers shared by the package's tests: a fake clock, specOpen for a
-// zone in a temporary directory, and the specSet/wantGet/wantErr assertions.
-
-// specEpoch is where the fake clocks start: a fixed instant in the past, so a
-// TTL measured on a fake clock has long run out on the system clock.
-const specEpoch = int64(1_700_000_000_000)
+// Test helpers shared by the package's tests: openTest for a zone in a
+// temporary directory on a fake clock, checked and closed when the test
+// ends, and the specSet/wantGet/wantErr assertions. The external tests
+// (package dict_test) open theirs with internal/zonetest, which these
+// cannot import: it imports dict.
 
 // specMinZone is the smallest zone of one shard (shm.HeaderSize +
 // shm.MinShardSize): 14 slab pages of 4 KiB.
 const specMinZone = 4096 + 16*4096
 
-// specClock is a fake clock in Unix ms that only moves when told.
-type specClock struct{ ms atomic.Int64 }
-
-func newSpecClock() *specClock {
-	c := &specClock{}
-	c.ms.Store(specEpoch)
-	return c
-}
-
-func (c *specClock) Now() int64                { return c.ms.Load() }
-func (c *specClock) Advance(d time.Duration)   { c.ms.Add(int64(d / time.Millisecond)) }
-func (c *specClock) SetOffset(d time.Duration) { c.ms.Store(specEpoch + int64(d/time.Millisecond)) }
-
-// specOpen creates a zone in a temporary directory with a fake clock (unless
-// o.Clock is set) and 1 MiB unless o.Size is set; the Dict closes with the test.
-func specOpen(t *testing.T, o Options) (*Dict, *specClock) {
+// openTest creates a zone in a temporary directory on a fake clock, which
+// it returns (nil when o.Clock is set), of 1 MiB unless o.Size is set. When
+// the test ends the zone is checked, a Check error failing the test, and
+// the Dict closed; a test that closed the Dict itself is not checked. A
+// test that leaves its zone broken on purpose opens it with Open.
+func openTest(t *testing.T, o Options) (*Dict, *testutil.Clock) {
 	t.Helper()
-	c := newSpecClock()
+	var c *testutil.Clock
 	if o.Clock == nil {
-		o.Clock = c.Now
+		c = new(testutil.Clock)
+		o.Clock = c.UnixMilli
 	}
 	if o.Size == 0 {
 		o.Size = 1 << 20
@@ -48,10 +39,16 @@ func specOpen(t *testing.T, o Options) (*Dict, *specClock) {
 	if err != nil {
 		t.Fatalf("Open(%+v) = %v", o, err)
 	}
-	t.Cleanup(func() { d.Close() })
+	t.Cleanup(func() {
+		if err := d.Check(); err != nil && !errors.Is(err, ErrClosed) {
+			t.Errorf("Check() when the test ended = %v", err)
+		}
+		d.Close()
+	})
 	return d, c
 }
 
+// specCheck fails the test unless d is sound at this point of it.
 func specCheck(t *testing.T, d *Dict) {
 	t.Helper()
 	if err := d.Check(); err != nil {

@@ -5,28 +5,12 @@ import (
 	"crypto/sha256"
 	"errors"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
-
-// iterOpen creates a zone of size bytes and shards shards at a fixed time,
-// returning the Dict, its path and a pointer to its clock in Unix ms.
-func iterOpen(t *testing.T, size int64, shards int) (*Dict, string, *int64) {
-	t.Helper()
-	now := new(int64)
-	*now = 1_700_000_000_000
-	path := filepath.Join(t.TempDir(), "zone")
-	d, err := Open(path, Options{Size: size, Shards: shards, Clock: func() int64 { return *now }})
-	if err != nil {
-		t.Fatalf("Open = %v", err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return d, path, now
-}
 
 // scanAll returns what Scan reports, as text sorted by key.
 func scanAll(t *testing.T, d *Dict) []string {
@@ -49,7 +33,7 @@ func scanAll(t *testing.T, d *Dict) []string {
 }
 
 func TestScan(t *testing.T) {
-	d, _, now := iterOpen(t, 1<<20, 4)
+	d, c := openTest(t, Options{Size: 1 << 20, Shards: 4})
 	big := strings.Repeat("x", 3000) // larger than any first guess of the buffer
 	d.Set("b", String("hello"), 0, 7)
 	d.Set("bin", Bytes([]byte{0, 0xff, '\n'}), 0, 0)
@@ -62,7 +46,7 @@ func TestScan(t *testing.T) {
 	d.RPush("l", String("two"))
 	d.RPush("l", Bool(false))
 	d.Expire("l", time.Minute)
-	*now += 1000 // "gone" expires
+	c.Advance(time.Second) // "gone" expires
 
 	got := scanAll(t, d)
 	want := []string{
@@ -86,7 +70,7 @@ func TestScan(t *testing.T) {
 }
 
 func TestScanStops(t *testing.T) {
-	d, _, _ := iterOpen(t, 1<<20, 4)
+	d, _ := openTest(t, Options{Size: 1 << 20, Shards: 4})
 	for i := 0; i < 100; i++ {
 		d.Set("k"+string(rune('a'+i%26))+strconv.Itoa(i), Int(int64(i)), 0, 0)
 	}
@@ -102,7 +86,7 @@ func TestScanStops(t *testing.T) {
 // TestScanGrows writes more than the first shard's buffer holds into a later
 // shard, so that Scan must grow its buffer and copy again.
 func TestScanGrows(t *testing.T) {
-	d, _, _ := iterOpen(t, 1<<20, 2)
+	d, _ := openTest(t, Options{Size: 1 << 20, Shards: 2})
 	want := map[string]string{}
 	for i := 0; i < 300; i++ {
 		k := "key-" + strconv.Itoa(i)
@@ -132,7 +116,7 @@ func TestScanGrows(t *testing.T) {
 }
 
 func TestLRange(t *testing.T) {
-	d, _, now := iterOpen(t, 1<<20, 1)
+	d, c := openTest(t, Options{Size: 1 << 20, Shards: 1})
 	big := bytes.Repeat([]byte{0xfe}, 5000)
 	d.RPush("l", Int(1))
 	d.RPush("l", Float(0.5))
@@ -141,7 +125,7 @@ func TestLRange(t *testing.T) {
 	d.Set("v", Int(1), 0, 0)
 	d.RPush("short", Int(1))
 	d.Expire("short", time.Second)
-	*now += 1000
+	c.Advance(time.Second)
 
 	tests := []struct {
 		key  string
@@ -179,13 +163,14 @@ func TestLRange(t *testing.T) {
 // TestIterReadOnly reads a zone through a read-only view with Scan and
 // LRange, and checks that the file's bytes did not change.
 func TestIterReadOnly(t *testing.T) {
-	d, path, now := iterOpen(t, 1<<20, 2)
+	d, c := openTest(t, Options{Size: 1 << 20, Shards: 2})
+	path := d.Path()
 	d.Set("a", String("x"), time.Minute, 3)
 	d.RPush("l", String("y"))
 	d.Close()
 	before := fileSum(t, path)
 
-	ro, err := Open(path, Options{ReadOnly: true, Clock: func() int64 { return *now }})
+	ro, err := Open(path, Options{ReadOnly: true, Clock: c.UnixMilli})
 	if err != nil {
 		t.Fatalf("Open(ReadOnly) = %v", err)
 	}
@@ -214,7 +199,7 @@ func fileSum(t *testing.T, path string) [32]byte {
 
 // TestScanCorrupt breaks a shard's eviction queue: Scan reports ErrCorrupt.
 func TestScanCorrupt(t *testing.T) {
-	d, _, _ := iterOpen(t, 1<<20, 1)
+	d, _ := openTest(t, Options{Size: 1 << 20, Shards: 1})
 	d.Set("a", Int(1), 0, 0)
 	d.shards[0].hdr().QueueTail = 3 // misaligned: no entry starts there
 	if err := d.Scan(func(Item) bool { return true }); !errors.Is(err, ErrCorrupt) {
@@ -225,7 +210,7 @@ func TestScanCorrupt(t *testing.T) {
 // TestScanLockedAllocs proves that copying a shard out under its lock
 // allocates nothing once the buffer is large enough.
 func TestScanLockedAllocs(t *testing.T) {
-	d, _, _ := iterOpen(t, 1<<20, 1)
+	d, _ := openTest(t, Options{Size: 1 << 20, Shards: 1})
 	for i := 0; i < 50; i++ {
 		d.Set("k"+strconv.Itoa(i), String("value"), 0, 0)
 	}

@@ -140,7 +140,7 @@ type mdlRun struct {
 	cfg   mdlConfig
 	seed  uint64
 	r     *rand.Rand
-	clock *specClock
+	clock *testutil.Clock
 	d, ro *Dict
 	m     *mdlModel
 	keys  []string
@@ -176,19 +176,19 @@ func (h *mdlRun) note(op string, err error, extra ...string) {
 
 func mdlRunTest(t *testing.T, cfg mdlConfig, seed uint64) {
 	start := time.Now()
-	h := &mdlRun{t: t, cfg: cfg, seed: seed, r: rand.New(rand.NewPCG(seed, uint64(cfg.mode))), clock: newSpecClock(), outcomes: map[string]int{}}
+	h := &mdlRun{t: t, cfg: cfg, seed: seed, r: rand.New(rand.NewPCG(seed, uint64(cfg.mode))), clock: new(testutil.Clock), outcomes: map[string]int{}}
 	path := filepath.Join(t.TempDir(), "zone")
 	var err error
-	h.d = openSeeded(t, path, Options{Size: cfg.size, Shards: cfg.shards, Clock: h.clock.Now}, h.r.Uint64())
+	h.d = openSeeded(t, path, Options{Size: cfg.size, Shards: cfg.shards, Clock: h.clock.UnixMilli}, h.r.Uint64())
 	defer h.d.Close()
-	h.ro, err = Open(path, Options{ReadOnly: true, Clock: h.clock.Now})
+	h.ro, err = Open(path, Options{ReadOnly: true, Clock: h.clock.UnixMilli})
 	if err != nil {
 		t.Fatalf("Open(ReadOnly) = %v", err)
 	}
 	defer h.ro.Close()
 	n := len(h.d.shards)
 	h.m = &mdlModel{
-		now:         h.clock.Now,
+		now:         h.clock.UnixMilli,
 		entries:     map[string]*mdlEntry{},
 		queues:      make([]*list.List, n),
 		protTail:    make([]*mdlEntry, n),

@@ -60,9 +60,6 @@ func TestMoveToWriterPages(t *testing.T) {
 	if st := a.Stats(); st.Entries != keys || st.Moves != keys {
 		t.Fatalf("Stats() = %+v, want %d entries, each moved once", st, keys)
 	}
-	if err := a.Check(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestMoveBoundedOnSharedKey: a key that two processes write in turn moves
@@ -97,9 +94,6 @@ func TestMoveBoundedOnSharedKey(t *testing.T) {
 		t.Fatalf("Stats().Moves = %d over %d ms of increments in turn, want 2: once each way", m, ms+1)
 	}
 	wantGet(t, a, "hot", Int(int64(n)), 0)
-	if err := a.Check(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestMoveNeedsRoom: in a zone with no free page, or with no more free
@@ -165,9 +159,6 @@ func TestMoveNeedsRoom(t *testing.T) {
 			if m := a.Stats().Moves; m != 0 || s.slab.FreePages() != free {
 				t.Fatalf("Stats().Moves = %d and %d free pages, was %d: want no move", m, s.slab.FreePages(), free)
 			}
-			if err := a.Check(); err != nil {
-				t.Fatal(err)
-			}
 		})
 	}
 }
@@ -206,8 +197,5 @@ func TestMoveLeavesRunEntries(t *testing.T) {
 	}
 	if v, _, err := b.Get("n"); err != nil || v.Int() != 640 {
 		t.Errorf("Get(\"n\") = %v, %v; want 640", v, err)
-	}
-	if err := b.Check(); err != nil {
-		t.Fatal(err)
 	}
 }

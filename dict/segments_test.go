@@ -34,7 +34,7 @@ func fill(t *testing.T, d *Dict, prefix string) int {
 // read again survives the flood, which evicts only keys of its own and the
 // keys never read again.
 func TestFloodKeepsUsedKeys(t *testing.T) {
-	d, _ := specOpen(t, Options{Size: specMinZone, Shards: 1})
+	d, _ := openTest(t, Options{Size: specMinZone, Shards: 1})
 	n := fill(t, d, "old")
 	used := map[string]bool{}
 	for i := 0; i < n; i += 3 {
@@ -73,7 +73,6 @@ func TestFloodKeepsUsedKeys(t *testing.T) {
 	if int64(st.Lost) > st.Protected-int64(len(used)) {
 		t.Errorf("Stats().Lost = %d, want 0: no evicted key came back", st.Lost)
 	}
-	specCheck(t, d)
 }
 
 // TestProtectedSegmentBounded reads every key of a full zone again and
@@ -81,7 +80,7 @@ func TestFloodKeepsUsedKeys(t *testing.T) {
 // seven eighths of the entries, so new keys can still prove themselves,
 // and keys read on every round outlive those read once.
 func TestProtectedSegmentBounded(t *testing.T) {
-	d, _ := specOpen(t, Options{Size: specMinZone, Shards: 1})
+	d, _ := openTest(t, Options{Size: specMinZone, Shards: 1})
 	n := fill(t, d, "k")
 	for round := 0; round < 20; round++ {
 		for i := 0; i < n; i++ {
@@ -109,7 +108,7 @@ func TestProtectedSegmentBounded(t *testing.T) {
 // out. Written again, each key takes its slot back in place, protected
 // still, and outlives the next flood.
 func TestExpiredProtectedKept(t *testing.T) {
-	d, c := specOpen(t, Options{Size: specMinZone, Shards: 1})
+	d, c := openTest(t, Options{Size: specMinZone, Shards: 1})
 	n := fill(t, d, "k")
 	var keys []string
 	for i := 0; i < n; i += 2 {
@@ -166,7 +165,6 @@ func TestExpiredProtectedKept(t *testing.T) {
 	if int64(kept) < protected {
 		t.Errorf("%d of the keys written again outlived a flood, want the %d protected", kept, protected)
 	}
-	specCheck(t, d)
 }
 
 // TestLost evicts keys while live and brings them back: Outcome.Lost and
@@ -176,7 +174,7 @@ func TestExpiredProtectedKept(t *testing.T) {
 // expiry among them, so b, whose entry lives a second, is evicted a
 // generation before a and c.
 func TestLost(t *testing.T) {
-	d, c := specOpen(t, Options{Size: specMinZone, Shards: 1})
+	d, c := openTest(t, Options{Size: specMinZone, Shards: 1})
 	store := func(k string, ttl time.Duration) Outcome {
 		t.Helper()
 		out, err := d.UpdateOutcome(k, func(Value, bool) (Value, time.Duration, bool) { return Int(1), ttl, true })
@@ -228,14 +226,13 @@ func TestLost(t *testing.T) {
 	if out := store("a", 0); out.Lost {
 		t.Error("a, deleted and stored again: Lost again")
 	}
-	specCheck(t, d)
 }
 
 // TestLostForgetsOldTraces evicts more live keys than a shard keeps traces
 // of: the oldest come back unreported (Lost errs toward false), the newest
 // are reported.
 func TestLostForgetsOldTraces(t *testing.T) {
-	d, _ := specOpen(t, Options{Size: specMinZone, Shards: 1})
+	d, _ := openTest(t, Options{Size: specMinZone, Shards: 1})
 	slots := len(d.shards[0].traces)
 	n := fill(t, d, "k") // k0 was evicted by the last Set
 	for i := 1; i < n+slots; i++ {
@@ -258,7 +255,6 @@ func TestLostForgetsOldTraces(t *testing.T) {
 	if lost > slots/traceBucket {
 		t.Errorf("%d of %d evicted keys reported Lost on their return after %d other evictions, want few: the shard keeps %d traces", lost, n, n+slots, slots)
 	}
-	specCheck(t, d)
 }
 
 // TestCheckSettlesDeadWriter leaves an entry as an entry writer killed
@@ -266,7 +262,7 @@ func TestLostForgetsOldTraces(t *testing.T) {
 // writable Check drops it, as the key's next write would, and reports
 // nothing, where it used to report the entry as invalid.
 func TestCheckSettlesDeadWriter(t *testing.T) {
-	d, _ := specOpen(t, Options{Size: specMinZone, Shards: 1})
+	d, _ := openTest(t, Options{Size: specMinZone, Shards: 1})
 	specSet(t, d, "dead", Int(1), 0, 0)
 	specSet(t, d, "alive", Int(2), 0, 0)
 	s := &d.shards[0]

@@ -13,7 +13,7 @@ import (
 // opens a read-only view of it with lock timeout timeout and d's clock.
 func snapOpen(t *testing.T, timeout time.Duration) (d, ro *Dict) {
 	t.Helper()
-	d, path, now := iterOpen(t, 1<<20, 1)
+	d, c := openTest(t, Options{Size: 1 << 20, Shards: 1})
 	d.Set("b", String("hello"), 0, 7)
 	d.Set("i", Int(-42), 0, 0)
 	d.Set("f", Float(2.5), 0, 0)
@@ -21,7 +21,7 @@ func snapOpen(t *testing.T, timeout time.Duration) (d, ro *Dict) {
 	d.Set("m", String(strings.Repeat("m", 16)), 0, 0)
 	d.RPush("l", Int(1))
 	d.RPush("l", String("two"))
-	ro, err := Open(path, Options{ReadOnly: true, LockTimeout: timeout, Clock: func() int64 { return *now }})
+	ro, err := Open(d.Path(), Options{ReadOnly: true, LockTimeout: timeout, Clock: c.UnixMilli})
 	if err != nil {
 		t.Fatalf("Open(ReadOnly) = %v", err)
 	}
@@ -85,11 +85,9 @@ func TestReadOnlyDeadHolder(t *testing.T) {
 	if el := time.Since(start); el >= time.Minute { // the view's lock timeout
 		t.Errorf("read-only Check, Keys and Scan took %v: they waited for a dead holder", el)
 	}
+	// Undone, the shard is sound again: openTest checks it at the end.
 	atomic.AddUint64(&s.h.Seq, 1)
 	atomic.StoreUint64(&s.h.Lock, 0)
-	if err := d.Check(); err != nil {
-		t.Errorf("Check() = %v", err)
-	}
 }
 
 // TestReadOnlyLiveHolder: a shard whose lock a live process keeps is busy

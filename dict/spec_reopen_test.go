@@ -44,9 +44,9 @@ func specDump(d *Dict) (string, error) {
 }
 
 func specEx21(t *testing.T) {
-	c := newSpecClock()
+	c := new(testutil.Clock)
 	path := filepath.Join(t.TempDir(), "zone")
-	d, err := Open(path, Options{Size: 1 << 20, Clock: c.Now})
+	d, err := Open(path, Options{Size: 1 << 20, Clock: c.UnixMilli})
 	if err != nil {
 		t.Fatalf("Open = %v", err)
 	}
@@ -82,7 +82,7 @@ func specEx21(t *testing.T) {
 	}, "\n") + "\n"
 
 	// Reopened in this process, with the same clock.
-	d, err = Open(path, Options{Clock: c.Now})
+	d, err = Open(path, Options{Clock: c.UnixMilli})
 	if err != nil {
 		t.Fatalf("reopen = %v", err)
 	}

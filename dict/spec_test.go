@@ -46,14 +46,13 @@ func TestSpecExamples(t *testing.T) {
 }
 
 func specEx1(t *testing.T) {
-	d, _ := specOpen(t, Options{})
+	d, _ := openTest(t, Options{})
 	specSet(t, d, "foo", Int(32), 0, 0)
 	wantGet(t, d, "foo", Int(32), 0)
-	specCheck(t, d)
 }
 
 func specEx2(t *testing.T) {
-	d, _ := specOpen(t, Options{})
+	d, _ := openTest(t, Options{})
 	specSet(t, d, "baz", Float(1.28), 0, 0)
 	specSet(t, d, "baz", Float(3.96), 0, 0)
 	wantGet(t, d, "baz", Float(3.96), 0)
@@ -61,11 +60,10 @@ func specEx2(t *testing.T) {
 	if v.Float() != 3.96 || v.Kind() != KindFloat {
 		t.Fatalf("Get(\"baz\").Float() = %v (%s), want 3.96 (float)", v.Float(), v.Kind())
 	}
-	specCheck(t, d)
 }
 
 func specEx3(t *testing.T) {
-	d, _ := specOpen(t, Options{})
+	d, _ := openTest(t, Options{})
 	specSet(t, d, "t", Bool(true), 0, 0)
 	specSet(t, d, "f", Bool(false), 0, 0)
 	wantGet(t, d, "t", Bool(true), 0)
@@ -73,16 +71,14 @@ func specEx3(t *testing.T) {
 	if v, _, _ := d.Get("f"); v.Bool() || v.Kind() != KindBool {
 		t.Fatalf("Get(\"f\") = %v (%s), want false (bool)", v.Bool(), v.Kind())
 	}
-	specCheck(t, d)
 }
 
 func specEx4(t *testing.T) {
-	d, _ := specOpen(t, Options{})
+	d, _ := openTest(t, Options{})
 	for _, s := range []string{"hello", "hello, world", "hello", strings.Repeat("x", 3000), "hello"} {
 		specSet(t, d, "k", String(s), 0, 0)
 		wantGet(t, d, "k", String(s), 0)
 	}
-	specCheck(t, d)
 }
 
 func specEx5(t *testing.T) {
@@ -90,17 +86,16 @@ func specEx5(t *testing.T) {
 	// going back before the expiry finds the value again).
 	for _, order := range [][]int{{9, 10, 11}, {11, 10, 9}} {
 		t.Run(fmt.Sprint(order), func(t *testing.T) {
-			d, c := specOpen(t, Options{})
+			d, c := openTest(t, Options{})
 			specSet(t, d, "foo", Int(32), 10*time.Millisecond, 0)
 			for _, at := range order {
-				c.SetOffset(time.Duration(at) * time.Millisecond)
+				c.Set(time.Duration(at) * time.Millisecond)
 				if at < 10 {
 					wantGet(t, d, "foo", Int(32), 0)
 				} else {
 					wantGetErr(t, d, "foo", ErrNotFound)
 				}
 			}
-			specCheck(t, d)
 		})
 	}
 }
@@ -108,7 +103,7 @@ func specEx5(t *testing.T) {
 func specEx6(t *testing.T) {
 	for _, read := range []bool{false, true} {
 		t.Run(fmt.Sprintf("read-key1=%v", read), func(t *testing.T) {
-			d, _ := specOpen(t, Options{Size: specMinZone, Shards: 1})
+			d, _ := openTest(t, Options{Size: specMinZone, Shards: 1})
 			for i := 1; ; i++ {
 				if i > 100000 {
 					t.Fatalf("no forcible Set after %d keys", i)
@@ -138,22 +133,20 @@ func specEx6(t *testing.T) {
 				t.Logf("first forcible Set at key %d", i)
 				break
 			}
-			specCheck(t, d)
 		})
 	}
 }
 
 func specEx7(t *testing.T) {
-	d, _ := specOpen(t, Options{})
+	d, _ := openTest(t, Options{})
 	wantGetErr(t, d, "never", ErrNotFound)
 	if _, _, stale, err := d.GetStale("never"); !errors.Is(err, ErrNotFound) || stale {
 		t.Fatalf("GetStale(\"never\") stale %v, %v; want false, %v", stale, err, ErrNotFound)
 	}
-	specCheck(t, d)
 }
 
 func specEx8(t *testing.T) {
-	d, _ := specOpen(t, Options{Size: specMinZone, Shards: 1})
+	d, _ := openTest(t, Options{Size: specMinZone, Shards: 1})
 	for _, n := range []int{int(d.Capacity()) + 1, d.maxEntry} {
 		big := Bytes(make([]byte, n))
 		if forcible, err := d.Set("big", big, 0, 0); !errors.Is(err, ErrValueTooLarge) || forcible {
@@ -186,11 +179,10 @@ func specEx8(t *testing.T) {
 	}
 	wantGetErr(t, d, "a", ErrNotFound)
 	wantGet(t, d, "b", old, 0)
-	specCheck(t, d)
 }
 
 func specEx9(t *testing.T) {
-	d, _ := specOpen(t, Options{Size: 1 << 20, Shards: 1})
+	d, _ := openTest(t, Options{Size: 1 << 20, Shards: 1})
 	long := strings.Repeat("k", MaxKeyLen)
 	specSet(t, d, long, Int(1), 0, 0)
 	wantGet(t, d, long, Int(1), 0)
@@ -213,11 +205,10 @@ func specEx9(t *testing.T) {
 	for _, op := range specKeyOps {
 		wantErr(t, op.name+"(65536-byte key)", op.fn(d, tooLong), ErrKeyTooLong)
 	}
-	specCheck(t, d)
 }
 
 func specEx10(t *testing.T) {
-	d, c := specOpen(t, Options{})
+	d, c := openTest(t, Options{})
 	specSet(t, d, "foo", Int(32), 0, 1)
 	if forcible, err := d.Add("foo", Int(64), 0, 2); !errors.Is(err, ErrExists) || forcible {
 		t.Fatalf("Add(\"foo\") on a live key = %v, %v; want false, %v", forcible, err, ErrExists)
@@ -233,11 +224,10 @@ func specEx10(t *testing.T) {
 		t.Fatalf("Add(\"exp\") on an expired key = %v", err)
 	}
 	wantGet(t, d, "exp", String("new"), 0)
-	specCheck(t, d)
 }
 
 func specEx11(t *testing.T) {
-	d, c := specOpen(t, Options{})
+	d, c := openTest(t, Options{})
 	if _, err := d.Replace("foo", Int(1), 0, 0); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Replace(\"foo\") on an absent key = %v, want %v", err, ErrNotFound)
 	}
@@ -254,11 +244,10 @@ func specEx11(t *testing.T) {
 		t.Fatalf("Replace(\"foo\", \"bar\") on a live int = %v", err)
 	}
 	wantGet(t, d, "foo", String("bar"), 5)
-	specCheck(t, d)
 }
 
 func specEx12(t *testing.T) {
-	d, _ := specOpen(t, Options{})
+	d, _ := openTest(t, Options{})
 	specSet(t, d, "foo", Int(32), 0, 0)
 	if n, err := d.Incr("foo", 10502); n != 10534 || err != nil {
 		t.Fatalf("Incr(\"foo\", 10502) = %d, %v; want 10534, <nil>", n, err)
@@ -277,18 +266,16 @@ func specEx12(t *testing.T) {
 	if _, err := d.Incr("s", 1); !errors.Is(err, ErrNotNumber) {
 		t.Fatalf("Incr(\"s\", 1) on bytes = %v, want %v", err, ErrNotNumber)
 	}
-	specCheck(t, d)
 }
 
 func specEx13(t *testing.T) {
-	d, _ := specOpen(t, Options{})
+	d, _ := openTest(t, Options{})
 	specSet(t, d, "foo", Int(32), 0, 199)
 	wantGet(t, d, "foo", Int(32), 199)
-	specCheck(t, d)
 }
 
 func specEx14(t *testing.T) {
-	d, _ := specOpen(t, Options{Size: 1 << 20})
+	d, _ := openTest(t, Options{Size: 1 << 20})
 	empty := d.FreeSpace()
 	if empty <= 0 || empty > d.Capacity() {
 		t.Fatalf("FreeSpace() of an empty zone = %d, capacity %d", empty, d.Capacity())
@@ -330,11 +317,10 @@ func specEx14(t *testing.T) {
 	if n := d.Stats().Entries; n != 0 {
 		t.Fatalf("Stats().Entries after FlushAll = %d, want 0", n)
 	}
-	specCheck(t, d)
 }
 
 func specEx15(t *testing.T) {
-	d, c := specOpen(t, Options{})
+	d, c := openTest(t, Options{})
 	specSet(t, d, "1s", Int(1), time.Second, 0)
 	specSet(t, d, "never", Int(2), 0, 0)
 	specSet(t, d, "100s", Int(3), 100*time.Second, 0)
@@ -378,11 +364,10 @@ func specEx15(t *testing.T) {
 	if n := d.Stats().Entries; n != 2 {
 		t.Fatalf("Stats().Entries = %d, want 2", n)
 	}
-	specCheck(t, d)
 }
 
 func specEx16(t *testing.T) {
-	d, c := specOpen(t, Options{Size: 1 << 20})
+	d, c := openTest(t, Options{Size: 1 << 20})
 	want := make([]string, 2048)
 	for i := range want {
 		want[i] = specKey(i)
@@ -408,11 +393,10 @@ func specEx16(t *testing.T) {
 	if keys, err := d.Keys(0); err != nil || len(keys) != 0 {
 		t.Fatalf("Keys(0) with every key expired = %d keys, %v; want 0", len(keys), err)
 	}
-	specCheck(t, d)
 }
 
 func specEx17(t *testing.T) {
-	d, _ := specOpen(t, Options{Size: specMinZone, Shards: 1})
+	d, _ := openTest(t, Options{Size: specMinZone, Shards: 1})
 	fill := func(name string, op func(string, Value) error) int {
 		for i := 0; ; i++ {
 			if i > 100000 {
@@ -454,11 +438,10 @@ func specEx17(t *testing.T) {
 	}
 	wantErr(t, fmt.Sprintf("second SafeAdd(%q)", specKey(0)), d.SafeAdd(specKey(0), Int(0), 0, 0), ErrExists)
 	wantGet(t, d, specKey(0), Int(0), 0)
-	specCheck(t, d)
 }
 
 func specEx18(t *testing.T) {
-	d, c := specOpen(t, Options{})
+	d, c := openTest(t, Options{})
 	specSet(t, d, "foo", Int(32), 0, 9)
 	if n, forcible, err := d.IncrInit("foo", 10502, 1, 0); n != 10534 || forcible || err != nil {
 		t.Fatalf("IncrInit(\"foo\", 10502, 1, 0) on 32 = %d, %v, %v; want 10534, false, <nil>", n, forcible, err)
@@ -493,20 +476,18 @@ func specEx18(t *testing.T) {
 		t.Fatalf("IncrInit(\"s\") on bytes = %v, want %v", err, ErrNotNumber)
 	}
 	wantGet(t, d, "s", String("x"), 0)
-	specCheck(t, d)
 }
 
 func specEx19(t *testing.T) {
-	d, _ := specOpen(t, Options{})
+	d, _ := openTest(t, Options{})
 	if _, _, err := d.IncrInit("k", 1, 0, -1); !errors.Is(err, ErrBadTTL) {
 		t.Fatalf("IncrInit(\"k\", 1, 0, -1) = %v, want %v", err, ErrBadTTL)
 	}
 	wantGetErr(t, d, "k", ErrNotFound)
-	specCheck(t, d)
 }
 
 func specEx20(t *testing.T) {
-	d, _ := specOpen(t, Options{Shards: 1})
+	d, _ := openTest(t, Options{Shards: 1})
 	for i := int64(1); i <= 3; i++ {
 		if n, err := d.LPush("l", Int(i)); n != int(i) || err != nil {
 			t.Fatalf("LPush(\"l\", %d) = %d, %v; want %d, <nil>", i, n, err, i)
@@ -576,5 +557,4 @@ func specEx20(t *testing.T) {
 	if _, err := d.LPop("mixed"); !errors.Is(err, ErrNotList) {
 		t.Fatalf("LPop(\"mixed\") after Set = %v, want %v", err, ErrNotList)
 	}
-	specCheck(t, d)
 }

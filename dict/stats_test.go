@@ -171,14 +171,8 @@ func TestStatsCountsExact(t *testing.T) {
 // counting Dict's by less than tallyFlush counts of a kind on a page of
 // entries: a hot key's counts reach the zone as they are made.
 func TestStatsBehindBounded(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "stats.zone")
-	now := int64(1e12)
-	d, err := Open(path, Options{Size: 1 << 20, Shards: 1, Clock: func() int64 { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	other, err := Open(path, Options{ReadOnly: true})
+	d, _ := openTest(t, Options{Shards: 1})
+	other, err := Open(d.Path(), Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

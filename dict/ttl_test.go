@@ -3,16 +3,17 @@ package dict
 import (
 	"errors"
 	"math"
-	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/shmzone/shmzone/internal/testutil"
 )
 
 // Tests of expiry: GetStale on expired keys (also against a concurrent
 // writer), and Expire and TTL.
 
 func TestGetStale(t *testing.T) {
-	d, c := specOpen(t, Options{})
+	d, c := openTest(t, Options{})
 	specSet(t, d, "k", String("old"), 10*time.Millisecond, 6)
 	if v, f, stale, err := d.GetStale("k"); err != nil || stale || v.String() != "old" || f != 6 {
 		t.Fatalf("GetStale(\"k\") live = %v, %d, %v, %v; want old, 6, false, <nil>", v, f, stale, err)
@@ -41,11 +42,10 @@ func TestGetStale(t *testing.T) {
 	if v, f, stale, err := d.GetStale("l"); !errors.Is(err, ErrIsList) || stale || v.Kind() != KindNone || f != 0 {
 		t.Fatalf("GetStale(\"l\") of an expired list = %s, %d, stale %v, %v; want none, 0, false, %v", v.Kind(), f, stale, err, ErrIsList)
 	}
-	specCheck(t, d)
 }
 
 func TestExpireTTL(t *testing.T) {
-	d, c := specOpen(t, Options{})
+	d, c := openTest(t, Options{})
 	specSet(t, d, "never", Int(1), 0, 0)
 	if ttl, err := d.TTL("never"); ttl != 0 || err != nil {
 		t.Fatalf("TTL(\"never\") = %v, %v; want 0, <nil>", ttl, err)
@@ -116,7 +116,6 @@ func TestExpireTTL(t *testing.T) {
 	if ttl, err := d.TTL("l"); ttl != 0 || err != nil {
 		t.Fatalf("TTL(\"l\") of a fresh list = %v, %v; want 0, <nil>", ttl, err)
 	}
-	specCheck(t, d)
 }
 
 // TestLongestTTL sets the longest TTLs a time.Duration holds, with Set,
@@ -126,7 +125,7 @@ func TestExpireTTL(t *testing.T) {
 // whole milliseconds once wrapped there: the entry's expiry became the
 // year 2527 and TTL read back -709599h27m9.29s.
 func TestLongestTTL(t *testing.T) {
-	d, _ := specOpen(t, Options{})
+	d, _ := openTest(t, Options{})
 	const longest = time.Duration(maxTTLMs) * time.Millisecond
 	for _, c := range []struct{ ttl, want time.Duration }{
 		{math.MaxInt64, longest},
@@ -162,7 +161,6 @@ func TestLongestTTL(t *testing.T) {
 			t.Fatalf("Scan = %v after %d items, want <nil> after 2", err, n)
 		}
 	}
-	specCheck(t, d)
 }
 
 // TestGetStaleRetry reads a key that another Dict on the same zone keeps
@@ -171,16 +169,10 @@ func TestLongestTTL(t *testing.T) {
 // passes (the first sizes the buffer), and the stale mark of the first must
 // not leak into the second.
 func TestGetStaleRetry(t *testing.T) {
-	now := newSpecClock()
-	behind := newSpecClock()
+	r, _ := openTest(t, Options{})
+	behind := new(testutil.Clock)
 	behind.Advance(-time.Hour)
-	path := filepath.Join(t.TempDir(), "zone")
-	r, err := Open(path, Options{Size: 1 << 20, Clock: now.Now})
-	if err != nil {
-		t.Fatalf("Open = %v", err)
-	}
-	defer r.Close()
-	w, err := Open(path, Options{Clock: behind.Now})
+	w, err := Open(r.Path(), Options{Clock: behind.UnixMilli})
 	if err != nil {
 		t.Fatalf("Open = %v", err)
 	}
@@ -208,5 +200,4 @@ func TestGetStaleRetry(t *testing.T) {
 			t.Fatalf("GetStale(\"k\") = %q, stale %v (read %d)", v.String(), stale, i)
 		}
 	}
-	specCheck(t, r)
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 // TestHotPathsAllocateNothing proves invariant I6 with AllocsPerRun.
@@ -11,7 +14,7 @@ func TestHotPathsAllocateNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector makes sync.Pool drop buffers")
 	}
-	d, clk := newDict(t)
+	d, clk := zonetest.Open(t, dict.Options{})
 	ctx := context.Background()
 	req, _ := NewReq(d, "t", 1, 1e6) // a state that lasts: Uncommit finds it
 	count, _ := NewCount(d, "t", 1<<40, time.Hour)
@@ -96,7 +99,7 @@ func TestHotPathsAllocateNothing(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var err error
 			allocs := testing.AllocsPerRun(1000, func() {
-				clk.at(clk.off.Load() + 1)
+				clk.Advance(time.Millisecond)
 				if e := tt.fn(); e != nil {
 					err = e
 				}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/testutil"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 // costProcsCap is the most every kind of costLimiter admits at once.
@@ -47,11 +48,7 @@ func TestCostAcrossProcesses(t *testing.T) {
 	for _, kind := range []string{"req", "count", "sliding", "gcra", "conn", "lconn"} {
 		t.Run(kind, func(t *testing.T) {
 			path := testutil.TempZone(t)
-			d, err := dict.Open(path, dict.Options{Size: 4 << 20, Clock: func() int64 { return t0 }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
+			d, _ := zonetest.OpenAt(t, path, dict.Options{Size: 4 << 20}) // its clock stands at t0, as the helpers' do
 			g := testutil.NewGate(t)
 			var admitted, charged atomic.Int64
 			ps := make([]*testutil.Proc, procs)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/testutil"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 // costed is a limiter of the cost and reset tests.
@@ -48,8 +49,8 @@ func TestCostIsRequestsAtOnce(t *testing.T) {
 		}
 		t.Run(k.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
-			clk := new(fakeClock)
-			da, db := newDictClock(t, clk), newDictClock(t, clk)
+			da, clk := zonetest.Open(t, dict.Options{})
+			db, _ := zonetest.Open(t, dict.Options{Clock: clk.UnixMilli})
 			a, err := k.build(da)
 			if err != nil {
 				t.Fatal(err)
@@ -59,7 +60,7 @@ func TestCostIsRequestsAtOnce(t *testing.T) {
 			now := int64(0)
 			for i := range 3000 {
 				now += int64(r.IntN(300))
-				clk.at(now)
+				clk.SetMilli(now)
 				n := 1 + r.Int64N(k.most)
 				if r.IntN(5) == 0 {
 					errA := a.UncommitN(ctx, "k", n)
@@ -199,14 +200,14 @@ func TestCostVectors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, clk := newDict(t)
+			d, clk := zonetest.Open(t, dict.Options{})
 			l, err := tt.build(d)
 			if err != nil {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
 			for i, s := range tt.steps {
-				clk.at(s.at)
+				clk.SetMilli(s.at)
 				if s.op == "uncommit" {
 					if err := l.UncommitN(ctx, "k", s.n); !errors.Is(err, s.err) {
 						t.Fatalf("step %d: UncommitN(%d) = %v, want %v", i+1, s.n, err, s.err)
@@ -230,7 +231,7 @@ func TestCostVectors(t *testing.T) {
 // TestLeasedConnCost: a leased Conn's holder takes n slots, and gives back
 // only the slots it holds.
 func TestLeasedConnCost(t *testing.T) {
-	d, _ := newDict(t)
+	d, _ := zonetest.Open(t, dict.Options{})
 	ctx := context.Background()
 	a, _ := NewLeasedConn(d, "t", 3, 0, 0, time.Minute)
 	b, _ := NewLeasedConn(d, "t", 3, 0, 0, time.Minute)
@@ -262,7 +263,7 @@ func TestHostileCost(t *testing.T) {
 	ctx := context.Background()
 	for _, k := range costKinds {
 		t.Run(k.name, func(t *testing.T) {
-			d, _ := newDict(t)
+			d, _ := zonetest.Open(t, dict.Options{})
 			l, err := k.build(d)
 			if err != nil {
 				t.Fatal(err)
@@ -309,7 +310,7 @@ func TestHostileCost(t *testing.T) {
 // TestConnLeavingAfterSetMax: a request of a cost above a max lowered
 // while it ran still leaves all its slots.
 func TestConnLeavingAfterSetMax(t *testing.T) {
-	d, _ := newDict(t)
+	d, _ := zonetest.Open(t, dict.Options{})
 	ctx := context.Background()
 	for _, leased := range []bool{false, true} {
 		c, _ := NewConn(d, "p", 10, 0, 0)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 // Stats.Evicted counts a decision when, and only when, the key's state had
@@ -60,9 +61,8 @@ type lossResult struct {
 // held client did.
 func evictedRun(t *testing.T, p lossPlan) lossResult {
 	t.Helper()
-	clk := new(fakeClock)
-	small := openZone(t, p.zone, clk)
-	big := openZone(t, twinZoneSize, clk)
+	small, clk := zonetest.Open(t, dict.Options{Size: p.zone})
+	big, _ := zonetest.Open(t, dict.Options{Size: twinZoneSize, Clock: clk.UnixMilli})
 	newReq := func(d *dict.Dict) *Req {
 		l, err := NewReq(d, floodName, lossRate, 0)
 		if err != nil {
@@ -92,7 +92,7 @@ func evictedRun(t *testing.T, p lossPlan) lossResult {
 	kb := make([]byte, 0, 40)
 	floodKeys := 0
 	for at := int64(0); at < p.span; at++ {
-		clk.at(at)
+		clk.SetMilli(at)
 		m := at % floodTick
 		paused := at >= p.pauseAt && at < p.pauseAt+p.pause
 		if paused && at == p.pauseAt+p.pause-1 {

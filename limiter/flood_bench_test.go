@@ -4,6 +4,9 @@ import (
 	"context"
 	"sync"
 	"testing"
+
+	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 // floodBenchKeys are the flood's keys for BenchmarkFlood: 2^18 of them,
@@ -35,8 +38,7 @@ func BenchmarkFlood(b *testing.B) {
 					flood = 5000 / floodTick
 				}
 				keys := floodBenchKeys()
-				clk := new(fakeClock)
-				d := openZone(b, floodFullPlan.zone, clk)
+				d, clk := zonetest.Open(b, dict.Options{Size: floodFullPlan.zone})
 				l, err := k.new(d)
 				if err != nil {
 					b.Fatal(err)
@@ -48,14 +50,14 @@ func BenchmarkFlood(b *testing.B) {
 				ctx := context.Background()
 				at := int64(0)
 				for ; at < floodFullPlan.warm; at++ {
-					clk.at(at)
+					clk.SetMilli(at)
 					for j := range perMs {
 						if _, err := l.Incoming(ctx, hk[int(at%floodTick)*perMs+j], true); err != nil {
 							b.Fatal(err)
 						}
 					}
 				}
-				clk.at(at)
+				clk.SetMilli(at)
 				ev := d.Stats().Evictions
 				j, f := 0, 0
 				b.ReportAllocs()
@@ -64,7 +66,7 @@ func BenchmarkFlood(b *testing.B) {
 					if j == perMs+flood {
 						j = 0
 						at++
-						clk.at(at)
+						clk.SetMilli(at)
 					}
 					key := ""
 					if j < perMs {

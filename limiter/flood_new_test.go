@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"testing"
+
+	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 // New clients under a key flood: clients whose first request comes after
@@ -50,9 +53,8 @@ func (r newResult) worst() (client, over int) {
 // runNewClients plays p with kind k.
 func runNewClients(t *testing.T, k floodKind, p newPlan) newResult {
 	t.Helper()
-	clk := new(fakeClock)
-	small := openZone(t, p.zone, clk)
-	big := openZone(t, twinZoneSize, clk)
+	small, clk := zonetest.Open(t, dict.Options{Size: p.zone})
+	big, _ := zonetest.Open(t, dict.Options{Size: twinZoneSize, Clock: clk.UnixMilli})
 	clients, err1 := k.new(small)
 	flood, err2 := k.new(small)
 	twin, err3 := k.new(big)
@@ -80,7 +82,7 @@ func runNewClients(t *testing.T, k floodKind, p newPlan) newResult {
 	ctx := context.Background()
 	kb := make([]byte, 0, 40)
 	for at := int64(0); at < p.span; at++ {
-		clk.at(at)
+		clk.SetMilli(at)
 		m := at % floodTick
 		lo, hi := int(m)*p.perTick/floodTick, int(m+1)*p.perTick/floodTick
 		for j := lo; j < hi; j++ {

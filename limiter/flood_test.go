@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/shmzone/shmzone/dict"
-	"github.com/shmzone/shmzone/internal/testutil"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 // A key flood: clients held at their limit in a small zone while a flood
@@ -106,9 +106,8 @@ type floodResult struct {
 // runFlood plays p with kind k and returns what the held clients met.
 func runFlood(t *testing.T, k floodKind, p floodPlan) floodResult {
 	t.Helper()
-	clk := new(fakeClock)
-	small := openZone(t, p.zone, clk)
-	big := openZone(t, twinZoneSize, clk)
+	small, clk := zonetest.Open(t, dict.Options{Size: p.zone})
+	big, _ := zonetest.Open(t, dict.Options{Size: twinZoneSize, Clock: clk.UnixMilli})
 	held, err1 := k.new(small)
 	flood, err2 := k.new(small)
 	twin, err3 := k.new(big)
@@ -139,7 +138,7 @@ func runFlood(t *testing.T, k floodKind, p floodPlan) floodResult {
 	ctx := context.Background()
 	kb := make([]byte, 0, 40)
 	for at := int64(0); at < p.warm+p.span; at++ {
-		clk.at(at)
+		clk.SetMilli(at)
 		m := at % floodTick
 		for _, i := range byMs[m] {
 			got, err := held.Incoming(ctx, keys[i], true)
@@ -234,22 +233,6 @@ func (r floodResult) report(t *testing.T, p floodPlan) {
 			break
 		}
 	}
-}
-
-// openZone opens a fresh zone of size bytes on clock clk.
-func openZone(t testing.TB, size int64, clk *fakeClock) *dict.Dict {
-	t.Helper()
-	d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: size, Clock: clk.now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := d.Check(); err != nil {
-			t.Errorf("Check() = %v", err)
-		}
-		d.Close()
-	})
-	return d
 }
 
 // TestFloodHeldClients is an address flood against a 256 KiB zone: 200

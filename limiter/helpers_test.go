@@ -4,36 +4,15 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/testutil"
 )
 
-// t0 is the vectors' origin, in Unix ms.
-const t0 int64 = 1_700_000_000_000
-
-// fakeClock is an injected dictionary clock; its zero value reads t0.
-type fakeClock struct{ off atomic.Int64 }
-
-func (c *fakeClock) now() int64 { return t0 + c.off.Load() }
-
-// at sets the clock to ms after t0.
-func (c *fakeClock) at(ms int64) { c.off.Store(ms) }
-
-// newDict opens a fresh zone with an injected clock at t0.
-func newDict(t testing.TB) (*dict.Dict, *fakeClock) {
-	t.Helper()
-	clk := new(fakeClock)
-	return newDictClock(t, clk), clk
-}
-
-// newDictClock opens a fresh zone of 4 MiB with the clock clk.
-func newDictClock(t testing.TB, clk *fakeClock) *dict.Dict {
-	t.Helper()
-	return openZone(t, 4<<20, clk)
-}
+// t0 is the vectors' origin, in Unix ms: where the tests' clocks
+// (testutil.Clock) start.
+const t0 = testutil.EpochMilli
 
 // secs converts seconds to a Duration for wanted values.
 func secs(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
@@ -62,9 +41,9 @@ func (c call) String() string {
 
 // do sets the clock to c's time and makes c on l: the Decision of an
 // Incoming, the zero Decision of an Uncommit. An error fails the test.
-func do(t *testing.T, clk *fakeClock, l Limiter, c call) Decision {
+func do(t *testing.T, clk *testutil.Clock, l Limiter, c call) Decision {
 	t.Helper()
-	clk.at(c.at)
+	clk.SetMilli(c.at)
 	ctx := context.Background()
 	if c.op == "uncommit" {
 		if err := l.Uncommit(ctx, c.key); err != nil {

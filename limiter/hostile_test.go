@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 func TestConstructorsRejectBadInput(t *testing.T) {
-	d, _ := newDict(t)
+	d, _ := zonetest.Open(t, dict.Options{})
 	inf, nan := math.Inf(1), math.NaN()
 	tests := []struct {
 		name string
@@ -75,7 +76,7 @@ func TestConstructorsRejectBadInput(t *testing.T) {
 // returns ErrAbused, never panics, and leaves the value, its flags and its
 // TTL as they were.
 func TestAbused(t *testing.T) {
-	d, _ := newDict(t)
+	d, _ := zonetest.Open(t, dict.Options{})
 	req, _ := NewReq(d, "t", 1, 1)
 	count, _ := NewCount(d, "t", 1, time.Second)
 	conn, _ := NewConn(d, "t", 1, 0, 0)
@@ -195,7 +196,7 @@ func hostileValues() []hostileValue {
 // a decision, and stays as it was; a value it can have written is decided
 // on, with no negative duration or allowance.
 func TestBadState(t *testing.T) {
-	d, _ := newDict(t)
+	d, _ := zonetest.Open(t, dict.Options{})
 	ctx := context.Background()
 	req, _ := NewReq(d, "t", 1, 1)
 	count, _ := NewCount(d, "t", 10, time.Minute)
@@ -289,9 +290,9 @@ func checkSane(t *testing.T, dec Decision) {
 // configuration, a clock that lags) is decided on, with durations that
 // saturate; what none can have written is ErrBadState and stays.
 func TestStateContents(t *testing.T) {
-	d, clk := newDict(t)
+	d, clk := zonetest.Open(t, dict.Options{})
 	ctx := context.Background()
-	now := clk.now()
+	now := clk.UnixMilli()
 	nowNs := now * int64(time.Millisecond)
 	set := func(l Limiter, v dict.Value) {
 		t.Helper()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 func TestLeaseRenew(t *testing.T) {
@@ -15,13 +16,13 @@ func TestLeaseRenew(t *testing.T) {
 	for _, renew := range []bool{true, false} {
 		name := map[bool]string{true: "renewed", false: "not renewed"}[renew]
 		t.Run(name, func(t *testing.T) {
-			d, clk := newDict(t)
+			d, clk := zonetest.Open(t, dict.Options{})
 			holder, _ := NewLeasedConn(d, "t", 1, 0, 0, lease)
 			other, _ := NewLeasedConn(d, "t", 1, 0, 0, lease)
 			ctx := context.Background()
 			allowed := func(at int64) bool {
 				t.Helper()
-				clk.at(at)
+				clk.SetMilli(at)
 				dec, err := other.Incoming(ctx, "k", false)
 				if err != nil {
 					t.Fatal(err)
@@ -31,7 +32,7 @@ func TestLeaseRenew(t *testing.T) {
 			if dec, _ := holder.Incoming(ctx, "k", true); !dec.Allowed {
 				t.Fatal("first request rejected")
 			}
-			clk.at(9000)
+			clk.SetMilli(9000)
 			if renew {
 				if err := holder.Renew(ctx); err != nil {
 					t.Fatal(err)
@@ -60,7 +61,7 @@ func TestLeaseRenew(t *testing.T) {
 }
 
 func TestLeaseHolders(t *testing.T) {
-	d, _ := newDict(t)
+	d, _ := zonetest.Open(t, dict.Options{})
 	ctx := context.Background()
 	conns := make([]*Conn, MaxHolders+1)
 	for i := range conns {
@@ -121,7 +122,7 @@ func TestLeasedConnRecordContents(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, _ := newDict(t)
+			d, _ := zonetest.Open(t, dict.Options{})
 			l, _ := NewLeasedConn(d, "t", 2, math.MaxInt64, 0, time.Minute)
 			zk := zoneKey(l, "k")
 			var b [2 * leaseSize]byte
@@ -163,7 +164,7 @@ func TestLeasedConnRecordContents(t *testing.T) {
 // TestLeaseTooLong: a lease longer than a day is refused, so that no
 // record expires further ahead than a day past its write.
 func TestLeaseTooLong(t *testing.T) {
-	d, _ := newDict(t)
+	d, _ := zonetest.Open(t, dict.Options{})
 	if _, err := NewLeasedConn(d, "t", 1, 0, 0, 24*time.Hour); err != nil {
 		t.Errorf("NewLeasedConn(lease a day) = %v, want nil", err)
 	}

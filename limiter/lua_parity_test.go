@@ -11,6 +11,7 @@ import (
 
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/testutil"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 // The differential tests of this file replay random call sequences through
@@ -277,8 +278,7 @@ func parityGap(r *rand.Rand, rate float64) int64 {
 // Lua module exactly; the others with it plus the documented difference.
 func TestLuaParityReq(t *testing.T) {
 	r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
-	clk := new(fakeClock)
-	d := newDictClock(t, clk)
+	d, clk := zonetest.Open(t, dict.Options{})
 	ctx := context.Background()
 	for seq := range 400 {
 		rate, burst := parityRate(r), parityBurst(r)
@@ -296,7 +296,7 @@ func TestLuaParityReq(t *testing.T) {
 			if back && r.IntN(3) == 0 {
 				at -= min(r.Int64N(1500), at) // ngx.now() is never before the epoch
 			}
-			clk.at(at - t0)
+			clk.SetMilli(at - t0)
 			key := fmt.Sprintf("req:%d:%c", seq, 'a'+r.IntN(2))
 			what := fmt.Sprintf("seq %d (rate %v, burst %v, earlier stamps %v) call %d at %d ms", seq, rate, burst, back, i, at)
 			switch op := r.IntN(10); {
@@ -357,11 +357,11 @@ func TestLuaParityReqIssue(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.rate, tt.at), func(t *testing.T) {
-			d, clk := newDict(t)
+			d, clk := zonetest.Open(t, dict.Options{})
 			l, _ := NewReq(d, "t", tt.rate, 1)
 			lua := newLuaReq(tt.rate, 1, false)
 			for i, at := range tt.at {
-				clk.at(at)
+				clk.SetMilli(at)
 				got, err := l.Incoming(context.Background(), "k", true)
 				if err != nil {
 					t.Fatal(err)
@@ -392,8 +392,7 @@ func parityFrac(r *rand.Rand) float64 { return float64(r.IntN(29))/4 - 1 }
 // keys as a Lua writer (set) or IncrFloat would.
 func TestLuaParityCount(t *testing.T) {
 	r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
-	clk := new(fakeClock)
-	d := newDictClock(t, clk)
+	d, clk := zonetest.Open(t, dict.Options{})
 	ctx := context.Background()
 	for seq := range 300 {
 		limit := int64(1 + r.IntN(6))
@@ -406,7 +405,7 @@ func TestLuaParityCount(t *testing.T) {
 		now := parityEpoch(r)
 		for i := range 40 {
 			now += r.Int64N(300)
-			clk.at(now - t0)
+			clk.SetMilli(now - t0)
 			key := fmt.Sprintf("count:%d:%c", seq, 'a'+r.IntN(2))
 			what := fmt.Sprintf("seq %d (limit %d, window %v) call %d at %d ms", seq, limit, window, i, now)
 			switch op := r.IntN(12); {
@@ -455,8 +454,7 @@ func TestLuaParityCount(t *testing.T) {
 // resty.limit.conn's arithmetic, with fractional values under the keys.
 func TestLuaParityConn(t *testing.T) {
 	r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
-	clk := new(fakeClock)
-	d := newDictClock(t, clk)
+	d, _ := zonetest.Open(t, dict.Options{})
 	ctx := context.Background()
 	for seq := range 300 {
 		max, burst := int64(1+r.IntN(4)), int64(r.IntN(4))

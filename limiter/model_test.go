@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/testutil"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 // TestModel runs random decisions, on a few keys, at random times, through
@@ -16,7 +18,7 @@ import (
 // testutil.Seed: a failing run prints the command that replays it.
 func TestModel(t *testing.T) {
 	r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
-	d, clk := newDict(t)
+	d, clk := zonetest.Open(t, dict.Options{})
 	ctx := context.Background()
 	req, _ := NewReq(d, "t", 3, 2)
 	count, _ := NewCount(d, "t", 4, 900*time.Millisecond)
@@ -27,7 +29,7 @@ func TestModel(t *testing.T) {
 	now := int64(0)
 	for i := range 20000 {
 		now += int64(r.IntN(400))
-		clk.at(now)
+		clk.SetMilli(now)
 		ms := t0 + now
 		key := []string{"a", "b", "c"}[r.IntN(3)]
 		commit := r.IntN(4) > 0
@@ -43,11 +45,11 @@ func TestModel(t *testing.T) {
 			lag := int64(0)
 			if r.IntN(4) == 0 {
 				lag = int64(r.IntN(600))
-				clk.at(now - lag)
+				clk.SetMilli(now - lag)
 			}
 			got, err = req.Incoming(ctx, "req:"+key, commit)
 			want = m.req(req, key, ms-lag, commit)
-			clk.at(now)
+			clk.SetMilli(now)
 		case "count":
 			got, err = count.Incoming(ctx, "count:"+key, commit)
 			want = m.count(key, ms, commit)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/testutil"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 func TestHelperProcess(t *testing.T) {
@@ -208,12 +209,7 @@ func TestConnHolderKilled(t *testing.T) {
 	for _, leased := range []bool{true, false} {
 		t.Run(fmt.Sprintf("leased=%v", leased), func(t *testing.T) {
 			path := testutil.TempZone(t)
-			clk := new(fakeClock)
-			d, err := dict.Open(path, dict.Options{Size: 4 << 20, Clock: clk.now})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer d.Close()
+			d, clk := zonetest.OpenAt(t, path, dict.Options{Size: 4 << 20})
 			out, onLine := lines()
 			p := testutil.Start(t, testutil.Helper(t, "conn-hold", path, strconv.FormatBool(leased), strconv.FormatInt(t0, 10)), onLine)
 			if got := recv(t, out, p); got != "held" {
@@ -228,7 +224,7 @@ func TestConnHolderKilled(t *testing.T) {
 			}
 			try := func(at time.Duration) bool {
 				t.Helper()
-				clk.at(at.Milliseconds())
+				clk.SetMilli(at.Milliseconds())
 				dec, err := l.Incoming(context.Background(), "k", true)
 				if err != nil {
 					t.Fatalf("Incoming at +%v: %v", at, err)

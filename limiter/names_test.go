@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 func TestCheckName(t *testing.T) {
@@ -37,7 +38,7 @@ func TestCheckName(t *testing.T) {
 			t.Errorf("CheckName(%q) = %v, want ok %v", tt.name, err, tt.ok)
 		}
 	}
-	d, _ := newDict(t)
+	d, _ := zonetest.Open(t, dict.Options{})
 	news := map[string]func(name string) error{
 		"NewReq":           func(n string) error { _, err := NewReq(d, n, 1, 1); return err },
 		"NewCount":         func(n string) error { _, err := NewCount(d, n, 1, time.Second); return err },
@@ -62,7 +63,7 @@ func TestCheckName(t *testing.T) {
 // each limiter's record of its parameters, "meta|kind|name". A change
 // would make processes of two releases count apart.
 func TestZoneKeys(t *testing.T) {
-	d, _ := newDict(t)
+	d, _ := zonetest.Open(t, dict.Options{})
 	ctx := context.Background()
 	req, _ := NewReq(d, "n", 1, 1)
 	count, _ := NewCount(d, "n", 1, time.Hour)
@@ -98,13 +99,8 @@ func TestZoneKeys(t *testing.T) {
 // processes do); another name, or another kind under the same name, keeps
 // state of its own, and never finds a foreign value (ErrAbused).
 func TestNamesShareAndSeparate(t *testing.T) {
-	clk := new(fakeClock)
-	d1 := newDictClock(t, clk)
-	d2, err := dict.Open(d1.Path(), dict.Options{Clock: clk.now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d2.Close()
+	d1, clk := zonetest.Open(t, dict.Options{})
+	d2, _ := zonetest.OpenAt(t, d1.Path(), dict.Options{Clock: clk.UnixMilli}) // another mapping
 	ctx := context.Background()
 	a1, _ := NewCount(d1, "login", 3, time.Minute)
 	a2, _ := NewCount(d2, "login", 3, time.Minute) // the same limiter, another mapping
@@ -142,13 +138,8 @@ func TestNamesShareAndSeparate(t *testing.T) {
 // over one zone is refused when its parameters differ, and allowed when
 // they are the same, over any mapping of the zone.
 func TestNameClash(t *testing.T) {
-	clk := new(fakeClock)
-	d := newDictClock(t, clk)
-	d2, err := dict.Open(d.Path(), dict.Options{Clock: clk.now}) // the same zone, another mapping
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d2.Close()
+	d, clk := zonetest.Open(t, dict.Options{})
+	d2, _ := zonetest.OpenAt(t, d.Path(), dict.Options{Clock: clk.UnixMilli}) // the same zone, another mapping
 	type build func(d *dict.Dict) (Limiter, error)
 	kinds := []struct {
 		kind        string
@@ -226,7 +217,8 @@ func TestNameClash(t *testing.T) {
 					}
 				}
 				// Another zone is another limiter.
-				l, err := b(newDictClock(t, clk))
+				another, _ := zonetest.Open(t, dict.Options{Clock: clk.UnixMilli})
+				l, err := b(another)
 				if err != nil {
 					t.Errorf("other parameters %d over another zone = %v, want nil", i, err)
 				}
@@ -240,7 +232,7 @@ func TestNameClash(t *testing.T) {
 // TestNameClashMessage: the error of a copied limiter names it and both
 // sets of parameters, and the copy never decides.
 func TestNameClashMessage(t *testing.T) {
-	d, _ := newDict(t)
+	d, _ := zonetest.Open(t, dict.Options{})
 	api, err := NewCount(d, "api", 5, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +252,7 @@ func TestNameClashMessage(t *testing.T) {
 // more, so it can be built again with new parameters. A Conn's SetMax
 // changes none of the parameters the name is held with.
 func TestNameClashDropped(t *testing.T) {
-	d, _ := newDict(t)
+	d, _ := zonetest.Open(t, dict.Options{})
 	func() {
 		if _, err := NewCount(d, "api", 5, time.Minute); err != nil {
 			t.Fatal(err)
@@ -286,7 +278,7 @@ func TestNameClashDropped(t *testing.T) {
 // process dropped, so building limiters under ever new names keeps it
 // bounded.
 func TestClaimsStayBounded(t *testing.T) {
-	d, _ := newDict(t)
+	d, _ := zonetest.Open(t, dict.Options{})
 	for i := range 2000 {
 		if _, err := NewCount(d, fmt.Sprint("n", i), 1, time.Minute); err != nil {
 			t.Fatal(err)

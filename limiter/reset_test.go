@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 // TestReset: a key charged until it is rejected decides, once Reset, as a
@@ -17,7 +18,7 @@ func TestReset(t *testing.T) {
 	ctx := context.Background()
 	for _, k := range costKinds {
 		t.Run(k.name, func(t *testing.T) {
-			d, clk := newDict(t)
+			d, clk := zonetest.Open(t, dict.Options{})
 			l, err := k.build(d)
 			if err != nil {
 				t.Fatal(err)
@@ -33,7 +34,7 @@ func TestReset(t *testing.T) {
 				t.Fatal(err)
 			}
 			kept, _, _ := d.Get(zoneKey(l, "kept"))
-			clk.at(10)
+			clk.SetMilli(10)
 			for i := 0; ; i++ {
 				dec, err := l.IncomingN(ctx, "k", 2, true)
 				if err != nil {
@@ -76,7 +77,7 @@ func TestResetBadState(t *testing.T) {
 	ctx := context.Background()
 	for _, k := range costKinds {
 		t.Run(k.name, func(t *testing.T) {
-			d, _ := newDict(t)
+			d, _ := zonetest.Open(t, dict.Options{})
 			l, err := k.build(d)
 			if err != nil {
 				t.Fatal(err)
@@ -101,7 +102,7 @@ func TestResetBadState(t *testing.T) {
 // holder. A holder whose slots were reset finds none to leave
 // (ErrNotFound), and its Renew forgets the key.
 func TestResetLeasedConn(t *testing.T) {
-	d, _ := newDict(t)
+	d, _ := zonetest.Open(t, dict.Options{})
 	ctx := context.Background()
 	a, _ := NewLeasedConn(d, "t", 3, 0, 0, time.Minute)
 	b, _ := NewLeasedConn(d, "t", 3, 0, 0, time.Minute)

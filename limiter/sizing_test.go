@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,11 +71,11 @@ type sizingRun struct {
 // trial stops at the first.
 func sizingTrial(t *testing.T, kind int, size int64, n int, tick time.Duration) sizingRun {
 	t.Helper()
-	var ms atomic.Int64
-	ms.Store(1_700_000_000_000)
-	clock := func() int64 { return ms.Load() }
+	var clk testutil.Clock
+	// Not zonetest.Open: a bisection runs many trials in one test, and
+	// each trial's zones, its twin's of 64 MiB, close when it ends.
 	open := func(size int64) *dict.Dict {
-		d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: size, Clock: clock})
+		d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: size, Clock: clk.UnixMilli})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +97,7 @@ func sizingTrial(t *testing.T, kind int, size int64, n int, tick time.Duration) 
 	var r sizingRun
 	flood := 0
 	for i := 0; i < sizingWarmup+sizingTicks && r.wrong == 0; i++ {
-		start := ms.Load()
+		start := clk.Since()
 		floods := 0
 		if i >= sizingWarmup {
 			floods = sizingFlood
@@ -108,7 +107,7 @@ func sizingTrial(t *testing.T, kind int, size int64, n int, tick time.Duration) 
 		ops := n + floods
 		h, f := 0, 0
 		for j := 0; j < ops && r.wrong == 0; j++ {
-			ms.Store(start + int64(j)*tick.Milliseconds()/int64(ops))
+			clk.Set(start + time.Duration(j)*tick/time.Duration(ops))
 			if f < floods && (h == n || f*n <= h*floods) {
 				if _, err := fl.Incoming(ctx, sizingKey(true, flood), true); err != nil {
 					r.errs++
@@ -128,7 +127,7 @@ func sizingTrial(t *testing.T, kind int, size int64, n int, tick time.Duration) 
 			}
 			h++
 		}
-		ms.Store(start + tick.Milliseconds())
+		clk.Set(start + tick)
 	}
 	r.evicted = l.Stats().Evicted
 	r.lost = d.Stats().Lost

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/testutil"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 func TestSlidingWindowSteps(t *testing.T) {
@@ -40,7 +42,7 @@ func TestSlidingWindowSteps(t *testing.T) {
 		// After a gap of more than a window, nothing is left.
 		{at: 4000, op: "c", left: 2, reset: 2000},
 	}
-	d, clk := newDict(t)
+	d, clk := zonetest.Open(t, dict.Options{})
 	l, err := NewSlidingWindow(d, "t", 3, time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -68,14 +70,14 @@ func TestSlidingWindowSteps(t *testing.T) {
 func TestSlidingWindowBound(t *testing.T) {
 	const limit, w = 10, 1000
 	r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
-	d, clk := newDict(t)
+	d, clk := zonetest.Open(t, dict.Options{})
 	l, _ := NewSlidingWindow(d, "t", limit, w*time.Millisecond)
 	ctx := context.Background()
 	var admitted []int64
 	now := int64(0)
 	for range 20000 {
 		now += int64(r.IntN(40)) // bursts and pauses, 20 ms apart on average
-		clk.at(now)
+		clk.SetMilli(now)
 		dec, err := l.Incoming(ctx, "k", true)
 		if err != nil {
 			t.Fatal(err)
@@ -88,12 +90,12 @@ func TestSlidingWindowBound(t *testing.T) {
 
 	// Worst case: limit requests at the last ms of a window, then requests
 	// every ms: by the end of the next window nearly 2·limit in one window.
-	d2, clk2 := newDict(t)
+	d2, clk2 := zonetest.Open(t, dict.Options{})
 	l2, _ := NewSlidingWindow(d2, "t", limit, w*time.Millisecond)
 	base := (t0/w+1)*w - t0 + w // the start of a window, after t0
 	admitted = admitted[:0]
 	for at := base + w - 1; at < base+2*w; at++ {
-		clk2.at(at)
+		clk2.SetMilli(at)
 		for range limit {
 			if dec, _ := l2.Incoming(ctx, "k", true); dec.Allowed {
 				admitted = append(admitted, t0+at)
@@ -150,7 +152,7 @@ func TestSlidingWindowLongWindows(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, tt := range tests {
-		d, _ := newDict(t)
+		d, _ := zonetest.Open(t, dict.Options{})
 		l, err := NewSlidingWindow(d, "t", 10, tt.window)
 		if !tt.ok {
 			if !errors.Is(err, ErrBadWindow) {

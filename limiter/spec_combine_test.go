@@ -7,13 +7,17 @@ import (
 	"time"
 
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/testutil"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 // traffic builds TRF-1's limiters with count's limit: the reqs share one
 // dictionary, conn and count have one each, all on clk.
-func traffic(t *testing.T, clk *fakeClock, countLimit int64) ([]Limiter, []string, *dict.Dict, *dict.Dict) {
+func traffic(t *testing.T, clk *testutil.Clock, countLimit int64) ([]Limiter, []string, *dict.Dict, *dict.Dict) {
 	t.Helper()
-	reqs, conns, counts := newDictClock(t, clk), newDictClock(t, clk), newDictClock(t, clk)
+	reqs, _ := zonetest.Open(t, dict.Options{Clock: clk.UnixMilli})
+	conns, _ := zonetest.Open(t, dict.Options{Clock: clk.UnixMilli})
+	counts, _ := zonetest.Open(t, dict.Options{Clock: clk.UnixMilli})
 	req1, err1 := NewReq(reqs, "t", 3, 2)
 	req2, err2 := NewReq(reqs, "t2", 2, 3) // another name: other parameters
 	conn, err3 := NewConn(conns, "t", 4, 1, 2*time.Second)
@@ -45,10 +49,10 @@ func TestCombineVectors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
-			clk := new(fakeClock)
+			clk := new(testutil.Clock)
 			ls, keys, conns, counts := traffic(t, clk, tt.countLimit)
 			for i, c := range tt.calls {
-				clk.at(c.at)
+				clk.SetMilli(c.at)
 				got, err := Combine(context.Background(), ls, keys)
 				if err != nil {
 					t.Fatalf("call %d: Combine: %v", i+1, err)
@@ -105,7 +109,7 @@ func TestCombinePass2Rejection(t *testing.T) {
 	// Limiter 3 of 4 allows the dry run and rejects the commit (another
 	// process got there between the passes): limiters 1, 2 and 4 are
 	// uncommitted, and 3 is not.
-	d, _ := newDict(t)
+	d, _ := zonetest.Open(t, dict.Options{})
 	count, _ := NewCount(d, "t", 10, time.Minute)
 	req, _ := NewReq(d, "t", 1, 5)
 	f := &fakeLimiter{rejectCommit: true}
@@ -132,9 +136,9 @@ func TestCombineUncommitExpired(t *testing.T) {
 	// nothing: ErrNotFound, which has nothing left to give back and must
 	// not turn the rejection into an error (the Lua combine ignores
 	// uncommit's errors).
-	d, clk := newDict(t)
+	d, clk := zonetest.Open(t, dict.Options{})
 	req, _ := NewReq(d, "t", 1000, 10)
-	remote := &fakeLimiter{rejectCommit: true, hook: func() { clk.at(clk.off.Load() + 3) }}
+	remote := &fakeLimiter{rejectCommit: true, hook: func() { clk.Advance(3 * time.Millisecond) }}
 	got, err := Combine(context.Background(), []Limiter{remote, req}, []string{"k", "k"})
 	if err != nil || got.Allowed {
 		t.Errorf("Combine(remote, req) = %+v, %v; want a rejection and no error", got, err)
@@ -147,13 +151,13 @@ func TestCombineUncommitExpired(t *testing.T) {
 func TestCombineOneNow(t *testing.T) {
 	// The clock moves on while Combine runs; every limiter still decides
 	// at the time Combine read once.
-	d, clk := newDict(t)
+	d, clk := zonetest.Open(t, dict.Options{})
 	a, _ := NewReq(d, "t", 1, 10)
 	b, _ := NewReq(d, "t", 1, 10)
 	ctx := context.Background()
 	a.Incoming(ctx, "a", true) // excess 0 at t0
 	b.Incoming(ctx, "b", true)
-	f := &fakeLimiter{hook: func() { clk.at(clk.off.Load() + 400) }}
+	f := &fakeLimiter{hook: func() { clk.Advance(400 * time.Millisecond) }}
 	got, err := Combine(ctx, []Limiter{a, f, b}, []string{"a", "f", "b"})
 	if err != nil || !got.Allowed {
 		t.Fatalf("Combine = %+v, %v", got, err)
@@ -169,7 +173,7 @@ func TestCombineOneNow(t *testing.T) {
 }
 
 func TestCombineMismatch(t *testing.T) {
-	d, _ := newDict(t)
+	d, _ := zonetest.Open(t, dict.Options{})
 	c, _ := NewCount(d, "t", 1, time.Second)
 	for _, tc := range []struct {
 		ls   []Limiter
@@ -189,7 +193,7 @@ func TestCombineMismatch(t *testing.T) {
 // limiter of the package by its own type, at Combine's now: one it missed
 // would decide at a time of its own, through Incoming.
 func TestCombineCallsEveryLimiterByType(t *testing.T) {
-	d, clk := newDict(t)
+	d, clk := zonetest.Open(t, dict.Options{})
 	req, _ := NewReq(d, "req", 1, 10)
 	count, _ := NewCount(d, "count", 10, time.Minute)
 	gcra, _ := NewGCRA(d, "gcra", 1, 10)
@@ -197,7 +201,7 @@ func TestCombineCallsEveryLimiterByType(t *testing.T) {
 	conn, _ := NewConn(d, "conn", 10, 0, 0)
 	for _, l := range []local{req, count, gcra, sliding, conn} {
 		var dec Decision
-		handled, err := incomingLocal(&dec, l, clk.now(), "k", 1, true)
+		handled, err := incomingLocal(&dec, l, clk.UnixMilli(), "k", 1, true)
 		if !handled || err != nil || !dec.Allowed || !dec.Committed {
 			t.Errorf("incomingLocal(%T) = %v, %v, %+v; want handled, allowed and committed", l, handled, err, dec)
 		}

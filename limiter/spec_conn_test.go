@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 func TestConnVectors(t *testing.T) {
@@ -61,7 +62,7 @@ func TestConnVectors(t *testing.T) {
 	for _, leased := range []bool{false, true} {
 		for _, v := range vecs {
 			t.Run(fmt.Sprintf("%s/leased=%v", v.id, leased), func(t *testing.T) {
-				d, _ := newDict(t)
+				d, _ := zonetest.Open(t, dict.Options{})
 				var l *Conn
 				var err error
 				if leased {
@@ -123,7 +124,7 @@ func TestConnHugeBurst(t *testing.T) {
 	for _, leased := range []bool{false, true} {
 		for _, op := range []string{"dry", "c"} {
 			t.Run(fmt.Sprintf("leased=%v/%s", leased, op), func(t *testing.T) {
-				d, _ := newDict(t)
+				d, _ := zonetest.Open(t, dict.Options{})
 				l, err := NewConn(d, "t", 2, math.MaxInt64, time.Second)
 				if leased {
 					l, err = NewLeasedConn(d, "t", 2, math.MaxInt64, time.Second, time.Minute)
@@ -178,7 +179,7 @@ func TestConnLeavingAdjustsDelay(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, tt := range tests {
-		d, _ := newDict(t)
+		d, _ := zonetest.Open(t, dict.Options{})
 		l, _ := NewConn(d, "t", 1, 5, tt.old)
 		l.Incoming(ctx, "foo", true)
 		if _, err := l.Leaving(ctx, "foo", tt.latency); err != nil {
@@ -188,7 +189,7 @@ func TestConnLeavingAdjustsDelay(t *testing.T) {
 			t.Errorf("UnitDelay() from %d after Leaving(\"foo\", %d) = %d, want %d", tt.old, tt.latency, got, tt.want)
 		}
 	}
-	d, _ := newDict(t)
+	d, _ := zonetest.Open(t, dict.Options{})
 	l, _ := NewConn(d, "t", 1, 5, time.Second)
 	if _, err := l.Leaving(ctx, "absent", 0); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Leaving(absent) = %v, want ErrNotFound", err)
@@ -211,7 +212,7 @@ func TestConnDelaySaturates(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, _ := newDict(t)
+			d, _ := zonetest.Open(t, dict.Options{})
 			l, _ := NewConn(d, "t", 1, 1<<40, tt.unit)
 			if _, err := d.Set(zoneKey(l, "k"), dict.Int(tt.inFlight), 0, 0); err != nil {
 				t.Fatal(err)

@@ -4,6 +4,9 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 func TestCountVectors(t *testing.T) {
@@ -59,7 +62,7 @@ func TestCountVectors(t *testing.T) {
 	}
 	for _, v := range vecs {
 		t.Run(v.id, func(t *testing.T) {
-			d, clk := newDict(t)
+			d, clk := zonetest.Open(t, dict.Options{})
 			l, err := NewCount(d, "t", v.limit, v.window)
 			if err != nil {
 				t.Fatal(err)
@@ -82,7 +85,7 @@ func TestCountVectors(t *testing.T) {
 }
 
 func TestCountUncommitMissing(t *testing.T) {
-	d, _ := newDict(t)
+	d, _ := zonetest.Open(t, dict.Options{})
 	l, _ := NewCount(d, "t", 3, time.Second)
 	if err := l.Uncommit(context.Background(), "nope"); err != nil {
 		t.Errorf("Uncommit(absent) = %v, want nil", err)
@@ -93,14 +96,14 @@ func TestCountUncommitMissing(t *testing.T) {
 }
 
 func TestCountResetAfter(t *testing.T) {
-	d, clk := newDict(t)
+	d, clk := zonetest.Open(t, dict.Options{})
 	l, _ := NewCount(d, "t", 1, 10*time.Second)
 	ctx := context.Background()
 	if got, err := l.ResetAfter(ctx, "foo"); got != 0 || err != nil {
 		t.Errorf("ResetAfter(absent) = %v, %v; want 0, nil", got, err)
 	}
 	l.Incoming(ctx, "foo", true)
-	clk.at(4000)
+	clk.SetMilli(4000)
 	got, err := l.Incoming(ctx, "foo", true)
 	if err != nil || got.Allowed || got.RetryAfter != 6*time.Second || got.ResetAfter != 6*time.Second {
 		t.Errorf("Incoming over the limit at +4 s = %+v, %v; want rejected, retry and reset 6 s", got, err)

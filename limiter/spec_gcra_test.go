@@ -4,6 +4,9 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 func TestGCRAVectors(t *testing.T) {
@@ -45,13 +48,13 @@ func TestGCRAVectors(t *testing.T) {
 	}
 	for _, v := range vecs {
 		t.Run(v.id, func(t *testing.T) {
-			d, clk := newDict(t)
+			d, clk := zonetest.Open(t, dict.Options{})
 			l, err := NewGCRA(d, "t", v.rate, v.burst)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i, s := range v.steps {
-				clk.at(s.at)
+				clk.SetMilli(s.at)
 				got, err := l.IncomingN(context.Background(), "foo", s.n, true)
 				if err != nil {
 					t.Fatalf("step %d: IncomingN(%d): %v", i+1, s.n, err)
@@ -68,7 +71,7 @@ func TestGCRAVectors(t *testing.T) {
 }
 
 func TestGCRAState(t *testing.T) {
-	d, clk := newDict(t)
+	d, clk := zonetest.Open(t, dict.Options{})
 	l, _ := NewGCRA(d, "t", 10, 10)
 	ctx := context.Background()
 	if _, err := l.IncomingN(ctx, "foo", 3, true); err != nil {
@@ -91,7 +94,7 @@ func TestGCRAState(t *testing.T) {
 	if got, _ := l.IncomingN(ctx, "foo", 1, false); got.Remaining != 7 {
 		t.Errorf("Remaining after 3 requests, an Uncommit and a dry run of 1 = %d, want 7", got.Remaining)
 	}
-	clk.at(300)
+	clk.SetMilli(300)
 	if _, _, err := d.Get(zoneKey(l, "foo")); err == nil {
 		t.Errorf("state alive past its TAT")
 	}

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 // reqStep is one call of a Req vector and what it returns.
@@ -84,7 +87,7 @@ func TestReqVectors(t *testing.T) {
 	}
 	for _, v := range vecs {
 		t.Run(v.id, func(t *testing.T) {
-			d, clk := newDict(t)
+			d, clk := zonetest.Open(t, dict.Options{})
 			l, err := NewReq(d, "t", v.rate, v.burst)
 			if err != nil {
 				t.Fatal(err)
@@ -116,7 +119,7 @@ func storedReq(t *testing.T, l *Req, key string) reqState {
 }
 
 func TestReqUncommitMissing(t *testing.T) {
-	d, _ := newDict(t)
+	d, _ := zonetest.Open(t, dict.Options{})
 	l, _ := NewReq(d, "t", 1, 1)
 	if err := l.Uncommit(context.Background(), "nope"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Uncommit(absent) = %v, want ErrNotFound", err)
@@ -148,7 +151,7 @@ func TestReqResetAfter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d, clk := newDict(t)
+			d, clk := zonetest.Open(t, dict.Options{})
 			l, err := NewReq(d, "t", tt.rate, tt.burst)
 			if err != nil {
 				t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/shmzone/shmzone/dict"
-	"github.com/shmzone/shmzone/internal/testutil"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 // holdShard holds d's shard of key inside Update until the test ends or the
@@ -47,13 +47,8 @@ func holdShard(t *testing.T, d *dict.Dict, key string) (release func()) {
 // shard is held past the dictionary's LockTimeout.
 func TestLockTimeout(t *testing.T) {
 	const timeout = 20 * time.Millisecond
-	clk := new(fakeClock)
 	// One shard: the held key's lock is every key's.
-	d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: 1 << 20, Shards: 1, Clock: clk.now, LockTimeout: timeout})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, _ := zonetest.Open(t, dict.Options{Shards: 1, LockTimeout: timeout})
 	req, _ := NewReq(d, "t", 10, 5)
 	count, _ := NewCount(d, "t", 10, time.Minute)
 	conn, _ := NewConn(d, "t", 10, 0, time.Second)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/testutil"
 	"github.com/shmzone/shmzone/shm"
 )
 
@@ -29,16 +30,16 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// epoch is the fixed time the harness's clock starts at, in Unix ms.
-const epoch = int64(1_700_000_000_000)
+// epoch is the fixed time the harness's wall clock starts at, in Unix ms.
+const epoch = testutil.EpochMilli
 
 // harness runs shmctl in-process on zones in a temporary SHMZONE_DIR, with
 // clocks that move only when told, and records every zone a verb opens.
 type harness struct {
 	t     *testing.T
 	dir   string
-	ms    atomic.Int64 // the wall clock, Unix ms
-	mono  atomic.Int64 // the monotonic clock, ns since the harness began
+	wall  testutil.Clock // the wall clock
+	mono  atomic.Int64   // the monotonic clock, ns since the harness began
 	mu    sync.Mutex
 	opens []bool // for each zone a verb opened, whether it is mapped read-only
 	sleep func(time.Duration)
@@ -49,20 +50,19 @@ type harness struct {
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	h := &harness{t: t, dir: t.TempDir()}
-	h.ms.Store(epoch)
 	t.Setenv("SHMZONE_DIR", h.dir)
 	return h
 }
 
-func (h *harness) now() int64             { return h.ms.Load() }
+func (h *harness) now() int64             { return h.wall.UnixMilli() }
 func (h *harness) monoNow() time.Duration { return time.Duration(h.mono.Load()) }
 
 // stepWall steps the wall clock alone, as NTP or a person setting the
 // clock does; advance moves both clocks, as time passing does.
-func (h *harness) stepWall(d time.Duration) { h.ms.Add(d.Milliseconds()) }
+func (h *harness) stepWall(d time.Duration) { h.wall.Advance(d) }
 
 func (h *harness) advance(d time.Duration) {
-	h.ms.Add(d.Milliseconds())
+	h.wall.Advance(d)
 	h.mono.Add(int64(d))
 }
 

@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/shmzone/shmzone/contrib/fasthttp"
+	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/testutil"
+	"github.com/shmzone/shmzone/internal/zonetest"
 	"github.com/shmzone/shmzone/limiter"
 	"github.com/valyala/fasthttp"
 )
@@ -15,8 +17,7 @@ import (
 // burst of 10, its clock standing still, admits 4, 4 and 2, not a third 4.
 // A cost below 1, or Cost's error, fails the request through Error.
 func TestCost(t *testing.T) {
-	now := int64(1_700_000_000_000)
-	d := openZone(t, func() int64 { return now })
+	d, _ := zonetest.Open(t, dict.Options{}) // its clock stands still
 	l, err := limiter.NewGCRA(d, "batch", 1, 10)
 	if err != nil {
 		t.Fatal(err)

@@ -6,28 +6,16 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/shmzone/shmzone/contrib/fasthttp"
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
 	"github.com/shmzone/shmzone/limiter"
 	"github.com/shmzone/shmzone/limiter/httplimit"
 	"github.com/valyala/fasthttp"
 )
-
-// openZone opens a fresh zone of 1 MiB, closed when the test ends; clock,
-// when not nil, is its clock (Unix ms).
-func openZone(t *testing.T, clock func() int64) *dict.Dict {
-	t.Helper()
-	d, err := dict.Open(filepath.Join(t.TempDir(), "test.zone"), dict.Options{Size: 1 << 20, Clock: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return d
-}
 
 func ok(ctx *fasthttp.RequestCtx) { ctx.SetBodyString("ok") }
 
@@ -59,8 +47,7 @@ func serve(h fasthttp.RequestHandler, peer string, kv ...string) *fasthttp.Respo
 func hdr(r *fasthttp.Response, k string) string { return string(r.Header.Peek(k)) }
 
 func TestMiddlewareHeaders(t *testing.T) {
-	now := int64(1_700_000_000_000)
-	d := openZone(t, func() int64 { return now })
+	d, _ := zonetest.Open(t, dict.Options{}) // its clock stands still
 	l, err := limiter.NewCount(d, "per-client", 2, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +84,7 @@ func TestMiddlewareHeaders(t *testing.T) {
 }
 
 func TestMiddlewareTrustedProxies(t *testing.T) {
-	d := openZone(t, nil)
+	d, _ := zonetest.Open(t, dict.Options{})
 	trusted, err := httplimit.ParsePrefixes("10.0.0.0/8")
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +135,8 @@ func TestMiddlewareIPv6Prefix(t *testing.T) {
 		{48, []int{200, 429, 429, 429, 200, 200}},
 	} {
 		t.Run(fmt.Sprint("/", tc.bits), func(t *testing.T) {
-			l, _ := limiter.NewCount(openZone(t, nil), "v6", 1, time.Minute)
+			d, _ := zonetest.Open(t, dict.Options{})
+			l, _ := limiter.NewCount(d, "v6", 1, time.Minute)
 			h := wrap(t, l, shmfasthttp.Options{IPv6Prefix: tc.bits}, ok)
 			for i, p := range peers {
 				if r := serve(h, p); r.StatusCode() != tc.codes[i] {
@@ -157,7 +145,8 @@ func TestMiddlewareIPv6Prefix(t *testing.T) {
 			}
 		})
 	}
-	l, _ := limiter.NewCount(openZone(t, nil), "v6", 1, time.Minute)
+	d, _ := zonetest.Open(t, dict.Options{})
+	l, _ := limiter.NewCount(d, "v6", 1, time.Minute)
 	for _, bits := range []int{-1, 32, 60, 128} {
 		_, err := shmfasthttp.New(l, shmfasthttp.Options{IPv6Prefix: bits})
 		if !errors.Is(err, shmfasthttp.ErrBadIPv6Prefix) || !errors.Is(err, httplimit.ErrBadIPv6Prefix) {
@@ -167,7 +156,7 @@ func TestMiddlewareIPv6Prefix(t *testing.T) {
 }
 
 func TestMiddlewareOptions(t *testing.T) {
-	d := openZone(t, nil)
+	d, _ := zonetest.Open(t, dict.Options{})
 	newCount := func(name string, limit int64) *limiter.Count {
 		l, err := limiter.NewCount(d, name, limit, time.Minute)
 		if err != nil {
@@ -250,8 +239,7 @@ func TestMiddlewareOptions(t *testing.T) {
 }
 
 func TestMiddlewareDelayAndConn(t *testing.T) {
-	now := int64(1_700_000_000_000)
-	d := openZone(t, func() int64 { return now })
+	d, _ := zonetest.Open(t, dict.Options{}) // its clock stands still
 	req, err := limiter.NewReq(d, "req", 1, 5)
 	if err != nil {
 		t.Fatal(err)

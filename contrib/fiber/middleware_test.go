@@ -14,6 +14,8 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 	"github.com/shmzone/shmzone/contrib/fiber"
+	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
 	"github.com/shmzone/shmzone/limiter"
 	"github.com/shmzone/shmzone/limiter/httplimit"
 	"github.com/valyala/fasthttp"
@@ -66,8 +68,7 @@ func forwarded(t *testing.T, app *fiber.App, steps []xffStep) {
 }
 
 func TestMiddlewareHeaders(t *testing.T) {
-	now := int64(1_700_000_000_000)
-	d := openZone(t, func() int64 { return now })
+	d, _ := zonetest.Open(t, dict.Options{}) // its clock stands still
 	l, err := limiter.NewCount(d, "per-client", 2, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +138,8 @@ func TestMiddlewareIPv6Prefix(t *testing.T) {
 		{48, []int{200, 429, 429, 429, 200, 200}},
 	} {
 		t.Run(fmt.Sprint("/", tc.bits), func(t *testing.T) {
-			l, _ := limiter.NewCount(openZone(t, nil), "v6", 1, time.Minute)
+			d, _ := zonetest.Open(t, dict.Options{})
+			l, _ := limiter.NewCount(d, "v6", 1, time.Minute)
 			app := newApp(t, l, shmfiber.Options{IPv6Prefix: tc.bits}, trusting)
 			for i, a := range addrs {
 				if r := do(t, app, "X-Forwarded-For", a); r.StatusCode != tc.codes[i] {
@@ -146,7 +148,8 @@ func TestMiddlewareIPv6Prefix(t *testing.T) {
 			}
 		})
 	}
-	l, _ := limiter.NewCount(openZone(t, nil), "v6", 1, time.Minute)
+	d, _ := zonetest.Open(t, dict.Options{})
+	l, _ := limiter.NewCount(d, "v6", 1, time.Minute)
 	for _, bits := range []int{-1, 32, 60, 128} {
 		_, err := shmfiber.New(l, shmfiber.Options{IPv6Prefix: bits})
 		if !errors.Is(err, shmfiber.ErrBadIPv6Prefix) || !errors.Is(err, httplimit.ErrBadIPv6Prefix) {
@@ -158,7 +161,7 @@ func TestMiddlewareIPv6Prefix(t *testing.T) {
 // trusted peer's X-Forwarded-For names the client, its rightmost untrusted
 // address; an untrusted peer's is ignored.
 func TestMiddlewareKeyFollowsTrustProxy(t *testing.T) {
-	d := openZone(t, nil)
+	d, _ := zonetest.Open(t, dict.Options{})
 	trusting := fiber.Config{
 		TrustProxy:       true,
 		ProxyHeader:      fiber.HeaderXForwardedFor,
@@ -215,7 +218,7 @@ func TestMiddlewareKeyFollowsTrustProxy(t *testing.T) {
 // every entry left of the proxy's: forging them must not buy it a new key,
 // nor an error that a fail-open Error would let through.
 func TestMiddlewareKeyIgnoresForgedForwardedFor(t *testing.T) {
-	d := openZone(t, nil)
+	d, _ := zonetest.Open(t, dict.Options{})
 	cfg := fiber.Config{
 		TrustProxy:       true,
 		ProxyHeader:      fiber.HeaderXForwardedFor,
@@ -300,7 +303,7 @@ func TestClientAddr(t *testing.T) {
 }
 
 func TestMiddlewareOptions(t *testing.T) {
-	d := openZone(t, nil)
+	d, _ := zonetest.Open(t, dict.Options{})
 	newCount := func(name string, limit int64) *limiter.Count {
 		l, err := limiter.NewCount(d, name, limit, time.Minute)
 		if err != nil {
@@ -391,8 +394,7 @@ func TestMiddlewareOptions(t *testing.T) {
 // A Req's delay is waited out through Wait, or not with NoDelay; a Conn's
 // request is left when the handler returns.
 func TestMiddlewareDelayAndConn(t *testing.T) {
-	now := int64(1_700_000_000_000)
-	d := openZone(t, func() int64 { return now })
+	d, _ := zonetest.Open(t, dict.Options{}) // its clock stands still
 	req, err := limiter.NewReq(d, "req", 1, 5)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shmzone/shmzone/contrib/fiber"
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 func newStorage(t *testing.T, d *dict.Dict, o shmfiber.StorageOptions) *shmfiber.Storage {
@@ -22,7 +23,7 @@ func newStorage(t *testing.T, d *dict.Dict, o shmfiber.StorageOptions) *shmfiber
 }
 
 func TestStorageGetSetDelete(t *testing.T) {
-	d := openZone(t, nil)
+	d, _ := zonetest.Open(t, dict.Options{})
 	s := newStorage(t, d, shmfiber.StorageOptions{})
 	if v, err := s.Get("absent"); v != nil || err != nil {
 		t.Fatalf("Get(absent) = %q, %v, want nil, nil", v, err)
@@ -57,7 +58,7 @@ func TestStorageGetSetDelete(t *testing.T) {
 
 // fiber.Storage: an empty key or value is ignored without an error.
 func TestStorageIgnoresEmpty(t *testing.T) {
-	d := openZone(t, nil)
+	d, _ := zonetest.Open(t, dict.Options{})
 	s := newStorage(t, d, shmfiber.StorageOptions{})
 	if err := s.Set("", []byte("v"), 0); err != nil {
 		t.Errorf("Set(\"\") = %v", err)
@@ -74,8 +75,7 @@ func TestStorageIgnoresEmpty(t *testing.T) {
 }
 
 func TestStorageExpiry(t *testing.T) {
-	now := int64(1_700_000_000_000)
-	d := openZone(t, func() int64 { return now })
+	d, clk := zonetest.Open(t, dict.Options{})
 	s := newStorage(t, d, shmfiber.StorageOptions{})
 	if err := s.Set("short", []byte("a"), 2*time.Second); err != nil {
 		t.Fatal(err)
@@ -83,15 +83,15 @@ func TestStorageExpiry(t *testing.T) {
 	if err := s.Set("forever", []byte("b"), 0); err != nil {
 		t.Fatal(err)
 	}
-	now += 1999
+	clk.Advance(1999 * time.Millisecond)
 	if v, _ := s.Get("short"); string(v) != "a" {
 		t.Fatalf("Get(short) at 1.999s = %q, want a", v)
 	}
-	now += 1
+	clk.Advance(time.Millisecond)
 	if v, err := s.Get("short"); v != nil || err != nil {
 		t.Fatalf("Get(short) at 2s = %q, %v, want expired", v, err)
 	}
-	now += int64(365 * 24 * time.Hour / time.Millisecond)
+	clk.Advance(365 * 24 * time.Hour)
 	if v, _ := s.Get("forever"); string(v) != "b" {
 		t.Fatalf("Get(forever) a year later = %q, want b", v)
 	}
@@ -103,7 +103,7 @@ func TestStorageExpiry(t *testing.T) {
 // Reset deletes the Storage's keys and no other: another Storage's and the
 // zone's other users' stay.
 func TestStorageResetConfined(t *testing.T) {
-	d := openZone(t, nil)
+	d, _ := zonetest.Open(t, dict.Options{})
 	sess := newStorage(t, d, shmfiber.StorageOptions{Prefix: "sess:"})
 	cache := newStorage(t, d, shmfiber.StorageOptions{Prefix: "cache:"})
 	for i := range 100 {
@@ -151,7 +151,7 @@ func TestStorageResetConfined(t *testing.T) {
 }
 
 func TestStorageContextAndClose(t *testing.T) {
-	d := openZone(t, nil)
+	d, _ := zonetest.Open(t, dict.Options{})
 	s := newStorage(t, d, shmfiber.StorageOptions{})
 	if err := s.Set("k", []byte("v"), 0); err != nil {
 		t.Fatal(err)
@@ -190,7 +190,7 @@ func TestStorageContextAndClose(t *testing.T) {
 }
 
 func TestStorageNoEvict(t *testing.T) {
-	d := openZone(t, nil)
+	d, _ := zonetest.Open(t, dict.Options{})
 	s := newStorage(t, d, shmfiber.StorageOptions{NoEvict: true})
 	big := bytes.Repeat([]byte("x"), 4096)
 	var err error
@@ -206,7 +206,7 @@ func TestStorageNoEvict(t *testing.T) {
 }
 
 func TestNewStorageErrors(t *testing.T) {
-	d := openZone(t, nil)
+	d, _ := zonetest.Open(t, dict.Options{})
 	if _, err := shmfiber.NewStorage(nil, shmfiber.StorageOptions{}); !errors.Is(err, shmfiber.ErrNilDict) {
 		t.Errorf("NewStorage(nil) = %v, want ErrNilDict", err)
 	}

@@ -9,7 +9,9 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 	"github.com/shmzone/shmzone/contrib/fiber"
+	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/testutil"
+	"github.com/shmzone/shmzone/internal/zonetest"
 	"github.com/shmzone/shmzone/limiter"
 	"github.com/shmzone/shmzone/limiter/admit"
 )
@@ -18,7 +20,7 @@ import (
 // its own limit, and the headers name the tier's policy; a name that is no
 // tier's fails the request through Error.
 func TestTiers(t *testing.T) {
-	d := openZone(t, nil)
+	d, _ := zonetest.Open(t, dict.Options{})
 	free, err := limiter.NewCount(d, "free", 2, time.Minute)
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,18 +17,9 @@ import (
 	"github.com/shmzone/shmzone/contrib/prometheus"
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/zonemetrics"
+	"github.com/shmzone/shmzone/internal/zonetest"
 	"github.com/shmzone/shmzone/limiter"
 )
-
-func openZone(t *testing.T) *dict.Dict {
-	t.Helper()
-	d, err := dict.Open(filepath.Join(t.TempDir(), "test.zone"), dict.Options{Size: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return d
-}
 
 // scrape fetches url and parses it as the Prometheus text format.
 func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
@@ -89,7 +79,7 @@ func value(mfs map[string]*dto.MetricFamily, name string, want map[string]string
 }
 
 func TestCollectorScrape(t *testing.T) {
-	d := openZone(t)
+	d, _ := zonetest.Open(t, dict.Options{})
 	c := shmprom.NewCollector()
 	reg := prometheus.NewPedanticRegistry() // checks the descriptions against the metrics
 	if err := reg.Register(c); err != nil {
@@ -188,11 +178,7 @@ func TestCollectorScrape(t *testing.T) {
 // evicted count and the zone's lost count show it, and the clients whose
 // state was used again are protected.
 func TestCollectorLost(t *testing.T) {
-	d, err := dict.Open(filepath.Join(t.TempDir(), "small.zone"), dict.Options{Size: 256 << 10, Shards: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d, _ := zonetest.Open(t, dict.Options{Size: 256 << 10, Shards: 1})
 	c := shmprom.NewCollector()
 	reg := prometheus.NewPedanticRegistry()
 	if err := reg.Register(c); err != nil {
@@ -259,7 +245,7 @@ func TestCollectorLost(t *testing.T) {
 }
 
 func TestCollectorErrors(t *testing.T) {
-	d := openZone(t)
+	d, _ := zonetest.Open(t, dict.Options{})
 	c := shmprom.NewCollector()
 	if err := c.AddDict("z", nil); !errors.Is(err, shmprom.ErrNilDict) {
 		t.Errorf("AddDict(nil) = %v, want ErrNilDict", err)
@@ -296,11 +282,8 @@ func gather(t *testing.T, reg *prometheus.Registry) map[string]*dto.MetricFamily
 // (a reset to Prometheus) and its gauges claim an empty zone. A scrape
 // leaves it out, and keeps the open ones.
 func TestCollectorSkipsClosedDict(t *testing.T) {
-	open := openZone(t)
-	closed, err := dict.Open(filepath.Join(t.TempDir(), "closed.zone"), dict.Options{Size: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
+	open, _ := zonetest.Open(t, dict.Options{})
+	closed, _ := zonetest.Open(t, dict.Options{}) // closed below: not checked at the end
 	for _, d := range []*dict.Dict{open, closed} {
 		if err := d.SafeSet("a", dict.Int(1), 0, 0); err != nil {
 			t.Fatal(err)
@@ -335,11 +318,7 @@ func TestCollectorSkipsClosedDict(t *testing.T) {
 // RemoveDict and RemoveLimiter stop exporting a name and free it, so that
 // a reopened Dict, or a new limiter, can be added under it.
 func TestCollectorRemoveFreesName(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "z.zone")
-	d, err := dict.Open(path, dict.Options{Size: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, _ := zonetest.Open(t, dict.Options{})
 	c := shmprom.NewCollector()
 	reg := prometheus.NewPedanticRegistry()
 	if err := reg.Register(c); err != nil {
@@ -367,11 +346,7 @@ func TestCollectorRemoveFreesName(t *testing.T) {
 	}
 	d.Close()
 
-	d2, err := dict.Open(path, dict.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d2.Close()
+	d2, _ := zonetest.OpenAt(t, d.Path(), dict.Options{})
 	if err := c.AddDict("z", d2); err != nil {
 		t.Fatalf("AddDict(z) of the reopened Dict = %v, want <nil>", err)
 	}
@@ -392,7 +367,7 @@ func TestCollectorRemoveFreesName(t *testing.T) {
 // which middleware looks for: a Count's Policy and ResetAfter, a Conn's
 // Policy and Leaving, a Req's Policy, nothing for a limiter without them.
 func TestLimiterKeepsMethods(t *testing.T) {
-	d := openZone(t)
+	d, _ := zonetest.Open(t, dict.Options{})
 	c := shmprom.NewCollector()
 	count, _ := limiter.NewCount(d, "count", 5, time.Minute)
 	conn, _ := limiter.NewConn(d, "conn", 2, 0, time.Second)

@@ -9,13 +9,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/shmzone/shmzone/contrib/prometheus"
+	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
 	"github.com/shmzone/shmzone/limiter"
 )
 
 // TestLimiterCountsCosts: a decision on a cost counts once, as allowed,
 // rejected or an error; UncommitN and Reset reach the wrapped limiter.
 func TestLimiterCountsCosts(t *testing.T) {
-	d := openZone(t)
+	d, _ := zonetest.Open(t, dict.Options{})
 	c := shmprom.NewCollector()
 	reg := prometheus.NewPedanticRegistry()
 	if err := reg.Register(c); err != nil {
@@ -79,7 +81,7 @@ func label(m *dto.Metric, name string) string {
 // TestLimiterLeavingN: a wrapped Conn ends a request of cost n with
 // LeavingN.
 func TestLimiterLeavingN(t *testing.T) {
-	d := openZone(t)
+	d, _ := zonetest.Open(t, dict.Options{})
 	conn, _ := limiter.NewConn(d, "conn", 3, 0, 0)
 	w, _ := shmprom.NewCollector().AddLimiter("conn", conn)
 	ctx := context.Background()

@@ -15,6 +15,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	shmprom "github.com/shmzone/shmzone/contrib/prometheus"
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
 	"github.com/shmzone/shmzone/limiter"
 )
 
@@ -118,7 +119,7 @@ func TestHostCounts(t *testing.T) {
 }
 
 func TestCountHostInErrors(t *testing.T) {
-	d := openZone(t)
+	d, _ := zonetest.Open(t, dict.Options{})
 	c := shmprom.NewCollector()
 	if err := c.CountHostIn(nil, time.Second); !errors.Is(err, shmprom.ErrNilDict) {
 		t.Errorf("CountHostIn(nil) = %v, want ErrNilDict", err)

@@ -12,6 +12,10 @@
 // (pidfd.go) tells when a process exits that is not the test's child, as a
 // prefork child is once its master is gone.
 //
+// Clock (clock.go) is the tests' one fake clock: it stands at a fixed
+// instant in the past until a test moves it, and gives the views that
+// dict.Options.Clock and the limiters' time sources take.
+//
 // For layout tests (layout.go), CheckFields pins an overlay struct's fields,
 // and Drawing and CheckDrawing read the ASCII drawing of it in a package's
 // layout.go, so that a test holds the drawing to the struct.

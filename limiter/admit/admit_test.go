@@ -4,31 +4,17 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
 	"github.com/shmzone/shmzone/limiter"
 	"github.com/shmzone/shmzone/limiter/admit"
 	"github.com/shmzone/shmzone/limiter/headers"
 )
-
-// t0 is the tests' time, in Unix ms.
-const t0 int64 = 1_700_000_000_000
-
-// newDict opens a fresh zone whose clock stands at t0.
-func newDict(t *testing.T) *dict.Dict {
-	t.Helper()
-	d, err := dict.Open(filepath.Join(t.TempDir(), "admit.zone"), dict.Options{Size: 1 << 20, Clock: func() int64 { return t0 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return d
-}
 
 func mustGate(t *testing.T, l limiter.Limiter, o admit.Options) *admit.Gate {
 	t.Helper()
@@ -48,7 +34,8 @@ func admitOne(t *testing.T, g *admit.Gate, ctx context.Context, key string) (lim
 }
 
 func TestNewErrors(t *testing.T) {
-	l, err := limiter.NewCount(newDict(t), "c", 10, time.Minute)
+	zone, _ := zonetest.Open(t, dict.Options{})
+	l, err := limiter.NewCount(zone, "c", 10, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +60,8 @@ func TestNewErrors(t *testing.T) {
 // NoHeaders or not (I3), and the policy's headers unless NoHeaders.
 func TestRejection(t *testing.T) {
 	for _, noHeaders := range []bool{false, true} {
-		l, err := limiter.NewCount(newDict(t), "c", 1, time.Minute)
+		zone, _ := zonetest.Open(t, dict.Options{})
+		l, err := limiter.NewCount(zone, "c", 1, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,7 +91,8 @@ func TestDelay(t *testing.T) {
 		cancel  bool
 	}{{"waits", false, false}, {"nodelay", true, false}, {"cancelled", false, true}} {
 		t.Run(c.name, func(t *testing.T) {
-			l, err := limiter.NewReq(newDict(t), "r", 1, 10) // the second request waits 1 s
+			zone, _ := zonetest.Open(t, dict.Options{})
+			l, err := limiter.NewReq(zone, "r", 1, 10) // the second request waits 1 s
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,7 +142,8 @@ func TestDelay(t *testing.T) {
 // TestConnPass: an admitted Conn request counts until its Pass is done; a
 // Conn request cancelled while delayed is left at once (I1).
 func TestConnPass(t *testing.T) {
-	l, err := limiter.NewConn(newDict(t), "c", 1, 1, time.Second)
+	zone, _ := zonetest.Open(t, dict.Options{})
+	l, err := limiter.NewConn(zone, "c", 1, 1, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +185,8 @@ func TestConnPass(t *testing.T) {
 // is at each decision (I2), unless Options fixes one.
 func TestPolicyFollowsLimiter(t *testing.T) {
 	for _, fixed := range []bool{false, true} {
-		l, err := limiter.NewConn(newDict(t), "c", 5, 0, time.Second)
+		zone, _ := zonetest.Open(t, dict.Options{})
+		l, err := limiter.NewConn(zone, "c", 5, 0, time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,7 +221,8 @@ func TestPolicyFollowsLimiter(t *testing.T) {
 // TestLimiterError: the limiter's error comes back as it is, with nothing
 // written.
 func TestLimiterError(t *testing.T) {
-	l, err := limiter.NewCount(newDict(t), "c", 10, time.Minute)
+	zone, _ := zonetest.Open(t, dict.Options{})
+	l, err := limiter.NewCount(zone, "c", 10, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +239,7 @@ func TestLimiterError(t *testing.T) {
 // A Gate's tiers are Gates of their own, each with its limiter and its
 // name as the policy's; "" is the Gate itself, and another name an error.
 func TestTier(t *testing.T) {
-	d := newDict(t)
+	d, _ := zonetest.Open(t, dict.Options{})
 	free, err := limiter.NewCount(d, "free", 1, time.Minute)
 	if err != nil {
 		t.Fatal(err)

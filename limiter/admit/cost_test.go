@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
 	"github.com/shmzone/shmzone/limiter"
 	"github.com/shmzone/shmzone/limiter/admit"
 )
@@ -14,7 +16,8 @@ import (
 // TestAdmitNDelay: AdmitN charges its cost; a request cancelled while
 // delayed gives its whole cost back (I1).
 func TestAdmitNDelay(t *testing.T) {
-	l, err := limiter.NewReq(newDict(t), "r", 1, 10)
+	zone, _ := zonetest.Open(t, dict.Options{})
+	l, err := limiter.NewReq(zone, "r", 1, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +68,8 @@ func (w leavingOnly) Leaving(ctx context.Context, key string, latency time.Durat
 // UncommitN.
 func TestAdmitNConn(t *testing.T) {
 	for _, wrapped := range []bool{false, true} {
-		c, err := limiter.NewConn(newDict(t), "c", 4, 0, 0)
+		zone, _ := zonetest.Open(t, dict.Options{})
+		c, err := limiter.NewConn(zone, "c", 4, 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/testutil"
+	"github.com/shmzone/shmzone/internal/zonetest"
 	"github.com/shmzone/shmzone/limiter"
 )
 
@@ -15,7 +17,7 @@ import (
 // burst of 10, its clock standing still, admits 4, 4 and 2, not a third 4.
 // A cost below 1, or Cost's error, fails the request through Error.
 func TestCost(t *testing.T) {
-	d, _ := newDict(t, nil)
+	d, _ := zonetest.Open(t, dict.Options{})
 	l, err := limiter.NewGCRA(d, "batch", 1, 10)
 	if err != nil {
 		t.Fatal(err)

@@ -6,13 +6,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
 	"github.com/shmzone/shmzone/limiter"
 )
 
 // The headers follow the limiter's policy when it changes: a Conn whose
 // maximum is raised states its new limit from the next request on.
 func TestHeadersFollowPolicy(t *testing.T) {
-	d, _ := newDict(t, nil)
+	d, _ := zonetest.Open(t, dict.Options{})
 	conn, err := limiter.NewConn(d, "t", 3, 1, time.Second)
 	if err != nil {
 		t.Fatal(err)

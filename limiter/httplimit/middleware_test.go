@@ -9,34 +9,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
 	"github.com/shmzone/shmzone/limiter"
 	"github.com/shmzone/shmzone/limiter/admit"
 )
-
-// t0 is the tests' time, in Unix ms.
-const t0 int64 = 1_700_000_000_000
-
-// newDict opens a fresh zone whose clock reads t0 plus what off holds, in
-// ms; nil off makes a new one. It returns the zone and off.
-func newDict(t *testing.T, off *atomic.Int64) (*dict.Dict, *atomic.Int64) {
-	t.Helper()
-	if off == nil {
-		off = new(atomic.Int64)
-	}
-	d, err := dict.Open(filepath.Join(t.TempDir(), "http.zone"), dict.Options{Size: 1 << 20, Clock: func() int64 { return t0 + off.Load() }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
-	return d, off
-}
 
 // okHandler answers 200 "ok" and counts its calls.
 func okHandler(calls *atomic.Int64) http.Handler {
@@ -68,9 +50,9 @@ func mustNew(t *testing.T, l limiter.Limiter, o Options) func(http.Handler) http
 }
 
 func TestHeaders(t *testing.T) {
-	dc, clk := newDict(t, nil)
-	dr, _ := newDict(t, clk)
-	dn, _ := newDict(t, clk)
+	dc, clk := zonetest.Open(t, dict.Options{})
+	dr, _ := zonetest.Open(t, dict.Options{Clock: clk.UnixMilli})
+	dn, _ := zonetest.Open(t, dict.Options{Clock: clk.UnixMilli})
 	count, _ := limiter.NewCount(dc, "t", 2, time.Minute)
 	req, _ := limiter.NewReq(dr, "t", 1, 1)
 	conn, _ := limiter.NewConn(dn, "t", 3, 1, time.Second)
@@ -83,7 +65,7 @@ func TestHeaders(t *testing.T) {
 		name  string
 		l     limiter.Limiter
 		o     Options
-		at    int64 // ms after t0
+		at    int64 // ms after the clock's start
 		want  want
 		after func(t *testing.T)
 	}{
@@ -102,7 +84,7 @@ func TestHeaders(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clk.Store(tt.at)
+			clk.SetMilli(tt.at)
 			var calls atomic.Int64
 			o := tt.o
 			o.Wait = func(context.Context, time.Duration) error { return nil }
@@ -129,7 +111,7 @@ func TestHeaders(t *testing.T) {
 		})
 	}
 	t.Run("NoHeaders", func(t *testing.T) {
-		d, _ := newDict(t, nil)
+		d, _ := zonetest.Open(t, dict.Options{})
 		l, _ := limiter.NewCount(d, "t", 1, time.Minute)
 		h := mustNew(t, l, Options{NoHeaders: true})(okHandler(new(atomic.Int64)))
 		for i, code := range []int{200, 429} {
@@ -145,7 +127,7 @@ func TestHeaders(t *testing.T) {
 }
 
 func TestRejectedHandler(t *testing.T) {
-	d, _ := newDict(t, nil)
+	d, _ := zonetest.Open(t, dict.Options{})
 	l, _ := limiter.NewGCRA(d, "t", 1, 1)
 	var got limiter.Decision
 	h := mustNew(t, l, Options{Rejected: func(w http.ResponseWriter, r *http.Request, d limiter.Decision) {
@@ -168,7 +150,7 @@ func TestDelay(t *testing.T) {
 	for _, noDelay := range []bool{false, true} {
 		name := map[bool]string{false: "delay", true: "nodelay"}[noDelay]
 		t.Run(name, func(t *testing.T) {
-			d, _ := newDict(t, nil)
+			d, _ := zonetest.Open(t, dict.Options{})
 			l, _ := limiter.NewReq(d, "t", 2, 2)
 			var waited []time.Duration
 			var calls atomic.Int64
@@ -200,7 +182,7 @@ func TestDelay(t *testing.T) {
 func TestDelayCancelled(t *testing.T) {
 	for _, kind := range []string{"req", "conn"} {
 		t.Run(kind, func(t *testing.T) {
-			d, _ := newDict(t, nil)
+			d, _ := zonetest.Open(t, dict.Options{})
 			var l limiter.Limiter
 			if kind == "req" {
 				l, _ = limiter.NewReq(d, "t", 0.001, 10) // the second request waits 1,000 s
@@ -263,7 +245,7 @@ func TestDelayCancelled(t *testing.T) {
 }
 
 func TestSpoofedXFF(t *testing.T) {
-	d, _ := newDict(t, nil)
+	d, _ := zonetest.Open(t, dict.Options{})
 	l, _ := limiter.NewCount(d, "t", 1, time.Minute)
 	trusted, _ := ParsePrefixes("10.0.0.0/8")
 	h := mustNew(t, l, Options{TrustedProxies: trusted})(okHandler(new(atomic.Int64)))
@@ -318,7 +300,7 @@ func TestIPv6Prefix(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint("/", tt.bits), func(t *testing.T) {
-			d, _ := newDict(t, nil)
+			d, _ := zonetest.Open(t, dict.Options{})
 			l, _ := limiter.NewCount(d, "t", 1, time.Minute)
 			h := mustNew(t, l, Options{IPv6Prefix: tt.bits})(okHandler(new(atomic.Int64)))
 			for i, a := range addrs {
@@ -331,7 +313,7 @@ func TestIPv6Prefix(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	d, _ := newDict(t, nil)
+	d, _ := zonetest.Open(t, dict.Options{})
 	l, _ := limiter.NewReq(d, "t", 1, 1)
 	d.Set("req|t|198.51.100.1", dict.Int(1), 0, 0) // under the Req's key, not a Req's state: ErrAbused
 	var calls atomic.Int64
@@ -368,7 +350,7 @@ func TestErrors(t *testing.T) {
 }
 
 func TestNewRejectsBadOptions(t *testing.T) {
-	d, _ := newDict(t, nil)
+	d, _ := zonetest.Open(t, dict.Options{})
 	l, _ := limiter.NewReq(d, "t", 1, 1)
 	tests := []struct {
 		name string

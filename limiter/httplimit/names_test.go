@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
 	"github.com/shmzone/shmzone/limiter"
 )
 
@@ -34,7 +36,7 @@ func get(h http.Handler, path string) int {
 // two middlewares over one dictionary with the default key. Each limit
 // counts its own requests: /api's budget does not lift /login's.
 func TestTwoLimitsOneZone(t *testing.T) {
-	d, _ := newDict(t, nil)
+	d, _ := zonetest.Open(t, dict.Options{})
 	login, err1 := limiter.NewCount(d, "login", 3, time.Minute)
 	api, err2 := limiter.NewCount(d, "api", 100, time.Minute)
 	if err1 != nil || err2 != nil {
@@ -68,7 +70,7 @@ func TestTwoLimitsOneZone(t *testing.T) {
 // with the default key: neither finds the other's state under its key, so
 // neither answers 500.
 func TestTwoKindsOneZone(t *testing.T) {
-	d, _ := newDict(t, nil)
+	d, _ := zonetest.Open(t, dict.Options{})
 	a, err1 := limiter.NewReq(d, "a", 1000, 5) // delays of a millisecond
 	b, err2 := limiter.NewCount(d, "b", 5, time.Minute)
 	if err1 != nil || err2 != nil {

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/testutil"
+	"github.com/shmzone/shmzone/internal/zonetest"
 	"github.com/shmzone/shmzone/limiter"
 	"github.com/shmzone/shmzone/limiter/admit"
 	"github.com/shmzone/shmzone/limiter/redistier"
@@ -19,7 +21,7 @@ import (
 // its own limit, and the headers name the tier's policy; a name that is no
 // tier's fails the request through Error.
 func TestTiers(t *testing.T) {
-	d, _ := newDict(t, nil)
+	d, _ := zonetest.Open(t, dict.Options{})
 	free, err := limiter.NewCount(d, "free", 2, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +69,7 @@ func TestTiers(t *testing.T) {
 }
 
 func TestTiersRejectBadOptions(t *testing.T) {
-	d, _ := newDict(t, nil)
+	d, _ := zonetest.Open(t, dict.Options{})
 	l, err := limiter.NewCount(d, "c", 2, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +94,7 @@ func TestTiersRejectBadOptions(t *testing.T) {
 // limit is on requests in flight: its two are held until the third is
 // decided.
 func TestTiersEveryKind(t *testing.T) {
-	d, _ := newDict(t, nil)
+	d, _ := zonetest.Open(t, dict.Options{})
 	r := testutil.StartRedis(t)
 	c := redis.NewClient(&redis.Options{Addr: r.Addr, ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/testutil"
+	"github.com/shmzone/shmzone/internal/zonetest"
 	"github.com/shmzone/shmzone/limiter"
 )
 
@@ -79,7 +80,7 @@ type badCase struct {
 func TestBadState(t *testing.T) {
 	_, c := newClient(t)
 	ctx := context.Background()
-	clk := newFakeClock()
+	clk := new(testutil.Clock)
 	o := fake(clk)
 	o.OnFailure = FailOpen
 	now := clk.Now().UnixMilli()
@@ -229,7 +230,7 @@ func snapshot(t *testing.T, c redis.UniversalClient, key string) string {
 func TestGoodStateDecided(t *testing.T) {
 	_, c := newClient(t)
 	ctx := context.Background()
-	clk := newFakeClock()
+	clk := new(testutil.Clock)
 	o := fake(clk)
 	now := clk.Now().UnixMilli()
 	req, err := NewReq(c, "req", "1r/s", 2e7, 0, o)
@@ -311,12 +312,7 @@ func TestDurations(t *testing.T) {
 func TestTieredBadState(t *testing.T) {
 	_, c := newClient(t)
 	ctx := context.Background()
-	clk := newFakeClock()
-	d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: 1 << 20, Clock: func() int64 { return clk.Now().UnixMilli() }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d, clk := zonetest.Open(t, dict.Options{})
 	const interval = 100 * time.Millisecond
 	window := time.Minute
 	o := Options{Timeout: time.Second, OnFailure: FailOpen, Now: clk.Now}

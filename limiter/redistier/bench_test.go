@@ -91,7 +91,7 @@ func BenchmarkTieredFlush(b *testing.B) {
 			c := map[string]redis.UniversalClient{"redis-loopback": single, "cluster-loopback": cluster}[backend]
 			b.Run(fmt.Sprintf("keys=%d/backend=%s", keys, backend), func(b *testing.B) {
 				runs++
-				l, _, _ := activeTiered(b, c, newFakeClock(), fmt.Sprintf("b-flush%d", runs), keys, 100*time.Millisecond, Options{Timeout: callTimeout})
+				l, _, _ := activeTiered(b, c, new(testutil.Clock), fmt.Sprintf("b-flush%d", runs), keys, 100*time.Millisecond, Options{Timeout: callTimeout})
 				ctx := context.Background()
 				if _, err := l.Flush(ctx); err != nil { // loads the script
 					b.Fatal(err)

@@ -15,7 +15,7 @@ func TestSpecCluster(t *testing.T) {
 	rc, c := newClusterClient(t)
 	suite(t, c)
 	t.Run("Compat", func(t *testing.T) {
-		clk := newFakeClock()
+		clk := new(testutil.Clock)
 		l, err := NewReq(c, "zone", "2r/s", 10, 0, fake(clk))
 		if err != nil {
 			t.Fatal(err)

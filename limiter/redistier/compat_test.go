@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/shmzone/shmzone/internal/testutil"
 )
 
 // luaRules is lua-resty-redis-ratelimit 0.03's algorithm as its Lua script
@@ -53,9 +54,9 @@ func stored(t *testing.T, c redis.UniversalClient, key string) ([]float64, time.
 
 // newCompatReq returns a fresh server's client, a fake clock, and a Req of
 // 2r/s and burst 10 under zone "zone" on that clock.
-func newCompatReq(t *testing.T) (redis.UniversalClient, *fakeClock, *Req) {
+func newCompatReq(t *testing.T) (redis.UniversalClient, *testutil.Clock, *Req) {
 	_, c := newClient(t)
-	clk := newFakeClock()
+	clk := new(testutil.Clock)
 	l, err := NewReq(c, "zone", "2r/s", 10, 0, fake(clk))
 	if err != nil {
 		t.Fatal(err)

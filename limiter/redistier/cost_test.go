@@ -51,7 +51,7 @@ func TestRedisCostIsRequestsAtOnce(t *testing.T) {
 	for _, k := range costKinds {
 		t.Run(k.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
-			clk := newFakeClock()
+			clk := new(testutil.Clock)
 			a, err := k.build(c, "a-"+k.name, fake(clk))
 			if err != nil {
 				t.Fatal(err)
@@ -181,7 +181,7 @@ func TestRedisReset(t *testing.T) {
 	}})
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
-			clk := newFakeClock()
+			clk := new(testutil.Clock)
 			l, err := k.build(c, "r-"+k.name, fake(clk))
 			if err != nil {
 				t.Fatal(err)
@@ -265,7 +265,7 @@ func TestRedisCostConcurrent(t *testing.T) {
 		}},
 	} {
 		t.Run(k.name, func(t *testing.T) {
-			l, err := k.build(c, "cc-"+k.name, fake(newFakeClock()))
+			l, err := k.build(c, "cc-"+k.name, fake(new(testutil.Clock)))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/testutil"
+	"github.com/shmzone/shmzone/internal/zonetest"
 	"github.com/shmzone/shmzone/limiter"
 )
 
@@ -195,12 +196,7 @@ func TestFaults(t *testing.T) {
 // twice, and a server restarted empty gets the host's whole count back.
 func TestTieredFaults(t *testing.T) {
 	r, c, h := newFaultClient(t, tieredTimeout)
-	clk := newFakeClock()
-	d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: 1 << 20, Clock: func() int64 { return clk.Now().UnixMilli() }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d, clk := zonetest.Open(t, dict.Options{})
 	l, err := NewTiered(d, c, "tf", 100, 10*time.Second, 100*time.Millisecond, Options{Timeout: tieredTimeout, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)

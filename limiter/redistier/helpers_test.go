@@ -18,21 +18,10 @@ type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}
 
-// t0 is the fake clock's start, a realistic Unix time so that µs since the
-// epoch have the magnitude they have in production.
-var t0 = time.UnixMilli(1_763_700_000_000)
-
-// fakeClock is a caller clock the test moves by hand.
-type fakeClock struct{ ns atomic.Int64 }
-
-func newFakeClock() *fakeClock {
-	c := &fakeClock{}
-	c.ns.Store(t0.UnixNano())
-	return c
-}
-
-func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *fakeClock) Set(after time.Duration) { c.ns.Store(t0.Add(after).UnixNano()) }
+// t0 is where the tests' clocks (testutil.Clock) start, a realistic Unix
+// time so that µs since the epoch have the magnitude they have in
+// production.
+var t0 = testutil.Epoch
 
 // newClient returns a client of a fresh standalone redis-server, closed when
 // the test ends.
@@ -153,7 +142,9 @@ func newClusterClient(t testing.TB) (*testutil.RedisCluster, redis.UniversalClie
 }
 
 // fake returns Options with the caller clock c.
-func fake(c *fakeClock) Options { return Options{Clock: CallerClock, Now: c.Now, Timeout: callTimeout} }
+func fake(c *testutil.Clock) Options {
+	return Options{Clock: CallerClock, Now: c.Now, Timeout: callTimeout}
+}
 
 // incoming calls l.Incoming and fails the test on an error.
 func incoming(t *testing.T, l limiter.Limiter, key string, commit bool) limiter.Decision {

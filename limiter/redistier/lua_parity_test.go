@@ -127,7 +127,7 @@ func luaNode(t *testing.T, c redis.UniversalClient, key string, l *luaRR, now in
 func TestLuaParityReqRandom(t *testing.T) {
 	_, c := newClient(t)
 	r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
-	clk := newFakeClock()
+	clk := new(testutil.Clock)
 	for seq := range 150 {
 		per := []float64{1, 60}[r.IntN(2)]
 		unit := map[float64]string{1: "r/s", 60: "r/m"}[per]
@@ -204,7 +204,7 @@ func TestLuaParityReqRandom(t *testing.T) {
 // order: Go and the OpenResty node must leave the same value.
 func TestLuaParityReqFractionalBurst(t *testing.T) {
 	_, c := newClient(t)
-	clk := newFakeClock()
+	clk := new(testutil.Clock)
 	l, err := NewReq(c, "frac", "1r/m", 1.9995, 0, fake(clk))
 	if err != nil {
 		t.Fatal(err)
@@ -248,7 +248,7 @@ func TestLuaParityReqFractionalBurst(t *testing.T) {
 func TestReqEarlierStampsDoNotDrain(t *testing.T) {
 	_, c := newClient(t)
 	r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
-	clk := newFakeClock()
+	clk := new(testutil.Clock)
 	l, err := NewReq(c, "back", "10r/s", 0, 0, fake(clk))
 	if err != nil {
 		t.Fatal(err)

@@ -71,8 +71,8 @@ func helperTiered(args []string) error {
 	if err != nil {
 		return err
 	}
-	clk := newFakeClock()
-	d, err := dict.Open(p.Zone, dict.Options{Size: 1 << 20, Clock: func() int64 { return clk.Now().UnixMilli() }})
+	clk := new(testutil.Clock)
+	d, err := dict.Open(p.Zone, dict.Options{Size: 1 << 20, Clock: clk.UnixMilli})
 	if err != nil {
 		return err
 	}

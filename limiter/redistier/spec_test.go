@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/shmzone/shmzone/internal/testutil"
 	"github.com/shmzone/shmzone/limiter"
 )
 
@@ -53,7 +54,7 @@ func testReqVectors(t *testing.T, c redis.UniversalClient) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clk := newFakeClock()
+			clk := new(testutil.Clock)
 			l, err := NewReq(c, "rr-"+tt.name, tt.rate, tt.burst, 0, fake(clk))
 			if err != nil {
 				t.Fatal(err)
@@ -106,7 +107,7 @@ func testReqResetAfter(t *testing.T, c redis.UniversalClient) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clk := newFakeClock()
+			clk := new(testutil.Clock)
 			l, err := NewReq(c, "reset-"+tt.name, tt.rate, tt.burst, tt.duration, fake(clk))
 			if err != nil {
 				t.Fatal(err)
@@ -162,7 +163,7 @@ func testReqTTL(t *testing.T, c redis.UniversalClient) {
 	ctx := context.Background()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clk := newFakeClock()
+			clk := new(testutil.Clock)
 			l, err := NewReq(c, "ttl-"+tt.name, tt.rate, tt.burst, 0, fake(clk))
 			if err != nil {
 				t.Fatal(err)
@@ -213,7 +214,7 @@ func testGCRAVectors(t *testing.T, c redis.UniversalClient) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clk := newFakeClock()
+			clk := new(testutil.Clock)
 			l, err := NewGCRA(c, "gc-"+tt.name, tt.rate, tt.burst, fake(clk))
 			if err != nil {
 				t.Fatal(err)
@@ -245,7 +246,7 @@ func testGCRAVectors(t *testing.T, c redis.UniversalClient) {
 // now".
 func TestGCRALongWaits(t *testing.T) {
 	_, c := newClient(t)
-	clk := newFakeClock()
+	clk := new(testutil.Clock)
 	l, err := NewGCRA(c, "long", 10, 10, fake(clk)) // T = 1e5 µs, τ = 1e6 µs
 	if err != nil {
 		t.Fatal(err)
@@ -310,7 +311,7 @@ func testCount(t *testing.T, c redis.UniversalClient) {
 // testSliding checks the sliding window's estimate with the caller clock,
 // against limiter.SlidingWindow's arithmetic.
 func testSliding(t *testing.T, c redis.UniversalClient) {
-	clk := newFakeClock()
+	clk := new(testutil.Clock)
 	clk.Set(-time.Duration(t0.UnixMilli()%1000) * time.Millisecond) // at a window's start
 	base := clk.Now().Sub(t0)
 	l, err := NewSlidingWindow(c, "sw", 10, time.Second, fake(clk))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/testutil"
+	"github.com/shmzone/shmzone/internal/zonetest"
 	"github.com/shmzone/shmzone/limiter"
 )
 
@@ -18,14 +19,9 @@ import (
 // host's zone at once, and on the other host at its next flush.
 func TestTieredCostAndReset(t *testing.T) {
 	_, c := newClient(t)
-	clk := newFakeClock()
-	clk.Set(0)
+	clk := new(testutil.Clock)
 	host := func() *Tiered {
-		d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: 1 << 20, Clock: func() int64 { return clk.Now().UnixMilli() }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { d.Close() })
+		d, _ := zonetest.Open(t, dict.Options{Clock: clk.UnixMilli})
 		l, err := NewTiered(d, c, "cost", 10, time.Hour, 100*time.Millisecond, fake(clk))
 		if err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/testutil"
+	"github.com/shmzone/shmzone/internal/zonetest"
 	"github.com/shmzone/shmzone/limiter"
 )
 
@@ -26,12 +27,7 @@ import (
 // turned between two phases would leave none.
 func TestTieredPolicies(t *testing.T) {
 	const interval = 20 * time.Millisecond
-	clk := newFakeClock()
-	d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: 1 << 20, Clock: func() int64 { return clk.Now().UnixMilli() }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d, clk := zonetest.Open(t, dict.Options{})
 	goroutines := runtime.NumGoroutine()
 	func() {
 		r, c, h := newFaultClient(t, faultTimeout)
@@ -170,12 +166,7 @@ func TestTieredPolicies(t *testing.T) {
 // Incoming and Uncommit follow the policy, and an answered flush ends it.
 func TestTieredStale(t *testing.T) {
 	_, c := newClient(t)
-	clk := newFakeClock()
-	d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: 1 << 20, Clock: func() int64 { return clk.Now().UnixMilli() }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d, clk := zonetest.Open(t, dict.Options{})
 	local, err := limiter.NewCount(d, "local", 1, time.Hour)
 	if err != nil {
 		t.Fatal(err)

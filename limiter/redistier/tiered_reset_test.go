@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/testutil"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 // resetLimit and resetWindow are the limit and window of the hosts of the
@@ -27,15 +28,11 @@ const (
 // resetHosts returns n Tiered limiters of prefix on c, each counting in a
 // zone of its own: n hosts sharing one Redis. clk is the clock of their
 // windows and zones.
-func resetHosts(t *testing.T, c redis.UniversalClient, clk *fakeClock, prefix string, n int) []*Tiered {
+func resetHosts(t *testing.T, c redis.UniversalClient, clk *testutil.Clock, prefix string, n int) []*Tiered {
 	t.Helper()
 	var hs []*Tiered
 	for range n {
-		d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: 1 << 20, Clock: func() int64 { return clk.Now().UnixMilli() }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { d.Close() })
+		d, _ := zonetest.Open(t, dict.Options{Clock: clk.UnixMilli})
 		l, err := NewTiered(d, c, prefix, resetLimit, resetWindow, 100*time.Millisecond, fake(clk))
 		if err != nil {
 			t.Fatal(err)
@@ -49,7 +46,7 @@ var hostField = regexp.MustCompile(`^[0-9]+$`)
 
 // globalCount returns the sum of the hosts' counts of key in its Redis
 // hash of the current window, and the hash's reset marker ("" for none).
-func globalCount(t *testing.T, c redis.UniversalClient, clk *fakeClock, prefix, key string) (int64, string) {
+func globalCount(t *testing.T, c redis.UniversalClient, clk *testutil.Clock, prefix, key string) (int64, string) {
 	t.Helper()
 	h, err := c.HGetAll(context.Background(), resetRedisKey(clk, prefix, key)).Result()
 	if err != nil {
@@ -68,7 +65,7 @@ func globalCount(t *testing.T, c redis.UniversalClient, clk *fakeClock, prefix, 
 	return n, h["reset"]
 }
 
-func resetRedisKey(clk *fakeClock, prefix, key string) string {
+func resetRedisKey(clk *testutil.Clock, prefix, key string) string {
 	return fmt.Sprintf("%s:%s:%d", prefix, key, clk.Now().UnixMilli()/resetWindow.Milliseconds())
 }
 
@@ -126,7 +123,7 @@ func testTieredReset(t *testing.T, c redis.UniversalClient) {
 		{name: "by the other host", flushed: true, by: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := newFakeClock()
+			clk := new(testutil.Clock)
 			prefix := "rst" + strconv.Itoa(i)
 			hs := resetHosts(t, c, clk, prefix, 2)
 			charge(t, hs[0], "k", 4)
@@ -175,9 +172,9 @@ func TestTieredResetLost(t *testing.T) {
 		name string
 		// set up counts key "k" on the second host around a reset, and
 		// returns the count it keeps.
-		set func(t *testing.T, clk *fakeClock, prefix string, hs []*Tiered) int64
+		set func(t *testing.T, clk *testutil.Clock, prefix string, hs []*Tiered) int64
 	}{
-		{"counted before it learned", func(t *testing.T, clk *fakeClock, prefix string, hs []*Tiered) int64 {
+		{"counted before it learned", func(t *testing.T, clk *testutil.Clock, prefix string, hs []*Tiered) int64 {
 			charge(t, hs[1], "k", 3)
 			if err := hs[0].Reset(ctx, "k"); err != nil {
 				t.Fatal(err)
@@ -185,7 +182,7 @@ func TestTieredResetLost(t *testing.T) {
 			charge(t, hs[1], "k", 2) // after the reset, before the flush
 			return 0
 		}},
-		{"first request after a flush after the reset", func(t *testing.T, clk *fakeClock, prefix string, hs []*Tiered) int64 {
+		{"first request after a flush after the reset", func(t *testing.T, clk *testutil.Clock, prefix string, hs []*Tiered) int64 {
 			now, err := c.Time(ctx).Result()
 			if err != nil {
 				t.Fatal(err)
@@ -198,7 +195,7 @@ func TestTieredResetLost(t *testing.T) {
 			charge(t, hs[1], "k", 3)
 			return 3
 		}},
-		{"first request before a flush after the reset", func(t *testing.T, clk *fakeClock, prefix string, hs []*Tiered) int64 {
+		{"first request before a flush after the reset", func(t *testing.T, clk *testutil.Clock, prefix string, hs []*Tiered) int64 {
 			charge(t, hs[1], "other", 1)
 			if _, err := hs[1].Flush(ctx); err != nil {
 				t.Fatal(err)
@@ -213,7 +210,7 @@ func TestTieredResetLost(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := newFakeClock()
+			clk := new(testutil.Clock)
 			prefix := "rlost" + strconv.Itoa(i)
 			hs := resetHosts(t, c, clk, prefix, 2)
 			want := tc.set(t, clk, prefix, hs)
@@ -229,7 +226,7 @@ func TestTieredResetLost(t *testing.T) {
 
 // setMarker writes a reset marker in key "k"'s hash of prefix, as Reset
 // does.
-func setMarker(t *testing.T, c redis.UniversalClient, clk *fakeClock, prefix string, marker int64) {
+func setMarker(t *testing.T, c redis.UniversalClient, clk *testutil.Clock, prefix string, marker int64) {
 	t.Helper()
 	rk := resetRedisKey(clk, prefix, "k")
 	if err := c.HSet(context.Background(), rk, "reset", strconv.FormatInt(marker, 10)).Err(); err != nil {
@@ -280,7 +277,7 @@ func TestTieredResetRetried(t *testing.T) {
 	c2 := redis.NewClient(&redis.Options{Addr: r.Addr, ContextTimeoutEnabled: true, MaxRetries: -1})
 	c2.AddHook(h)
 	t.Cleanup(func() { c2.Close() })
-	clk := newFakeClock()
+	clk := new(testutil.Clock)
 	const prefix = "rretry"
 	h1 := resetHosts(t, c, clk, prefix, 1)[0]
 	h2 := resetHosts(t, c2, clk, prefix, 1)[0]
@@ -323,7 +320,7 @@ func TestTieredResetRetried(t *testing.T) {
 func TestTieredResetHash(t *testing.T) {
 	r, c := newClient(t)
 	ctx := context.Background()
-	clk := newFakeClock()
+	clk := new(testutil.Clock)
 	const prefix = "rhash"
 	l := resetHosts(t, c, clk, prefix, 1)[0]
 	rk := resetRedisKey(clk, prefix, "k")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/testutil"
+	"github.com/shmzone/shmzone/internal/zonetest"
 )
 
 // roundTrips returns the script runs the servers at addrs have served since
@@ -178,14 +179,9 @@ func TestTieredAllocs(t *testing.T) {
 // listed before the flood still reach Redis and the other hosts.
 func TestTieredFlood(t *testing.T) {
 	_, c := newClient(t)
-	clk := newFakeClock()
-	clk.Set(0)
+	clk := new(testutil.Clock)
 	host := func() *Tiered {
-		d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: 256 << 10, Clock: func() int64 { return clk.Now().UnixMilli() }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { d.Close() })
+		d, _ := zonetest.Open(t, dict.Options{Size: 256 << 10, Clock: clk.UnixMilli})
 		l, err := NewTiered(d, c, "flood", 5, 10*time.Second, 100*time.Millisecond, fake(clk))
 		if err != nil {
 			t.Fatal(err)
@@ -246,13 +242,7 @@ func TestTieredFlood(t *testing.T) {
 // the host's count of it to Redis.
 func TestTieredListEvicted(t *testing.T) {
 	_, c := newClient(t)
-	clk := newFakeClock()
-	clk.Set(0)
-	d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: 1 << 20, Shards: 1, Clock: func() int64 { return clk.Now().UnixMilli() }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, clk := zonetest.Open(t, dict.Options{Shards: 1})
 	const window, interval, flushes = time.Hour, 100 * time.Millisecond, 200
 	l, err := NewTiered(d, c, "ev", 1<<30, window, interval, fake(clk))
 	if err != nil {
@@ -317,7 +307,7 @@ func TestTieredListLost(t *testing.T) {
 		{name: "count gone", countGone: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := newFakeClock()
+			clk := new(testutil.Clock)
 			const interval = 100 * time.Millisecond
 			prefix := "lost" + strconv.Itoa(len(tc.name))
 			l, d, keys := activeTiered(t, c, clk, prefix, 5, interval, Options{Timeout: callTimeout})

@@ -16,6 +16,7 @@ import (
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/clients"
 	"github.com/shmzone/shmzone/internal/testutil"
+	"github.com/shmzone/shmzone/internal/zonetest"
 	"github.com/shmzone/shmzone/limiter"
 )
 
@@ -24,16 +25,9 @@ import (
 // windows' and the zone's clock being clk (a window of an hour, so that
 // no window turns during a test). The zone's shards are large enough for
 // the window's list of keys, which lives in one of them.
-func activeTiered(t testing.TB, c redis.UniversalClient, clk *fakeClock, prefix string, n int, interval time.Duration, o Options) (*Tiered, *dict.Dict, []string) {
+func activeTiered(t testing.TB, c redis.UniversalClient, clk *testutil.Clock, prefix string, n int, interval time.Duration, o Options) (*Tiered, *dict.Dict, []string) {
 	t.Helper()
-	d, err := dict.Open(testutil.TempZone(t), dict.Options{
-		Size: max(16<<20, int64(n)*2<<10), Shards: 8,
-		Clock: func() int64 { return clk.Now().UnixMilli() },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d, _ := zonetest.Open(t, dict.Options{Size: max(16<<20, int64(n)*2<<10), Shards: 8, Clock: clk.UnixMilli})
 	o.Now = clk.Now
 	l, err := NewTiered(d, c, prefix, 1<<40, time.Hour, interval, o)
 	if err != nil {
@@ -96,7 +90,7 @@ func testFlushScale(t *testing.T, cluster bool, addrs []string) {
 	for _, n := range []int{10_000, 100_000} {
 		t.Run(fmt.Sprintf("keys=%d", n), func(t *testing.T) {
 			interval := time.Duration(n) * 40 * time.Microsecond
-			clk := newFakeClock()
+			clk := new(testutil.Clock)
 			prefix := fmt.Sprintf("scale%d", n)
 			h := &pipeHook{}
 			ca := dial(t, cluster, addrs)
@@ -319,7 +313,7 @@ func (h *stallHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 // one Redis: a, whose client's script runs h can stall, and b.
 type stallPair struct {
 	r        *testutil.Redis
-	clk      *fakeClock
+	clk      *testutil.Clock
 	a, b     *Tiered
 	h        *stallHook
 	ca       redis.UniversalClient // a's client
@@ -329,18 +323,15 @@ type stallPair struct {
 
 func newStallPair(t *testing.T, prefix string) stallPair {
 	t.Helper()
-	st := stallPair{r: testutil.StartRedis(t), clk: newFakeClock(), interval: 100 * time.Millisecond}
+	st := stallPair{r: testutil.StartRedis(t), clk: new(testutil.Clock), interval: 100 * time.Millisecond}
 	clk := st.clk
-	d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: 1 << 20, Clock: func() int64 { return clk.Now().UnixMilli() }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d, _ := zonetest.Open(t, dict.Options{Clock: clk.UnixMilli})
 	st.o = Options{Timeout: callTimeout, Now: clk.Now}
 	st.h = &stallHook{held: make(chan struct{}), release: make(chan struct{})}
 	ca := dial(t, false, []string{st.r.Addr})
 	ca.AddHook(st.h)
 	st.ca = ca
+	var err error
 	if st.a, err = NewTiered(d, ca, prefix, 100, time.Hour, st.interval, st.o); err != nil {
 		t.Fatal(err)
 	}
@@ -455,12 +446,7 @@ func TestTieredNothingToSend(t *testing.T) {
 		window   = time.Second
 	)
 	r, c, _ := newFaultClient(t, faultTimeout)
-	clk := newFakeClock()
-	d, err := dict.Open(testutil.TempZone(t), dict.Options{Size: 1 << 20, Clock: func() int64 { return clk.Now().UnixMilli() }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d, clk := zonetest.Open(t, dict.Options{})
 	l, err := NewTiered(d, c, "idle", 100, window, interval, Options{Timeout: faultTimeout, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -519,7 +505,7 @@ func TestTieredNothingToSend(t *testing.T) {
 // which answered, must not be taken for failed.
 func TestTieredFlushBadKey(t *testing.T) {
 	r, c := newClient(t)
-	clk := newFakeClock()
+	clk := new(testutil.Clock)
 	l, _, keys := activeTiered(t, c, clk, "bad", 600, 100*time.Millisecond, Options{Timeout: callTimeout})
 	win := strconv.FormatInt(clk.Now().UnixMilli()/time.Hour.Milliseconds(), 10)
 	rk := func(k string) string { return "bad:" + k + ":" + win }
@@ -585,7 +571,7 @@ func TestTieredFlushBadKey(t *testing.T) {
 // the host's counts for the rest of the window.
 func TestTieredSequenceEvicted(t *testing.T) {
 	_, c := newClient(t)
-	clk := newFakeClock()
+	clk := new(testutil.Clock)
 	const interval = 100 * time.Millisecond
 	l, d, keys := activeTiered(t, c, clk, "seqev", 3, interval, Options{Timeout: callTimeout})
 	ctx := context.Background()

@@ -9,60 +9,15 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/shmzone/shmzone/internal/coarseclock"
 	"github.com/shmzone/shmzone/internal/testutil"
 )
 
-// The coarse clock's tests: its states driven by an injected time and
-// ticker, its readers under the race detector, the process's clock stopped
-// by the last Close, and a real process whose idle clock makes no wakeups.
-
-// coarseDriver holds a coarse clock (c) under test and drives what it
-// reads: it stands in for the system time (wall, Unix ms) and for the
-// ticker, whose starts and stops it counts; each tick advances the time by a
-// millisecond first. It is not a fake clock for a Dict (testutil.Clock is):
-// the clock it drives is the real coarse clock's code.
-type coarseDriver struct {
-	c       clock
-	wall    atomic.Int64
-	ticks   chan time.Time
-	starts  atomic.Int64
-	stops   atomic.Int64
-	stopped chan struct{} // one send per stopped ticker
-}
-
-func newCoarseDriver(start int64) *coarseDriver {
-	dr := &coarseDriver{ticks: make(chan time.Time), stopped: make(chan struct{}, 1<<16)}
-	dr.wall.Store(start)
-	dr.c.wall = dr.wall.Load
-	dr.c.ticker = func() (<-chan time.Time, func()) {
-		dr.starts.Add(1)
-		return dr.ticks, func() {
-			dr.stops.Add(1)
-			dr.stopped <- struct{}{}
-		}
-	}
-	return dr
-}
-
-// tick advances the time by 1 ms and hands a live ticker its tick. When the
-// send returns, the ticker has finished with every tick before this one.
-func (dr *coarseDriver) tick(t *testing.T) {
-	t.Helper()
-	dr.wall.Add(1)
-	select {
-	case dr.ticks <- time.Time{}:
-	case <-time.After(time.Minute):
-		t.Fatalf("tick at %d: no ticker took it in a minute", dr.wall.Load())
-	}
-}
-
-// state returns the clock's state bits.
-func (dr *coarseDriver) state() int64 { return atomic.LoadInt64(&dr.c.word) & stateMask }
+// The process clock under Dicts: stopped by the last Close, and silent in a
+// real idle process. internal/coarseclock tests the clock itself.
 
 // stateName names a clock state for failure messages.
 func stateName(s int64) string {
@@ -73,7 +28,7 @@ func stateName(s int64) string {
 	for _, f := range []struct {
 		bit  int64
 		name string
-	}{{clockOpen, "open"}, {clockLive, "live"}, {clockCheck, "check"}} {
+	}{{coarseclock.StateOpen, "open"}, {coarseclock.StateLive, "live"}, {coarseclock.StateCheck, "check"}} {
 		if s&f.bit != 0 {
 			names = append(names, f.name)
 		}
@@ -81,290 +36,11 @@ func stateName(s int64) string {
 	return strings.Join(names, "|")
 }
 
-func (dr *coarseDriver) wantState(t *testing.T, when string, want int64) {
-	t.Helper()
-	if got := dr.state(); got != want {
-		t.Fatalf("%s: state %s, want %s", when, stateName(got), stateName(want))
-	}
-}
-
-// wantStopped waits for the ticker to stop on its own.
-func (dr *coarseDriver) wantStopped(t *testing.T, when string) {
-	t.Helper()
-	select {
-	case <-dr.stopped:
-	case <-time.After(time.Minute):
-		t.Fatalf("%s: the ticker did not stop in a minute; state %s", when, stateName(dr.state()))
-	}
-	dr.wantState(t, when, clockOpen)
-}
-
-// TestClockStopsAndRestarts: the ticker starts at the first read, not at
-// acquire; it stops after the second check period without a read; a read
-// after that returns the time of that moment, not the time the ticker last
-// stored, and restarts it; Close of the last user stops it for good.
-func TestClockStopsAndRestarts(t *testing.T) {
-	dr := newCoarseDriver(1_000_000)
-	c := &dr.c
-	if got, want := c.now(), int64(1_000_000); got != want {
-		t.Fatalf("now() before acquire = %d, want the system time %d", got, want)
-	}
-	c.acquire()
-	dr.wantState(t, "after acquire", clockOpen)
-	if n := dr.starts.Load(); n != 0 {
-		t.Fatalf("after acquire: %d tickers started, want 0", n)
-	}
-
-	dr.wall.Store(2_000_000)
-	if got, want := c.now(), int64(2_000_000); got != want {
-		t.Fatalf("first now() = %d, want %d", got, want)
-	}
-	dr.wantState(t, "after the first read", clockRunning)
-	for i := 1; i <= checkTicks; i++ {
-		dr.tick(t)
-	}
-	dr.tick(t) // the check tick is done: the ticker asks for a read
-	dr.wantState(t, "after a check tick", clockRunning|clockCheck)
-	if got, want := c.now(), dr.wall.Load(); got != want && got != want-1 {
-		t.Fatalf("now() after %d ticks = %d, want %d or %d", checkTicks+1, got, want-1, want)
-	}
-	dr.wantState(t, "after a read answered the check", clockRunning)
-	for i := 0; i < 20; i++ { // later reads find nothing to answer
-		c.now()
-		dr.wantState(t, "after more reads", clockRunning)
-	}
-
-	// Read once in each of ten periods: the ticker keeps running.
-	for p := 0; p < 10; p++ {
-		for i := 0; i < checkTicks; i++ {
-			dr.tick(t)
-		}
-		c.now()
-	}
-	if n := dr.stops.Load(); n != 0 {
-		t.Fatalf("read once a period: the ticker stopped %d times", n)
-	}
-
-	// No read from here: the ticker raises its flag at the next check tick
-	// and stops at the one after.
-	sent := 1 + checkTicks + 10*checkTicks
-	stopAt := (sent/checkTicks + 2) * checkTicks
-	for n := sent + 1; n < stopAt; n++ {
-		dr.tick(t)
-		if st := dr.stops.Load(); st != 0 {
-			t.Fatalf("unread: the ticker stopped by tick %d, want at tick %d", n-1, stopAt)
-		}
-	}
-	dr.tick(t)
-	dr.wantStopped(t, "unread for two check periods")
-	stale := atomic.LoadInt64(&c.word) >> stateBits
-
-	dr.wall.Add(60_000) // a minute passes, no ticks
-	if got, want := c.now(), dr.wall.Load(); got != want {
-		t.Fatalf("now() after idling = %d, want %d (the ticker's last time was %d)", got, want, stale)
-	}
-	dr.wantState(t, "after the read that restarts", clockRunning)
-	dr.tick(t)
-	dr.tick(t)
-	if got, want := c.now(), dr.wall.Load(); got != want && got != want-1 {
-		t.Fatalf("now() after a restart and two ticks = %d, want %d or %d", got, want-1, want)
-	}
-
-	c.release()
-	if s, st := dr.starts.Load(), dr.stops.Load(); s != 2 || st != 2 {
-		t.Fatalf("after release: %d tickers started, %d stopped, want 2 and 2", s, st)
-	}
-	dr.wantState(t, "after release", 0)
-	dr.wall.Add(5)
-	if got, want := c.now(), dr.wall.Load(); got != want {
-		t.Fatalf("now() after release = %d, want the system time %d", got, want)
-	}
-	dr.wantState(t, "a read after release", 0)
-	if s := dr.starts.Load(); s != 2 {
-		t.Fatalf("a read after release started a ticker: %d started", s)
-	}
-
-	// A later acquire works as the first did.
-	c.acquire()
-	dr.wantState(t, "after acquire again", clockOpen)
-	dr.wall.Add(5)
-	if got, want := c.now(), dr.wall.Load(); got != want {
-		t.Fatalf("now() after acquire again = %d, want %d", got, want)
-	}
-	dr.tick(t)
-	c.release()
-	if s, st := dr.starts.Load(), dr.stops.Load(); s != 3 || st != 3 {
-		t.Fatalf("after the second release: %d tickers started, %d stopped, want 3 and 3", s, st)
-	}
-}
-
-// TestClockRestartOnce: many goroutines that read a stopped clock at once
-// all get the time of that moment, and start one ticker between them.
-func TestClockRestartOnce(t *testing.T) {
-	dr := newCoarseDriver(1_000_000)
-	c := &dr.c
-	c.acquire()
-	c.now()
-	for i := 0; i < 2*checkTicks; i++ {
-		dr.tick(t)
-	}
-	dr.wantStopped(t, "unread")
-	dr.wall.Add(1000)
-	want := dr.wall.Load()
-
-	const readers = 16
-	gate := make(chan struct{})
-	got := make([]int64, readers)
-	var wg sync.WaitGroup
-	for g := range readers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-gate
-			got[g] = c.now()
-		}()
-	}
-	close(gate)
-	wg.Wait()
-	for g, v := range got {
-		if v != want {
-			t.Errorf("reader %d: now() = %d, want %d", g, v, want)
-		}
-	}
-	dr.wantState(t, "after the reads", clockRunning)
-	c.release() // waits for every ticker started
-	if s := dr.starts.Load(); s != 2 {
-		t.Fatalf("%d readers of a stopped clock started %d tickers, want 1", readers, s-1)
-	}
-}
-
-// TestClockStopRacesRestart: a read that restarts the clock while the
-// ticker that stopped it has not yet returned (here, inside its check)
-// starts the only live ticker: the stopping one still ends. Were it to see
-// the new ticker's live word and go on, two tickers would tick, and one
-// delayed between its read of the time and its store would put back a
-// time older than the other's (TestClockConcurrentReaders saw a read 3
-// ticks behind so, under -race beside other packages' tests).
-func TestClockStopRacesRestart(t *testing.T) {
-	dr := newCoarseDriver(1_000_000)
-	c := &dr.c
-	var once atomic.Bool
-	restarted := make(chan struct{})
-	c.check = func(bool) {
-		if atomic.LoadInt64(&c.word)&clockLive == 0 && !once.Swap(true) {
-			c.now() // the clock just stopped: this read restarts it
-			close(restarted)
-		}
-	}
-	c.acquire()
-	c.now()
-	for i := 0; i < 2*checkTicks; i++ {
-		dr.tick(t)
-	}
-	select {
-	case <-restarted:
-	case <-time.After(time.Minute):
-		t.Fatalf("no check found the clock stopped in a minute after %d unread ticks", 2*checkTicks)
-	}
-	select {
-	case <-dr.stopped:
-	case <-time.After(time.Minute):
-		t.Fatalf("the ticker that stopped the clock still runs a minute later, beside the one the read started (%d started, %d stopped)", dr.starts.Load(), dr.stops.Load())
-	}
-	dr.wantState(t, "after the restart", clockRunning)
-	dr.tick(t) // the new ticker takes it: it has started
-	dr.tick(t) // and has stored the tick before
-	if s, st := dr.starts.Load(), dr.stops.Load(); s != 2 || st != 1 {
-		t.Fatalf("%d tickers started, %d stopped: want 2 and 1", s, st)
-	}
-	if got, want := c.now(), dr.wall.Load()-1; got < want {
-		t.Errorf("now() = %d after two ticks of the restarted clock, want at least %d", got, want)
-	}
-	c.release()
-	if s, st := dr.starts.Load(), dr.stops.Load(); s != st {
-		t.Fatalf("after release: %d tickers started, %d stopped", s, st)
-	}
-}
-
-// TestClockConcurrentReaders: readers on several goroutines, in rounds
-// between which the ticker stops, never get a time more than two ticks
-// behind the time when they started to read (one tick taken but not yet
-// stored, one being handed over), nor one after the time when the read
-// returned. Run it with -race.
-func TestClockConcurrentReaders(t *testing.T) {
-	const (
-		readers = 8
-		rounds  = 5
-		reads   = 20_000
-	)
-	dr := newCoarseDriver(1_000_000)
-	c := &dr.c
-	c.acquire()
-	for r := 0; r < rounds; r++ {
-		var wg sync.WaitGroup
-		errs := make(chan string, readers)
-		for g := range readers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; i < reads; i++ {
-					lo := dr.wall.Load()
-					v := c.now()
-					hi := dr.wall.Load()
-					if v < lo-2 || v > hi {
-						errs <- fmt.Sprintf("round %d reader %d read %d: now() = %d, time was %d..%d", r, g, i, v, lo, hi)
-						return
-					}
-				}
-			}()
-		}
-		done := make(chan struct{})
-		go func() { wg.Wait(); close(done) }()
-	reading:
-		for {
-			dr.wall.Add(1)
-			select {
-			case dr.ticks <- time.Time{}:
-			case <-done:
-				break reading
-			}
-		}
-		close(errs)
-		for e := range errs {
-			t.Error(e)
-		}
-		// Nobody reads: tick until the ticker stops.
-		for len(dr.stopped) > 0 {
-			<-dr.stopped
-		}
-		if dr.state()&clockLive == 0 {
-			continue
-		}
-	idle:
-		for {
-			dr.wall.Add(1)
-			select {
-			case dr.ticks <- time.Time{}:
-			case <-dr.stopped:
-				break idle
-			}
-		}
-	}
-	c.release()
-	t.Logf("%d rounds: %d tickers started", rounds, dr.starts.Load())
-	if s, st := dr.starts.Load(), dr.stops.Load(); s != st || s < rounds {
-		t.Fatalf("%d tickers started, %d stopped: want as many stopped, and at least one a round (%d)", s, st, rounds)
-	}
-}
-
 // TestClockLastCloseStops: the process's coarse clock runs while a Dict
 // without an injected clock reads it, keeps running when one of two such
 // Dicts closes, and its goroutine ends when the last closes.
 func TestClockLastCloseStops(t *testing.T) {
-	coarse.mu.Lock()
-	refs := coarse.refs
-	coarse.mu.Unlock()
-	if refs != 0 {
+	if refs := coarseclock.Users(); refs != 0 {
 		t.Fatalf("%d Dicts without an injected clock are open before the test: a test left them open", refs)
 	}
 	before := runtime.NumGoroutine()
@@ -384,28 +60,28 @@ func TestClockLastCloseStops(t *testing.T) {
 	if got := d2.Now(); got < lo {
 		t.Fatalf("d2.Now() = %d, before the test's time.Now %d", got, lo)
 	}
-	if s := atomic.LoadInt64(&coarse.word) & stateMask; s&clockLive == 0 {
+	if s := coarseclock.State(); s&coarseclock.StateLive == 0 {
 		t.Fatalf("after a TTL write: clock state %s, want live", stateName(s))
 	}
 	if err := d1.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s := atomic.LoadInt64(&coarse.word) & stateMask; s&clockOpen == 0 {
+	if s := coarseclock.State(); s&coarseclock.StateOpen == 0 {
 		t.Fatalf("after closing one of two Dicts: clock state %s, want open", stateName(s))
 	}
 	if err := d2.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s := atomic.LoadInt64(&coarse.word) & stateMask; s != 0 {
+	if s := coarseclock.State(); s != 0 {
 		t.Fatalf("after closing the last Dict: clock state %s, want closed", stateName(s))
 	}
 	testutil.WaitGoroutines(t, before, 10*time.Second)
 	// Reads after the last Close are the system's time, and start nothing.
 	lo = time.Now().UnixMilli()
-	if got, hi := coarseNow(), time.Now().UnixMilli(); got < lo || got > hi {
-		t.Fatalf("coarseNow() after the last Close = %d, want %d..%d", got, lo, hi)
+	if got, hi := coarseclock.Now(), time.Now().UnixMilli(); got < lo || got > hi {
+		t.Fatalf("coarseclock.Now() after the last Close = %d, want %d..%d", got, lo, hi)
 	}
-	if s := atomic.LoadInt64(&coarse.word) & stateMask; s != 0 {
+	if s := coarseclock.State(); s != 0 {
 		t.Fatalf("after a read of a closed clock: state %s, want closed", stateName(s))
 	}
 }
@@ -427,11 +103,11 @@ func HelperClockIdle(args []string) error {
 	if _, err := d.Set("k", Int(1), time.Hour, 0); err != nil {
 		return err
 	}
-	if s := atomic.LoadInt64(&coarse.word) & stateMask; s&clockLive == 0 {
+	if s := coarseclock.State(); s&coarseclock.StateLive == 0 {
 		return fmt.Errorf("after a TTL write: clock state %s, want live", stateName(s))
 	}
-	coarse.wg.Wait() // the ticker stops two check periods on
-	if s := atomic.LoadInt64(&coarse.word) & stateMask; s != clockOpen {
+	coarseclock.WaitStopped() // the ticker stops two check periods on
+	if s := coarseclock.State(); s != coarseclock.StateOpen {
 		return fmt.Errorf("idle: clock state %s, want open", stateName(s))
 	}
 	fmt.Println("ready")

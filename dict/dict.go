@@ -7,6 +7,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/shmzone/shmzone/internal/coarseclock"
 	"github.com/shmzone/shmzone/shm"
 	"github.com/shmzone/shmzone/slab"
 )
@@ -235,8 +236,8 @@ var stopped int64
 // coarse clock not running does. It is small enough for the compiler to
 // inline in its callers, so that a read costs no call.
 func (d *Dict) Now() int64 {
-	if w := atomic.LoadInt64(d.word); w&stateMask == clockRunning {
-		return w >> stateBits
+	if w := atomic.LoadInt64(d.word); w&coarseclock.StateMask == coarseclock.Running {
+		return w >> coarseclock.StateBits
 	}
 	return d.clock()
 }

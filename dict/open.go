@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shmzone/shmzone/internal/coarseclock"
 	"github.com/shmzone/shmzone/shm"
 	"github.com/shmzone/shmzone/slab"
 )
@@ -121,12 +122,12 @@ func Open(path string, o Options) (d *Dict, err error) {
 	d.pageTicks = uint64(max(1, pages/pagesPerCheck))
 	d.word = &stopped
 	if d.clock == nil {
-		d.clock, d.word = coarseNow, &coarse.word
+		d.clock, d.word = coarseclock.Now, coarseclock.Word()
 	}
 	if !o.ReadOnly {
 		// The coarse clock's ticker adds the Dict's counts to the zone
 		// (tally.go), whatever clock the Dict's TTLs use.
-		acquireClock()
+		coarseclock.Acquire()
 		registerTallies(d)
 		d.onTicker = true
 	}
@@ -193,7 +194,7 @@ func (d *Dict) Close() error {
 	}
 	if d.onTicker {
 		unregisterTallies(d)
-		releaseClock()
+		coarseclock.Release()
 	}
 	d.guardedFlush(true)
 	if was == stateOpen {

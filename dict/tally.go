@@ -4,6 +4,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/shmzone/shmzone/internal/coarseclock"
 	"github.com/shmzone/shmzone/shm"
 )
 
@@ -75,7 +76,7 @@ func (s *shard) entryCounted(off uint32, k int) (n uint32, slow bool) {
 		return 0, false // a read-only view's: it writes no entry
 	}
 	n = bump(&s.pages[p].n[(k-tWrites)&1])
-	return n, n&(moveEvery-1) == 0 || atomic.LoadInt64(&coarse.word)&stateMask != clockRunning
+	return n, n&(moveEvery-1) == 0 || !coarseclock.IsRunning()
 }
 
 // pageOf returns the index of the slab page that holds off, an entry's
@@ -101,7 +102,7 @@ func (d *Dict) flushPageCounts(s *shard, key string, h uint64, off uint32, n uin
 		d.moveToOwn(s, key, h, off)
 	}
 	if d.onTicker {
-		coarseNow()
+		coarseclock.Now()
 	}
 }
 
@@ -170,7 +171,7 @@ func (d *Dict) tally(s *shard, k int) {
 // which saves the call of tally: about a nanosecond of a read.
 func (s *shard) counted(k int) (n uint64, slow bool) {
 	n = s.tally.n[k&(numTallies-1)].Add(1)
-	return n, n&(tallyFlush-1) == 0 || atomic.LoadInt64(&coarse.word)&stateMask != clockRunning
+	return n, n&(tallyFlush-1) == 0 || !coarseclock.IsRunning()
 }
 
 // flushTallyCount flushes a kind whose count reached tallyFlush, and reads the
@@ -181,7 +182,7 @@ func (d *Dict) flushTallyCount(s *shard, k int, n uint64) {
 		d.flushTally(s, k)
 	}
 	if d.onTicker {
-		coarseNow()
+		coarseclock.Now()
 	}
 }
 
@@ -255,7 +256,7 @@ func (h *shardHdr) tally(k int) *uint64 {
 }
 
 // The Dicts on the coarse clock whose counts its ticker adds to the zone at
-// each check (clock.go), every 100 ms or so while the clock is read (page
+// each check (internal/coarseclock), every 100 ms or so while the clock is read (page
 // counts every pageTicks checks), and a last time when it stops for want
 // of reads: a process's counts reach the zone within a few hundred
 // milliseconds however slowly it counts (pagesPerCheck). A Dict keeps the
@@ -281,6 +282,9 @@ func unregisterTallies(d *Dict) {
 	defer open.mu.Unlock()
 	delete(open.dicts, d)
 }
+
+// The process clock's ticker flushes the counts of the Dicts that use it.
+func init() { coarseclock.OnCheck(flushOpenTallies) }
 
 // flushOpenTallies adds the counts of every registered Dict to its zone, at
 // the clock's check: its page counts every pageTicks checks, and at the

@@ -6,7 +6,7 @@ import (
 )
 
 // EpochMilli is where every Clock starts, in Unix ms: a fixed instant in the
-// past (2023-11-14 22:13:20 UTC). A TTL measured on a Clock has long run out
+// past. A TTL measured on a Clock has long run out
 // on the system clock, and times since the Unix epoch have the magnitude
 // they have in production.
 const EpochMilli int64 = 1_700_000_000_000

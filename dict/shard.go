@@ -2,6 +2,8 @@ package dict
 
 import (
 	"errors"
+
+	"github.com/shmzone/shmzone/internal/keyhash"
 )
 
 // Shard-level primitives. Every function here needs the shard lock held.
@@ -159,3 +161,6 @@ func (s *shard) dropInShard(off uint32, e *entry) error {
 	}
 	return s.freeEntryInShard(off, e)
 }
+
+// hashKey is the hash of key in a zone of this seed (keyhash.Sum).
+func hashKey(seed uint64, key string) uint64 { return keyhash.Sum(seed, key) }

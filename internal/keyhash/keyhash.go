@@ -1,27 +1,37 @@
-package dict
+// Package keyhash is the hash of a zone's keys: XXH3-64 with a seed, as
+// XXH3_64bits_withSeed of xxHash 0.8 computes it.
+//
+// Every process of a zone must compute the same function, so it is part of
+// the zone's layout. Sum neither copies nor allocates.
+package keyhash
 
 import (
 	"encoding/binary"
 	"math/bits"
+	"unsafe"
 )
 
-// hashKey is XXH3-64 of key with the zone's seed: XXH3_64bits_withSeed of
-// xxHash 0.8, the value a test pins against vectors from the reference
-// library (testdata/xxh3.txt). Every process of a zone must compute the same
-// function, so it is part of the layout (Layout names it). A random seed per
-// zone keeps an outsider from choosing keys that share a bucket.
+// Sum is XXH3-64 of key with seed: XXH3_64bits_withSeed of xxHash 0.8, the
+// value a test pins against vectors from the reference library
+// (testdata/xxh3.txt). dict's Layout names it. A random seed per zone keeps
+// an outsider from choosing keys that share a bucket.
 //
 // XXH3 rather than XXH64 because a lookup waits for its hash before it can
 // load anything: XXH64 of a 15-byte key is a chain of about a dozen
 // dependent multiplies, XXH3's is one 128-bit multiply and an avalanche
-// (DESIGN.md, section 4, compares the two).
+// (dict/DESIGN.md, section 4, compares the two).
 //
-// It neither copies nor allocates, and keys of up to 16 bytes, the common
-// case (an address, a user id), take a path of their own without a call.
-func hashKey(seed uint64, key string) uint64 {
+// Keys of up to 32 bytes, the common case, take a path without a call: an
+// address, a user id, or a limiter's key, which is its prefix and an
+// address.
+func Sum(seed uint64, key string) uint64 {
 	b := stringBytes(key)
 	n := len(b)
 	if n > 16 {
+		if n <= 32 {
+			// xxh3Over16's first case, here to save a call.
+			return xxh3Avalanche(uint64(n)*prime64x1 + mix16(b, xxh3Secret[:], seed) + mix16(b[n-16:], xxh3Secret[16:], seed))
+		}
 		return xxh3Over16(seed, b)
 	}
 	if n > 8 {
@@ -203,3 +213,6 @@ func xxh3Scramble(acc *[8]uint64, sec []byte) {
 		acc[i] = a * prime32x1
 	}
 }
+
+// stringBytes views a string's bytes without copying.
+func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

@@ -103,6 +103,7 @@ var goSteps = []struct {
 	{id: "limiter", pkg: "./limiter", bench: "BenchmarkLimiter|BenchmarkFlood"},
 	{id: "redistier", pkg: "./limiter/redistier", bench: "BenchmarkDecision|BenchmarkTieredFlush", extra: []string{"-benchtime", "2s"}, needsRedis: true},
 	{id: "fiber", dir: "contrib/fiber", pkg: ".", bench: "BenchmarkMiddleware"},
+	{id: "keyhash", dir: "contrib/xxh3cmp", pkg: ".", bench: "BenchmarkHash"},
 }
 
 func (m *measurer) measure(ctx context.Context, chartPath string) (*results, error) {

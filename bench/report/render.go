@@ -21,9 +21,11 @@ var page = template.Must(template.New("RESULTS.md").Funcs(template.FuncMap{
 // sentences made from them.
 type view struct {
 	*results
-	Machine                          []string
-	Targets                          table
-	DictOps, DictProcs               table
+	Machine            []string
+	Targets            table
+	DictOps, DictProcs table
+	// KeyHash is internal/keyhash next to github.com/zeebo/xxh3.
+	KeyHash                          table
 	DensityLo, DensityHi, PerCounter string
 	Counter, Limiter, LimiterProcs   table
 	Flood, Redistier, TieredFlush    table
@@ -68,6 +70,7 @@ func render(r *results) ([]byte, error) {
 	v.machineLines()
 	v.targets()
 	v.dict()
+	v.keyHashTable()
 	v.counterTables()
 	v.limiterTables()
 	v.redistierTable()
@@ -273,6 +276,18 @@ func (v *view) spread(step, name, unit string) string {
 		return missing
 	}
 	return ns(lo, true) + "–" + ns(hi, true)
+}
+
+// keyHashShapes are the key shapes of contrib/xxh3cmp's BenchmarkHash.
+var keyHashShapes = []string{"ipv4", "limiter-ipv4", "limiter-ipv6"}
+
+func (v *view) keyHashTable() {
+	v.KeyHash = table{head: []string{"keys", "keyhash ns/op", "zeebo/xxh3 ns/op", "zeebo over keyhash"}}
+	for _, shape := range keyHashShapes {
+		own, ok := v.goVal("keyhash", "BenchmarkHash/keys="+shape+"/impl=keyhash", "ns/op")
+		lib, lok := v.goVal("keyhash", "BenchmarkHash/keys="+shape+"/impl=zeebo", "ns/op")
+		v.KeyHash.add(shape, ns(own, ok), ns(lib, lok), ratio(lib, own, ok && lok))
+	}
 }
 
 func (v *view) counterTables() {

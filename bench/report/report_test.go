@@ -489,21 +489,30 @@ func TestMeasureSteps(t *testing.T) {
 	if r := res.run("zone", "incr", 1000); r == nil || r.Keyset != "" || strings.Contains(r.Command, "-keyset") {
 		t.Errorf("zone incr run at the default keyset = %+v", r)
 	}
-	// contrib/fiber is its own module: its benchmark runs in its directory,
-	// and the page's command says so.
-	ran := false
+	// contrib/fiber and contrib/xxh3cmp are modules of their own: their
+	// benchmarks run in their directories, and the page's command says so.
+	inModule := map[string]string{"BenchmarkMiddleware": "contrib/fiber", "BenchmarkHash": "contrib/xxh3cmp"}
+	ran := map[string]bool{}
 	for i, c := range f.calls {
-		if strings.Contains(c, "BenchmarkMiddleware") {
-			ran = true
-			if want := filepath.Join(".", "contrib/fiber"); f.dirs[i] != want {
+		mod := ""
+		for bench, dir := range inModule {
+			if strings.Contains(c, bench+" ") {
+				mod, ran[bench] = dir, true
+			}
+		}
+		switch {
+		case mod != "":
+			if want := filepath.Join(".", mod); f.dirs[i] != want {
 				t.Errorf("%q ran in %q, want %q", c, f.dirs[i], want)
 			}
-		} else if strings.HasPrefix(c, "go test") && f.dirs[i] != "." {
+		case strings.HasPrefix(c, "go test") && f.dirs[i] != ".":
 			t.Errorf("%q ran in %q, want the root", c, f.dirs[i])
 		}
 	}
-	if !ran {
-		t.Errorf("no BenchmarkMiddleware run among %q", f.calls)
+	for bench := range inModule {
+		if !ran[bench] {
+			t.Errorf("no %s run among %q", bench, f.calls)
+		}
 	}
 	if cmd := res.Go["fiber"].Command; !strings.HasPrefix(cmd, "cd contrib/fiber && go test ") || !strings.HasSuffix(cmd, " .") {
 		t.Errorf("fiber command = %q, want cd contrib/fiber && go test … .", cmd)

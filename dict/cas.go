@@ -7,10 +7,11 @@ import (
 )
 
 // casInPage is CompareAndSwap's entry write: a live key that does not hold
-// old, or one whose value p.v can replace in place. done false: the
+// old, or one whose value new can replace in place. done false: the
 // shard's lock decides. It calls no user code, so it unlocks where it
 // returns, as setInPage.
-func (d *Dict) casInPage(s *shard, key string, h uint64, old Value, p *put) (done, swapped bool, err error) {
+func (d *Dict) casInPage(k place, old Value, new *Value, expiry int64) (done, swapped bool, err error) {
+	s, key, h := k.s, k.key, k.h
 	off, e, pw, ok := d.pinLive(s, key, h)
 	if !ok {
 		return false, false, nil
@@ -22,11 +23,11 @@ func (d *Dict) casInPage(s *shard, key string, h uint64, old Value, p *put) (don
 	case !s.equalValue(off, e, old):
 		s.unpin(off, pw)
 		return true, false, nil
-	case !sameShape(e, &p.v):
+	case !sameShape(e, new):
 		s.unpin(off, pw)
 		return false, false, nil
 	}
-	s.rewriteInPage(off, e, p)
+	s.rewriteInPage(off, e, new, expiry, e.flags())
 	d.unlockCounted(s, key, h, off, pw)
 	return true, true, nil
 }
@@ -47,7 +48,7 @@ func (d *Dict) CompareAndSwap(key string, old, new Value, ttl time.Duration) (_ 
 		return false, err
 	}
 	h := hashKey(d.seed, key)
-	if done, swapped, err := d.casInPage(d.shardFor(h), key, h, old, &put{v: new, expiry: expiry, keepFlags: true}); done {
+	if done, swapped, err := d.casInPage(place{d.shardFor(h), key, h}, old, &new, expiry); done {
 		return swapped, err
 	}
 	return d.lockCAS(key, old, new, expiry)

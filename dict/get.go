@@ -204,11 +204,10 @@ func (d *Dict) getOptimistic(s *shard, key string, h uint64, r *readResult) (nee
 	// wider words, a load the CPU cannot forward from the stores
 	// (DESIGN.md, section 4).
 	kind := Kind(bits & kindMask)
-	v, ok := s.valueAt(kind, vo, vlen)
-	if !ok {
-		return -1, false, nil
-	}
-	num, b := v.num, []byte(nil)
+	var (
+		num uint64
+		b   []byte
+	)
 	switch kind {
 	case KindBytes:
 		if vlen > cap(r.dst) || r.dst == nil {
@@ -217,6 +216,11 @@ func (d *Dict) getOptimistic(s *shard, key string, h uint64, r *readResult) (nee
 		b = loadBytes(r.dst, s.arena, vo, vlen)
 	case KindList:
 		err = ErrIsList
+	default:
+		var ok bool
+		if num, ok = s.scalarAt(kind, vo, vlen); !ok {
+			return -1, false, nil
+		}
 	}
 	if e.ver() != w || s.seq() != seq {
 		return -1, false, nil

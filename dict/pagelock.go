@@ -65,23 +65,22 @@ func sameShape(e *entry, v *Value) bool {
 	return k != KindList && k != KindNone && v.kind != KindList && v.kind != KindNone && storedSize(v.kind, len(v.b)) == e.vlen()
 }
 
-// rewriteInPage writes p.v, of e's shape (sameShape), into the live entry
-// at off, with p.expiry, and p.flags unless p.keepFlags. The caller holds
-// the entry's page lock. A number that keeps its kind, expiry and flags is
+// rewriteInPage writes v, of e's shape (sameShape), into the live entry at
+// off, with expiry and flags. The caller holds the entry's page lock; it
+// keeps the entry's flags by passing e.flags(). A number that keeps its kind, expiry and flags is
 // one aligned store, whole even if the process dies there, as incr's.
 // Otherwise Ver is odd while the words change: a reader that overlaps
 // retries, and a process killed in between leaves the entry for repair to
 // drop (I6).
-func (s *shard) rewriteInPage(off uint32, e *entry, p *put) {
-	v, expiry, flags, keepFlags := &p.v, p.expiry, p.flags, p.keepFlags
+func (s *shard) rewriteInPage(off uint32, e *entry, v *Value, expiry int64, flags uint32) {
 	if (v.kind == KindInt || v.kind == KindFloat) && e.kind() == v.kind &&
-		expiryOf(e.ver()) == expiry && (keepFlags || e.flags() == flags) {
+		expiryOf(e.ver()) == expiry && e.flags() == flags {
 		atomic.StoreUint64(s.num(off, e), v.num)
 		e.use()
 		return
 	}
 	w := e.beginWrite()
-	if !keepFlags && e.flags() != flags {
+	if e.flags() != flags {
 		atomic.StoreUint32(&e.Flags, flags)
 	}
 	if e.kind() != v.kind {

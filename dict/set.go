@@ -11,21 +11,22 @@ import (
 // value of its shape, or an Add that finds the key live. done false: the
 // shard's lock decides. It calls no user code, so it unlocks where it
 // returns, with no deferred call.
-func (d *Dict) setInPage(s *shard, key string, h uint64, p *put) (done bool, err error) {
-	off, e, pw, ok := d.pinLive(s, key, h)
+func (d *Dict) setInPage(k place, v *Value, expiry int64, flags uint32, m mode) (done bool, err error) {
+	s := k.s
+	off, e, pw, ok := d.pinLive(s, k.key, k.h)
 	if !ok {
 		return false, nil
 	}
 	switch {
-	case p.mode == modeAdd:
+	case m&^modeSafe == modeAdd:
 		s.unpin(off, pw)
 		return true, ErrExists
-	case !sameShape(e, &p.v):
+	case !sameShape(e, v):
 		s.unpin(off, pw)
 		return false, nil
 	}
-	s.rewriteInPage(off, e, p)
-	d.unlockCounted(s, key, h, off, pw)
+	s.rewriteInPage(off, e, v, expiry, flags)
+	d.unlockCounted(s, k.key, k.h, off, pw)
 	return true, nil
 }
 
@@ -38,76 +39,79 @@ type mode uint8
 // forcible reports that live entries were evicted. On
 // ErrNoMemory (forcible may be true) the key's old value is left as it was.
 func (d *Dict) Set(key string, v Value, ttl time.Duration, flags uint32) (forcible bool, err error) {
-	return d.store(key, ttl, put{v: v, flags: flags, mode: modeSet, evict: true})
+	return d.store(key, v, ttl, flags, modeSet)
 }
 
 // SafeSet is Set without eviction: ErrNoMemory when the value does not fit in
 // free or expired memory.
 func (d *Dict) SafeSet(key string, v Value, ttl time.Duration, flags uint32) error {
-	_, err := d.store(key, ttl, put{v: v, flags: flags, mode: modeSet})
+	_, err := d.store(key, v, ttl, flags, modeSet|modeSafe)
 	return err
 }
 
 // Add is Set for an absent key only: ErrExists when key holds a live value or
 // a list. An expired key counts as absent.
 func (d *Dict) Add(key string, v Value, ttl time.Duration, flags uint32) (forcible bool, err error) {
-	return d.store(key, ttl, put{v: v, flags: flags, mode: modeAdd, evict: true})
+	return d.store(key, v, ttl, flags, modeAdd)
 }
 
 // SafeAdd is Add without eviction.
 func (d *Dict) SafeAdd(key string, v Value, ttl time.Duration, flags uint32) error {
-	_, err := d.store(key, ttl, put{v: v, flags: flags, mode: modeAdd})
+	_, err := d.store(key, v, ttl, flags, modeAdd|modeSafe)
 	return err
 }
 
 // Replace is Set for a live key only: ErrNotFound when key is absent or
 // expired. The kind may change.
 func (d *Dict) Replace(key string, v Value, ttl time.Duration, flags uint32) (forcible bool, err error) {
-	return d.store(key, ttl, put{v: v, flags: flags, mode: modeReplace, evict: true})
+	return d.store(key, v, ttl, flags, modeReplace)
 }
 
 // store checks key, p.v and ttl, then writes p under key: in place under
 // the entry's page lock when the key is live and p.v fits its entry,
 // otherwise under the shard's lock.
-func (d *Dict) store(key string, ttl time.Duration, p put) (bool, error) {
-	if err := d.check(key, true); err != nil {
-		return false, err
-	}
-	expiry, err := d.checkValue(key, &p.v, ttl)
-	if err != nil {
-		return false, err
-	}
-	p.expiry = expiry
+// The fast path passes the value and its settings as parameters, not in a
+// put: a put built by the caller and copied whole is loaded in wide words
+// that the CPU cannot forward from the caller's narrow stores (DESIGN.md,
+// section 4).
+func (d *Dict) store(key string, v Value, ttl time.Duration, flags uint32, m mode) (bool, error) {
 	if d.guard {
-		return d.guardedWrite(key, &p)
+		return d.guardedWrite(key, v, ttl, flags, m)
 	}
-	return d.write(key, &p)
+	return d.write(key, v, ttl, flags, m)
 }
 
 // guardedWrite is write with Options.GuardFaults (as guardedIncr).
-func (d *Dict) guardedWrite(key string, p *put) (_ bool, err error) {
+func (d *Dict) guardedWrite(key string, v Value, ttl time.Duration, flags uint32, m mode) (_ bool, err error) {
 	defer d.catchFault(&err, shm.GuardFaults())
-	return d.write(key, p)
+	return d.write(key, v, ttl, flags, m)
 }
 
-// write is store's work once p is checked.
-func (d *Dict) write(key string, p *put) (bool, error) {
-	h := hashKey(d.seed, key)
-	s := d.shardFor(h)
-	if done, err := d.setInPage(s, key, h, p); done {
+// write is store's work: it checks key, v and ttl, then writes.
+func (d *Dict) write(key string, v Value, ttl time.Duration, flags uint32, m mode) (bool, error) {
+	if err := d.check(key, true); err != nil {
 		return false, err
 	}
-	return d.lockStore(s, key, h, p)
+	expiry, err := d.checkValue(key, &v, ttl)
+	if err != nil {
+		return false, err
+	}
+	h := hashKey(d.seed, key)
+	k := place{d.shardFor(h), key, h}
+	if done, err := d.setInPage(k, &v, expiry, flags, m); done {
+		return false, err
+	}
+	return d.lockStore(k, put{v: v, expiry: expiry, flags: flags, mode: m &^ modeSafe, evict: m&modeSafe == 0})
 }
 
 // lockStore is store's write under the shard's lock: a new key, a
 // value of another size, or an entry that its pinned write could not take.
-func (d *Dict) lockStore(s *shard, key string, h uint64, p *put) (bool, error) {
-	if err := d.lock(s); err != nil {
+func (d *Dict) lockStore(k place, p put) (bool, error) {
+	if err := d.lock(k.s); err != nil {
 		return false, err
 	}
-	out, err := d.findStoreInShard(s, key, h, *p)
-	d.unlock(s)
+	out, err := d.findStoreInShard(k.s, k.key, k.h, p)
+	d.unlock(k.s)
 	return out.Forcible, err
 }
 
@@ -273,4 +277,8 @@ const (
 	modeSet     mode = iota // write whatever is there
 	modeAdd                 // fail with ErrExists on a live key
 	modeReplace             // fail with ErrNotFound unless the key is live
+
+	// modeSafe, added to another mode, fails with ErrNoMemory where the
+	// write would evict a live entry (SafeSet, SafeAdd).
+	modeSafe mode = 1 << 7
 )

@@ -141,7 +141,7 @@ func (d *Dict) updateEntry(s *shard, off uint32, e *entry, pw *uint64, fn func(c
 	if err != nil {
 		return 0, false, true, err
 	}
-	s.rewriteInPage(off, e, &put{v: next, expiry: expiry, keepFlags: true})
+	s.rewriteInPage(off, e, &next, expiry, e.flags())
 	n, slow = s.entryCounted(off, tWrites)
 	return n, slow, true, nil
 }

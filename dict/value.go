@@ -195,14 +195,12 @@ func (v Value) Equal(w Value) bool {
 // current returns the value of a live entry that passed okBytes and is not
 // a list, for Update's fn: a bytes value aliases the zone, capped.
 func (s *shard) current(off uint32, e *entry) Value {
-	v, ok := s.entryValue(off, e)
-	switch k := e.kind(); {
-	case ok:
-		return v
-	case k == KindInt || k == KindFloat || k == KindBool:
-		return Value{kind: k} // a corrupt length reads as zero
+	k := e.kind()
+	if k != KindInt && k != KindFloat && k != KindBool {
+		return Value{kind: KindBytes, b: s.valueOf(off, e)}
 	}
-	return Value{kind: KindBytes, b: s.valueOf(off, e)}
+	num, _ := s.scalarAt(k, int(off)+valOff(int(e.KLen)), int(e.VLen)) // a corrupt length reads as zero
+	return Value{kind: k, num: num}
 }
 
 // putValue writes v's bytes into an entry whose VLen is already set; the
@@ -258,14 +256,33 @@ func (s *shard) valueAt(k Kind, vo, n int) (v Value, ok bool) {
 		return Value{}, false
 	}
 	switch k {
-	case KindInt, KindFloat:
-		return Value{kind: k, num: atomic.LoadUint64(s.numAt(vo))}, true
-	case KindBool:
-		return Value{kind: k, num: uint64(loadByte(s.arena, vo) & 1)}, true
 	case KindBytes:
 		return Value{kind: k, b: s.arena[vo : vo+n : vo+n]}, true
+	case KindList:
+		return Value{kind: k}, true
 	}
-	return Value{kind: k}, true
+	num, _ := s.scalarAt(k, vo, n)
+	return Value{kind: k, num: num}, true
+}
+
+// scalarAt loads the number or the bool of kind k held in the n bytes at vo
+// of the arena, with sync/atomic. ok is false when n does not fit k, or k
+// is another kind. The caller has checked that the value lies inside the
+// arena. It is small enough to inline: Get's lock-free read calls it.
+func (s *shard) scalarAt(k Kind, vo, n int) (num uint64, ok bool) {
+	switch k {
+	case KindInt, KindFloat:
+		if n != 8 {
+			return 0, false
+		}
+		return atomic.LoadUint64(s.numAt(vo)), true
+	case KindBool:
+		if n != 1 {
+			return 0, false
+		}
+		return uint64(loadByte(s.arena, vo) & 1), true
+	}
+	return 0, false
 }
 
 // entryValue is valueAt for the entry at off, which passed okBytes.

@@ -144,10 +144,11 @@ func (s *Slab) classHead(c int) *uint32 {
 
 // pageHdrWord returns the word in page p's PageHdr bytes. It is the page's
 // lock word when the page holds chunks of a class or begins a run
-// (PageLock). p must be < s.npages.
+// (PageLock). p must be < s.npages, so that the whole page lies in s.mem:
+// one bounds check, of the word's first byte, is enough. Page locks are on
+// every entry write's path.
 func (s *Slab) pageHdrWord(p uint32) *uint64 {
-	off := s.pageOff(p)
-	return (*uint64)(unsafe.Pointer(&s.mem[off : off+PageHdr][0]))
+	return (*uint64)(unsafe.Pointer(&s.mem[s.pageOff(p)]))
 }
 
 // The descriptors' 64-bit words must be aligned wherever the region is.

@@ -11,7 +11,7 @@ import (
 // for an absent or expired key, ErrIsList for a list.
 func (d *Dict) Get(key string) (Value, uint32, error) {
 	var r readResult
-	err := d.get(key, &r)
+	err := d.get(key, nil, &r)
 	return r.v, r.flags, err
 }
 
@@ -19,8 +19,8 @@ func (d *Dict) Get(key string) (Value, uint32, error) {
 // Value: with room in dst it allocates nothing. dst may be reused once the
 // Value is no longer needed.
 func (d *Dict) GetInto(key string, dst []byte) (Value, uint32, error) {
-	r := readResult{dst: dst[:0]}
-	err := d.get(key, &r)
+	var r readResult
+	err := d.get(key, dst[:0], &r)
 	return r.v, r.flags, err
 }
 
@@ -28,12 +28,13 @@ func (d *Dict) GetInto(key string, dst []byte) (Value, uint32, error) {
 // its memory is reclaimed; then ErrNotFound.
 func (d *Dict) GetStale(key string) (v Value, flags uint32, stale bool, err error) {
 	r := readResult{allowStale: true}
-	err = d.get(key, &r)
+	err = d.get(key, nil, &r)
 	return r.v, r.flags, r.stale, err
 }
 
-func (d *Dict) get(key string, r *readResult) error {
+func (d *Dict) get(key string, dst []byte, r *readResult) error {
 	if d.guard {
+		r.dst = dst
 		return d.guardedGet(key, r)
 	}
 	if err := d.check(key, false); err != nil {
@@ -43,9 +44,10 @@ func (d *Dict) get(key string, r *readResult) error {
 	s := d.shardFor(h)
 	// The first try, outside lockGet's loop: the common case makes one
 	// call less.
-	need, ok, err := d.getOptimistic(s, key, h, r)
+	need, ok, err := d.getOptimistic(s, key, h, dst, r)
 	if !ok {
 		runtime.Gosched()
+		r.dst = dst
 		return d.lockGet(s, key, h, r, 1)
 	}
 	if need < 0 {
@@ -69,7 +71,7 @@ func (d *Dict) guardedGet(key string, r *readResult) (err error) {
 // shard's lock.
 func (d *Dict) lockGet(s *shard, key string, h uint64, r *readResult, try int) error {
 	for try < tries {
-		need, ok, err := d.getOptimistic(s, key, h, r)
+		need, ok, err := d.getOptimistic(s, key, h, r.dst, r)
 		switch {
 		case !ok:
 			try++
@@ -169,7 +171,7 @@ func (d *Dict) getInShard(s *shard, key string, h uint64, r *readResult) (need i
 // something changed under it (or it read what a change in progress
 // leaves) and nothing it read counts. need >= 0 asks for a dst of that
 // capacity.
-func (d *Dict) getOptimistic(s *shard, key string, h uint64, r *readResult) (need int, ok bool, err error) {
+func (d *Dict) getOptimistic(s *shard, key string, h uint64, dst []byte, r *readResult) (need int, ok bool, err error) {
 	off, seq, ok := s.findOptimistic(key, h)
 	if !ok {
 		return -1, false, nil
@@ -210,10 +212,10 @@ func (d *Dict) getOptimistic(s *shard, key string, h uint64, r *readResult) (nee
 	)
 	switch kind {
 	case KindBytes:
-		if vlen > cap(r.dst) || r.dst == nil {
+		if vlen > cap(dst) || dst == nil {
 			return vlen, true, nil
 		}
-		b = loadBytes(r.dst, s.arena, vo, vlen)
+		b = loadBytes(dst, s.arena, vo, vlen)
 	case KindList:
 		err = ErrIsList
 	default:

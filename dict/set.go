@@ -101,15 +101,16 @@ func (d *Dict) write(key string, v Value, ttl time.Duration, flags uint32, m mod
 	if done, err := d.setInPage(k, &v, expiry, flags, m); done {
 		return false, err
 	}
-	return d.lockStore(k, put{v: v, expiry: expiry, flags: flags, mode: m &^ modeSafe, evict: m&modeSafe == 0})
+	return d.lockStore(k, &v, expiry, flags, m)
 }
 
 // lockStore is store's write under the shard's lock: a new key, a
 // value of another size, or an entry that its pinned write could not take.
-func (d *Dict) lockStore(k place, p put) (bool, error) {
+func (d *Dict) lockStore(k place, v *Value, expiry int64, flags uint32, m mode) (bool, error) {
 	if err := d.lock(k.s); err != nil {
 		return false, err
 	}
+	p := put{v: *v, expiry: expiry, flags: flags, mode: m &^ modeSafe, evict: m&modeSafe == 0}
 	out, err := d.findStoreInShard(k.s, k.key, k.h, p)
 	d.unlock(k.s)
 	return out.Forcible, err

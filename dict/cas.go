@@ -32,10 +32,12 @@ func (d *Dict) casInPage(k place, old Value, new *Value, expiry int64) (done, sw
 	return true, true, nil
 }
 
-// CompareAndSwap replaces key's live value with new, with a TTL (0 = never),
-// when it equals old in kind and bytes, keeping the flags; it reports whether
-// it did. Errors: ErrNotFound for an absent or expired key, ErrIsList for a
-// list, and the errors of Set.
+// CompareAndSwap replaces key's live value with new when it equals old in
+// kind and bytes. The new value has TTL ttl, where 0 means none, and keeps
+// the flags. CompareAndSwap reports whether it replaced the value.
+//
+// CompareAndSwap returns ErrNotFound if key is absent or expired, ErrIsList
+// for a list, and the errors of Set.
 func (d *Dict) CompareAndSwap(key string, old, new Value, ttl time.Duration) (_ bool, err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())

@@ -148,22 +148,17 @@ func (s *shard) checkListInShard(off uint32, e *entry, nodes bitset) string {
 	return ""
 }
 
-// Check verifies every shard's invariants: the slab's own, every index entry
-// well formed and in its bucket, the eviction queue holding exactly the indexed
-// entries in consistent order, lists linked and counted, no allocated chunk
-// unreachable, no write left half done, and, read-only, no lock held by an
-// owner that is gone. It returns nil, or ErrCorrupt joined with each problem
-// found. It locks one shard at a time; a shard whose
-// lock stays held past LockTimeout is not checked, and ErrLockTimeout is
-// joined for it.
+// Check verifies every shard's invariants. It checks the slab, the index,
+// the eviction queue, the lists and the page locks. It finds chunks that no
+// entry reaches and writes left half done.
 //
-// A read-only view takes no lock: it checks a consistent copy of each shard
-// (snapshot.go), so that a zone other processes write at the same time
-// shows only the problems it has. There an entry write in progress (odd
-// Ver) is no problem, since a read-only view cannot tell a live writer from
-// a dead one; and a shard that a live process keeps locked, or that keeps
-// changing under every copy, past LockTimeout is not checked:
-// ErrLockTimeout is joined for it.
+// Check locks one shard at a time. A read-only view takes no lock: it checks
+// a consistent copy of each shard. An entry write in progress is then no
+// problem, since a view cannot tell a live writer from a dead one.
+//
+// Check returns nil, or ErrCorrupt joined with each problem found. It joins
+// ErrLockTimeout for each shard that it could not lock, or copy, within the
+// lock timeout.
 func (d *Dict) Check() (err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())

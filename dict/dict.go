@@ -46,47 +46,34 @@ type Options struct {
 	// Perm is a new zone's mode, set exactly whatever the umask; 0 means
 	// 0600. See shm.Options.Perm.
 	Perm os.FileMode
-	// ReadOnly maps the zone read-only: reads take no lock and move nothing in
-	// the eviction order, and writes return ErrReadOnly. Reads of a zone that other
-	// processes write at the same time may then see a write half done; use it
-	// for inspection.
+	// ReadOnly maps the zone read-only, for inspection. Reads take no lock
+	// and move nothing in the eviction order. Writes return ErrReadOnly.
+	// A read may see a write that another process has half done.
 	ReadOnly bool
-	// Clock returns the time in Unix milliseconds; nil uses a coarse system
-	// clock that ticks every millisecond while it is read and stops when it
-	// is not. Tests inject time here.
+	// Clock returns the time in Unix milliseconds. Tests inject time here.
+	// nil uses a coarse system clock. It ticks every millisecond while it
+	// is read, and stops when it is not.
 	Clock func() int64
-	// LockTimeout bounds every wait for a shard's lock: an operation that
+	// LockTimeout bounds every wait for a shard's lock. An operation that
 	// waited this long for a live holder returns ErrLockTimeout and changes
-	// nothing. 0 means DefaultLockTimeout; a negative value waits without
-	// bound. A dead holder is taken over after a few milliseconds whatever
+	// nothing. 0 means DefaultLockTimeout. A negative value waits without
+	// bound. A dead holder is taken over after a few milliseconds, whatever
 	// the timeout.
 	LockTimeout time.Duration
-	// GuardFaults makes a fault in the zone's mapping during an operation
-	// an error instead of a crash. Such a fault means the zone file was
-	// truncated by another process while mapped (the file's space is
-	// allocated when the zone is opened, so a full filesystem cannot cause
-	// one): without the guard the operation dies of SIGBUS, killing the
-	// process; with it the operation returns an error wrapping
-	// shm.ErrFault, and so does every later call: the Dict is unusable, as
-	// its zone is, and must be closed. The guard adds a deferred call to
-	// every operation; BenchmarkGuardFaults measures it. Under it, a fault
-	// at a non-nil address in a function given to Update or Mutate is
-	// reported the same way.
+	// GuardFaults makes a fault in the zone's mapping an error instead of
+	// a crash. Such a fault means another process truncated the zone file
+	// while it was mapped. A full filesystem cannot cause one: Open
+	// allocates the file's space. Without the guard, the process dies of
+	// SIGBUS. With it, the operation returns an error wrapping
+	// shm.ErrFault, and so does every later call: close the Dict. The
+	// guard adds a deferred call to every operation; BenchmarkGuardFaults
+	// measures it. A fault at a non-nil address in a function given to
+	// Update or Mutate is reported the same way.
 	GuardFaults bool
 }
 
-// DefaultLockTimeout is the LockTimeout of Options that set none. A healthy
-// holder keeps a shard's lock for microseconds; one that the scheduler
-// preempts inside its critical section on an overloaded host (more runnable
-// threads than cores, a race-enabled build) may not run again for tens to
-// hundreds of milliseconds, and giving up on it then would fail decisions
-// that a moment's patience completes: a load spike would turn into errors.
-// A holder still there after a second is stopped (a debugger, a frozen
-// cgroup, SIGSTOP) or stuck in the function it gave Update, and a second
-// bounds what that costs each request on its shard before the caller's
-// failure policy (fail open or closed) answers. A service with a tighter
-// latency budget sets LockTimeout lower and accepts timeouts under
-// overload. A dead holder is recovered after about 5 ms, well within it.
+// DefaultLockTimeout is the LockTimeout of Options that set none.
+// DESIGN.md, section 10, says why it is a second.
 const DefaultLockTimeout = time.Second
 
 // Dict is a dictionary in a zone file shared by every process that opens it.
@@ -187,11 +174,11 @@ func (d *Dict) Created() bool { return d.z.Created() }
 // ReadOnly reports whether the zone is mapped read-only (Options.ReadOnly).
 func (d *Dict) ReadOnly() bool { return d.readOnly }
 
-// Err returns nil while d is usable, ErrClosed after Close, and the error
-// wrapping shm.ErrFault after a guarded operation faulted in the zone's
-// mapping (Options.GuardFaults): the error every other operation then
-// returns. Stats, FreeSpace and the other calls that return no error give
-// zeros then; Err tells those from an empty zone's.
+// Err returns the error every other call returns now. It is nil while d is
+// usable. After Close it is ErrClosed. After a guarded operation faulted in
+// the zone's mapping, it wraps shm.ErrFault; see Options.GuardFaults.
+// Stats, FreeSpace and the other calls with no error return zeros then: Err
+// tells those from an empty zone's.
 func (d *Dict) Err() error { return d.usable() }
 
 // Capacity returns the zone's size in bytes.
@@ -224,17 +211,13 @@ func (d *Dict) FreeSpace() int64 {
 // running, so that Now calls the injected clock.
 var stopped int64
 
-// Now returns the dictionary's time in Unix milliseconds, the time its TTLs
-// are measured against: Options.Clock's when one was injected, otherwise the
-// coarse per-process clock (one atomic load, no system call). Code built on
-// the dictionary, such as rate limiters, reads it so that tests that inject a
-// clock drive that code too.
+// Now returns the dictionary's time in Unix milliseconds: the time its TTLs
+// are measured against. It is Options.Clock's time when one was injected,
+// and otherwise the coarse per-process clock's. Code built on the
+// dictionary, such as rate limiters, reads it, so that a test's injected
+// clock drives that code too.
 //
-// It reads the coarse clock's word itself while the clock runs: a call
-// through the clock func costs more than the read. An injected clock's Dict
-// reads a word that never runs (stopped), and goes through d.clock, as a
-// coarse clock not running does. It is small enough for the compiler to
-// inline in its callers, so that a read costs no call.
+// Now inlines, and costs one atomic load while the coarse clock runs.
 func (d *Dict) Now() int64 {
 	if w := atomic.LoadInt64(d.word); w&coarseclock.StateMask == coarseclock.Running {
 		return w >> coarseclock.StateBits

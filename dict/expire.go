@@ -18,8 +18,10 @@ func (d *Dict) expireInPage(s *shard, key string, h uint64, expiry int64) (done 
 	return true
 }
 
-// Expire sets key's TTL from now; 0 means never. Errors: ErrNotFound for an
-// absent or expired key (an expired key is not brought back).
+// Expire sets key's TTL from now. A TTL of 0 means never.
+//
+// Expire returns ErrNotFound if key is absent or expired. It does not bring
+// an expired key back.
 func (d *Dict) Expire(key string, ttl time.Duration) (err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())

@@ -6,26 +6,28 @@ import (
 	"github.com/shmzone/shmzone/shm"
 )
 
-// Get returns the value and flags under key, and marks the entry used, so
-// that eviction passes it over once. A bytes value is the caller's own copy. Errors: ErrNotFound
-// for an absent or expired key, ErrIsList for a list.
+// Get returns the value and flags under key. It marks the entry used, so
+// that eviction passes it over once. A bytes value is the caller's own copy.
+//
+// Get returns ErrNotFound if key is absent or expired, and ErrIsList for a
+// list.
 func (d *Dict) Get(key string) (Value, uint32, error) {
 	var r readResult
 	err := d.get(key, nil, &r)
 	return r.v, r.flags, err
 }
 
-// GetInto is Get that appends a bytes value to dst[:0] and returns it in the
-// Value: with room in dst it allocates nothing. dst may be reused once the
-// Value is no longer needed.
+// GetInto is Get that appends a bytes value to dst[:0] and returns it in
+// the Value. With room in dst it allocates nothing. dst may be reused once
+// the Value is no longer needed.
 func (d *Dict) GetInto(key string, dst []byte) (Value, uint32, error) {
 	var r readResult
 	err := d.get(key, dst[:0], &r)
 	return r.v, r.flags, err
 }
 
-// GetStale is Get that also returns an expired value, with stale true, until
-// its memory is reclaimed; then ErrNotFound.
+// GetStale is Get that also returns an expired value, with stale true,
+// until its memory is reclaimed. After that it returns ErrNotFound.
 func (d *Dict) GetStale(key string) (v Value, flags uint32, stale bool, err error) {
 	r := readResult{allowStale: true}
 	err = d.get(key, nil, &r)

@@ -8,15 +8,13 @@ import (
 	"github.com/shmzone/shmzone/shm"
 )
 
-// IncrInitNum is IncrInit returning the sum as it is stored, a float64: an
-// int's sum exactly (below 2^53), a float's with its fraction, where
-// IncrInit truncates it (a float 2.5 less 1 is 1.5, which IncrInit returns
-// as 1). The kind stays, as with IncrInit: an int stays an int, a float a
-// float, and an absent or expired key becomes the int init+delta with
-// initTTL (0 = never). out says what creating it did (Outcome).
-// Errors as IncrInit, but for a float sum that no int64 holds (NaN, an
-// infinity, beyond ±2^63), which IncrInit refuses: IncrInitNum stores and
-// returns it.
+// IncrInitNum is IncrInit that returns the result as it is stored, a
+// float64. An int's result is exact below 2^53. A float's keeps its
+// fraction, which IncrInit truncates. out says what creating the key did.
+//
+// A float result that does not fit in an int64 is stored and returned.
+// IncrInit refuses it. Otherwise IncrInitNum returns the errors of
+// IncrInit.
 func (d *Dict) IncrInitNum(key string, delta, init int64, initTTL time.Duration) (sum float64, out Outcome, err error) {
 	if d.guard {
 		return d.guardedIncrInitNum(key, delta, init, initTTL)
@@ -33,14 +31,15 @@ func (d *Dict) guardedIncrInitNum(key string, delta, init int64, initTTL time.Du
 	return sum, out, err
 }
 
-// Incr adds delta to the number under key and returns the sum; the TTL and
-// the flags stay. An int wraps around on overflow; a float adds delta as a
-// float and returns the sum truncated toward zero. A float sum that no
-// int64 holds (NaN, an infinity, or beyond ±2^63, as Float(1e19) plus 0 or
-// Float(0) plus MaxInt64, which is 2^63 as a float) is refused: the float
-// stays as it was and the error wraps ErrNotNumber (IncrFloat and
-// IncrInitNum return such a sum). Errors: ErrNotFound for an absent or
-// expired key, ErrNotNumber for bytes, a bool or a list.
+// Incr adds delta to the number stored under key and returns the result.
+// It keeps the key's TTL and flags.
+//
+// Integers wrap on overflow. Floats are added as floats and the result is
+// truncated toward zero. If that result does not fit in an int64, Incr
+// leaves the value unchanged and returns an error wrapping ErrNotNumber.
+//
+// Incr returns ErrNotFound if key is absent or expired, and ErrNotNumber if
+// the value is not a number.
 func (d *Dict) Incr(key string, delta int64) (int64, error) {
 	if d.guard {
 		return d.guardedIncr(key, delta)
@@ -63,8 +62,9 @@ func (d *Dict) guardedIncr(key string, delta int64) (_ int64, err error) {
 	return n, err
 }
 
-// IncrFloat adds delta to the number under key and returns the sum as a
-// float64; an int becomes a float. Errors as Incr.
+// IncrFloat adds delta to the number stored under key and returns the
+// result as a float64. An int becomes a float. IncrFloat returns the errors
+// of Incr.
 func (d *Dict) IncrFloat(key string, delta float64) (_ float64, err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
@@ -76,11 +76,12 @@ func (d *Dict) IncrFloat(key string, delta float64) (_ float64, err error) {
 	return f, err
 }
 
-// IncrInit adds delta to the number under key, or creates the key as
-// init+delta with initTTL (0 = never) and flags 0 when it is absent or
-// expired; init and initTTL are ignored for a live key. forcible reports
-// evictions made to create it. A live number adds as with Incr, and a
-// float sum that no int64 holds is refused as Incr refuses it.
+// IncrInit adds delta to the number stored under key and returns the
+// result. If key is absent or expired, IncrInit creates it as init+delta,
+// with TTL initTTL and flags 0. init and initTTL are ignored for a live key.
+//
+// forcible reports that creating the key evicted live entries. A live number
+// adds as with Incr, with the same errors.
 func (d *Dict) IncrInit(key string, delta, init int64, initTTL time.Duration) (n int64, forcible bool, err error) {
 	if d.guard {
 		return d.guardedIncrInit(key, delta, init, initTTL)

@@ -107,9 +107,10 @@ import (
 //
 // layout_test.go holds each drawing to its overlay and pins the offsets.
 
-// Layout identifies this layout in the zone header, and the key hash with it:
-// a process that hashed keys another way would look for them in the wrong
-// buckets.
+// Layout identifies this layout in the zone header, and the key hash with
+// it. A process that hashed keys another way would look for them in the
+// wrong buckets. "DIC7" is DIC6 with traces of evicted keys in place of the
+// header's 16 ghosts.
 const Layout = 0x44494337 // "DIC7": DIC6 (XXH3-64 keys, the two-segment queue) with the traces of evicted keys instead of the header's 16 ghosts
 
 // shardHdr is the overlay of a shard's header, cache lines of its own.

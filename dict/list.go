@@ -55,16 +55,18 @@ func (d *Dict) LLen(key string) (_ int, err error) {
 	return int(s.listOf(off, e).Len), nil
 }
 
-// SetList stores elems, head first, as the list under key with a TTL (0 =
-// never) and flags 0, replacing what key holds, a value or a list; with no
-// elems it deletes key. It is all or nothing: under the shard lock it
-// allocates and fills every element first, and replaces the old value only
-// when all of them fit, so on any error the key's old value is left as it
-// was (I3) and no other process sees a partial list. Like LPush it never
-// evicts; it reclaims expired entries only. It holds the lock while it
-// copies the whole list: it is for loading lists (shmctl restore), not for
-// a hot path. Errors: ErrBadValue for an element that is the zero Value or
-// a list, ErrValueTooLarge, ErrBadTTL, ErrNoMemory.
+// SetList stores elems, head first, as the list under key. The list has TTL
+// ttl, where 0 means none, and flags 0. It replaces what key holds. With no
+// elems, SetList deletes key.
+//
+// SetList is all or nothing. It fills every element before it replaces the
+// old value, so on an error key keeps its old value. No other process sees a
+// partial list. Like LPush it never evicts; it reclaims expired entries only.
+// It holds the shard's lock while it copies the list, so it is for loading
+// lists, not for a hot path.
+//
+// SetList returns ErrBadValue for an element that is the zero Value or a
+// list, ErrValueTooLarge, ErrBadTTL and ErrNoMemory.
 func (d *Dict) SetList(key string, elems []Value, ttl time.Duration) (err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())

@@ -12,41 +12,43 @@ const MaxMutateSize = 256
 // zeros is the value a new entry of Mutate starts from.
 var zeros [MaxMutateSize]byte
 
-// Mutate changes a fixed-size bytes value in place, with no copy in or out:
-// the fastest read-modify-write for a small state such as a rate limiter's.
-// Under the shard lock it calls fn with the value bytes of key's live entry
-// (found true) when that holds exactly size bytes; fn's changes to b are the
-// update, and its result is ignored. When key is absent or expired, fn gets
-// size zero bytes of a new entry with TTL ttl (0 = never) and flags 0
-// (found false), and the entry is kept only if fn returns true. A found
-// entry keeps its TTL and flags and is marked used.
+// Mutate changes a fixed-size bytes value in place, with no copy in or out.
+// It is the fastest read-modify-write for a small state, such as a rate
+// limiter's.
 //
-// b aliases the zone and is valid only during fn. It has no spare capacity:
-// an append to it copies, and changes to the copy are not stored. fn must be
-// short and must not call the Dict. If fn panics (or calls runtime.Goexit),
-// Mutate undoes it before the panic goes on, unrecovered and unchanged, to
-// the caller: a found entry gets its old bytes back, a new entry is removed,
-// and the lock is released. A process that dies inside fn loses the key (the
-// entry being written, doc.go I6).
+// Mutate calls fn under a lock, with the value bytes of key's live entry and
+// found true, when that value holds exactly size bytes. fn's
+// changes to b are the update, and its result is ignored. A found entry keeps
+// its TTL and flags.
 //
-// Errors: ErrWrongShape, without calling fn, when the live value is of
-// another kind or size; ErrBadValue for a size outside 1..MaxMutateSize;
-// ErrBadTTL; and those of Set for a new entry.
+// When key is absent or expired, fn gets size zero bytes of a new entry and
+// found false. The new entry has TTL ttl, where 0 means none, and flags 0.
+// Mutate keeps it only if fn returns true.
+//
+// b aliases the zone and is valid only while fn runs. It has no spare
+// capacity: an append copies, and the copy is not stored. fn must be short
+// and must not call the Dict. If fn panics, Mutate puts back what it
+// changed, releases the lock, and the panic goes on to the caller. A process
+// that dies inside fn loses the key.
+//
+// Mutate returns ErrWrongShape without calling fn when the live value is of
+// another kind or size. It returns ErrBadValue for a size outside
+// 1..MaxMutateSize, ErrBadTTL, and the errors of Set for a new entry.
 func (d *Dict) Mutate(key string, size int, ttl time.Duration, fn func(b []byte, found bool) bool) error {
 	var out Outcome
 	return d.mutate(key, size, ttl, mutateFn{keep: fn}, &out)
 }
 
 // MutateOutcome is Mutate whose fn also sets the entry's TTL, and which
-// reports the write's Outcome. fn returns, besides whether to keep a new
-// entry (ignored for a found one, as Mutate's), a TTL: ttl > 0 makes the
-// entry expire ttl after now; 0 leaves a found entry's TTL as it is and
-// gives a new entry none. So a state can expire at the moment it stops
-// meaning anything, set where it is computed. A negative TTL for an entry
-// that stays (found, or new and kept) is ErrBadTTL, as elsewhere: fn's
-// change is undone as a panic's is (a found entry gets its old bytes
-// back, a new entry is removed); a new entry that fn does not keep needs
-// no TTL, and its negative one is ignored.
+// reports the write's Outcome.
+//
+// fn returns keep, as Mutate's fn does, and a TTL. A positive TTL makes the
+// entry expire that long after now. A TTL of 0 keeps a found entry's TTL and
+// gives a new entry none.
+//
+// MutateOutcome returns ErrBadTTL if fn returns a negative TTL for an entry
+// that stays, and undoes fn's change as it undoes a panic. A new entry that
+// fn does not keep needs no TTL.
 func (d *Dict) MutateOutcome(key string, size int, fn func(b []byte, found bool) (keep bool, ttl time.Duration)) (out Outcome, err error) {
 	err = d.mutate(key, size, 0, mutateFn{ttl: fn}, &out)
 	return out, err

@@ -11,25 +11,23 @@ import (
 	"github.com/shmzone/shmzone/slab"
 )
 
-// Open opens the dictionary in the zone file at path, creating the zone when
-// the file is absent and o.Size > 0. Every process of a service may call Open
-// with the same arguments at the same time; one creates, the others attach.
-// Errors are those of shm.Open (ErrNotZone, ErrNotOwner, ErrVersion,
-// ErrCorrupt, …, matched with errors.Is), and ErrCorrupt for a shard that
-// fails validation.
-// A writable Open rebuilds the slab header of a shard whose header is
-// corrupt, from the zone's geometry and the shard's page descriptors, and
-// then repairs the shard from its entries (those it can no longer find are
-// lost, no other shard's), rather than refuse the whole zone; read-only,
-// it returns ErrCorrupt. It does so for every shard, one or all: the zone's
-// header, validated first, names this package's layout, whose shards all
-// hold this slab format. A fault while it reads the
-// shards (a sparse zone file its filesystem cannot back, mapped read-only)
-// is shm.ErrFault.
+// Open opens the dictionary in the zone file at path. It creates the zone
+// when the file is absent and o.Size is positive. Every process of a service
+// may call Open with the same arguments at once: one creates, the others
+// attach.
 //
-// Besides the mapping, a writable Dict keeps the operation counts it has
-// not yet added to the zone's (Stats) in memory of its process: 16 bytes
-// per slab page of 4 KiB, 0.4% of the zone's size.
+// A writable Open rebuilds a shard whose slab header is corrupt, from the
+// zone's geometry and the shard's page descriptors. It then repairs the
+// shard from its entries. The entries it cannot find are lost; no other
+// shard's are.
+//
+// A writable Dict keeps in process memory the counts it has not yet added to
+// the zone's Stats: 16 bytes per 4 KiB slab page.
+//
+// Open returns the errors of shm.Open, such as ErrNotZone, ErrNotOwner,
+// ErrVersion and ErrCorrupt; match them with errors.Is. A read-only Open
+// returns ErrCorrupt for a shard that fails validation. A fault while Open
+// reads the shards is shm.ErrFault.
 func Open(path string, o Options) (d *Dict, err error) {
 	z, err := shm.Open(path, shm.Options{
 		Size:     o.Size,
@@ -182,11 +180,10 @@ func format(z *shm.Zone) error {
 	return nil
 }
 
-// Close gives the slab pages the Dict filled for its own entries back to
-// the other processes (release.go), and unmaps the zone; the file and its
-// contents stay for other processes and later Opens. Using the Dict after
-// Close returns ErrClosed; Close must not race with other calls. Close is
-// idempotent.
+// Close gives back the slab pages the Dict took for its own entries, and
+// unmaps the zone. The file and its contents stay for other processes.
+// Close must not run at the same time as other calls. Close is idempotent.
+// After Close, every call returns ErrClosed.
 func (d *Dict) Close() error {
 	was := d.state.Swap(stateClosed)
 	if was == stateClosed {

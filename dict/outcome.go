@@ -1,9 +1,7 @@
 package dict
 
-// Outcome says what a write did besides its result, for callers that
-// account for a full zone, as package limiter does: whether it evicted
-// other keys to make room, and whether it found its own key's state
-// evicted.
+// Outcome says what a write did besides its result. Package limiter uses it
+// to account for a full zone.
 type Outcome struct {
 	// Forcible reports that live entries of other keys were evicted to
 	// make room, as Set's forcible does. It may be true with ErrNoMemory

@@ -208,11 +208,12 @@ func (s *shard) repairInShard() error {
 	return nil
 }
 
-// Repair rebuilds every shard that fails its check, as recovery from a dead
-// lock owner does, and returns how many it rebuilt, those whose lock it took
-// over from a dead owner included. A shard whose lock is held
-// by a dead process is taken over and rebuilt by the lock itself; one held by
-// a live process past LockTimeout stops Repair with ErrLockTimeout.
+// Repair rebuilds every shard that fails its check, as the recovery from a
+// dead lock owner does. It returns how many shards it rebuilt, those taken
+// over from a dead owner included.
+//
+// Repair returns ErrLockTimeout when a live process holds a shard's lock
+// past the lock timeout.
 func (d *Dict) Repair() (_ int, err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())

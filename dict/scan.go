@@ -6,16 +6,13 @@ import (
 	"github.com/shmzone/shmzone/shm"
 )
 
-// Keys returns up to max live keys (0 = all), shard by shard, each shard's
-// from the tail of its eviction queue: the oldest entries first. It holds
-// one shard's lock at a time, never for the whole scan, and copies keys out
-// before it allocates their strings; a read-only view, which takes no lock,
-// lists each shard from a consistent copy of it (snapshot.go). Errors:
-// ErrClosed; ErrCorrupt for a shard whose queue cannot be walked;
-// ErrLockTimeout (wrapped) for a shard whose lock a live process kept past
-// the lock timeout, or, on a read-only view, that kept changing under every
-// copy for that long. The keys listed before the error are returned with
-// it.
+// Keys returns up to max live keys; 0 means all. It goes shard by shard,
+// each shard's oldest entries first. It holds one shard's lock at a time. A
+// read-only view takes no lock: it lists a consistent copy of each shard.
+//
+// Keys returns ErrClosed, ErrCorrupt for a shard whose queue cannot be
+// walked, and ErrLockTimeout, wrapped, for a shard it could not lock or copy
+// within the lock timeout. The keys listed before the error come with it.
 func (d *Dict) Keys(max int) (_ []string, err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
@@ -114,18 +111,19 @@ type Item struct {
 	TTL   time.Duration // time left when the key was read; 0 = never expires
 }
 
-// Scan calls fn with every live key, shard by shard, each shard's oldest
-// entries first, until fn returns false. It copies one shard's entries out
-// under that shard's lock and calls fn with no lock held, so fn may use the
-// Dict; a key written meanwhile may be reported or not, but never twice.
-// Scan is no use of the keys: it moves nothing in the eviction order and
-// counts no hits. On a read-only view it walks a consistent copy of each
-// shard (snapshot.go) and reads each value, but a list's, again from the
-// zone as Get does, so that a zone other processes write is scanned as
-// soundly. Errors: ErrClosed; ErrCorrupt for a shard whose entries cannot
-// be walked; ErrLockTimeout (wrapped) for a shard whose lock a live process
-// kept past the lock timeout, or, on a read-only view, that kept changing
-// under every copy for that long.
+// Scan calls fn with every live key until fn returns false. It goes shard
+// by shard, each shard's oldest entries first.
+//
+// Scan copies one shard's entries under that shard's lock, then calls fn with
+// no lock held, so fn may use the Dict. A key written meanwhile may be
+// reported or not, but never twice. Scan is no use of the keys: it moves
+// nothing in the eviction order and counts no hits. A read-only view walks a
+// consistent copy of each shard and reads each value again from the zone, as
+// Get does.
+//
+// Scan returns ErrClosed, ErrCorrupt for a shard whose entries cannot be
+// walked, and ErrLockTimeout, wrapped, for a shard it could not lock or copy
+// within the lock timeout.
 func (d *Dict) Scan(fn func(it Item) bool) (err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())

@@ -33,24 +33,27 @@ func (d *Dict) setInPage(k place, v *Value, expiry int64, flags uint32, m mode) 
 // How storeInShard treats an existing key.
 type mode uint8
 
-// Set stores v under key with a TTL (0 = never expires) and user flags. When
-// the shard is full it reclaims expired entries, then evicts the oldest
-// entries not used since the eviction hand last passed them (package doc);
-// forcible reports that live entries were evicted. On
-// ErrNoMemory (forcible may be true) the key's old value is left as it was.
+// Set stores v under key with a TTL and user flags. A TTL of 0 means the
+// value never expires.
+//
+// When the shard is full, Set reclaims expired entries first. It then evicts
+// the oldest entries not used since the eviction hand last passed them.
+// forcible reports that live entries were evicted.
+//
+// On ErrNoMemory, key keeps its old value; forcible may still be true.
 func (d *Dict) Set(key string, v Value, ttl time.Duration, flags uint32) (forcible bool, err error) {
 	return d.store(key, v, ttl, flags, modeSet)
 }
 
-// SafeSet is Set without eviction: ErrNoMemory when the value does not fit in
-// free or expired memory.
+// SafeSet is Set without eviction. It returns ErrNoMemory when the value
+// fits in neither free nor expired memory.
 func (d *Dict) SafeSet(key string, v Value, ttl time.Duration, flags uint32) error {
 	_, err := d.store(key, v, ttl, flags, modeSet|modeSafe)
 	return err
 }
 
-// Add is Set for an absent key only: ErrExists when key holds a live value or
-// a list. An expired key counts as absent.
+// Add is Set for an absent key only. An expired key counts as absent. Add
+// returns ErrExists when key holds a live value or a list.
 func (d *Dict) Add(key string, v Value, ttl time.Duration, flags uint32) (forcible bool, err error) {
 	return d.store(key, v, ttl, flags, modeAdd)
 }
@@ -61,8 +64,8 @@ func (d *Dict) SafeAdd(key string, v Value, ttl time.Duration, flags uint32) err
 	return err
 }
 
-// Replace is Set for a live key only: ErrNotFound when key is absent or
-// expired. The kind may change.
+// Replace is Set for a live key only. The kind may change. Replace returns
+// ErrNotFound when key is absent or expired.
 func (d *Dict) Replace(key string, v Value, ttl time.Duration, flags uint32) (forcible bool, err error) {
 	return d.store(key, v, ttl, flags, modeReplace)
 }

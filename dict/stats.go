@@ -8,15 +8,17 @@ import (
 	"github.com/shmzone/shmzone/slab"
 )
 
-// Stats are a dictionary's figures, summed over its shards; the counters
-// count since the zone was created, across every process. Hits, Misses and
-// Writes are counted by each process in its own memory and added to the
-// zone within a few hundred milliseconds (in a zone over 512 MiB, the
-// counts of writes in place up to some 100 ms later per 256 MiB of zone;
-// SyncStats adds them at once): a process's own Stats include all of its
-// counts, another process's lag by as much, and a process killed loses
-// those it had not added. LockWaits
-// counts waits for a shard's lock, not for an entry's page lock.
+// Stats are a dictionary's figures, summed over its shards. The counters
+// count since the zone was created, across every process.
+//
+// Each process counts Hits, Misses and Writes in its own memory. It adds
+// them to the zone within a few hundred milliseconds, or at once with
+// SyncStats. A zone over 512 MiB adds the counts of writes in place up to
+// 100 ms later per 256 MiB. A process's own Stats include all of its
+// counts; another process's may lag. A process that is killed loses the
+// counts it had not added.
+//
+// LockWaits counts waits for a shard's lock, not for an entry's page lock.
 type Stats struct {
 	Capacity  int64  // zone size in bytes
 	FreeSpace int64  // bytes allocatable without eviction
@@ -57,10 +59,10 @@ type Stats struct {
 }
 
 // Stats returns the dictionary's figures. It locks one shard at a time, so
-// the sums are not one instant's; a shard whose lock stays held past
-// LockTimeout is left out and counted in Busy. It reads every slab page's
-// descriptor, and asks the kernel once per process that holds pages
-// whether it is alive (HeldPages).
+// the sums are not one instant's. A shard whose lock stays held past the
+// lock timeout is left out, and counted in Busy. Stats reads every slab
+// page's descriptor. It asks the kernel once per process that holds pages
+// whether that process is alive.
 func (d *Dict) Stats() Stats {
 	if d.guard {
 		var err error
@@ -174,10 +176,10 @@ func (d *Dict) SlabStats() []slab.ClassStats {
 	return out
 }
 
-// SyncStats adds the operation counts of this process that its Dict has
-// not added to the zone yet (Stats.Hits, Misses, Writes), so that the Stats
-// of other processes include them now; otherwise they are added within a
-// few hundred milliseconds (see Stats). A read-only Dict has none to add.
+// SyncStats adds to the zone the counts of this process that it has not
+// added yet. Other processes' Stats then include them. Without it, they are
+// added within a few hundred milliseconds. A read-only Dict has none to
+// add.
 func (d *Dict) SyncStats() {
 	if d.usable() == nil {
 		d.guardedFlush(true)

@@ -8,10 +8,11 @@ import (
 	"github.com/shmzone/shmzone/shm"
 )
 
-// TTL returns the time key has left, in whole milliseconds; 0 means it
-// never expires. An expiry further ahead than a Duration reaches (292
-// years) reads as the longest Duration of whole milliseconds. Errors:
-// ErrNotFound for an absent or expired key.
+// TTL returns the time key has left, in whole milliseconds. 0 means it never
+// expires. An expiry further ahead than a Duration reaches reads as the
+// longest Duration of whole milliseconds.
+//
+// TTL returns ErrNotFound if key is absent or expired.
 func (d *Dict) TTL(key string) (_ time.Duration, err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())

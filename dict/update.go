@@ -9,34 +9,33 @@ import (
 // The writes that read the live value first: Expire, CompareAndSwap and
 // Update.
 
-// Update calls fn with key's live value (ok false when absent or expired)
-// and stores what it returns, atomically: the next value with its TTL (0 =
-// never), or, when keep is false, deletes the key; the zero Value with keep
-// true leaves the key as it is (value, TTL and flags, or absence). The
-// flags of a live entry stay; a new entry gets 0.
+// Update replaces key's value with the one fn computes from it, atomically.
+// fn gets the live value, with ok false when key is absent or expired. It
+// returns the next value with its TTL, where 0 means no TTL. A live entry
+// keeps its flags; a new entry gets 0.
 //
-// fn runs under the live entry's lock and its result is stored in place
-// when it keeps the value's shape (kind aside: the same length, not a
-// list); a result that removes the key or changes its length needs the
-// shard's lock, under which fn is called again with the value as it then
-// is. So fn may be called twice, and must compute its result from its
-// arguments alone: what it records outside must be set on every call.
+// If fn returns keep false, Update deletes key. If it returns the zero Value
+// with keep true, key stays as it is.
 //
-// A bytes cur aliases the zone and is valid only during fn; fn must not
-// write to it (Mutate is the in-place form) and may return it, or an append
-// to it: cur has no spare capacity, so an append copies. fn must be short
-// and must not call the Dict. Update writes nothing before fn returns, so
-// if fn panics (or calls runtime.Goexit) the key stays as it was, the lock
-// is released, and the panic goes on, unrecovered and unchanged, to the
-// caller. Errors: ErrIsList for a list, and the errors of Set.
+// fn may run twice. It runs first under the entry's page lock. If its result
+// removes the key or changes the value's length, fn runs again under the
+// shard's lock, with the value as it is then. fn must compute its result from
+// its arguments alone, be short, and not call the Dict.
+//
+// A bytes cur aliases the zone and is valid only while fn runs. fn must not
+// write to it; Mutate is the in-place form. fn may return cur or an append
+// to it: cur has no spare capacity, so an append copies.
+//
+// Update writes nothing before fn returns. If fn panics, key stays as it was,
+// the lock is released, and the panic goes on to the caller.
+//
+// Update returns ErrIsList for a list, and the errors of Set.
 func (d *Dict) Update(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool)) error {
 	var out Outcome
 	return d.update(key, fn, &out)
 }
 
-// UpdateOutcome is Update that also reports the write's Outcome: whether
-// live entries of other keys were evicted to make room for the next value,
-// as Set does, and whether the key's own entry had been evicted.
+// UpdateOutcome is Update that also reports the write's Outcome.
 func (d *Dict) UpdateOutcome(key string, fn func(cur Value, ok bool) (next Value, ttl time.Duration, keep bool)) (out Outcome, err error) {
 	err = d.update(key, fn, &out)
 	return out, err

@@ -115,9 +115,9 @@ func (v Value) Float() float64 {
 	return 0
 }
 
-// Bool returns the value of a bool; for other kinds, whether it is non-zero:
-// a non-empty bytes value, an int other than 0, a float other than 0 and
-// -0 (NaN is non-zero: true). The zero Value is false.
+// Bool returns the value of a bool. For another kind it reports whether the
+// value is non-zero. A non-empty bytes value is true, and so is NaN. Zero,
+// -0 and the zero Value are false.
 func (v Value) Bool() bool {
 	switch v.kind {
 	case KindBytes:

@@ -19,23 +19,6 @@ import (
 // The process clock under Dicts: stopped by the last Close, and silent in a
 // real idle process. internal/coarseclock tests the clock itself.
 
-// stateName names a clock state for failure messages.
-func stateName(s int64) string {
-	if s == 0 {
-		return "closed"
-	}
-	var names []string
-	for _, f := range []struct {
-		bit  int64
-		name string
-	}{{coarseclock.StateOpen, "open"}, {coarseclock.StateLive, "live"}, {coarseclock.StateCheck, "check"}} {
-		if s&f.bit != 0 {
-			names = append(names, f.name)
-		}
-	}
-	return strings.Join(names, "|")
-}
-
 // TestClockLastCloseStops: the process's coarse clock runs while a Dict
 // without an injected clock reads it, keeps running when one of two such
 // Dicts closes, and its goroutine ends when the last closes.
@@ -61,19 +44,19 @@ func TestClockLastCloseStops(t *testing.T) {
 		t.Fatalf("d2.Now() = %d, before the test's time.Now %d", got, lo)
 	}
 	if s := coarseclock.State(); s&coarseclock.StateLive == 0 {
-		t.Fatalf("after a TTL write: clock state %s, want live", stateName(s))
+		t.Fatalf("after a TTL write: clock state %s, want live", coarseclock.StateName(s))
 	}
 	if err := d1.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if s := coarseclock.State(); s&coarseclock.StateOpen == 0 {
-		t.Fatalf("after closing one of two Dicts: clock state %s, want open", stateName(s))
+		t.Fatalf("after closing one of two Dicts: clock state %s, want open", coarseclock.StateName(s))
 	}
 	if err := d2.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if s := coarseclock.State(); s != 0 {
-		t.Fatalf("after closing the last Dict: clock state %s, want closed", stateName(s))
+		t.Fatalf("after closing the last Dict: clock state %s, want closed", coarseclock.StateName(s))
 	}
 	testutil.WaitGoroutines(t, before, 10*time.Second)
 	// Reads after the last Close are the system's time, and start nothing.
@@ -82,7 +65,7 @@ func TestClockLastCloseStops(t *testing.T) {
 		t.Fatalf("coarseclock.Now() after the last Close = %d, want %d..%d", got, lo, hi)
 	}
 	if s := coarseclock.State(); s != 0 {
-		t.Fatalf("after a read of a closed clock: state %s, want closed", stateName(s))
+		t.Fatalf("after a read of a closed clock: state %s, want closed", coarseclock.StateName(s))
 	}
 }
 
@@ -104,11 +87,11 @@ func HelperClockIdle(args []string) error {
 		return err
 	}
 	if s := coarseclock.State(); s&coarseclock.StateLive == 0 {
-		return fmt.Errorf("after a TTL write: clock state %s, want live", stateName(s))
+		return fmt.Errorf("after a TTL write: clock state %s, want live", coarseclock.StateName(s))
 	}
 	coarseclock.WaitStopped() // the ticker stops two check periods on
 	if s := coarseclock.State(); s != coarseclock.StateOpen {
-		return fmt.Errorf("idle: clock state %s, want open", stateName(s))
+		return fmt.Errorf("idle: clock state %s, want open", coarseclock.StateName(s))
 	}
 	fmt.Println("ready")
 	_, err = io.Copy(io.Discard, os.Stdin)

@@ -28,6 +28,18 @@ func (d *Dict) usable() error {
 	return ErrClosed
 }
 
+// writable is usable for a write: it returns ErrReadOnly for a read-only
+// view.
+func (d *Dict) writable() error {
+	if err := d.usable(); err != nil {
+		return err
+	}
+	if d.readOnly {
+		return ErrReadOnly
+	}
+	return nil
+}
+
 // catchFault, deferred by a guarded operation (Options.GuardFaults) with
 // the setting shm.GuardFaults returned, restores that setting and turns the
 // panic of a fault in the zone's mapping into an error in *err; the Dict is

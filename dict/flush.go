@@ -12,11 +12,8 @@ func (d *Dict) FlushAll() (err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
 	}
-	if err := d.usable(); err != nil {
+	if err := d.writable(); err != nil {
 		return err
-	}
-	if d.readOnly {
-		return ErrReadOnly
 	}
 	for i := range d.shards {
 		s := &d.shards[i]
@@ -58,11 +55,8 @@ func (d *Dict) FlushExpired(max int) (_ int, err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
 	}
-	if err := d.usable(); err != nil {
+	if err := d.writable(); err != nil {
 		return 0, err
-	}
-	if d.readOnly {
-		return 0, ErrReadOnly
 	}
 	if max < 0 {
 		max = 0

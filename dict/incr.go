@@ -227,9 +227,17 @@ func (d *Dict) incrInPage(k place, off uint32, pw *uint64, op incrOp) (int64, fl
 	if slow {
 		d.flushPageCounts(s, k.key, k.h, off, c)
 	}
+	if res == incrBroken {
+		return d.lockIncr(k, op) // the shard's lock repairs it
+	}
+	return d.incrReturn(s, n, f, res)
+}
+
+// incrReturn is what an increment returns when incrEntry ended in res,
+// which is not incrBroken: the sum, whether the key was found, and the
+// error. It counts a miss.
+func (d *Dict) incrReturn(s *shard, n int64, f float64, res incrResult) (int64, float64, bool, error) {
 	switch res {
-	case incrDone:
-		return n, f, true, nil
 	case incrMiss:
 		d.tally(s, tMisses)
 		return 0, 0, false, nil
@@ -238,8 +246,7 @@ func (d *Dict) incrInPage(k place, off uint32, pw *uint64, op incrOp) (int64, fl
 	case incrBeyondInt:
 		return 0, 0, true, errBeyondInt(f)
 	}
-	// incrBroken: the shard's lock repairs it.
-	return d.lockIncr(k, op)
+	return n, f, true, nil
 }
 
 // lockIncr is incr under the shard's lock (a function of its own, as
@@ -274,18 +281,12 @@ func (d *Dict) incrInShard(k place, op incrOp) (int64, float64, bool, error) {
 	}
 	n, f, res := d.incrEntry(s, off, op)
 	switch res {
-	case incrMiss:
-		d.tally(s, tMisses)
-		return 0, 0, false, nil
-	case incrNotNumber:
-		return 0, 0, true, ErrNotNumber
-	case incrBeyondInt:
-		return 0, 0, true, errBeyondInt(f)
 	case incrBroken:
 		return 0, 0, false, d.corruptInShard(s, "number")
+	case incrDone:
+		d.tally(s, tIncrs)
 	}
-	d.tally(s, tIncrs)
-	return n, f, true, nil
+	return d.incrReturn(s, n, f, res)
 }
 
 // What incrEntry did.

@@ -218,11 +218,8 @@ func (d *Dict) Repair() (_ int, err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
 	}
-	if err := d.usable(); err != nil {
+	if err := d.writable(); err != nil {
 		return 0, err
-	}
-	if d.readOnly {
-		return 0, ErrReadOnly
 	}
 	n := 0
 	sc := newScratch(len(d.shards[0].arena))

@@ -9,6 +9,7 @@
 package coarseclock
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -241,4 +242,21 @@ func (c *clock) release() {
 	close(c.stop)
 	c.wg.Wait()
 	atomic.StoreInt64(&c.word, 0)
+}
+
+// StateName names the state bits s, for messages.
+func StateName(s int64) string {
+	if s == 0 {
+		return "closed"
+	}
+	var names []string
+	for _, f := range []struct {
+		bit  int64
+		name string
+	}{{StateOpen, "open"}, {StateLive, "live"}, {StateCheck, "check"}} {
+		if s&f.bit != 0 {
+			names = append(names, f.name)
+		}
+	}
+	return strings.Join(names, "|")
 }

@@ -2,7 +2,6 @@ package coarseclock
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -56,27 +55,10 @@ func (dr *coarseDriver) tick(t *testing.T) {
 // state returns the clock's state bits.
 func (dr *coarseDriver) state() int64 { return atomic.LoadInt64(&dr.c.word) & StateMask }
 
-// stateName names a clock state for failure messages.
-func stateName(s int64) string {
-	if s == 0 {
-		return "closed"
-	}
-	var names []string
-	for _, f := range []struct {
-		bit  int64
-		name string
-	}{{StateOpen, "open"}, {StateLive, "live"}, {StateCheck, "check"}} {
-		if s&f.bit != 0 {
-			names = append(names, f.name)
-		}
-	}
-	return strings.Join(names, "|")
-}
-
 func (dr *coarseDriver) wantState(t *testing.T, when string, want int64) {
 	t.Helper()
 	if got := dr.state(); got != want {
-		t.Fatalf("%s: state %s, want %s", when, stateName(got), stateName(want))
+		t.Fatalf("%s: state %s, want %s", when, StateName(got), StateName(want))
 	}
 }
 
@@ -86,7 +68,7 @@ func (dr *coarseDriver) wantStopped(t *testing.T, when string) {
 	select {
 	case <-dr.stopped:
 	case <-time.After(time.Minute):
-		t.Fatalf("%s: the ticker did not stop in a minute; state %s", when, stateName(dr.state()))
+		t.Fatalf("%s: the ticker did not stop in a minute; state %s", when, StateName(dr.state()))
 	}
 	dr.wantState(t, when, StateOpen)
 }

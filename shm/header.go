@@ -8,19 +8,20 @@ import (
 	"github.com/cespare/xxhash/v2"
 )
 
-// Header is a validated copy of a zone's header.
+// Header is a validated copy of a zone's header. Sizes and offsets are in
+// bytes.
 type Header struct {
-	Version   uint32
-	Layout    uint32
+	Version   uint32 // the format version
+	Layout    uint32 // the shard layout of the layer above, or 0
 	PageSize  int
-	Size      int64
-	Shards    int
-	IndexSize int
-	ShardOff  int64
-	ShardSize int64
-	Seed      uint64
-	Clock     uint32
-	CreatedAt int64 // Unix ms
+	Size      int64  // the whole file
+	Shards    int    // a power of two
+	IndexSize int    // index slots per shard, a power of two
+	ShardOff  int64  // the offset of shard 0
+	ShardSize int64  // bytes per shard, a multiple of ShardAlign
+	Seed      uint64 // the hash seed
+	Clock     uint32 // the clock kind, ClockUnixMs
+	CreatedAt int64  // Unix ms
 }
 
 func encodeHeader(b []byte, h Header) { encodeWith(b, h, magic) }
@@ -162,9 +163,20 @@ func (h Header) validate(fileSize int64) error {
 	return nil
 }
 
-// Geometry chooses the shard count, shard size and index size for a zone of
-// size bytes. shards 0 chooses from the size (one shard per 512 KiB, a power of
-// two from 1 to 64); bytesPerSlot is the expected bytes per index slot.
+// Geometry chooses the shard count, shard size and index size of a zone of
+// size bytes. It returns them in a Header, with no Layout, Seed or
+// CreatedAt. The zone's size is rounded down so that each shard is a
+// multiple of ShardAlign bytes.
+//
+// shards is the shard count, a power of two. 0 chooses it from the size:
+// one shard per 512 KiB, a power of two from 1 to 64. bytesPerSlot is the
+// expected bytes of shard per index slot. 0 or less means 64. The index
+// takes at most half of a shard.
+//
+// Geometry returns ErrBadOptions if size is below HeaderSize+MinShardSize,
+// or if shards is not a power of two from 1 to MaxShards. It also returns
+// ErrBadOptions if a shard would be smaller than MinShardSize or larger
+// than MaxShardSize.
 func Geometry(size int64, shards int, bytesPerSlot int64) (Header, error) {
 	if size < HeaderSize+MinShardSize {
 		return Header{}, fmt.Errorf("%w: size %d is below the minimum %d", ErrBadOptions, size, HeaderSize+MinShardSize)

@@ -24,16 +24,22 @@ import (
 // that no goroutine of the zone holds it, takes the word over as a dead
 // owner's: LockRecovered.
 
-// Holders counts the goroutines of a zone that hold one lock word, or are
-// swapping it from 0 to the zone's word. The zero value counts none. The
-// lock must be taken and released only through the counted calls.
+// Holders counts the goroutines of one zone that hold one lock word, or
+// that are swapping it from 0 to the zone's word. Every goroutine of a zone
+// writes the same word, so a plain wait takes the zone's own word for a
+// sibling's hold. With a count, a wait can tell that no sibling holds it,
+// and take it over. The zero value counts none. The lock must be taken and
+// released only through TryLockCounted, LockWithinCounted and
+// UnlockCounted.
 type Holders struct{ n atomic.Int32 }
 
-// TryLockCounted is TryLock counted in c.
+// TryLockCounted is TryLock counted in c. It fails while another
+// goroutine of the zone is counted in c.
 func (z *Zone) TryLockCounted(w *uint64, c *Holders) bool { return c.swap(w, 0, z.own.word) }
 
-// LockWithinCounted is LockWithin counted in c. A word that is the zone's
-// own while c counts no other holder is taken over (LockRecovered).
+// LockWithinCounted is LockWithin counted in c. It takes over a word that
+// is the zone's own while c counts no other holder, and returns
+// LockRecovered.
 func (z *Zone) LockWithinCounted(w *uint64, c *Holders, timeout time.Duration) (LockResult, error) {
 	if c.swap(w, 0, z.own.word) {
 		return 0, nil
@@ -48,11 +54,13 @@ func UnlockCounted(w *uint64, c *Holders) {
 }
 
 // LockWithinAsking is LockWithin for a word whose holds by the zone's
-// goroutines held reports. When w is the zone's own word once the wait
-// passes deadCheckAfter, and held reports false on looks that span askQuiet,
-// w is taken over (LockRecovered). held is called only then. The caller must
-// know that no goroutine of the zone begins a hold of w while it waits, but
-// for a swap that it undoes at once.
+// goroutines held reports. held is called only when w holds the zone's own
+// word, once the wait has passed the few milliseconds before owners are
+// judged. If held reports false on eight looks in a row, over at least
+// 50ms, LockWithinAsking takes w over and returns LockRecovered.
+//
+// The caller must know that no goroutine of the zone begins a hold of w
+// while it waits. A swap that the goroutine undoes at once is allowed.
 func (z *Zone) LockWithinAsking(w *uint64, timeout time.Duration, held func() bool) (LockResult, error) {
 	if atomic.CompareAndSwapUint64(w, 0, z.own.word) {
 		return 0, nil

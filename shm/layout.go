@@ -40,27 +40,31 @@ import "unsafe"
 //	             slotTableOff                                              HeaderSize
 
 const (
-	// HeaderSize is the size of the header page; shards start after it.
+	// HeaderSize is the size of the header page in bytes. Shards start
+	// after it.
 	HeaderSize = 4096
-	// PageSize is the page size zones are created with.
+	// PageSize is the page size in bytes that zones are created with.
 	PageSize = 4096
 	// Version is the format version of the header, the owner slot table and
-	// the shard geometry. Version 1 zones named lock owners by pid.
+	// the shard geometry. Open refuses a zone of another version with
+	// ErrVersion.
 	Version = 2
 
 	magic     = "SHMZONE\x00"
 	initMagic = "SHMZINIT" // the magic of an unfinished creation's marker (zone.go)
 	orderMark = 0x01020304
 
-	// ShardAlign aligns every shard, and so its size: a cache line, so
-	// that no two shards share one. A zone spends no more than that per
-	// shard to rounding.
+	// ShardAlign is the alignment in bytes of every shard, and of its size.
+	// It is a cache line, so that no two shards share one. A zone loses
+	// less than ShardAlign bytes per shard to rounding.
 	ShardAlign = 64
 
-	// Smallest and largest shard, and most shards.
+	// MinShardSize is the smallest shard, in bytes.
 	MinShardSize = 16 * PageSize
+	// MaxShardSize is the largest shard, in bytes.
 	MaxShardSize = 1 << 32
-	MaxShards    = 4096
+	// MaxShards is the most shards a zone has.
+	MaxShards = 4096
 )
 
 // hdr is the overlay of the header's first bytes, and the one source of
@@ -101,7 +105,7 @@ var (
 	_ [HeaderSize - hdrSize]struct{}
 )
 
-// ClockUnixMs is the only clock kind: expiry times are Unix milliseconds.
+// ClockUnixMs is the only clock kind. Expiry times are Unix milliseconds.
 const ClockUnixMs = 1
 
 // The owner slot table, in the header page after the header.
@@ -109,7 +113,7 @@ const (
 	slotTableOff = 1024 // leaves the header room to grow
 	slotSize     = 4    // a uint32 generation per slot
 	// Slots is how many zones may be open read-write at once on one file,
-	// across every process: each holds one slot.
+	// across every process. Each holds one slot.
 	Slots = (HeaderSize - slotTableOff) / slotSize
 	// slotBits are enough bits for a slot's index (OwnerTag).
 	slotBits = 10

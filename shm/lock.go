@@ -13,14 +13,15 @@ import (
 // live to it, unless the caller tracks its goroutines' holds and none holds
 // the word (kin.go).
 
-// LockResult says how a lock was taken.
+// LockResult says how a lock was taken. It is 0 when the lock was free at
+// once.
 type LockResult uint8
 
 const (
-	// LockWaited is set when the lock was held by another owner at first.
+	// LockWaited is set when the lock was not free at first.
 	LockWaited LockResult = 1 << iota
-	// LockRecovered is set when the lock was taken over from a dead owner: the
-	// caller must repair what the lock protects before using it.
+	// LockRecovered is set when the lock was taken over from a dead owner.
+	// The caller must repair what the lock protects before using it.
 	LockRecovered
 )
 
@@ -28,12 +29,13 @@ const (
 type LockState uint8
 
 const (
-	// LockFree is a word nobody holds.
+	// LockFree is a word that nobody holds.
 	LockFree LockState = iota
-	// LockLive is a word held by a live owner, this zone included.
+	// LockLive is a word that a live owner holds. This zone is a live
+	// owner.
 	LockLive
-	// LockDead is a word whose owner is gone, or that names no owner at all:
-	// the next Lock takes it over (LockRecovered).
+	// LockDead is a word whose owner is gone, or that names no owner at
+	// all. The next Lock takes it over, with LockRecovered.
 	LockDead
 )
 
@@ -50,10 +52,11 @@ const (
 	deadCheckAfter = 5 * time.Millisecond
 )
 
-// Lock takes the lock word w, a word of this zone's mapping (or, for a
-// read-only zone, of the process's own memory), waiting without bound: a
-// live owner is waited for, however long it holds w, and a dead one is taken
-// over (LockRecovered). LockWithin bounds the wait.
+// Lock takes the lock word w, and waits without bound. w is a word of this
+// zone's mapping. For a read-only zone, it is a word of the process's own
+// memory. Lock waits for a live owner, however long it holds w. Another
+// goroutine of this zone is a live owner. Lock takes a dead owner's word
+// over, and returns LockRecovered. LockWithin bounds the wait.
 func (z *Zone) Lock(w *uint64) LockResult {
 	if atomic.CompareAndSwapUint64(w, 0, z.own.word) {
 		return 0
@@ -62,11 +65,13 @@ func (z *Zone) Lock(w *uint64) LockResult {
 	return r
 }
 
-// LockWithin takes w as Lock does, but waits at most about timeout for a live
-// owner: then it returns ErrLockTimeout and w is left as it was, still the
-// other owner's. A dead owner is taken over even when timeout is shorter than
-// the wait before its death is judged. A timeout of 0 or less waits without
-// bound. The wait is measured on the monotonic clock.
+// LockWithin takes w as Lock does, but waits for a live owner at most
+// about timeout. A timeout of 0 or less waits without bound. The wait is
+// measured on the monotonic clock. A dead owner is taken over, whatever the
+// timeout.
+//
+// LockWithin returns ErrLockTimeout if a live owner held w for the whole
+// timeout. It then leaves w as it was, still the other owner's.
 func (z *Zone) LockWithin(w *uint64, timeout time.Duration) (LockResult, error) {
 	if atomic.CompareAndSwapUint64(w, 0, z.own.word) {
 		return 0, nil
@@ -74,15 +79,17 @@ func (z *Zone) LockWithin(w *uint64, timeout time.Duration) (LockResult, error) 
 	return z.lockSlow(w, timeout, kin{})
 }
 
-// TryLock takes w if it is free and reports whether it did.
+// TryLock takes w if it is free, and reports whether it did. It does not
+// wait.
 func (z *Zone) TryLock(w *uint64) bool { return atomic.CompareAndSwapUint64(w, 0, z.own.word) }
 
-// Unlock releases w. The caller must hold it. The store is atomic: a
+// Unlock releases w. The caller must hold it. The store is atomic, so the
 // process that takes w next sees every write made before it.
 func Unlock(w *uint64) { atomic.StoreUint64(w, 0) }
 
 // LockState reports whether w is free, held by a live owner, or held by a
-// dead one (or holds a word no owner wrote). It changes nothing.
+// dead one. A word that no owner wrote counts as dead. LockState changes
+// nothing.
 func (z *Zone) LockState(w *uint64) LockState {
 	switch word := atomic.LoadUint64(w); {
 	case word == 0:
@@ -165,8 +172,9 @@ func tryHard(w *uint64, self uint64, c *Holders) bool {
 	return false
 }
 
-// Unswap undoes a TryLock on w that succeeded: it stores 0 in w if w still
-// holds this zone's lock word, and leaves it alone otherwise. It is for a
-// caller that took w on a guess of where a lock word is, found the guess
-// stale, and must not write a word that is no longer its own.
+// Unswap undoes a TryLock on w that succeeded. It stores 0 in w if w still
+// holds this zone's lock word, and leaves w alone otherwise. It is for a
+// caller that took w on a guess of where a lock word is, and found the
+// guess stale. Such a caller must not write a word that is no longer its
+// own.
 func (z *Zone) Unswap(w *uint64) { atomic.CompareAndSwapUint64(w, z.own.word, 0) }

@@ -117,11 +117,11 @@ func (z *Zone) ownerDead(word uint64) bool {
 	return !z.slotHeld(int(slot))
 }
 
-// OwnerTag returns a 32-bit name of the zone as a lock owner, for marks it
-// leaves that need less than a lock word (slab.SetOwner): its slot in the
-// low slotBits bits and its generation above them, so that no two zones
-// open read-write at once have the same tag (one that held the slot before
-// may have had it). 0 for a read-only zone, which holds no slot.
+// OwnerTag returns a 32-bit name of the zone as a lock owner. It is for
+// marks that need less than a lock word, such as slab.SetOwner's. No two
+// zones open read-write at once have the same tag. A zone closed earlier
+// may have had it. OwnerTag returns 0 for a read-only zone, which holds no
+// slot.
 func (z *Zone) OwnerTag() uint32 {
 	if z.own.slot < 0 {
 		return 0
@@ -139,11 +139,11 @@ func ownerTag(slot int, gen uint32) uint32 {
 }
 
 // TagReplaced reports whether the zone that owner tag names is gone for
-// certain: the tag names no slot, or its slot was claimed again since
-// (another generation). It reads one word of the slot table and makes no
-// system call. An owner that closed or died while nobody claimed its slot
-// since is not told; TagGone tells it. A tag of a zone still open is
-// never reported replaced.
+// certain. It is gone if tag is 0 or names no slot, or if its slot was
+// claimed again since. TagReplaced reads one word of the slot table, and
+// makes no system call. It does not tell an owner that closed or died if
+// nobody claimed its slot since. TagGone tells it. An open zone's tag is
+// never replaced.
 func (z *Zone) TagReplaced(tag uint32) bool {
 	slot := int(tag & (1<<slotBits - 1))
 	if tag == 0 || slot >= Slots {
@@ -152,10 +152,11 @@ func (z *Zone) TagReplaced(tag uint32) bool {
 	return ownerTag(slot, atomic.LoadUint32(slotGen(z.data, slot))) != tag
 }
 
-// TagGone reports whether no open zone has owner tag: TagReplaced, or
-// nobody holds the tag's slot, as the kernel says (one system call). This
-// zone's own tag is not gone. When the kernel cannot tell, the owner is
-// taken as live.
+// TagGone reports whether no open zone has owner tag. That is so if
+// TagReplaced reports it, or if the kernel says that nobody holds the
+// tag's slot. Asking the kernel takes one system call. This zone's own tag
+// is not gone. When the kernel cannot tell, TagGone reports the owner
+// live.
 func (z *Zone) TagGone(tag uint32) bool {
 	if z.own.slot >= 0 && tag == z.OwnerTag() {
 		return false

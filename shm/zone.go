@@ -12,12 +12,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// DefaultDir is the folder zone names resolve in when SHMZONE_DIR is unset.
+// DefaultDir is the directory that zone names resolve in when SHMZONE_DIR
+// is unset.
 const DefaultDir = "/dev/shm"
 
-// Path resolves a zone name to a file path: a name holding a slash is a path
-// and is returned as it is; any other name becomes NAME.zone in SHMZONE_DIR, or
-// in DefaultDir when that is unset.
+// Path resolves a zone name to a file path. A name that holds a slash is a
+// path, and Path returns it as it is. It also returns "", "." and ".." as
+// they are. Any other name becomes NAME.zone in the directory that
+// SHMZONE_DIR names. If SHMZONE_DIR is unset or empty, the directory is
+// DefaultDir.
 func Path(name string) string {
 	if filepath.Base(name) != name || name == "." || name == ".." {
 		return name
@@ -32,33 +35,40 @@ func Path(name string) string {
 // Options says how to open or create a zone. The zero value attaches an
 // existing zone read-write.
 type Options struct {
-	// Size creates the zone when the file is absent, empty or an unfinished
-	// creation, and Size > 0. It is rounded down so that every shard is a
-	// multiple of ShardAlign bytes (64: less than 64 bytes lost a shard). An
-	// existing zone keeps its size.
+	// Size is the size in bytes of a zone to create. Open creates the zone
+	// if Size > 0 and the file is absent, empty or an unfinished creation.
+	// Size is rounded down so that every shard is a multiple of ShardAlign
+	// bytes. An existing zone keeps its size. A negative Size is
+	// ErrBadOptions.
 	Size int64
-	// Shards is the shard count of a new zone, a power of two; 0 chooses one
-	// from the size.
+	// Shards is the shard count of a new zone, a power of two. 0 chooses
+	// one from the size.
 	Shards int
-	// BytesPerSlot sizes a new zone's index: one slot per BytesPerSlot bytes of
-	// shard. 0 means 64.
+	// BytesPerSlot sizes a new zone's index, with one slot per
+	// BytesPerSlot bytes of shard. 0 or less means 64.
 	BytesPerSlot int64
-	// Perm is a new zone's mode, set exactly, whatever the umask; 0 means
-	// 0600. A file to create a zone in that group or others may write is
-	// refused unless Perm lets them write it too.
+	// Perm is a new zone's mode. It is set exactly, whatever the umask. 0
+	// means 0600. Open does not create a zone in a file that group or
+	// others may write, unless Perm lets them write it too. A Perm with
+	// bits other than permissions is ErrBadOptions.
 	Perm os.FileMode
-	// ReadOnly maps the zone read-only and never creates it.
+	// ReadOnly maps the zone read-only. A read-only Open never creates a
+	// zone.
 	ReadOnly bool
-	// Layout names the layout of the shards; a zone of another layout is
-	// refused with ErrVersion. 0 accepts any layout and creates none.
+	// Layout names the layout of the shards. Open refuses a zone of another
+	// layout with ErrVersion. 0 accepts any layout, and a zone created
+	// with it names none.
 	Layout uint32
-	// Format is called once, when the zone is created, to format its shards. It
-	// runs before the header is written, under flock, so no other process sees
-	// the zone before it returns.
+	// Format is called once, when the zone is created, to format its
+	// shards. It runs under flock, before the header is written, so no
+	// other process sees the zone before it returns. A fault in the mapping
+	// during Format is an error wrapping ErrFault. An error fails the
+	// creation.
 	Format func(z *Zone) error
 }
 
-// Zone is an attached zone file.
+// Zone is an attached zone file. A Zone is safe for use by many
+// goroutines, but Close must not race with other calls.
 type Zone struct {
 	path     string
 	data     []byte
@@ -68,32 +78,37 @@ type Zone struct {
 	own      owner // the zone as a lock owner (owner.go)
 }
 
-// Open attaches the zone file at path, creating it when it is absent and
-// o.Size > 0. It is safe to call from many processes at once: exactly one of
-// them creates and formats the zone, and the others wait for it under flock.
+// Open attaches the zone file at path. It creates the zone if o.Size > 0,
+// o.ReadOnly is false, and the file is absent, empty or an unfinished
+// creation. Many processes may call Open at once. Exactly one of them
+// creates and formats the zone, and the others wait for it under flock.
 //
 // Open writes only a file that is empty, or that holds the marker of a
-// creation this package began and did not finish (its creator died); it
-// finishes that creation. Every other file that is not a zone, even one whose
-// first bytes are zero, is refused with ErrNotZone and left as it is. A file
-// it would create a zone in must be owned by the effective uid of the caller,
-// root included, and writable by no one else unless o.Perm allows it; other
-// files are refused with ErrNotOwner. Attaching an existing zone read-write
-// allocates every block of the file, so that a sparse copy cannot fault later.
+// creation this package began and did not finish. It finishes that
+// creation. It leaves every other file that is not a zone as it is, even
+// one whose first bytes are zero. A file it would create a zone in must
+// belong to the caller's effective uid, root included. No one else may
+// write it, unless o.Perm allows it. Attaching an existing zone read-write
+// allocates every block of the file, so that a sparse copy cannot fault
+// later.
 //
-// Errors: os.ErrNotExist (wrapped) when the file is absent and o.Size is 0;
-// ErrNotRegular for a symlink or a directory; ErrNotZone, ErrVersion and
-// ErrCorrupt for a file that fails validation; ErrNotOwner for a file Open
-// may not create a zone in; ErrNoSpace when the filesystem cannot back the
-// size; ErrBadOptions for options that make no zone; and the os errors of
-// open, such as a permission error. A creation that fails removes the file
-// when this call made it, and leaves any other file as it found it.
+// An Open that does not create may find the file empty. A creator may
+// have made the file and not yet locked it. Open then opens the path again
+// for up to 100ms, and attaches the zone once a creator has begun it.
 //
-// An Open that does not create (o.Size is 0, or o.ReadOnly) and finds the
-// file empty may have come between a creator's O_CREAT and its flock: it
-// opens the path again for up to 100ms, and attaches the zone once a
-// creator has begun it, waiting under flock as above. A file still empty
-// then is refused with ErrNotZone.
+// A creation that fails removes the file if this call made it. It leaves
+// any other file as it found it.
+//
+// Open returns an error wrapping os.ErrNotExist if the file is absent and
+// Open may not create it. It returns ErrNotRegular for a file that is not
+// regular. It returns ErrNotZone, ErrVersion or ErrCorrupt for a file that
+// fails validation, and ErrNotZone for a file still empty after the wait.
+// It returns ErrNotOwner for a file it may not create a zone in, and
+// ErrNoSpace if the filesystem cannot back the zone. It returns ErrNoSlot
+// if every owner slot is held, ErrBadOptions for options that make no
+// zone, and the error of Format. It also returns the os errors of open,
+// such as a permission error. It fails if other processes keep replacing
+// the file while it opens it.
 func Open(path string, o Options) (*Zone, error) {
 	if o.Size < 0 {
 		return nil, fmt.Errorf("%w: negative size %d", ErrBadOptions, o.Size)
@@ -494,8 +509,8 @@ func (z *Zone) unmap() error {
 	return err
 }
 
-// Close unmaps the zone. The file stays; every slice the zone returned becomes
-// invalid. Close is idempotent.
+// Close unmaps the zone and releases its owner slot. The file stays. Every
+// slice the zone returned becomes invalid. Close is idempotent.
 func (z *Zone) Close() error {
 	if err := z.unmap(); err != nil {
 		return fmt.Errorf("shm: munmap %s: %w", z.path, err)
@@ -506,7 +521,7 @@ func (z *Zone) Close() error {
 // Header returns the zone's validated header.
 func (z *Zone) Header() Header { return z.hdr }
 
-// Path returns the file the zone was opened from.
+// Path returns the path the zone was opened from.
 func (z *Zone) Path() string { return z.path }
 
 // ReadOnly reports whether the zone is mapped read-only.
@@ -515,8 +530,8 @@ func (z *Zone) ReadOnly() bool { return z.readOnly }
 // Created reports whether this Open created and formatted the zone.
 func (z *Zone) Created() bool { return z.created }
 
-// Shard returns shard i's bytes; they alias the mapping and are valid until
-// Close. It panics when i is out of range, as slice indexing does.
+// Shard returns shard i's bytes. They alias the mapping, and are valid
+// until Close. Shard panics if i is out of range, as slice indexing does.
 func (z *Zone) Shard(i int) []byte {
 	off := z.hdr.ShardOff + int64(i)*z.hdr.ShardSize
 	return z.data[off : off+z.hdr.ShardSize : off+z.hdr.ShardSize]

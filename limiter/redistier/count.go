@@ -36,19 +36,22 @@ if redis.call('EXISTS', KEYS[1]) == 1 then return {redis.call('DECRBY', KEYS[1],
 return {0}
 `)
 
-// Count is a fixed window on Redis, as resty.limit.count: limit requests per
-// window, the window anchored at a key's first committed request. A key
-// holds the window's count, with the window as its TTL.
-// The zero value is not usable: create a Count with NewCount.
+// Count is a fixed window on Redis, as resty.limit.count. It admits limit
+// requests per window. A window starts at a key's first committed request.
+// The key holds the window's count, and expires with the window. The zero
+// value is not usable: create a Count with NewCount.
 type Count struct {
 	base
 	limit  int64
 	window int64 // ms
 }
 
-// NewCount returns a fixed window on c of limit requests per window under
-// keys "prefix:key". Errors: ErrNilClient, ErrNoContextTimeout, ErrNoLocal,
-// limiter.ErrBadLimit, limiter.ErrBadWindow for a window below 1 ms.
+// NewCount returns a fixed window on c of limit requests per window, under
+// keys "prefix:key". window is in whole milliseconds.
+//
+// NewCount returns ErrNilClient, ErrNoContextTimeout or ErrNoLocal for a
+// client or Options it cannot use. It returns limiter.ErrBadLimit for a
+// limit below 1, and limiter.ErrBadWindow for a window below 1 ms.
 func NewCount(c redis.UniversalClient, prefix string, limit int64, window time.Duration, o Options) (*Count, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("%w: %d", limiter.ErrBadLimit, limit)
@@ -68,17 +71,20 @@ func (l *Count) Incoming(ctx context.Context, key string, commit bool) (limiter.
 	return l.incoming(ctx, key, 1, commit)
 }
 
-// IncomingN decides on a request of cost n for key: it takes n from the
-// window's allowance. State is the allowance left (negative past the
-// limit) and ResetAfter the window's remaining time. A committed request
-// is counted even when rejected, as in the Lua module; a dry run counts
+// IncomingN decides on a request of cost n for key. It takes n from the
+// window's allowance. State is the allowance left, negative past the
+// limit. ResetAfter is the window's remaining time. A committed request is
+// counted even if rejected, as in the Lua module. A dry run counts
 // nothing.
 //
-// A cost above limit is never admitted. It is rejected without calling
-// Redis and counts nothing; RetryAfter is the longest Duration.
+// A cost above limit is never admitted. IncomingN rejects it without
+// calling Redis, and counts nothing. RetryAfter is then the longest
+// Duration.
 //
-// Errors: limiter.ErrBadCost for n below 1, ErrBadKey, ErrBadState,
-// ErrScript, ErrUnavailable (FailError).
+// IncomingN returns limiter.ErrBadCost if n is below 1, and ErrBadKey for
+// an empty key. It returns ErrBadState for a state no Count writes, and
+// ErrScript for a script that failed. It returns ErrUnavailable under
+// FailError, and Options.Local's errors under FailLocal.
 func (l *Count) IncomingN(ctx context.Context, key string, n int64, commit bool) (limiter.Decision, error) {
 	if err := checkCost(n); err != nil {
 		return limiter.Decision{}, err
@@ -110,9 +116,14 @@ func (l *Count) incoming(ctx context.Context, key string, cost int64, commit boo
 // Uncommit is UncommitN of one request.
 func (l *Count) Uncommit(ctx context.Context, key string) error { return l.uncommit(ctx, key, 1) }
 
-// UncommitN gives a request of cost n back to key's window; a key without
-// a window is left absent. Errors: limiter.ErrBadCost for n below 1 or
-// above limit, ErrBadKey, ErrBadState, ErrScript, ErrUnavailable.
+// UncommitN gives a request of cost n back to key's window. A key without
+// a window stays absent.
+//
+// UncommitN returns limiter.ErrBadCost if n is below 1 or above limit, and
+// ErrBadKey for an empty key. It returns ErrBadState for a state no Count
+// writes, and ErrScript for a script that failed. If Redis does not
+// answer, it returns ErrUnavailable, unless the policy is FailLocal.
+// FailLocal gives the request back to Options.Local instead.
 func (l *Count) UncommitN(ctx context.Context, key string, n int64) error {
 	if err := checkUncommit(n, l.limit); err != nil {
 		return err
@@ -127,9 +138,12 @@ func (l *Count) uncommit(ctx context.Context, key string, n int64) error {
 	return nil
 }
 
-// Reset deletes key's window: the next request opens a new one. Errors:
-// ErrBadKey, ErrUnavailable whatever the policy, ErrScript, and under
-// FailLocal Options.Local's, whose key it resets too.
+// Reset deletes key's window, so the next request opens a new one. Under
+// FailLocal, Reset resets key in Options.Local too, whatever Redis answers.
+//
+// Reset returns ErrBadKey for an empty key, ErrUnavailable if Redis does
+// not answer, whatever the policy, and ErrScript for an error reply. Under
+// FailLocal it also returns Options.Local's errors.
 func (l *Count) Reset(ctx context.Context, key string) error {
 	return l.resetKeys(ctx, key, l.key(key))
 }

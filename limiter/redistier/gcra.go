@@ -41,21 +41,24 @@ redis.call('SET', KEYS[1], string.format('%d', tat), 'PX', math.ceil((tat - now)
 return {1}
 `)
 
-// GCRA is the generic cell rate algorithm on Redis with the result shape of
-// go-redis/redis_rate, in integer microseconds on the server's TIME by
-// default: a fresh key of 10 per second with burst 10 reports Remaining 9.
-// The zero value is not usable: create a GCRA with NewGCRA.
+// GCRA is the generic cell rate algorithm on Redis, with the results of
+// go-redis/redis_rate. It works in integer microseconds, on the server's
+// TIME by default. A fresh key of 10 per second with burst 10 reports
+// Remaining 9. The zero value is not usable: create a GCRA with NewGCRA.
 type GCRA struct {
 	base
 	t, tau int64 // µs
 }
 
-// NewGCRA returns a GCRA on c of rate requests per second with bursts of up
-// to burst, under keys "prefix:key". Errors: ErrNilClient,
-// ErrNoContextTimeout, ErrNoLocal, limiter.ErrBadRate for a rate whose
-// interval, rounded to the nearest µs (the interval the limiter enforces),
-// is not between 1 µs and a year, limiter.ErrBadBurst for a burst
-// below 1 or a tolerance above 100 years.
+// NewGCRA returns a GCRA on c of rate requests per second, with bursts of
+// up to burst, under keys "prefix:key". It enforces the emission interval
+// 1/rate, rounded to the nearest microsecond.
+//
+// NewGCRA returns ErrNilClient, ErrNoContextTimeout or ErrNoLocal for a
+// client or Options it cannot use. It returns limiter.ErrBadRate if the
+// rounded interval is not between 1 µs and a year. It returns
+// limiter.ErrBadBurst for a burst below 1, or for one whose burst
+// intervals last more than 100 years.
 func NewGCRA(c redis.UniversalClient, prefix string, rate float64, burst int64, o Options) (*GCRA, error) {
 	const year = int64(365 * 24 * time.Hour / time.Microsecond)
 	t := math.Round(1e6 / rate)
@@ -77,15 +80,18 @@ func (l *GCRA) Incoming(ctx context.Context, key string, commit bool) (limiter.D
 	return l.allow(ctx, key, 1, commit)
 }
 
-// IncomingN decides on n requests at once, redis_rate's AllowN: it moves
-// the TAT by n emission intervals. When commit is true and they are
-// allowed, it counts them; a rejection and a dry run count nothing.
+// IncomingN decides on n requests at once, as redis_rate's AllowN does. It
+// moves the TAT by n emission intervals. If commit is true and the
+// requests are allowed, it counts them. A rejection and a dry run count
+// nothing.
 //
 // A cost above burst is never admitted. As in redis_rate, RetryAfter is
 // then how long until the TAT would allow n, as if the burst were larger.
 //
-// Errors: limiter.ErrBadCost for n below 1, ErrBadKey, ErrBadState,
-// ErrScript, ErrUnavailable (FailError).
+// IncomingN returns limiter.ErrBadCost if n is below 1, and ErrBadKey for
+// an empty key. It returns ErrBadState for a state no GCRA writes, and
+// ErrScript for a script that failed. It returns ErrUnavailable under
+// FailError, and Options.Local's errors under FailLocal.
 func (l *GCRA) IncomingN(ctx context.Context, key string, n int64, commit bool) (limiter.Decision, error) {
 	if err := checkCost(n); err != nil {
 		return limiter.Decision{}, err
@@ -112,9 +118,14 @@ func (l *GCRA) allow(ctx context.Context, key string, n int64, commit bool) (lim
 // Uncommit is UncommitN of one request.
 func (l *GCRA) Uncommit(ctx context.Context, key string) error { return l.uncommit(ctx, key, 1) }
 
-// UncommitN gives n requests back: the TAT moves back by n emission
-// intervals, not before now. Errors: limiter.ErrBadCost for n below 1 or
-// above burst, ErrBadKey, ErrBadState, ErrScript, ErrUnavailable.
+// UncommitN gives n requests back. The TAT moves back by n emission
+// intervals, but not before now.
+//
+// UncommitN returns limiter.ErrBadCost if n is below 1 or above burst, and
+// ErrBadKey for an empty key. It returns ErrBadState for a state no GCRA
+// writes, and ErrScript for a script that failed. If Redis does not
+// answer, it returns ErrUnavailable, unless the policy is FailLocal.
+// FailLocal gives the requests back to Options.Local instead.
 func (l *GCRA) UncommitN(ctx context.Context, key string, n int64) error {
 	if err := checkUncommit(n, l.tau/l.t); err != nil {
 		return err
@@ -130,9 +141,12 @@ func (l *GCRA) uncommit(ctx context.Context, key string, n int64) error {
 	return nil
 }
 
-// Reset deletes key's TAT. Errors: ErrBadKey, ErrUnavailable whatever the
-// policy, ErrScript, and under FailLocal Options.Local's, whose key it
-// resets too.
+// Reset deletes key's TAT. Under FailLocal, Reset resets key in
+// Options.Local too, whatever Redis answers.
+//
+// Reset returns ErrBadKey for an empty key, ErrUnavailable if Redis does
+// not answer, whatever the policy, and ErrScript for an error reply. Under
+// FailLocal it also returns Options.Local's errors.
 func (l *GCRA) Reset(ctx context.Context, key string) error {
 	return l.resetKeys(ctx, key, l.key(key))
 }

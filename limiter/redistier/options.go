@@ -14,7 +14,8 @@ import (
 	"github.com/shmzone/shmzone/limiter"
 )
 
-// DefaultTimeout is the per-call timeout when Options.Timeout is 0.
+// DefaultTimeout is the per-call timeout when Options.Timeout is 0 or
+// less.
 const DefaultTimeout = 100 * time.Millisecond
 
 // Failure is what a limiter decides when Redis does not answer in time or
@@ -23,17 +24,17 @@ type Failure int
 
 const (
 	// FailError returns the error, wrapped in ErrUnavailable, with a
-	// rejecting zero Decision: the caller decides. It is the zero value.
+	// rejecting zero Decision. The caller decides. It is the zero value.
 	FailError Failure = iota
-	// FailOpen allows the request (Decision.Allowed true, nothing counted)
-	// and returns no error.
+	// FailOpen allows the request and returns no error. It counts nothing.
+	// The Decision has Allowed true, and its other fields are zero.
 	FailOpen
-	// FailClosed rejects the request with RetryAfter set to the timeout and
-	// returns no error.
+	// FailClosed rejects the request with RetryAfter set to the timeout,
+	// and returns no error.
 	FailClosed
-	// FailLocal asks Options.Local, usually a limiter of package limiter
-	// over the host's zone with this host's share of the limit, and returns
-	// its answer.
+	// FailLocal asks Options.Local and returns its answer. Local is
+	// usually a limiter of package limiter over the host's zone, with this
+	// host's share of the limit.
 	FailLocal
 )
 
@@ -41,46 +42,47 @@ const (
 type Clock int
 
 const (
-	// DefaultClock is the caller's clock for Req (as lua-resty-redis-ratelimit
-	// passes ngx.now()) and the server's for SlidingWindow and GCRA.
+	// DefaultClock is the caller's clock for Req, as
+	// lua-resty-redis-ratelimit passes ngx.now(). It is the server's clock
+	// for SlidingWindow and GCRA.
 	DefaultClock Clock = iota
-	// CallerClock passes Options.Now (time.Now when nil) to the script.
+	// CallerClock passes Options.Now to the script.
 	CallerClock
 	// ServerClock reads Redis's TIME inside the script, so that callers
 	// whose clocks disagree share one time line.
 	ServerClock
 )
 
-// Options are what every Redis limiter of this package takes. The zero value
-// is a 100 ms timeout, FailError and each limiter's default clock.
+// Options are what every Redis limiter of this package takes. The zero
+// value means DefaultTimeout, FailError and each limiter's default clock.
 type Options struct {
-	// Timeout bounds each call to Redis, and so each decision; 0 is
-	// DefaultTimeout.
+	// Timeout bounds each call to Redis, and so each decision. 0 or less
+	// means DefaultTimeout.
 	Timeout time.Duration
 	// OnFailure is the failure policy.
 	OnFailure Failure
-	// Local is the limiter asked under FailLocal, with the same key.
+	// Local is the limiter that FailLocal asks, with the same key.
 	Local limiter.Limiter
 	// Clock chooses the caller's or the server's time.
 	Clock Clock
-	// Now is the caller's clock under CallerClock; nil is time.Now. Tests
-	// inject it.
+	// Now is the caller's clock. nil means time.Now. Tests inject it.
 	Now func() time.Time
 }
 
 // Stats counts a limiter's calls to Redis, the calls that failed, and the
-// decisions the failure policy made instead (every failure but FailError's).
+// decisions that the failure policy made instead. FailError makes no such
+// decision.
 type Stats struct {
 	Calls, Errors, Fallbacks uint64
-	// Unlisted, Tiered's only, counts the keys that could not be listed
-	// for the flushes of a window, the zone's shard being full: the host
-	// decides on its own count of such a key, which stays out of the
-	// global count for the rest of the window (Tiered's Capacity).
+	// Unlisted counts the keys that could not be listed for the flushes
+	// of a window, because the zone's shard was full. The host decides on
+	// its own count of such a key. The key stays out of the global count
+	// for the rest of the window. Only Tiered counts it.
 	Unlisted uint64
-	// Relisted, Tiered's only, counts the keys this instance's flushes
-	// listed again after the zone evicted their window's list (Tiered's
-	// Capacity): each was out of the global count from the eviction to
-	// the flush that found it.
+	// Relisted counts the keys that this instance's flushes listed again,
+	// after the zone evicted their window's list. Each was out of the
+	// global count from the eviction to the flush that found it. Only
+	// Tiered counts it.
 	Relisted uint64
 }
 

@@ -91,16 +91,20 @@ return {1}
 `)
 
 // Req is a leaky bucket on Redis, state-compatible with
-// lua-resty-redis-ratelimit: Go services and OpenResty nodes that use the
-// same zone, rate, burst and duration share one key space. Requests drain at
-// rate; up to burst requests above the rate wait (Decision.Delay) and more
-// are rejected, and, with a duration, make the key forbidden for duration.
-// The zero value is not usable: create a Req with NewReq.
+// lua-resty-redis-ratelimit. Go services and OpenResty nodes that use the
+// same zone, rate, burst and duration share one key space. Req stores the
+// JSON [excess_m, last_ms, forbidden] under "zone:key", as the module
+// does. The zero value is not usable: create a Req with NewReq.
 //
-// The arguments are the Lua module's, computed and formatted as it does
-// (floor(n·1000/per) for "n r/s" or "n r/m", burst·1000, both as Lua's
-// tostring writes them), so that both decide alike on the key's state, call
-// by call, in either order of writers (doc.go says where they differ).
+// Requests drain at rate. Up to burst requests above the rate wait, for
+// Decision.Delay. More are rejected. With a duration, a rejection makes
+// the key forbidden for that duration. An allowed request stores the
+// value for 60 s, or until the next request would find the key as new,
+// if that is longer.
+//
+// Req sends the Lua module's arguments, computed and formatted as it does.
+// So both decide alike on the key's state, call by call, whichever wrote
+// last. The package doc says where they differ.
 type Req struct {
 	base
 	rateM, burstM float64 // milli-requests per second, milli-requests, as the script reads them
@@ -111,14 +115,18 @@ type Req struct {
 }
 
 // NewReq returns a leaky bucket on c under keys "zone:key". rate is a rate
-// string as the Lua module takes it (limiter.ParseRate: "10r/s", "30r/m",
-// "0.5r/s"), converted to milli-requests per second as the Lua module does,
-// floor(n·1000/per) (1r/m is 16); burst is in requests; duration, in whole
-// seconds, is how long a key stays forbidden after a rejection (0: never).
-// Errors: ErrNilClient, ErrNoContextTimeout, ErrNoLocal, limiter.ErrBadRate
-// (also for a rate below a milli-request per second, which the Lua module
-// takes and never drains), limiter.ErrBadBurst, limiter.ErrBadWindow for a
-// negative duration.
+// string as the Lua module takes it, such as "10r/s", "30r/m" or "0.5r/s".
+// limiter.ParseRate reads such strings. NewReq converts the rate to
+// milli-requests per second as the module does, floor(n·1000/per), so 1r/m
+// is 16. burst is in requests. duration is how long a key stays forbidden
+// after a rejection. It is truncated to whole seconds, and 0 means never.
+//
+// NewReq returns ErrNilClient, ErrNoContextTimeout or ErrNoLocal for a
+// client or Options it cannot use. It returns limiter.ErrBadRate for a
+// rate that limiter.ParseRate refuses, for a rate below a milli-request
+// per second, and for an infinite rate. It returns limiter.ErrBadBurst
+// for a burst that is negative, NaN or 1e12 or more. It returns
+// limiter.ErrBadWindow for a negative duration.
 func NewReq(c redis.UniversalClient, zone, rate string, burst float64, duration time.Duration, o Options) (*Req, error) {
 	n, per, err := limiter.ParseRateParts(rate)
 	if err != nil {
@@ -157,18 +165,20 @@ func (l *Req) Incoming(ctx context.Context, key string, commit bool) (limiter.De
 }
 
 // IncomingN decides on a request of cost n for key. It adds n requests to
-// the bucket's excess: the first as the Lua module adds one, after the
-// leak, and n−1 more. An allowed request waits Delay = trunc(excess)/rate;
-// State is the excess in requests. When commit is false nothing is
-// written. A forbidden key is rejected with RetryAfter and ResetAfter its
-// TTL.
+// the bucket's excess: the first after the leak, as the Lua module adds
+// one, then n−1 more. An allowed request waits Delay, trunc(excess)/rate.
+// State is the excess in requests. If commit is false, nothing is
+// written. A forbidden key is rejected, with RetryAfter and ResetAfter
+// its TTL.
 //
-// A cost above burst+1 is never admitted. It is rejected without calling
-// Redis, and does not make the key forbidden; RetryAfter is the longest
-// Duration.
+// A cost above burst+1 is never admitted. IncomingN rejects it without
+// calling Redis, and does not make the key forbidden. RetryAfter is then
+// the longest Duration.
 //
-// Errors: limiter.ErrBadCost for n below 1, ErrBadKey, ErrBadState for a
-// value no Req writes, ErrScript, and ErrUnavailable under FailError.
+// IncomingN returns limiter.ErrBadCost if n is below 1, and ErrBadKey for
+// an empty key. It returns ErrBadState for a value no Req writes, and
+// ErrScript for a script that failed. It returns ErrUnavailable under
+// FailError, and Options.Local's errors under FailLocal.
 func (l *Req) IncomingN(ctx context.Context, key string, n int64, commit bool) (limiter.Decision, error) {
 	if err := checkCost(n); err != nil {
 		return limiter.Decision{}, err
@@ -229,11 +239,15 @@ func (l *Req) leakTime(excess float64) time.Duration { return leak.Time(excess, 
 // Uncommit is UncommitN of one request.
 func (l *Req) Uncommit(ctx context.Context, key string) error { return l.uncommit(ctx, key, 1) }
 
-// UncommitN gives a request of cost n back: the stored excess drops by n
-// requests, not below 0. A key without state is left so. Errors:
-// limiter.ErrBadCost for n below 1 or above burst+1, ErrBadKey,
-// ErrBadState, ErrScript, ErrUnavailable (FailLocal gives the request back
-// to Options.Local).
+// UncommitN gives a request of cost n back. The stored excess drops by n
+// requests, but not below 0. The key keeps its TTL, and stays forbidden if
+// it was. A key without state stays so.
+//
+// UncommitN returns limiter.ErrBadCost if n is below 1 or above burst+1,
+// and ErrBadKey for an empty key. It returns ErrBadState for a value no
+// Req writes, and ErrScript for a script that failed. If Redis does not
+// answer, it returns ErrUnavailable, unless the policy is FailLocal.
+// FailLocal gives the request back to Options.Local instead.
 func (l *Req) UncommitN(ctx context.Context, key string, n int64) error {
 	if err := checkUncommit(n, l.most); err != nil {
 		return err
@@ -248,9 +262,12 @@ func (l *Req) uncommit(ctx context.Context, key string, n int64) error {
 	return nil
 }
 
-// Reset deletes key's value, forbidden or not. Errors: ErrBadKey,
-// ErrUnavailable whatever the policy, ErrScript, and under FailLocal
-// Options.Local's, whose key it resets too.
+// Reset deletes key's value, forbidden or not. Under FailLocal, Reset
+// resets key in Options.Local too, whatever Redis answers.
+//
+// Reset returns ErrBadKey for an empty key, ErrUnavailable if Redis does
+// not answer, whatever the policy, and ErrScript for an error reply. Under
+// FailLocal it also returns Options.Local's errors.
 func (l *Req) Reset(ctx context.Context, key string) error {
 	return l.resetKeys(ctx, key, l.key(key))
 }

@@ -39,21 +39,25 @@ if left >= 0 then return {1, left, e, c, p} end
 return {0, left, e, c, p}
 `)
 
-// SlidingWindow is limiter.SlidingWindow on Redis: the previous fixed
-// window's count weighted by the part of it the sliding window still
-// covers, plus the current one's, with the same error bound (at most
-// 2·limit − 1 in any window, exact under even traffic). A key is one hash,
-// so one slot. It uses the server's clock by default.
-// The zero value is not usable: create a SlidingWindow with NewSlidingWindow.
+// SlidingWindow is limiter.SlidingWindow on Redis. It weighs the previous
+// fixed window's count by the part of it that the sliding window still
+// covers, and adds the current window's count. Its error bound is the
+// same. It admits at most 2·limit − 1 requests in any window, and is
+// exact under even traffic. A key is one hash, so one slot. SlidingWindow
+// uses the server's clock by default. The zero value is not usable: create
+// a SlidingWindow with NewSlidingWindow.
 type SlidingWindow struct {
 	base
 	limit, w int64 // requests, ms
 }
 
 // NewSlidingWindow returns a sliding window on c of limit requests per
-// window (whole ms) under keys "prefix:key". Errors: ErrNilClient,
-// ErrNoContextTimeout, ErrNoLocal, limiter.ErrBadLimit, limiter.ErrBadWindow
-// for a window below 1 ms or one for which limit·window passes 2^53.
+// window, under keys "prefix:key". window is in whole milliseconds.
+//
+// NewSlidingWindow returns ErrNilClient, ErrNoContextTimeout or ErrNoLocal
+// for a client or Options it cannot use. It returns limiter.ErrBadLimit
+// for a limit below 1. It returns limiter.ErrBadWindow for a window below
+// 1 ms, or for one where limit times the window in ms passes 2^53.
 func NewSlidingWindow(c redis.UniversalClient, prefix string, limit int64, window time.Duration, o Options) (*SlidingWindow, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("%w: %d", limiter.ErrBadLimit, limit)
@@ -74,15 +78,18 @@ func (l *SlidingWindow) Incoming(ctx context.Context, key string, commit bool) (
 	return l.incoming(ctx, key, 1, commit)
 }
 
-// IncomingN decides on a request of cost n for key and counts it as n
-// requests when commit is true and it is allowed; a rejection counts
+// IncomingN decides on a request of cost n for key. If commit is true and
+// the request is allowed, it counts n requests. A rejection counts
 // nothing. State is the estimated allowance left after the request.
 //
-// A cost above limit is never admitted. It is rejected without calling
-// Redis, with RetryAfter the longest Duration.
+// A cost above limit is never admitted. IncomingN rejects it without
+// calling Redis. RetryAfter is then the longest Duration.
 //
-// Errors: limiter.ErrBadCost for n below 1, ErrBadKey, ErrBadState,
-// ErrScript, ErrUnavailable.
+// IncomingN returns limiter.ErrBadCost if n is below 1, and ErrBadKey for
+// an empty key. It returns ErrBadState for a state no SlidingWindow
+// writes, and ErrScript for a script that failed. It returns
+// ErrUnavailable under FailError, and Options.Local's errors under
+// FailLocal.
 func (l *SlidingWindow) IncomingN(ctx context.Context, key string, n int64, commit bool) (limiter.Decision, error) {
 	if err := checkCost(n); err != nil {
 		return limiter.Decision{}, err
@@ -144,9 +151,14 @@ func (l *SlidingWindow) Uncommit(ctx context.Context, key string) error {
 	return l.uncommit(ctx, key, 1)
 }
 
-// UncommitN gives a request of cost n back to key's current window, not
-// below 0. Errors: limiter.ErrBadCost for n below 1 or above limit,
-// ErrBadKey, ErrBadState, ErrScript, ErrUnavailable.
+// UncommitN gives a request of cost n back to key's current window. The
+// window's count does not drop below 0.
+//
+// UncommitN returns limiter.ErrBadCost if n is below 1 or above limit, and
+// ErrBadKey for an empty key. It returns ErrBadState for a state no
+// SlidingWindow writes, and ErrScript for a script that failed. If Redis
+// does not answer, it returns ErrUnavailable, unless the policy is
+// FailLocal. FailLocal gives the request back to Options.Local instead.
 func (l *SlidingWindow) UncommitN(ctx context.Context, key string, n int64) error {
 	if err := checkUncommit(n, l.limit); err != nil {
 		return err
@@ -161,9 +173,12 @@ func (l *SlidingWindow) uncommit(ctx context.Context, key string, n int64) error
 	return nil
 }
 
-// Reset deletes key's windows. Errors: ErrBadKey, ErrUnavailable whatever
-// the policy, ErrScript, and under FailLocal Options.Local's, whose key it
-// resets too.
+// Reset deletes key's windows. Under FailLocal, Reset resets key in
+// Options.Local too, whatever Redis answers.
+//
+// Reset returns ErrBadKey for an empty key, ErrUnavailable if Redis does
+// not answer, whatever the policy, and ErrScript for an error reply. Under
+// FailLocal it also returns Options.Local's errors.
 func (l *SlidingWindow) Reset(ctx context.Context, key string) error {
 	return l.resetKeys(ctx, key, l.key(key))
 }

@@ -16,91 +16,84 @@ import (
 	"github.com/shmzone/shmzone/limiter"
 )
 
-// Tiered is a global limit of limit requests per fixed window across hosts,
-// at a fraction of the Redis traffic of a Redis limiter. Decisions never
-// wait for Redis: the processes of a host count in the host's zone (one
-// dict shared by them), and one process per host at a time, the holder of a
-// lease in the zone, flushes the host's count of each key to Redis every
-// interval and reads back the global count.
-// The zero value is not usable: create a Tiered with NewTiered.
+// Tiered is a global limit of limit requests per fixed window across
+// hosts, at a fraction of a Redis limiter's Redis traffic. Decisions never
+// wait for Redis. The processes of a host count in the host's zone, one
+// dict that they share. One process per host at a time holds a lease in
+// the zone. Every interval, it flushes the host's count of each key to
+// Redis, and reads back the global count. The zero value is not usable:
+// create a Tiered with NewTiered.
 //
-// A host admits a request when the other hosts' counts it last read, plus
-// its own count, stay within limit, so it never rejects below the global
-// limit it knows of. It does not see other hosts' requests
-// of the last interval or two (theirs not yet flushed, and those flushed
-// since it read), so in a window the hosts together admit at most
+// A host admits a request if the other hosts' counts it last read, plus
+// its own count, stay within limit. So it never rejects below the global
+// limit it knows of. It does not see the other hosts' requests of the last
+// interval or two. So in a window, the hosts together admit at most
 //
 //	limit + 2 · hosts · rate · interval
 //
-// where rate is the most requests per second one host admits and interval
-// the time between a host's flushes (the interval, or a flush's time if it
-// is longer); with flushes spread over the interval the overshoot is about
-// hosts · rate · interval. Redis load, per host and interval, whatever the
-// request rate: a script run per 256 keys (per hash slot on a Cluster) and
-// a round trip per 1,024 keys, plus as much again at a window's end to send
-// the previous window's last counts; 10,000 keys take 10 round trips where
-// they took 10,000 (bench/RESULTS.md gives a flush's time). A flush writes
-// the host's whole count of the window with a sequence number, not a
-// delta, so a round trip that timed out but ran later, or a server that
-// restarted empty, never leaves the global count wrong beyond the next
-// flush.
-// Reset forgets a key's count on every host, each at its next flush.
+// Here rate is the most requests per second that one host admits. interval
+// is the time between a host's flushes: the interval, or a flush's time if
+// that is longer. With flushes spread over the interval, the overshoot is
+// about hosts · rate · interval.
 //
-// Failure. Decisions never call Redis, so each returns in the time of a few
-// zone operations, whatever Redis does. The host judges Redis by its
-// answers to the flushes, not by how late a flush is. It considers Redis
-// failed when the round trips of two flushes in a row failed (a flush stops
-// at its first failed round trip, so a hung server costs it one timeout,
-// not one per key) and, when the second timed out, the first was sent at
-// least 5 intervals plus the timeout earlier: a process too busy to read
-// an answer in time sees a timeout too, and a healthy Redis answers some
-// flush in that span. Each answer is stamped, by the windows' clock, in the
-// zone. A flush late because its process is busy is no failure: it still
+// Redis load per host and interval does not depend on the request rate. A
+// flush makes a script run per 256 keys, or per hash slot on a Cluster. It
+// makes a round trip per 1,024 keys. At a window's end it sends as much
+// again, for the previous window's last counts. A flush writes the host's
+// whole count of the window, with a sequence number. So a round trip that
+// ran late, or a server that restarted empty, leaves the global count
+// wrong at most until the next flush. Reset forgets a key's count on every
+// host, each at its next flush.
+//
+// Decisions never call Redis, so each returns in the time of a few zone
+// operations, whatever Redis does. The host judges Redis by its answers to
+// the flushes, not by how late a flush is. It considers Redis failed once
+// the round trips of two flushes in a row have failed. If the second timed
+// out, the first must also have been sent at least 5 intervals plus the
+// timeout earlier. Each answer is stamped in the zone by the windows'
+// clock.
+//
+// A flush late because its process is busy is no failure. It still
 // happens, and its instance's decisions yield to it while it runs. No
-// answer is a failure only when no flush is coming: none for 5 intervals
-// plus the timeout while the flusher lease has lapsed (it passes on after 3
-// intervals plus the timeout, so that no round trip outlasts it) and this
-// instance neither runs Run nor called Flush in that time. A flush with nothing to send asks a healthy Redis nothing and
-// changes nothing; it sends a failed one a PING, whose answer counts as a
-// round trip's. Until Redis is failed, the host decides on its last global
-// count. While it is failed, Incoming decides by Options.OnFailure as the
-// other limiters do: FailError returns ErrUnavailable with a rejecting zero
-// Decision; FailOpen allows, counting nothing; FailClosed rejects with
-// RetryAfter set to the timeout; FailLocal returns Options.Local's decision.
-// Every fallback is counted in Stats, whose Calls and Errors count this
-// instance's flushes' script runs. Processes keep flushing the counts the
-// host had, and the first answered round trip returns the host to normal:
-// requests admitted meanwhile by FailOpen or FailLocal are not in the global
-// count. A host that has not flushed yet is not failed.
+// answer is a failure only when no flush is coming. That is so when no
+// flush was answered for 5 intervals plus the timeout, and the flusher
+// lease has lapsed. This instance must also neither run Run nor have
+// called Flush in that time. The lease passes on after 3 intervals plus
+// the timeout. A flush with nothing to send asks a healthy Redis nothing.
+// It sends a failed one a PING, whose answer counts as a round trip's.
 //
-// Capacity: a window's keys are listed in one list of the zone, so one
-// shard of the zone must hold a list element per active key (40 bytes for
-// a client address) besides its share of the counts. A list never evicts:
-// when its shard is full (a flood of new keys), a new key is left out of
-// the window's list and counted in Stats.Unlisted; its decisions in the
-// window stand on the host's count, which no flush carries, and its first
-// request of a later window lists it again. The list, a key's count and
-// the mark that says it is listed are entries of the zone like any other,
-// though, and a zone that must make room for other keys evicts them, the
-// least used first. A window's list evicted takes with it the keys it held,
-// whose marks keep decisions from listing them again; the flusher finds
-// the loss at its next flush (the list lacks the elements it saw first),
-// scans the zone for the window's counts, flushes the keys missing from
-// the list and lists them again (Stats.Relisted), so a key is out of the
-// global count from the eviction to that flush, and a flush scans the
-// whole zone once per loss (every flush while the list's shard is too full
-// to take them back). What is still lost: a count evicted starts again
-// from zero (a mark evicted with its count is harmless: the count's next
-// request lists the key again); keys listed after a flush that saw the
-// window's list empty, or not at all (a window's first interval), and
-// evicted with the list before the next flush; and a loss just before the
-// lease passes to another process, whose flushes do not know what the last
-// holder saw, is found only if the last holder flushed once more after it.
-// The flush sequence, evicted, starts again from the clock, above its
-// earlier numbers. Give a Tiered a zone, or a share of one, that does not
-// evict (dict.Stats.Evictions stays 0): one that other users flood with
-// keys of their own costs scans, and can cost the global count some of the
-// host's share of a window.
+// Until Redis is failed, the host decides on its last global count. While
+// it is failed, Incoming decides by Options.OnFailure, as the other
+// limiters do. FailError returns ErrUnavailable with a rejecting zero
+// Decision. FailOpen allows, counting nothing. FailClosed rejects, with
+// RetryAfter set to the timeout. FailLocal returns Options.Local's
+// decision. Stats counts every fallback. Its Calls and Errors count this
+// instance's flushes' script runs. Processes keep flushing the counts the
+// host had. The first answered round trip returns the host to normal.
+// Requests that FailOpen or FailLocal admitted meanwhile are not in the
+// global count. A host that has not flushed yet is not failed.
+//
+// A window's keys are listed in one list of the zone. So one shard of the
+// zone must hold a list element per active key, besides its share of the
+// counts. An element takes 40 bytes for a client address. A list never
+// evicts. If its shard is full, a new key is left out of the window's list
+// and counted in Stats.Unlisted. Its decisions in the window stand on the
+// host's count, which no flush carries. Its first request of a later
+// window lists it again.
+//
+// The list, a key's count and the mark that says it is listed are entries
+// of the zone like any other. A zone that must make room for other keys
+// evicts them, the least used first. If a window's list is evicted, the
+// flusher finds the loss at its next flush. It scans the zone for the
+// window's counts, and flushes and lists again the keys missing from the
+// list. Stats.Relisted counts them. Such a key is out of the global count
+// from the eviction to that flush. A count evicted starts again from zero.
+// limiter/DESIGN.md, section 10, says what else an eviction can lose.
+//
+// So give a Tiered a zone, or a share of one, that does not evict: one
+// whose dict.Stats.Evictions stays 0. A zone that other users flood with
+// keys costs scans. It can also cost the global count some of the host's
+// share of a window.
 type Tiered struct {
 	base
 	d                *dict.Dict
@@ -135,19 +128,27 @@ type winPrefix struct {
 
 var tieredSeq atomic.Int64
 
-// NewTiered returns a tiered limiter of limit requests per window across
-// every host that uses the same c and prefix, each host counting in d.
-// Every process of a host calls Flush every interval (Run does), or the
-// host never learns the global count. Options.Timeout bounds each flush;
-// Options.Now is the clock of the windows (the hosts' clocks should agree
-// to well within a window); OnFailure and Local apply while Redis is failed
-// (see Tiered); Clock is not used.
+// NewTiered returns a tiered limiter of limit requests per window, across
+// every host that uses the same Redis and prefix. Each host counts in d.
+// Every process of a host calls Flush every interval, as Run does.
+// Otherwise the host never learns the global count. window and interval
+// are in whole milliseconds.
+//
+// Options.Timeout bounds each round trip of a flush. Options.Now is the
+// clock of the windows. The hosts' clocks should agree to well within a
+// window. OnFailure and Local apply while Redis is failed, as Tiered says.
+// Options.Clock is not used.
+//
 // The host's zone keys are "tier|prefix|…", a namespace of their own
-// beside the local limiters' (package limiter's names), so prefix must be
-// a limiter name (limiter.CheckName).
-// Errors: ErrNilClient, ErrNoContextTimeout, ErrNoLocal, limiter.ErrNilDict,
-// limiter.ErrBadName, limiter.ErrBadLimit, limiter.ErrBadWindow for a window
-// or interval below 1 ms or an interval longer than the window.
+// beside the local limiters'. So prefix must be a limiter name, as
+// limiter.CheckName checks.
+//
+// NewTiered returns limiter.ErrNilDict for a nil d, and ErrNilClient,
+// ErrNoContextTimeout or ErrNoLocal for a client or Options it cannot use.
+// It returns limiter.ErrBadName for a prefix that is not a limiter name,
+// and limiter.ErrBadLimit for a limit below 1. It returns
+// limiter.ErrBadWindow for an interval below 1 ms or longer than the
+// window.
 func NewTiered(d *dict.Dict, c redis.UniversalClient, prefix string, limit int64, window, interval time.Duration, o Options) (*Tiered, error) {
 	if d == nil {
 		return nil, limiter.ErrNilDict
@@ -203,18 +204,21 @@ func (l *Tiered) Incoming(ctx context.Context, key string, commit bool) (limiter
 }
 
 // IncomingN decides on a request of cost n for key in the host's zone,
-// without Redis: it adds n to the host's count, which the flushes carry to
-// the global count. State and Remaining are the allowance left as this
-// host knows it; RetryAfter on a rejection is the time to the window's
-// end. While Redis is failed the failure policy decides (see Tiered).
+// without Redis. It adds n to the host's count, which the flushes carry to
+// the global count. State and Remaining are the allowance left, as this
+// host knows it. ResetAfter is the time to the window's end, and so is
+// RetryAfter on a rejection. While Redis is failed, the failure policy
+// decides, as Tiered says.
 //
-// A cost above limit is never admitted. It is rejected at once, with
+// A cost above limit is never admitted. IncomingN rejects it at once, with
 // RetryAfter the longest Duration.
 //
-// Errors: limiter.ErrBadCost for n below 1, ErrBadKey, ErrBadState while
-// the key's Redis hash holds a state no Tiered writes (its last flush said
-// so), or the zone does under its keys, ErrUnavailable under FailError,
-// the dictionary's, Options.Local's.
+// IncomingN returns limiter.ErrBadCost if n is below 1, and ErrBadKey for
+// an empty key. It returns ErrBadState while the key's Redis hash holds a
+// state no Tiered writes, as the key's last flush found. It returns
+// limiter.ErrAbused if a zone key of key holds a value of another kind. It
+// returns ErrUnavailable under FailError while Redis is failed. It also
+// returns the dictionary's errors, and Options.Local's under FailLocal.
 func (l *Tiered) IncomingN(ctx context.Context, key string, n int64, commit bool) (limiter.Decision, error) {
 	if err := checkCost(n); err != nil {
 		return limiter.Decision{}, err
@@ -349,10 +353,10 @@ func (l *Tiered) list(win int64, key string, ttl time.Duration) error {
 	return nil
 }
 
-// Stats returns the instance's counts: its flushes' script runs (Calls,
-// Errors), its fallbacks, its decisions on keys left out of the list
-// (Unlisted), and the keys its flushes listed again after an eviction
-// (Relisted).
+// Stats returns the instance's counts. Calls and Errors count its flushes'
+// script runs. Fallbacks counts its fallbacks to the failure policy.
+// Unlisted counts the keys left out of a window's list. Relisted counts the
+// keys that its flushes listed again after an eviction.
 func (l *Tiered) Stats() Stats {
 	s := l.base.Stats()
 	s.Unlisted = l.unlisted.Load()
@@ -378,11 +382,14 @@ func (l *Tiered) intAt(k string) (int64, error) {
 // Uncommit is UncommitN of one request.
 func (l *Tiered) Uncommit(ctx context.Context, key string) error { return l.uncommit(ctx, key, 1) }
 
-// UncommitN gives a request of cost n back to this host's count of key's
-// current window; the next flush carries it. While Redis is failed and the
-// policy is FailLocal, it gives it back to Options.Local instead.
-// Errors: limiter.ErrBadCost for n below 1 or above limit, ErrBadKey, the
-// dictionary's, Options.Local's.
+// UncommitN gives a request of cost n back to this host's count of key in
+// the current window. The next flush carries it. While Redis is failed and
+// the policy is FailLocal, UncommitN gives it back to Options.Local
+// instead.
+//
+// UncommitN returns limiter.ErrBadCost if n is below 1 or above limit, and
+// ErrBadKey for an empty key. It also returns the dictionary's errors, and
+// Options.Local's.
 func (l *Tiered) UncommitN(ctx context.Context, key string, n int64) error {
 	if err := checkUncommit(n, l.limit); err != nil {
 		return err
@@ -405,11 +412,11 @@ func (l *Tiered) uncommit(ctx context.Context, key string, n int64) error {
 	return nil
 }
 
-// Run calls Flush every interval until ctx is done; errors are counted in
-// Stats. Every process of a host runs it (one of them flushes at a time).
-// A flush that takes longer than the interval is followed by the next at
-// once. While Run runs, the instance's decisions do not take a late flush
-// for a failed Redis (see Tiered).
+// Run calls Flush every interval until ctx is done. It drops the errors of
+// Flush. Stats counts the script runs that failed. Every process of a host
+// runs it, and one of them flushes at a time. A flush that takes longer
+// than the interval is followed by the next at once. While Run runs, the
+// instance's decisions do not take a late flush for a failed Redis.
 func (l *Tiered) Run(ctx context.Context) {
 	l.runs.Add(1)
 	defer l.runs.Add(-1)

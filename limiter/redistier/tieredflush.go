@@ -97,37 +97,44 @@ type flushItem struct {
 	pos, slot   int
 }
 
-// Flush takes or renews the host's flusher lease and, when this instance
-// holds it, sends the count of every key of the current window, and once
-// more of every key of the previous window, to Redis, and stores the other
-// hosts' count of each current key that Redis returns. It reports whether
-// this instance flushed.
+// Flush takes or renews the host's flusher lease. If this instance holds
+// it, Flush sends Redis the count of every key of the current window. It
+// sends once more the count of every key of the previous window. It stores
+// the other hosts' count of each current key that Redis returns. Flush
+// reports whether this instance flushed.
 //
-// The keys go in few round trips: pipelines of script runs of many keys
-// each (the keys of one hash slot on a Cluster, one key on another sharded
-// client), at most flushTripKeys keys a round trip, each round trip within
-// Options.Timeout. A round trip that fails ends the flush, and the keys not
-// sent keep their counts for the next. A key whose Redis hash holds a
-// state no flush writes fails alone (ErrBadState): Flush leaves the hash as
-// it is and marks the key bad in the zone, so that its decisions return
-// ErrBadState until a flush reads a good state; Redis answered, so the
-// round trip still counts as answered. Before it stores a round trip's
-// answers in the zone, Flush renews its lease, and it stores nothing once
-// the lease has lapsed (a flusher stalled past it), so that the answers it
-// read, and the bad marks, never overwrite those of a flusher that took
-// over. A key reset since the host last learned of a reset (see Reset)
-// has its count refused: Flush records the key's marker and drops from the
-// host's count what it sent. Each answered round trip
-// marks Redis healthy for the host, with the time of the answer; failed
-// round trips mark it failed as Tiered says. With nothing to send, Flush
-// asks Redis nothing, unless Redis is failed: then it sends a PING. Flush
-// returns its errors joined (errors.Join): ErrUnavailable (wrapped) for a
-// failed round trip, ErrBadState for a key, ErrScript for a script run
-// that failed, the dictionary's.
+// The keys go in few round trips. Each is a pipeline of script runs. On one
+// server a run carries up to 256 keys. On a Cluster it carries keys of one
+// hash slot, and on another sharded client one key. A round trip carries
+// at most 1,024 keys, within Options.Timeout. A round trip that fails ends
+// the flush. The keys not sent keep their counts for the next.
+//
+// A key whose Redis hash holds a state no flush writes fails alone, with
+// ErrBadState. Flush leaves the hash as it is, and marks the key bad in
+// the zone. The key's decisions then return ErrBadState until a flush
+// reads a good state. Redis answered, so the round trip still counts as
+// answered.
+//
+// Before it stores a round trip's answers in the zone, Flush renews its
+// lease. It stores nothing once the lease has lapsed. So it never
+// overwrites the answers, or the bad marks, of a flusher that took over.
+// Redis refuses the count of a key reset since the host last learned of a
+// reset. Flush then records the key's reset marker, and drops from the
+// host's count what it sent.
+//
+// Each answered round trip marks Redis healthy for the host, with the time
+// of the answer. Failed round trips mark it failed, as Tiered says. With
+// nothing to send, Flush asks Redis nothing, unless Redis is failed. It
+// then sends a PING.
 //
 // One flush of an instance runs at a time. While it runs, the instance's
-// decisions yield the processor to it (runtime.Gosched), so that a process
-// busy deciding does not starve the flush that keeps its counts global.
+// decisions yield the processor to it. So a process busy deciding does not
+// starve the flush that keeps its counts global.
+//
+// Flush returns its errors joined, as errors.Join does. It returns
+// ErrUnavailable for a failed round trip, ErrBadState for a bad key, and
+// ErrScript for a script run that failed. It also returns the dictionary's
+// errors.
 func (l *Tiered) Flush(ctx context.Context) (bool, error) {
 	l.called.Store(l.o.Now().UnixMilli())
 	l.fmu.Lock()

@@ -50,36 +50,39 @@ return {r}
 `)
 
 // Reset forgets key's count of the current window on every host. In
-// Redis it replaces the window's hash by a reset marker, so the global
-// count is 0. In this host's zone it deletes the host's count and the
-// other hosts' count last read, and records the marker.
+// Redis, it replaces the window's hash by a reset marker, so the global
+// count is 0. It replaces whatever the key holds, a bad state included.
+// In this host's zone, it deletes the host's count and the other hosts'
+// count last read, and records the marker.
 //
 // Every other host learns of the reset at its next flush of the key,
-// within an interval: Redis refuses the count it sends, and the host drops
+// within an interval. Redis refuses the count it sends, and the host drops
 // that count from its zone. Afterwards each host counts only what it
-// decided after its flush read its count, and the global count is the sum.
-// What is lost around a reset:
+// decided after its flush read its count. The global count is their sum.
+// Some requests are lost around a reset:
 //
-//   - On another host, the requests it decided from the reset to its next
-//     flush's read of its count: at most an interval and a round trip.
+//   - On another host, those it decided from the reset to its next flush's
+//     read of its count. That is at most an interval and a round trip.
 //   - On a host whose first request of the key comes after the reset, the
-//     same, when its last flush ran before the reset.
-//   - On this host, the requests decided during the Reset itself.
+//     same, if its last flush ran before the reset.
+//   - On this host, those decided during the Reset itself.
 //
 // Requests decided after those points count as on a fresh key. A Redis
-// that restarts empty forgets its markers: a host that has not learned of
+// that restarts empty forgets its markers. A host that has not learned of
 // the reset then flushes its whole count again.
 //
-// When Redis does not answer, Reset resets this host's zone alone, and
-// the other hosts' counts come back at their next flushes. Under
-// FailLocal it resets Options.Local's key too.
+// If Redis does not answer, Reset resets this host's zone alone. The other
+// hosts' counts come back at their next flushes. Under FailLocal, Reset
+// resets key in Options.Local too.
 //
 // A host of a release before reset markers takes a reset key for a bad
 // state until its hash expires. Upgrade every host before any calls Reset.
 //
-// Errors: ErrBadKey, ErrUnavailable when Redis does not answer (the zone
-// is reset all the same), ErrScript, ErrBadState for a reply no reset
-// script returns, the dictionary's, Options.Local's.
+// Reset returns ErrBadKey for an empty key. It returns ErrUnavailable if
+// Redis does not answer, and resets the zone all the same. It returns
+// ErrScript for an error reply, and ErrBadState for a reply that no reset
+// script returns. It also returns the dictionary's errors, and
+// Options.Local's.
 func (l *Tiered) Reset(ctx context.Context, key string) error {
 	if key == "" {
 		return ErrBadKey

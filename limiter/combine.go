@@ -6,32 +6,38 @@ import (
 	"fmt"
 )
 
-// Combine decides on one request under several limiters at once, key i
-// under limiter i, as resty.limit.traffic.combine: the request is counted
-// by all of them or by none that can be undone. Every limiter of this
-// package decides at one time, read once from the first one's dictionary.
+// Combine decides on one request under several limiters at once, as
+// resty.limit.traffic.combine does. It decides key i under limiter i. The
+// request is counted by all of them, or by none that can be undone. The
+// limiters of this package all decide at one time. Combine reads that time
+// once, from the first one's dictionary.
 //
-// Pass 1 asks every limiter, committing only the last: a rejection or an
-// error returns at once, with nothing undone (the last limiter, when it
-// rejects, may have counted the request, as a Count does). Pass 2 commits
-// limiters 1..n−1 in order; when one rejects or fails, limiters 1..i−1 and
-// the last are uncommitted and its Decision is returned.
+// In pass 1, Combine asks every limiter and commits only the last. A
+// rejection or an error there returns at once, with nothing undone. The
+// last limiter may have counted a request it rejects, as a Count does. In
+// pass 2, it commits limiters 1 to n−1 in order. If limiter i rejects or
+// fails, Combine uncommits limiters 1 to i−1 and the last. It then returns
+// limiter i's Decision.
 //
-// An allowed Decision has the largest Delay and ResetAfter, the smallest
-// Remaining, and the last limiter's State; a rejection is the rejecting
-// limiter's Decision. Errors: ErrMismatch when the slices differ in length,
-// are empty or hold a nil limiter, a limiter's error, and Uncommit's errors
-// joined to it, but for ErrNotFound: a state that expired between the
-// passes (a drained Req) has nothing to give back, and the rejection stays
-// a rejection, as the Lua combine's, which ignores uncommit's errors.
+// An allowed Decision has the largest Delay and ResetAfter, and the
+// smallest Remaining. Its State is the last limiter's. A rejection is the
+// rejecting limiter's Decision.
+//
+// Combine returns ErrMismatch if the slices differ in length, are empty or
+// hold a nil limiter. It returns a limiter's error, joined with Uncommit's
+// errors but for ErrNotFound. A state that expired between the passes, such
+// as a drained Req's, has nothing to give back. The rejection then stays a
+// rejection, as in the Lua combine, which ignores uncommit's errors.
 func Combine(ctx context.Context, ls []Limiter, keys []string) (Decision, error) {
 	return combine(ctx, ls, keys, 1)
 }
 
-// CombineN is Combine of a request of cost cost: each limiter decides on
-// cost as its IncomingN does, and one that must be undone is given back
-// cost by its UncommitN. Errors: those of Combine, and ErrBadCost for a
-// cost below 1.
+// CombineN is Combine of a request of cost cost. Each limiter decides on
+// cost as its IncomingN does. A limiter that must be undone gets cost back
+// through its UncommitN.
+//
+// CombineN returns ErrBadCost if cost is below 1, and the errors of
+// Combine.
 func CombineN(ctx context.Context, ls []Limiter, keys []string, cost int64) (Decision, error) {
 	if err := checkCost(cost); err != nil {
 		return Decision{}, err

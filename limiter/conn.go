@@ -12,17 +12,19 @@ import (
 	"github.com/shmzone/shmzone/dict"
 )
 
-// Conn limits concurrency, as lua-resty-limit-traffic's resty.limit.conn:
-// up to max requests of a key at once run at once, up to burst more wait a
-// delay that grows with their number, and more are rejected. Every request
-// that Incoming counted must be ended by Leaving (or Uncommit).
-// The zero value is not usable: create a Conn with NewConn or NewLeasedConn.
+// Conn limits concurrency, as lua-resty-limit-traffic's resty.limit.conn.
+// Up to max requests of a key run at once. Up to burst more wait a delay
+// that grows with their number, and more are rejected. Every request that
+// Incoming counted must be ended by Leaving or Uncommit.
 //
-// A key's state is one dict int without TTL, the number of requests in
-// flight across every process. A process that dies between Incoming and
-// Leaving leaks its slots for ever: nothing can tell them from slots of
-// requests still running. NewLeasedConn trades a little speed for recovery
-// (lease.go).
+// A plain Conn keeps one dict int per key, without TTL. It is the number of
+// requests in flight across every process. A process that dies between
+// Incoming and Leaving leaks its slots for ever. Nothing can tell them from
+// slots of requests still running. NewLeasedConn trades a little speed for
+// recovery.
+//
+// The zero value is not usable: create a Conn with NewConn or
+// NewLeasedConn.
 type Conn struct {
 	space
 	d         *dict.Dict
@@ -32,14 +34,17 @@ type Conn struct {
 	lease     *leases      // nil: no leases
 }
 
-// NewConn returns a concurrency limiter named name over d (names.go): max
-// requests of a key at once, burst more delayed by delay for each max
-// requests ahead of them. delay is the initial unit delay, the expected
-// latency of a request; Leaving's latencies adjust it in this process.
-// Errors: ErrNilDict, ErrBadName, ErrBadLimit for a max below 1,
-// ErrBadBurst for a negative burst, ErrBadDelay for a negative delay,
-// ErrNameClash. The parameters that must match another Conn of the name
-// are those given here: SetMax and SetBurst change a Conn later.
+// NewConn returns a concurrency limiter named name over d. It runs max
+// requests of a key at once. Up to burst more are delayed by delay for each
+// max requests ahead of them. delay is the initial unit delay, the expected
+// latency of a request. Leaving's latencies adjust it in this process.
+//
+// NewConn returns ErrNilDict if d is nil, ErrBadName if CheckName refuses
+// name, and ErrBadLimit if max is below 1. It returns ErrBadBurst if burst
+// is negative, and ErrBadDelay if delay is negative. It returns
+// ErrNameClash if a live Conn of this process has the same name and zone
+// but other parameters. Only the parameters given here count, not those
+// that SetMax and SetBurst set later.
 func NewConn(d *dict.Dict, name string, max, burst int64, delay time.Duration) (*Conn, error) {
 	c, err := newConn(d, kindConn, name, max, burst, delay)
 	if err != nil {
@@ -81,8 +86,10 @@ func newConn(d *dict.Dict, kind, name string, max, burst int64, delay time.Durat
 	return c, nil
 }
 
-// SetMax changes max for the decisions that follow, in this process (the
-// Lua module's set_max). Errors: ErrBadLimit for a max below 1.
+// SetMax changes max for the decisions that follow, in this process. It is
+// the Lua module's set_max.
+//
+// SetMax returns ErrBadLimit if max is below 1.
 func (c *Conn) SetMax(max int64) error {
 	if max < 1 {
 		return fmt.Errorf("%w: max %d", ErrBadLimit, max)
@@ -91,8 +98,10 @@ func (c *Conn) SetMax(max int64) error {
 	return nil
 }
 
-// SetBurst changes burst for the decisions that follow, in this process
-// (set_burst). Errors: ErrBadBurst for a negative burst.
+// SetBurst changes burst for the decisions that follow, in this process. It
+// is the Lua module's set_burst.
+//
+// SetBurst returns ErrBadBurst if burst is negative.
 func (c *Conn) SetBurst(burst int64) error {
 	if burst < 0 {
 		return fmt.Errorf("%w: %d", ErrBadBurst, burst)
@@ -101,8 +110,8 @@ func (c *Conn) SetBurst(burst int64) error {
 	return nil
 }
 
-// Policy returns max+burst requests at once (saturating at MaxInt64), with
-// no window.
+// Policy returns max+burst requests at once, with no window. The sum
+// saturates at math.MaxInt64.
 func (c *Conn) Policy() Policy { return Policy{Limit: c.limit()} }
 
 // limit returns max+burst, saturating at MaxInt64: SetBurst(MaxInt64) is
@@ -119,20 +128,22 @@ func (c *Conn) Incoming(ctx context.Context, key string, commit bool) (dec Decis
 	return dec, err
 }
 
-// IncomingN decides on a request of cost n for key: it takes n slots.
-// State is the number of slots in flight with this request's, with the
-// fraction of a key a Lua writer or IncrFloat left fractional, as in the
-// Lua module. When commit is true an allowed request is counted
-// (Decision.Committed) and must be ended by LeavingN of n; a rejected one
-// is not counted. Delay is the unit delay times the number of max-sized
-// groups ahead of the request's last slot, saturating at the longest
-// Duration.
+// IncomingN decides on a request of cost n for key, which takes n slots.
+// State is the number of slots in flight, this request's included. A key
+// that a Lua writer or IncrFloat left fractional keeps its fraction in
+// State, as in the Lua module. If commit is true, an allowed request is
+// counted, and Decision.Committed says so. LeavingN of n must then end it.
+// A rejected request is not counted. Delay is the unit delay times the
+// number of max-sized groups ahead of the request's last slot. It saturates
+// at the longest Duration.
 //
 // A cost above max+burst is never admitted. It is rejected without reading
 // the key, with RetryAfter the longest Duration.
 //
-// Errors: ErrBadCost for n below 1, ErrAbused for a value that is not this
-// Conn's, ErrTooManyHolders (leased), the dictionary's errors.
+// IncomingN returns ErrBadCost if n is below 1. It returns ErrAbused if
+// key's value is not this Conn's, ErrBadState if it holds what no Conn
+// writes, and the dictionary's errors. A leased Conn returns
+// ErrTooManyHolders if MaxHolders other holders hold slots of key.
 func (c *Conn) IncomingN(ctx context.Context, key string, n int64, commit bool) (dec Decision, err error) {
 	if err := checkCost(n); err != nil {
 		return dec, err
@@ -222,15 +233,18 @@ func (c *Conn) Leaving(ctx context.Context, key string, latency time.Duration) (
 	return c.leaving(key, 1, latency)
 }
 
-// LeavingN ends a request of cost n that IncomingN counted and returns the
-// number of slots of key still in flight (truncated, when a Lua writer
-// left it fractional: the stored number keeps its fraction). A latency
-// above 0, the request's, moves this process's unit delay halfway to it.
-// Errors: ErrBadCost for n below 1 or above 2^53, ErrNotFound when key
-// holds no state (with leases: when this Conn holds fewer than n live
-// slots of key, which it then gives back), ErrAbused, the dictionary's
-// errors. The bound is not max+burst, which SetMax and SetBurst change
-// while requests are in flight.
+// LeavingN ends a request of cost n that IncomingN counted. It returns the
+// number of slots of key still in flight. A Lua writer may have left that
+// number fractional. LeavingN then returns it truncated, and the stored
+// number keeps its fraction. If LeavingN succeeds, a latency above 0, the
+// request's, moves this process's unit delay halfway to it.
+//
+// LeavingN returns ErrBadCost if n is below 1 or above 2^53. The bound is
+// not max+burst, which SetMax and SetBurst may change while requests are in
+// flight. LeavingN returns ErrNotFound if key holds no state. A leased Conn
+// returns ErrNotFound if it holds fewer than n live slots of key. It then
+// gives back the slots it holds. LeavingN also returns ErrAbused,
+// ErrBadState and the dictionary's errors.
 func (c *Conn) LeavingN(ctx context.Context, key string, n int64, latency time.Duration) (int64, error) {
 	if err := checkUncommit(n, maxExact); err != nil {
 		return 0, err
@@ -265,6 +279,8 @@ func (c *Conn) Uncommit(ctx context.Context, key string) error {
 
 // UncommitN ends a counted request of cost n, as LeavingN without a
 // latency.
+//
+// UncommitN returns the errors of LeavingN.
 func (c *Conn) UncommitN(ctx context.Context, key string, n int64) error {
 	if err := checkUncommit(n, maxExact); err != nil {
 		return err
@@ -273,10 +289,11 @@ func (c *Conn) UncommitN(ctx context.Context, key string, n int64) error {
 	return err
 }
 
-// Reset deletes key's count: every slot of key is free. Requests in flight
-// are forgotten, and their LeavingN returns ErrNotFound. With leases it
-// deletes every holder's record of key, in every process. Errors: the
-// dictionary's.
+// Reset deletes key's count, so every slot of key is free. Requests in
+// flight are forgotten, and their LeavingN returns ErrNotFound. A leased
+// Conn's Reset deletes every holder's record of key, in every process.
+//
+// Reset returns the dictionary's errors.
 func (c *Conn) Reset(ctx context.Context, key string) error {
 	var kb keyBuf
 	if err := resetKey(c.d, c.key(&kb, key)); err != nil {

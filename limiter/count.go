@@ -9,10 +9,12 @@ import (
 	"github.com/shmzone/shmzone/dict"
 )
 
-// Count is a fixed window, as lua-resty-limit-traffic's resty.limit.count:
-// limit requests per window, the window anchored at a key's first committed
-// request. A key's state is one dict int, the remaining allowance, with the
-// window as its TTL; a decision is one IncrInit, atomic across processes.
+// Count is a fixed window of limit requests per window, as
+// lua-resty-limit-traffic's resty.limit.count. A key's window opens at its
+// first committed request. A key's state is one dict int, the remaining
+// allowance, with the window as its TTL. A decision is one IncrInit, atomic
+// across processes.
+//
 // The zero value is not usable: create a Count with NewCount.
 type Count struct {
 	space
@@ -21,11 +23,15 @@ type Count struct {
 	window time.Duration
 }
 
-// NewCount returns a fixed window named name over d (names.go) of limit
-// requests per window. Errors: ErrNilDict, ErrBadName, ErrBadLimit for a
-// limit below 1 or above 2^53 (the allowance is a float, as in the Lua
-// module, exact up to 2^53), ErrBadWindow for a window shorter than a
-// millisecond, ErrNameClash.
+// NewCount returns a fixed window named name over d, of limit requests per
+// window. The allowance is a float, as in the Lua module. A float is exact
+// up to 2^53, so limit may be at most that.
+//
+// NewCount returns ErrNilDict if d is nil, and ErrBadName if CheckName
+// refuses name. It returns ErrBadLimit if limit is below 1 or above 2^53,
+// and ErrBadWindow if window is shorter than a millisecond. It returns
+// ErrNameClash if a live Count of this process has the same name and zone
+// but another limit or window.
 func NewCount(d *dict.Dict, name string, limit int64, window time.Duration) (*Count, error) {
 	if d == nil {
 		return nil, ErrNilDict
@@ -57,22 +63,23 @@ func (l *Count) Incoming(ctx context.Context, key string, commit bool) (dec Deci
 	return dec, err
 }
 
-// IncomingN decides on a request of cost n for key: it takes n from the
-// window's allowance. State is the remaining allowance, with the fraction
-// of a key a Lua writer or IncrFloat left fractional (2.5 becomes 1.5, as
-// in the Lua module), and Remaining its floor.
+// IncomingN decides on a request of cost n for key, which takes n from the
+// window's allowance. State is the allowance left, and Remaining its floor.
+// A key that a Lua writer or IncrFloat left fractional keeps its fraction
+// in State. So with a cost of 1, 2.5 becomes 1.5, as in the Lua module.
 //
-// A committed request is counted even when it is rejected (the stored
-// allowance goes negative, as in the Lua module); a dry run (commit false)
-// counts nothing. Remaining is never negative. A rejection reads the key's
-// TTL into RetryAfter and ResetAfter; an allowed request leaves ResetAfter
-// 0 (Count.ResetAfter reads it).
+// A committed request is counted even when it is rejected. The stored
+// allowance then goes negative, as in the Lua module. A dry run, with
+// commit false, counts nothing. Remaining is never negative. A rejection
+// reads the key's TTL into RetryAfter and ResetAfter. An allowed request
+// leaves ResetAfter 0: Count.ResetAfter reads it.
 //
-// A cost above limit is never admitted. It is rejected without reading
-// the key and counts nothing; RetryAfter is the longest Duration.
+// A cost above limit is never admitted. It is rejected without reading the
+// key, and counts nothing. Its RetryAfter is the longest Duration.
 //
-// Errors: ErrBadCost for n below 1, ErrAbused for a value that is not a
-// number, and the dictionary's errors.
+// IncomingN returns ErrBadCost if n is below 1. It returns ErrAbused if
+// key's value is not a number, ErrBadState if it is a number no Count
+// writes, and the dictionary's errors.
 func (l *Count) IncomingN(ctx context.Context, key string, n int64, commit bool) (dec Decision, err error) {
 	if err := checkCost(n); err != nil {
 		return dec, err
@@ -135,9 +142,12 @@ func (l *Count) incomingAt(dec *Decision, _ int64, key string, cost int64, commi
 	return nil
 }
 
-// ResetAfter returns how long until key's window ends and its whole limit is
-// back: the key's TTL, 0 when no window is open. It reads the dictionary
-// once; package httplimit calls it for its reset headers.
+// ResetAfter returns how long until key's window ends and its whole limit
+// is back. That is the key's TTL, or 0 if no window is open. ResetAfter
+// reads the dictionary once. Package httplimit calls it for its reset
+// headers.
+//
+// ResetAfter returns the dictionary's errors.
 func (l *Count) ResetAfter(ctx context.Context, key string) (time.Duration, error) {
 	var kb keyBuf
 	return l.resetAfter(l.key(&kb, key))
@@ -158,10 +168,13 @@ func (l *Count) resetAfter(zk string) (time.Duration, error) {
 // Uncommit is UncommitN of one request.
 func (l *Count) Uncommit(ctx context.Context, key string) error { return l.uncommit(key, 1) }
 
-// UncommitN gives a request of cost n back to key's window, uncapped, as
-// the Lua module gives back one. A key without a window is left absent:
-// nothing to give back. Errors: ErrBadCost for n below 1 or above limit,
-// ErrAbused, the dictionary's errors.
+// UncommitN gives a request of cost n back to key's window. The allowance
+// is not capped at limit, as in the Lua module, which gives back one. A key
+// without a window is left absent: there is nothing to give back.
+//
+// UncommitN returns ErrBadCost if n is below 1 or above limit. It returns
+// ErrAbused if key's value is not a number, ErrBadState if it is a number
+// no Count writes, and the dictionary's errors.
 func (l *Count) UncommitN(ctx context.Context, key string, n int64) error {
 	if err := checkUncommit(n, l.limit); err != nil {
 		return err
@@ -169,8 +182,9 @@ func (l *Count) UncommitN(ctx context.Context, key string, n int64) error {
 	return l.uncommit(key, n)
 }
 
-// Reset deletes key's window: the next request opens a new one. Errors:
-// the dictionary's.
+// Reset deletes key's window. The next request opens a new one.
+//
+// Reset returns the dictionary's errors.
 func (l *Count) Reset(ctx context.Context, key string) error {
 	var kb keyBuf
 	return resetKey(l.d, l.key(&kb, key))

@@ -55,9 +55,9 @@
 // # Concurrency
 //
 // Every limiter is safe for use by many goroutines. Only Conn's SetMax and
-// SetBurst change its configuration, in their own process. Processes with the same limiter share
-// each key's state. Together they admit what one would. In one process, a
-// second live limiter of a kind and name with other parameters is
-// ErrNameClash. A decision waits for a shard at most
+// SetBurst change its configuration, in their own process. Processes with
+// the same limiter share each key's state. Together they admit what one
+// would. In one process, a second live limiter of a kind and name with
+// other parameters is ErrNameClash. A decision waits for a shard at most
 // dict.Options.LockTimeout, then returns ErrLockTimeout.
 package limiter

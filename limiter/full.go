@@ -21,25 +21,24 @@ import (
 // fast as it is emptied). An entry larger than any shard is
 // dict.ErrValueTooLarge at once.
 
-// Stats are a limiter's counts of its writes that met a full zone, in this
-// process, since the limiter was built.
+// Stats are a limiter's counts of its writes that met a full zone. They
+// count in this process, since the limiter was built.
 type Stats struct {
-	// Forcible counts the operations (a decision, an Uncommit, a Leaving,
-	// a Renew of one key) whose write evicted live entries of other keys
-	// to make room: what the dictionary reports as forcible. Each eviction
-	// forgets some key's state, which starts afresh on its next request:
-	// a zone whose limiters often report Forcible is too small for its
-	// keys.
+	// Forcible counts the operations whose write evicted live entries of
+	// other keys to make room. The dictionary reports these as forcible. An
+	// operation is a decision, an Uncommit, a Leaving or a Renew of one
+	// key. Each eviction forgets some key's state, which starts afresh on
+	// its next request. A zone whose limiters often report Forcible is too
+	// small for its keys.
 	Forcible uint64
 	// Retries counts the writes tried again because the key's shard was
 	// still full after the dictionary's eviction rounds.
 	Retries uint64
-	// Evicted counts the decisions (and Uncommits, Leavings, Renewals)
-	// that found their key's state evicted: the key had state that still
-	// meant something, and eviction made room for other keys with it, so
-	// the key started afresh (dict.Outcome's Lost). A client being limited
-	// whose state is evicted is admitted again: a zone whose limiters
-	// count Evicted is too small for its active keys (DESIGN.md, section 7).
+	// Evicted counts the operations that found their key's state evicted,
+	// as dict.Outcome's Lost reports it. That state still meant something,
+	// and the key started afresh. A client being limited whose state is
+	// evicted is admitted again. A zone whose limiters count Evicted is too
+	// small for its active keys, as DESIGN.md, section 7, explains.
 	Evicted uint64
 }
 

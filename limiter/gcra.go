@@ -9,13 +9,16 @@ import (
 	"github.com/shmzone/shmzone/dict"
 )
 
-// GCRA is the generic cell rate algorithm with the result shape of
-// go-redis/redis_rate: rate requests per second with bursts of up to burst.
-// A key's state is one dict int, its theoretical arrival time (TAT) in Unix
-// nanoseconds, with a TTL that ends when the TAT is reached. All arithmetic
-// is in integer nanoseconds, so a fresh key of 10 per second with burst 10
-// reports Remaining 9 (redis_rate's float version reports 8 since
-// go-redis #3404). The zero value is not usable: create a GCRA with NewGCRA.
+// GCRA is the generic cell rate algorithm, with the results of
+// go-redis/redis_rate. It allows rate requests per second, in bursts of up
+// to burst. A key's state is one dict int: its theoretical arrival time,
+// the TAT, in Unix nanoseconds. Its TTL ends when the TAT is reached.
+//
+// All arithmetic is in integer nanoseconds, so a fresh key of 10 per second
+// with burst 10 reports Remaining 9. redis_rate's float version reports 8,
+// since go-redis #3404.
+//
+// The zero value is not usable: create a GCRA with NewGCRA.
 type GCRA struct {
 	space
 	d     *dict.Dict
@@ -24,13 +27,17 @@ type GCRA struct {
 	burst int64
 }
 
-// NewGCRA returns a GCRA limiter named name over d (names.go) of rate
-// requests per second (0.1 is one per ten seconds) with bursts of up to
-// burst requests. Errors: ErrNilDict, ErrBadName, ErrBadRate for a rate
-// that is not positive and finite or whose interval, rounded to the
-// nearest ns (the interval the limiter enforces), is not between 1 ns and
-// a year, ErrBadBurst for a burst below 1 or one whose tolerance τ exceeds
-// 100 years, ErrNameClash.
+// NewGCRA returns a GCRA limiter named name over d. It allows rate requests
+// per second, in bursts of up to burst requests. A rate of 0.1 is one
+// request per ten seconds. The limiter enforces the interval 1/rate,
+// rounded to the nearest nanosecond.
+//
+// NewGCRA returns ErrNilDict if d is nil, and ErrBadName if CheckName
+// refuses name. It returns ErrBadRate if rate is not positive and finite,
+// or if the interval is not between a nanosecond and a year. It returns
+// ErrBadBurst if burst is below 1, or if burst times the interval exceeds
+// 100 years. It returns ErrNameClash if a live GCRA of this process has the
+// same name and zone but other parameters.
 func NewGCRA(d *dict.Dict, name string, rate float64, burst int64) (*GCRA, error) {
 	if d == nil {
 		return nil, ErrNilDict
@@ -58,7 +65,8 @@ func NewGCRA(d *dict.Dict, name string, rate float64, burst int64) (*GCRA, error
 	return l, nil
 }
 
-// Policy returns burst requests per τ = burst/rate.
+// Policy returns burst requests per burst tolerance. The tolerance is burst
+// times the interval, about burst/rate.
 func (l *GCRA) Policy() Policy {
 	return Policy{Limit: l.burst, Window: time.Duration(l.tau)}
 }
@@ -69,15 +77,17 @@ func (l *GCRA) Incoming(ctx context.Context, key string, commit bool) (dec Decis
 	return dec, err
 }
 
-// IncomingN decides on n requests at once for key, redis_rate's AllowN: it
-// moves the TAT by n emission intervals. When commit is true and they are
-// allowed, it counts them; a rejection and a dry run count nothing.
+// IncomingN decides on n requests at once for key, as redis_rate's AllowN
+// does. It moves the TAT by n emission intervals. If commit is true and the
+// requests are allowed, it counts them. A rejection or a dry run counts
+// nothing.
 //
 // A cost above burst is never admitted. As in redis_rate, RetryAfter is
 // then how long until the TAT would allow n, as if the burst were larger.
 //
-// Errors: ErrBadCost for n below 1, ErrAbused for a value that is not an
-// int, the dictionary's errors.
+// IncomingN returns ErrBadCost if n is below 1. It returns ErrAbused if
+// key's value is not an int, ErrBadState if it is a TAT no GCRA writes, and
+// the dictionary's errors.
 func (l *GCRA) IncomingN(ctx context.Context, key string, n int64, commit bool) (dec Decision, err error) {
 	if err := checkCost(n); err != nil {
 		return dec, err
@@ -182,10 +192,12 @@ func satAdd(a, b int64) int64 {
 // Uncommit is UncommitN of one request.
 func (l *GCRA) Uncommit(ctx context.Context, key string) error { return l.uncommit(key, 1) }
 
-// UncommitN gives n requests back: the TAT moves back by n emission
-// intervals, not before now. A key without state is left so. Errors:
-// ErrBadCost for n below 1 or above burst, ErrAbused, the dictionary's
-// errors.
+// UncommitN gives n requests back. The TAT moves back by n emission
+// intervals, but not before now. A key without state is left so.
+//
+// UncommitN returns ErrBadCost if n is below 1 or above burst. It returns
+// ErrAbused if key's value is not an int, ErrBadState if it is a TAT no
+// GCRA writes, and the dictionary's errors.
 func (l *GCRA) UncommitN(ctx context.Context, key string, n int64) error {
 	if err := checkUncommit(n, l.burst); err != nil {
 		return err
@@ -193,7 +205,9 @@ func (l *GCRA) UncommitN(ctx context.Context, key string, n int64) error {
 	return l.uncommit(key, n)
 }
 
-// Reset deletes key's TAT. Errors: the dictionary's.
+// Reset deletes key's TAT.
+//
+// Reset returns the dictionary's errors.
 func (l *GCRA) Reset(ctx context.Context, key string) error {
 	var kb keyBuf
 	return resetKey(l.d, l.key(&kb, key))

@@ -48,32 +48,36 @@ func (sp *space) publish(d *dict.Dict, r record) {
 	}
 }
 
-// Client is one key of one limiter, as one more request of it would find
-// it now.
+// Client is one key of one limiter, as one more request of it would find it
+// now.
 type Client struct {
-	// Kind is the limiter's kind: req, count, conn, lconn (a leased
-	// Conn), sw (a SlidingWindow) or gcra.
+	// Kind is the limiter's kind: req, count, conn, lconn, sw or gcra.
+	// lconn is a leased Conn, and sw a SlidingWindow.
 	Kind string
 	// Name is the limiter's name, and Key the client's key.
 	Name, Key string
 	// Known reports whether the zone records the limiter's parameters.
 	// Decision is set only then.
 	Known bool
-	// Decision is a dry run of one request of the client now: Allowed
-	// false for a client at or over its limit, Remaining, ResetAfter, and
-	// Delay for a Req or Conn. A Count's ResetAfter is its window's end.
+	// Decision is a dry run of one request of the client now. Allowed is
+	// false for a client at or over its limit. The dry run sets Remaining
+	// and ResetAfter, and Delay for a Req or a Conn. A Count's ResetAfter
+	// is its window's end.
 	Decision Decision
-	// Err is the dry run's error: ErrBadState for a key whose value no
-	// limiter wrote, for one.
+	// Err is the dry run's error, such as ErrBadState for a key whose value
+	// no limiter wrote.
 	Err error
 }
 
 // Clients calls fn with each client of each limiter of this package whose
-// state d holds, in the order dict.Scan finds them, until fn returns an
-// error, which Clients returns. It reads d, which may be a read-only view
-// of a zone that other processes write. A limiter is known by the
-// parameters its zone records; built from them here, it makes a dry run
-// of one request for each client.
+// state d holds. It goes in the order dict.Scan finds them. It stops at the
+// first error fn returns. d may be a read-only view of a zone that other
+// processes write.
+//
+// A limiter is known by the parameters its zone records. Clients builds it
+// from them, and makes a dry run of one request for each client.
+//
+// Clients returns fn's error, or else the error of d.Scan.
 func Clients(ctx context.Context, d *dict.Dict, fn func(Client) error) error {
 	type meta struct {
 		l     Limiter

@@ -30,8 +30,8 @@ import (
 // and records this Conn's keys in a process-local map (one allocation per
 // new key).
 
-// MaxHolders is the most holders (Conns, usually one per process) that may
-// hold slots of one leased key at the same time.
+// MaxHolders is the most holders that may hold slots of one leased key at
+// the same time. A holder is a Conn, usually one per process.
 const MaxHolders = 64
 
 // maxLeaseMs is the longest lease, in ms: a day. A request that runs longer
@@ -49,12 +49,14 @@ type leases struct {
 // leaseBufs holds buffers for a leased key's records.
 var leaseBufs = sync.Pool{New: func() any { return new([MaxHolders * leaseSize]byte) }}
 
-// NewLeasedConn is NewConn with leases: slots of a holder that stops
-// writing the key and renewing (a killed process) come back within lease.
-// A leased Conn is a kind of its own (names.go): it never shares a key with
-// a plain Conn of the same name, whose value it could not read. Errors:
-// those of NewConn, and ErrBadDelay for a lease shorter than a millisecond
-// or longer than a day.
+// NewLeasedConn is NewConn with leases. If a holder stops writing the key
+// and renewing, as a killed process does, its slots come back within lease.
+// Call Renew to keep the slots of requests that run longer than lease. A
+// leased Conn is a kind of its own. It never shares a key with a plain Conn
+// of the same name, whose value it could not read.
+//
+// NewLeasedConn returns the errors of NewConn. It returns ErrBadDelay if
+// lease is shorter than a millisecond or longer than a day.
 func NewLeasedConn(d *dict.Dict, name string, max, burst int64, delay, lease time.Duration) (*Conn, error) {
 	c, err := newConn(d, kindLeasedConn, name, max, burst, delay)
 	if err != nil {
@@ -250,11 +252,13 @@ func (ls *leases) leave(c *Conn, now int64, key string, n int64) (int64, error) 
 	return e.total, nil
 }
 
-// Renew renews this Conn's leases on every key it holds slots of, so that
-// requests that run longer than the lease keep their slots; call it more
-// often than once per lease, e.g. from a time.Ticker. Slots whose lease has
-// already expired are not brought back. Without leases it does nothing.
-// Errors: the first error of a key, after trying every key.
+// Renew renews this Conn's leases on every key it holds slots of. Requests
+// that run longer than the lease then keep their slots. Call Renew more
+// often than once per lease, for example from a time.Ticker. Slots whose
+// lease has already expired are not brought back. Without leases, Renew
+// does nothing.
+//
+// Renew tries every key, and returns the first error it met.
 func (c *Conn) Renew(ctx context.Context) error {
 	ls := c.lease
 	if ls == nil {

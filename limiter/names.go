@@ -42,10 +42,12 @@ const (
 // MaxNameLen is the longest name of a limiter, in bytes.
 const MaxNameLen = 64
 
-// CheckName returns nil when name can name a limiter: 1 to MaxNameLen
-// bytes, none of them '|' or an ASCII control character. Otherwise it
-// returns an error wrapping ErrBadName. The constructors call it; package
-// redistier checks Tiered's prefix with it.
+// CheckName checks that name can name a limiter. A name has 1 to MaxNameLen
+// bytes, none of them '|' or an ASCII control character. The constructors
+// call it, and package redistier checks Tiered's prefix with it.
+//
+// CheckName returns nil for a good name, and an error wrapping ErrBadName
+// for a bad one.
 func CheckName(name string) error {
 	if len(name) == 0 || len(name) > MaxNameLen {
 		return fmt.Errorf("%w: %q is not 1 to %d bytes", ErrBadName, name, MaxNameLen)

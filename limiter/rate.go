@@ -7,15 +7,21 @@ import (
 	"strings"
 )
 
-// ParseRate parses a rate as lua-resty-redis-ratelimit's new() takes it and
-// returns it in requests per second: a number followed by "r/s" or "r/m"
-// (nginx's limit_req_zone writes "10r/s" and "30r/m"; 30r/m is 0.5), or a
-// number alone, in requests per second. The number is what Lua's tonumber
-// reads: decimals ("0.5r/s", "1e3r/m"), hexadecimals ("0x10r/s"),
-// surrounding spaces before the unit (" 10 r/s"). It must be positive and
-// finite, and the rate above 0 once divided by 60: the Lua module accepts
-// "infr/s" and then computes with an infinite rate. Errors: ErrBadRate,
-// saying what is wrong.
+// ParseRate parses a rate as lua-resty-redis-ratelimit's new() takes it. It
+// returns the rate in requests per second.
+//
+// A rate is a number followed by "r/s" or "r/m", as nginx's limit_req_zone
+// writes "10r/s" and "30r/m". A number alone is in requests per second. So
+// "30r/m" is 0.5. The number is what Lua's tonumber reads. It may be a
+// decimal such as "0.5r/s" or "1e3r/m", or a hexadecimal such as "0x10r/s".
+// Spaces may surround it, as in " 10 r/s".
+//
+// The number must be positive and finite. For "r/m", the number divided by
+// 60 must still be above 0. ParseRate refuses "infr/s", which the Lua
+// module accepts and then computes with as an infinite rate.
+//
+// ParseRate returns ErrBadRate, saying what is wrong, if s is not such a
+// rate.
 func ParseRate(s string) (float64, error) {
 	n, per, err := ParseRateParts(s)
 	if err != nil {
@@ -24,10 +30,12 @@ func ParseRate(s string) (float64, error) {
 	return n / per, nil
 }
 
-// ParseRateParts parses s as ParseRate does and returns its parts: the
-// count n and the period per in seconds, 1 for "r/s" and a number alone, 60
-// for "r/m", so that a caller can compute as the Lua module does,
-// n*1000/per. Errors as ParseRate.
+// ParseRateParts parses s as ParseRate does and returns its parts. n is the
+// count, and per is the period in seconds. per is 1 for "r/s" and for a
+// number alone, and 60 for "r/m". A caller can then compute as the Lua
+// module does, n*1000/per.
+//
+// ParseRateParts returns the errors of ParseRate.
 func ParseRateParts(s string) (n, per float64, err error) {
 	num, per := s, 1.0
 	if len(s) > 3 { // as the Lua module: "r/s" alone is no rate

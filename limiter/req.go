@@ -12,22 +12,26 @@ import (
 )
 
 // Req is a leaky bucket with delay, as lua-resty-limit-traffic's
-// resty.limit.req and nginx's limit_req: requests drain at rate per second,
-// up to burst requests above the rate wait (Decision.Delay) and more are
-// rejected. A key's state is 16 bytes (state.go), laid out as the Lua
-// module's record, with a TTL to the moment it has drained and means no
-// more than no state (drainedAfter), which the Lua module does not set: so a
-// full zone reclaims drained buckets before it evicts a client's live one.
-// A committing decision reads and rewrites it in place under the key's lock
-// (dict.MutateOutcome), and Uncommit under it too (dict.Update), so
-// processes sharing the key never overshoot; a dry run only reads it.
-// The zero value is not usable: create a Req with NewReq.
+// resty.limit.req and nginx's limit_req. Requests drain at rate per second.
+// Up to burst requests above the rate wait for Decision.Delay, and more are
+// rejected.
+//
+// A key's state is 16 bytes, laid out as the Lua module's record. Its TTL
+// ends when the bucket has drained and the state means no more than no
+// state. The Lua module sets no TTL. So a full zone reclaims drained
+// buckets before it evicts a client's live one.
+//
+// A committing decision and Uncommit read and rewrite the state in place,
+// under the key's lock. So processes that share a key never overshoot. A
+// dry run only reads the state.
 //
 // The arithmetic is resty.limit.req's, in its units and its order of
-// operations, so that a key's state is the one the Lua module would store,
-// bit for bit, after any sequence of calls (lua_parity_test.go), except for
-// the two differences doc.go states: a decision stamped earlier than the
-// stored one leaks nothing, and a drained state expires.
+// operations. After any sequence of calls, a key's state is the one the Lua
+// module would store, bit for bit. The exceptions are that a decision
+// stamped earlier than the stored one leaks nothing, and that a drained
+// state expires.
+//
+// The zero value is not usable: create a Req with NewReq.
 type Req struct {
 	space
 	d      *dict.Dict
@@ -36,11 +40,15 @@ type Req struct {
 	most   int64   // the largest cost admitted at once: floor(burst)+1
 }
 
-// NewReq returns a leaky bucket named name over d (names.go) that drains
-// rate requests per second and lets burst requests wait; the first request
-// of a key always passes. Errors: ErrNilDict, ErrBadName, ErrBadRate for a
-// rate that is not positive and finite, ErrBadBurst for a burst that is
-// negative or above 1e12 requests, ErrNameClash.
+// NewReq returns a leaky bucket named name over d. It drains rate requests
+// per second and lets burst requests wait. The first request of a key
+// always passes.
+//
+// NewReq returns ErrNilDict if d is nil, ErrBadName if CheckName refuses
+// name, and ErrBadRate if rate is not positive and finite. It returns
+// ErrBadBurst if burst is negative or above 1e12 requests. It returns
+// ErrNameClash if a live Req of this process has the same name and zone but
+// other parameters.
 func NewReq(d *dict.Dict, name string, rate, burst float64) (*Req, error) {
 	if d == nil {
 		return nil, ErrNilDict
@@ -72,8 +80,9 @@ func checkRate(rate float64) error {
 	return nil
 }
 
-// Policy returns the bucket as a quota: burst+1 requests at once, refilled
-// in (burst+1)/rate seconds (at least one).
+// Policy returns the bucket as a quota of burst+1 requests at once. They
+// refill in (burst+1)/rate seconds, rounded up to a whole number of
+// seconds.
 func (l *Req) Policy() Policy {
 	n := math.Floor(l.burstM/1000) + 1
 	w := seconds(math.Ceil(n * 1000 / l.rateM))
@@ -87,17 +96,18 @@ func (l *Req) Incoming(ctx context.Context, key string, commit bool) (dec Decisi
 }
 
 // IncomingN decides on a request of cost n for key at the dictionary's
-// time. It adds n requests to the bucket's excess: the first as
-// resty.limit.req adds one, after the leak, and n−1 more. An allowed
-// request waits Delay = excess/rate (State is the excess in requests);
-// when commit is true it is counted. A rejection writes nothing.
+// time. It adds n requests to the bucket's excess. It adds the first as
+// resty.limit.req adds one, after the leak, and then n−1 more. State is the
+// excess in requests. An allowed request waits Delay, the excess divided by
+// rate. If commit is true, an allowed request is counted. A rejection
+// writes nothing.
 //
 // A cost above burst+1 is never admitted. It is rejected without reading
 // the key, with RetryAfter the longest Duration.
 //
-// Errors: ErrBadCost for n below 1, ErrAbused for a value that is not a
-// Req's under key, ErrBadState for a Req's value whose contents no Req
-// writes, and the dictionary's errors.
+// IncomingN returns ErrBadCost if n is below 1. It returns ErrAbused if
+// key's value is not a Req's, ErrBadState if it holds what no Req writes,
+// and the dictionary's errors.
 func (l *Req) IncomingN(ctx context.Context, key string, n int64, commit bool) (dec Decision, err error) {
 	if err := checkCost(n); err != nil {
 		return dec, err
@@ -311,10 +321,13 @@ func truncExcess(excess float64) uint64 {
 // Uncommit is UncommitN of one request.
 func (l *Req) Uncommit(ctx context.Context, key string) error { return l.uncommit(key, 1) }
 
-// UncommitN gives back a request of cost n: the stored excess drops by n
-// requests, not below zero, and the time of the last request stays.
-// Errors: ErrBadCost for n below 1 or above burst+1, ErrNotFound when key
-// holds no state, ErrAbused, ErrBadState, the dictionary's errors.
+// UncommitN gives back a request of cost n. The stored excess drops by n
+// requests, but not below zero. The time of the last request stays.
+//
+// UncommitN returns ErrBadCost if n is below 1 or above burst+1, and
+// ErrNotFound if key holds no state, as once it has drained. It returns
+// ErrAbused if key's value is not a Req's, ErrBadState if it holds what no
+// Req writes, and the dictionary's errors.
 func (l *Req) UncommitN(ctx context.Context, key string, n int64) error {
 	if err := checkUncommit(n, l.most); err != nil {
 		return err
@@ -322,7 +335,9 @@ func (l *Req) UncommitN(ctx context.Context, key string, n int64) error {
 	return l.uncommit(key, n)
 }
 
-// Reset deletes key's state. Errors: the dictionary's.
+// Reset deletes key's state.
+//
+// Reset returns the dictionary's errors.
 func (l *Req) Reset(ctx context.Context, key string) error {
 	var kb keyBuf
 	return resetKey(l.d, l.key(&kb, key))

@@ -10,22 +10,25 @@ import (
 )
 
 // SlidingWindow approximates a sliding window of limit requests per window
-// with two fixed windows, as Cloudflare's and nginx's njs limiters do: the
-// count of the previous window, weighted by the part of it the sliding
-// window still covers, plus the count of the current one. A key's state is
-// 24 bytes (state.go) with a TTL to the end of the next window; a decision is
-// one dict.Update, atomic across processes.
-// The zero value is not usable: create a SlidingWindow with NewSlidingWindow.
+// with two fixed windows, as Cloudflare's and nginx's njs limiters do. It
+// weighs the previous window's count by the part of it that the sliding
+// window still covers. It adds the current window's count. The fixed
+// windows start at multiples of window since the Unix epoch.
 //
-// Error bound. The estimate assumes the previous window's requests were
-// spread evenly. Whatever their order, (1) no fixed window [k·window,
-// (k+1)·window) admits more than limit requests, so (2) no sliding window of
-// length window admits more than 2·limit − 1; the worst case is limit
-// requests at the very end of one window, after which the next admits
-// limit·f requests by the fraction f of it elapsed. Under even traffic the
-// estimate is exact; traffic bunched at the start of a window makes it
-// reject early instead. The arithmetic is in integer milliseconds: no
-// rounding.
+// A key's state is 24 bytes, with a TTL to the end of the next window. A
+// decision is one dict.Update, atomic across processes. The arithmetic is
+// in integer milliseconds, with no rounding.
+//
+// The estimate assumes that the previous window's requests were spread
+// evenly. Under even traffic it is exact. Traffic bunched at the start of a
+// window makes it reject early. Whatever the order of requests, no fixed
+// window admits more than limit requests. So no sliding window of length
+// window admits more than 2·limit − 1. The worst case is limit requests at
+// the very end of one window. The next window then admits limit·f requests
+// by the fraction f of it elapsed.
+//
+// The zero value is not usable: create a SlidingWindow with
+// NewSlidingWindow.
 type SlidingWindow struct {
 	space
 	d     *dict.Dict
@@ -33,12 +36,15 @@ type SlidingWindow struct {
 	w     int64 // window in ms
 }
 
-// NewSlidingWindow returns a sliding window named name over d (names.go)
-// of limit requests per window; the window is truncated to whole
-// milliseconds. Errors: ErrNilDict, ErrBadName, ErrBadLimit for a limit
-// below 1, ErrBadWindow for a window shorter than a millisecond, longer
-// than maxWindowMs (some 50 years), or one for which limit·window
-// overflows, ErrNameClash.
+// NewSlidingWindow returns a sliding window named name over d, of limit
+// requests per window. It truncates window to whole milliseconds.
+//
+// NewSlidingWindow returns ErrNilDict if d is nil, ErrBadName if CheckName
+// refuses name, and ErrBadLimit if limit is below 1. It returns
+// ErrBadWindow if window is shorter than a millisecond or longer than about
+// 50 years. It also returns ErrBadWindow if limit times window would
+// overflow. It returns ErrNameClash if a live SlidingWindow of this process
+// has the same name and zone but other parameters.
 func NewSlidingWindow(d *dict.Dict, name string, limit int64, window time.Duration) (*SlidingWindow, error) {
 	if d == nil {
 		return nil, ErrNilDict
@@ -81,15 +87,16 @@ func (l *SlidingWindow) Incoming(ctx context.Context, key string, commit bool) (
 }
 
 // IncomingN decides on a request of cost n for key at the dictionary's
-// time and counts it as n requests when commit is true and it is allowed;
-// a rejection counts nothing. State is the estimated allowance left after
-// the request (negative when rejected).
+// time. If commit is true and the request is allowed, it counts it as n
+// requests. A rejection counts nothing. State is the estimated allowance
+// left after the request. It is negative if the request does not fit.
 //
-// A cost above limit is never admitted. It is rejected without reading
-// the key, with RetryAfter the longest Duration.
+// A cost above limit is never admitted. It is rejected without reading the
+// key, with RetryAfter the longest Duration.
 //
-// Errors: ErrBadCost for n below 1, ErrAbused for a value that is not a
-// sliding window's, the dictionary's errors.
+// IncomingN returns ErrBadCost if n is below 1. It returns ErrAbused if
+// key's value is not a sliding window's, ErrBadState if it holds what no
+// SlidingWindow writes, and the dictionary's errors.
 func (l *SlidingWindow) IncomingN(ctx context.Context, key string, n int64, commit bool) (dec Decision, err error) {
 	if err := checkCost(n); err != nil {
 		return dec, err
@@ -245,10 +252,13 @@ func floorDiv(a, b int64) int64 {
 // Uncommit is UncommitN of one request.
 func (l *SlidingWindow) Uncommit(ctx context.Context, key string) error { return l.uncommit(key, 1) }
 
-// UncommitN gives a request of cost n back to key's current window, not
-// below 0; a request of an earlier window has no count left to give back.
-// Errors: ErrBadCost for n below 1 or above limit, ErrAbused, the
-// dictionary's errors.
+// UncommitN gives a request of cost n back to key's current window. The
+// window's count does not go below 0. A request of an earlier window has no
+// count left to give back.
+//
+// UncommitN returns ErrBadCost if n is below 1 or above limit. It returns
+// ErrAbused if key's value is not a sliding window's, ErrBadState if it
+// holds what no SlidingWindow writes, and the dictionary's errors.
 func (l *SlidingWindow) UncommitN(ctx context.Context, key string, n int64) error {
 	if err := checkUncommit(n, l.limit); err != nil {
 		return err
@@ -256,7 +266,9 @@ func (l *SlidingWindow) UncommitN(ctx context.Context, key string, n int64) erro
 	return l.uncommit(key, n)
 }
 
-// Reset deletes key's windows. Errors: the dictionary's.
+// Reset deletes key's windows.
+//
+// Reset returns the dictionary's errors.
 func (l *SlidingWindow) Reset(ctx context.Context, key string) error {
 	var kb keyBuf
 	return resetKey(l.d, l.key(&kb, key))

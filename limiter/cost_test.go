@@ -24,6 +24,13 @@ type costKind struct {
 	build func(d *dict.Dict) (costed, error)
 }
 
+// mustBuild builds k over d, and fails the test if it cannot.
+func (k costKind) mustBuild(t *testing.T, d *dict.Dict) costed {
+	t.Helper()
+	l := k.mustBuild(t, d)
+	return l
+}
+
 // costKinds are the kinds of the cost and reset tests, each small enough
 // to fill in a few requests.
 var costKinds = []costKind{
@@ -51,10 +58,7 @@ func TestCostIsRequestsAtOnce(t *testing.T) {
 			r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
 			da, clk := zonetest.Open(t, dict.Options{})
 			db, _ := zonetest.Open(t, dict.Options{Clock: clk.UnixMilli})
-			a, err := k.build(da)
-			if err != nil {
-				t.Fatal(err)
-			}
+			a := k.mustBuild(t, da)
 			b, _ := k.build(db)
 			ctx := context.Background()
 			now := int64(0)
@@ -264,10 +268,7 @@ func TestHostileCost(t *testing.T) {
 	for _, k := range costKinds {
 		t.Run(k.name, func(t *testing.T) {
 			d, _ := zonetest.Open(t, dict.Options{})
-			l, err := k.build(d)
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := k.mustBuild(t, d)
 			for _, n := range []int64{0, -1, math.MinInt64} {
 				if dec, err := l.IncomingN(ctx, "k", n, true); !errors.Is(err, ErrBadCost) || dec != (Decision{}) {
 					t.Errorf("IncomingN(%d) = %+v, %v; want ErrBadCost", n, dec, err)

@@ -19,10 +19,7 @@ func TestReset(t *testing.T) {
 	for _, k := range costKinds {
 		t.Run(k.name, func(t *testing.T) {
 			d, clk := zonetest.Open(t, dict.Options{})
-			l, err := k.build(d)
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := k.mustBuild(t, d)
 			other, _ := NewCount(d, "t", 100, time.Hour) // another kind, one name
 			if k.name == "count" {
 				other, _ = NewCount(d, "u", 100, time.Hour)
@@ -78,10 +75,7 @@ func TestResetBadState(t *testing.T) {
 	for _, k := range costKinds {
 		t.Run(k.name, func(t *testing.T) {
 			d, _ := zonetest.Open(t, dict.Options{})
-			l, err := k.build(d)
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := k.mustBuild(t, d)
 			if _, err := d.Set(zoneKey(l, "k"), dict.String("not a state"), 0, 0); err != nil {
 				t.Fatal(err)
 			}

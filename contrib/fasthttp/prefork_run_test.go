@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/shmzone/shmzone/internal/preforktest"
 	"github.com/shmzone/shmzone/internal/testutil"
 	"github.com/shmzone/shmzone/prefork"
 	"github.com/valyala/fasthttp"
@@ -23,23 +24,10 @@ func TestHelperProcess(t *testing.T) {
 	})
 }
 
-// runMaster runs a master on addr with children children, its reports on
-// stdout, and work in each child.
-func runMaster(addr string, children int, work func(ctx context.Context, ln net.Listener) error) error {
-	o := prefork.Options{
-		Addr:         addr,
-		Children:     children,
-		ReadyTimeout: testutil.Hang,
-		DrainTimeout: testutil.Hang,
-		Logf:         func(format string, a ...any) { fmt.Printf(format+"\n", a...) },
-	}
-	return prefork.Run(context.Background(), o, work)
-}
-
 // helperExample runs Example_prefork's child on args[0], over the zone
 // args[1], with testutil.PreforkProcs children.
 func helperExample(args []string) error {
-	return runMaster(args[0], testutil.PreforkProcs, func(ctx context.Context, ln net.Listener) error {
+	return preforktest.Run(args[0], testutil.PreforkProcs, func(ctx context.Context, ln net.Listener) error {
 		return child(ctx, ln, args[1])
 	})
 }
@@ -48,7 +36,7 @@ func helperExample(args []string) error {
 // been told to drain, having written "in flight pid=N" to stdout when the
 // request came in.
 func helperSlow(args []string) error {
-	return runMaster(args[0], 2, func(ctx context.Context, ln net.Listener) error {
+	return preforktest.Run(args[0], 2, func(ctx context.Context, ln net.Listener) error {
 		pid := os.Getpid()
 		srv := &fasthttp.Server{Handler: func(c *fasthttp.RequestCtx) {
 			fmt.Printf("in flight pid=%d\n", pid)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gofiber/fiber/v3"
+	"github.com/shmzone/shmzone/internal/preforktest"
 	"github.com/shmzone/shmzone/internal/testutil"
 	"github.com/shmzone/shmzone/prefork"
 )
@@ -23,23 +24,10 @@ func TestHelperProcess(t *testing.T) {
 	})
 }
 
-// runMaster runs a master on addr with children children, its reports on
-// stdout, and work in each child.
-func runMaster(addr string, children int, work func(ctx context.Context, ln net.Listener) error) error {
-	o := prefork.Options{
-		Addr:         addr,
-		Children:     children,
-		ReadyTimeout: testutil.Hang,
-		DrainTimeout: testutil.Hang,
-		Logf:         func(format string, a ...any) { fmt.Printf(format+"\n", a...) },
-	}
-	return prefork.Run(context.Background(), o, work)
-}
-
 // helperExample runs Example_prefork's child on args[0], over the zone
 // args[1], with testutil.PreforkProcs children.
 func helperExample(args []string) error {
-	return runMaster(args[0], testutil.PreforkProcs, func(ctx context.Context, ln net.Listener) error {
+	return preforktest.Run(args[0], testutil.PreforkProcs, func(ctx context.Context, ln net.Listener) error {
 		return child(ctx, ln, args[1])
 	})
 }
@@ -48,7 +36,7 @@ func helperExample(args []string) error {
 // been told to drain, having written "in flight pid=N" to stdout when the
 // request came in.
 func helperSlow(args []string) error {
-	return runMaster(args[0], 2, func(ctx context.Context, ln net.Listener) error {
+	return preforktest.Run(args[0], 2, func(ctx context.Context, ln net.Listener) error {
 		pid := os.Getpid()
 		app := fiber.New()
 		app.Get("/slow", func(c fiber.Ctx) error {

@@ -20,6 +20,7 @@ import (
 	shmfiber "github.com/shmzone/shmzone/contrib/fiber"
 	shmprom "github.com/shmzone/shmzone/contrib/prometheus"
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/preforktest"
 	"github.com/shmzone/shmzone/internal/testutil"
 	"github.com/shmzone/shmzone/limiter"
 	"github.com/shmzone/shmzone/prefork"
@@ -51,14 +52,7 @@ type served struct {
 // reports on stdout. Each child opens the zone, counts a Count's decisions
 // in it with shmprom, and serves through serve.
 func runMaster(args []string, serve func(ctx context.Context, ln net.Listener, s served) error) error {
-	o := prefork.Options{
-		Addr:         args[0],
-		Children:     children,
-		ReadyTimeout: testutil.Hang,
-		DrainTimeout: testutil.Hang,
-		Logf:         func(format string, a ...any) { fmt.Printf(format+"\n", a...) },
-	}
-	return prefork.Run(context.Background(), o, func(ctx context.Context, ln net.Listener) error {
+	return preforktest.Run(args[0], children, func(ctx context.Context, ln net.Listener) error {
 		d, err := dict.Open(args[1], dict.Options{})
 		if err != nil {
 			return err

@@ -17,6 +17,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	shmprom "github.com/shmzone/shmzone/contrib/prometheus"
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/preforktest"
 	"github.com/shmzone/shmzone/internal/testutil"
 	"github.com/shmzone/shmzone/limiter"
 	"github.com/shmzone/shmzone/limiter/httplimit"
@@ -42,14 +43,7 @@ func helperFleet(args []string) error {
 	if err != nil {
 		return err
 	}
-	o := prefork.Options{
-		Addr:         args[0],
-		Children:     children,
-		ReadyTimeout: time.Minute,
-		DrainTimeout: time.Minute,
-		Logf:         func(format string, a ...any) { fmt.Printf(format+"\n", a...) },
-	}
-	return prefork.Run(context.Background(), o, func(ctx context.Context, ln net.Listener) error {
+	return preforktest.Run(args[0], children, func(ctx context.Context, ln net.Listener) error {
 		d, err := dict.Open(args[1], dict.Options{})
 		if err != nil {
 			return err

@@ -27,7 +27,10 @@ type costKind struct {
 // mustBuild builds k over d, and fails the test if it cannot.
 func (k costKind) mustBuild(t *testing.T, d *dict.Dict) costed {
 	t.Helper()
-	l := k.mustBuild(t, d)
+	l, err := k.build(d)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return l
 }
 

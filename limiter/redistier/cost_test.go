@@ -44,25 +44,43 @@ var costKinds = []costKind{
 // run the same random sequence: one charges n at once, the other n times
 // one. When the first allows, the second allows all n and the keys' values
 // are equal; when it rejects, the second rejects one of the n, and its key
-// is then set to the first's. UncommitN(n) is n Uncommits. TTLs are not
-// compared: Redis sets them by its own clock, which runs between the two.
+// is then set to the first's. UncommitN(n) is n Uncommits.
+//
+// Redis's clock must not decide. It runs between the twins' calls, so a
+// key that it expires would end for one twin before the other. Count's
+// window runs on Redis's clock: here it lasts an hour, and the test ends
+// it after countWindow of the caller's clock, deleting both keys at once.
+// The other kinds keep their state in the caller's clock, and their TTLs
+// only clean up: sameRedis sets them to an hour after each step.
 func TestRedisCostIsRequestsAtOnce(t *testing.T) {
+	const countWindow = time.Second
 	_, c := newClient(t)
 	for _, k := range costKinds {
 		t.Run(k.name, func(t *testing.T) {
 			r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
 			clk := new(testutil.Clock)
-			a, err := k.build(c, "a-"+k.name, fake(clk))
+			build := k.build
+			if k.name == "count" {
+				build = func(c redis.UniversalClient, p string, o Options) (limiter.Limiter, error) {
+					return NewCount(c, p, k.most, time.Hour, o)
+				}
+			}
+			a, err := build(c, "a-"+k.name, fake(clk))
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, _ := k.build(c, "b-"+k.name, fake(clk))
+			b, _ := build(c, "b-"+k.name, fake(clk))
 			ka, kb := "a-"+k.name+":k", "b-"+k.name+":k"
 			ctx := context.Background()
-			at := time.Duration(0)
+			at, opened := time.Duration(0), time.Duration(-1)
 			for i := range 300 {
 				at += time.Duration(r.IntN(300)) * time.Millisecond
 				clk.Set(at)
+				if k.name == "count" && opened >= 0 && at-opened >= countWindow {
+					c.Del(ctx, ka, kb)
+					opened = -1
+				}
+				since := time.Now()
 				n := 1 + r.Int64N(k.most)
 				if r.IntN(5) == 0 {
 					if err := a.UncommitN(ctx, "k", n); err != nil {
@@ -73,41 +91,70 @@ func TestRedisCostIsRequestsAtOnce(t *testing.T) {
 							t.Fatalf("step %d: Uncommit: %v", i, err)
 						}
 					}
-					sameRedis(t, c, ka, kb, i)
-					continue
+				} else {
+					got, err := a.IncomingN(ctx, "k", n, true)
+					if err != nil {
+						t.Fatalf("step %d: IncomingN(%d): %v", i, n, err)
+					}
+					all := true
+					for range n {
+						all = all && incoming(t, b, "k", true).Allowed
+					}
+					if got.Allowed != all {
+						t.Fatalf("step %d at +%v: IncomingN(%d) allowed %v; %d Incomings all allowed: %v", i, at, n, got.Allowed, n, all)
+					}
+					if !got.Allowed {
+						copyRedis(t, c, ka, kb)
+					}
 				}
-				got, err := a.IncomingN(ctx, "k", n, true)
-				if err != nil {
-					t.Fatalf("step %d: IncomingN(%d): %v", i, n, err)
+				if sameRedis(t, c, ka, kb, i, time.Since(since)) && opened < 0 {
+					opened = at
 				}
-				all := true
-				for range n {
-					all = all && incoming(t, b, "k", true).Allowed
-				}
-				if got.Allowed != all {
-					t.Fatalf("step %d at +%v: IncomingN(%d) allowed %v; %d Incomings all allowed: %v", i, at, n, got.Allowed, n, all)
-				}
-				if !got.Allowed {
-					copyRedis(t, c, ka, kb)
-				}
-				sameRedis(t, c, ka, kb, i)
 			}
 		})
 	}
 }
 
 // sameRedis fails the test when keys ka and kb differ in value, or one
-// has a TTL and the other none.
-func sameRedis(t *testing.T, c redis.UniversalClient, ka, kb string, step int) {
+// has a TTL and the other none, and says whether they exist. It reads both
+// in one transaction, at one moment of Redis's clock. The twins write a
+// key with one TTL, at most gap apart. So one key may have expired while
+// the other lives on for at most gap: then the other is deleted, and the
+// twins go on from one state. Every key left gets a TTL of an hour.
+func sameRedis(t *testing.T, c redis.UniversalClient, ka, kb string, step int, gap time.Duration) bool {
 	t.Helper()
 	ctx := context.Background()
-	da, _ := c.Dump(ctx, ka).Result()
-	db, _ := c.Dump(ctx, kb).Result()
-	ta, _ := c.PTTL(ctx, ka).Result()
-	tb, _ := c.PTTL(ctx, kb).Result()
-	if da != db || (ta < 0) != (tb < 0) {
-		t.Fatalf("step %d: %s = %q (TTL %v), %s = %q (TTL %v)", step, ka, da, ta, kb, db, tb)
+	var da, db *redis.StringCmd
+	var ta, tb *redis.DurationCmd
+	c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		da, db = p.Dump(ctx, ka), p.Dump(ctx, kb)
+		ta, tb = p.PTTL(ctx, ka), p.PTTL(ctx, kb)
+		return nil
+	})
+	for _, err := range []error{da.Err(), db.Err(), ta.Err(), tb.Err()} {
+		if err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatalf("step %d: reading %s and %s: %v", step, ka, kb, err)
+		}
 	}
+	// A rounding of Redis's ms clock on each side.
+	gap += 2 * time.Millisecond
+	switch {
+	case da.Val() == "" && db.Val() != "" && tb.Val() >= 0 && tb.Val() <= gap:
+		c.Del(ctx, kb)
+		return false
+	case db.Val() == "" && da.Val() != "" && ta.Val() >= 0 && ta.Val() <= gap:
+		c.Del(ctx, ka)
+		return false
+	case da.Val() != db.Val() || (ta.Val() < 0) != (tb.Val() < 0):
+		t.Fatalf("step %d: %s = %q (TTL %v), %s = %q (TTL %v); written at most %v apart",
+			step, ka, da.Val(), ta.Val(), kb, db.Val(), tb.Val(), gap)
+	}
+	if da.Val() == "" {
+		return false
+	}
+	c.PExpire(ctx, ka, time.Hour)
+	c.PExpire(ctx, kb, time.Hour)
+	return true
 }
 
 // copyRedis sets kb to ka's value and TTL, or deletes it.

@@ -13,7 +13,7 @@ KEEP = @st=0; \
 	contrib() { for m in $(CONTRIB); do echo "$$m: $$*"; (cd $$m && "$$@") || st=1; done; }
 DONE = exit $$st
 
-.PHONY: test deps lint vet fmt race unit bench bench-deps fuzz
+.PHONY: test test-load deps lint vet fmt race unit bench bench-deps fuzz
 
 ## test: what CI runs: lint, the tests, and the tests again under the race
 ## detector. Every stage runs even when an earlier one fails, so that one
@@ -26,6 +26,17 @@ test: deps
 	if [ -n "$$failed" ]; then echo "make test: failed:$$failed" >&2; exit 1; fi; \
 	echo "make test: $(STAGES) passed"
 
+## test-load: make test while LOAD busy loops (4 by default) keep every core
+## busy, as on a shared CI machine. The loops end with the target, whatever
+## its outcome.
+LOAD ?= 4
+test-load:
+	@pids=; trap 'kill $$pids 2>/dev/null' EXIT; trap 'exit 1' HUP INT PIPE TERM; \
+	for i in $$(seq $(LOAD)); do sh -c 'while :; do :; done' & pids="$$pids $$!"; done; \
+	echo "make test-load: $(LOAD) busy loops:$$pids"; \
+	start=$$(date +%s); st=0; $(MAKE) --no-print-directory test || st=$$?; \
+	echo "make test-load: exit $$st after $$(( $$(date +%s) - start )) s"; exit $$st
+
 ## deps: the tests start real redis-server processes (limiter/redistier),
 ## and go test -race needs cgo, so a C compiler; install redis-server and
 ## redis-cli, and gcc and libc6-dev when `$(GO) env CC` is not on PATH, with
@@ -37,19 +48,24 @@ deps:
 	cc=$$($(GO) env CC); command -v "$${cc%% *}" >/dev/null || pkgs="$$pkgs gcc libc6-dev"; \
 	[ -z "$$pkgs" ] || ($(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y $$pkgs)
 
+## TIMEOUT: go test's limit for one package. Its default of 10 minutes is
+## too short for the crash and sizing tests under the race detector on a
+## loaded 2-core machine.
+TIMEOUT ?= 30m
+
 ## unit also runs dict's tests that stall goroutines at chosen points
 ## (dict/stall.go), which need the dictstall tag.
 unit: deps
 	$(KEEP); \
-	run $(GO) test -count=1 $(PKGS); \
-	run $(GO) test -count=1 -tags dictstall -run StalePin ./dict; \
-	contrib $(GO) test -count=1 ./...; \
+	run $(GO) test -count=1 -timeout $(TIMEOUT) $(PKGS); \
+	run $(GO) test -count=1 -timeout $(TIMEOUT) -tags dictstall -run StalePin ./dict; \
+	contrib $(GO) test -count=1 -timeout $(TIMEOUT) ./...; \
 	$(DONE)
 
 race: deps
 	$(KEEP); \
-	run $(GO) test -race -count=1 $(PKGS); \
-	contrib $(GO) test -race -count=1 ./...; \
+	run $(GO) test -race -count=1 -timeout $(TIMEOUT) $(PKGS); \
+	contrib $(GO) test -race -count=1 -timeout $(TIMEOUT) ./...; \
 	$(DONE)
 
 ## lint: gofmt and go vet must be clean.

@@ -310,9 +310,10 @@ func TestServePerProcessLimits(t *testing.T) {
 // master exits 0.
 func TestServeDrainsOnSIGTERM(t *testing.T) {
 	t.Parallel()
-	// -slow leaves the test ample time to send SIGTERM once it sees the
-	// request in the handler.
-	s := startServe(t, 2, "-rate", "1000r/s", "-burst", "100", "-slow-path", "/slow", "-slow", "2s")
+	// -slow-path holds the request until the child is told to drain, so it
+	// is in flight at SIGTERM whatever the machine's pace. The drain then
+	// waits -slow for it. -drain is a guard against a hang, not a measure.
+	s := startServe(t, 2, "-rate", "1000r/s", "-burst", "100", "-slow-path", "/slow", "-slow", "100ms", "-drain", serveHang.String())
 	type answer struct {
 		body string
 		err  error
@@ -341,7 +342,7 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 		t.Fatalf("in-flight request: %q, %v; stderr:\n%s", a.body, a.err, s.stderr)
 	}
 	if a.at.Before(signalled) {
-		t.Fatalf("the slow request was answered %v before SIGTERM: nothing was drained", signalled.Sub(a.at))
+		t.Fatalf("the slow request was answered %v before SIGTERM, which -slow-path waits for", signalled.Sub(a.at))
 	}
 	select {
 	case err := <-s.done:

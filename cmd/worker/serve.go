@@ -121,8 +121,8 @@ func serveFlags(args []string, stderr io.Writer) (procs int, zoneSize int64, c s
 	fs.StringVar(&c.RedisPolicy, "redis-policy", "open", "what -global-rate does while Redis fails: open lets requests through (-rate still applies), closed answers 429")
 	fs.StringVar(&c.RedisPrefix, "redis-prefix", "worker-serve", "prefix of -global-rate's keys, in Redis and in the zone; hosts share a limit when they share -redis and -redis-prefix")
 	fs.DurationVar(&c.ReadyTimeout, "ready-timeout", 10*time.Second, "how long a new child may take to listen; one that takes longer is killed and replaced (a roll keeps the old child instead)")
-	fs.StringVar(&c.SlowPath, "slow-path", "", "testing: a path whose response takes -slow")
-	fs.DurationVar(&c.Slow, "slow", time.Second, "testing: how long -slow-path takes to answer")
+	fs.StringVar(&c.SlowPath, "slow-path", "", "testing: a path answered only once the child is told to drain, -slow later")
+	fs.DurationVar(&c.Slow, "slow", time.Second, "testing: how long -slow-path takes to answer once the child is told to drain")
 	fs.IntVar(&c.UnreadyRoll, "unready-roll", 0, "testing: the children started by this SIGHUP roll (1 = the first) never listen nor report ready")
 	if err = fs.Parse(args); err != nil {
 		return 0, 0, c, err

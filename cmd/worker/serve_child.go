@@ -82,7 +82,7 @@ func serveChildRun(ctx context.Context, c serveConfig, ln net.Listener, stderr i
 		defer g.close()
 		l = newServeLimits(req, g)
 	}
-	h, err := serveHandler(c, d, l)
+	h, err := serveHandler(ctx, c, d, l)
 	if err != nil {
 		return err
 	}
@@ -109,8 +109,9 @@ func serveOpenZone(c serveConfig) (*dict.Dict, error) {
 }
 
 // serveHandler is a child's whole HTTP surface: /metrics unlimited, every
-// other path through the limiter to a handler answering "ok".
-func serveHandler(c serveConfig, d *dict.Dict, l limiter.Limiter) (http.Handler, error) {
+// other path through the limiter to a handler answering "ok". ctx ends
+// when the child is told to drain.
+func serveHandler(ctx context.Context, c serveConfig, d *dict.Dict, l limiter.Limiter) (http.Handler, error) {
 	m := &serveMetrics{dict: d}
 	switch l := l.(type) {
 	case *limiter.Req:
@@ -137,7 +138,13 @@ func serveHandler(c serveConfig, d *dict.Dict, l limiter.Limiter) (http.Handler,
 		m.inFlight.Add(1)
 		defer m.inFlight.Add(-1)
 		if c.SlowPath != "" && r.URL.Path == c.SlowPath {
-			time.Sleep(c.Slow)
+			// Testing: in flight until the drain, whatever the machine's pace.
+			select {
+			case <-ctx.Done():
+				time.Sleep(c.Slow)
+			case <-r.Context().Done():
+				return
+			}
 		}
 		io.WriteString(w, "ok\n")
 	})

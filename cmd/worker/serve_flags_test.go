@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -208,7 +209,7 @@ func TestServeMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := serveHandler(serveConfig{NoDelay: true}, d, l)
+	h, err := serveHandler(context.Background(), serveConfig{NoDelay: true}, d, l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +264,7 @@ func TestServeMetricsLimiterStats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := serveHandler(serveConfig{NoDelay: true}, d, l)
+	h, err := serveHandler(context.Background(), serveConfig{NoDelay: true}, d, l)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func TestServeGlobalHandler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := serveHandler(c, d, newServeLimits(local, g))
+	h, err := serveHandler(context.Background(), c, d, newServeLimits(local, g))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestServeGlobalRedisFails(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h, err := serveHandler(c, d, newServeLimits(local, g))
+			h, err := serveHandler(context.Background(), c, d, newServeLimits(local, g))
 			if err != nil {
 				t.Fatal(err)
 			}

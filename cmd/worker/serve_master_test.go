@@ -82,10 +82,11 @@ var (
 // A SIGHUP roll whose new children never listen (-unready-roll) does not
 // take the service down: the master kills each after -ready-timeout, the
 // old children keep their slots and no request fails. A later SIGHUP rolls
-// normally.
+// normally. The burst exceeds the run's 200 requests, so no request is
+// limited, however late the client sends them.
 func TestServeRollSurvivesUnreadyChild(t *testing.T) {
 	t.Parallel()
-	s := startServe(t, 2, "-rate", "1000r/s", "-burst", "100", "-nodelay", "-ready-timeout", "1s", "-unready-roll", "1")
+	s := startServe(t, 2, "-rate", "1000r/s", "-burst", "1000", "-nodelay", "-ready-timeout", "1s", "-unready-roll", "1")
 	old := s.stderr.serveReadyPids()
 	done := make(chan *serveLoadResult)
 	go func() { done <- serveLoad("http://"+s.addr+"/", 100, 2*time.Second) }()

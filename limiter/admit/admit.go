@@ -191,28 +191,49 @@ func (g *Gate) Admit(ctx context.Context, key string, set func(name, value strin
 	return g.AdmitN(ctx, key, 1, set)
 }
 
-// AdmitN decides on a request of cost n for key, with commit, and writes
-// the rate limit headers of the decision through set (unless NoHeaders),
-// and Retry-After on a rejection (I3). A rejection returns the decision,
-// with Allowed false: the caller answers it. An allowed request has waited
-// out its delay (unless NoDelay) when AdmitN returns: the caller runs its
-// handler, then calls the Pass's Done. A request cancelled while delayed
-// gives its cost back.
+// AdmitN is Decide that sets the headers through set, a string per value.
+func (g *Gate) AdmitN(ctx context.Context, key string, n int64, set func(name, value string)) (limiter.Decision, Pass, error) {
+	a, err := g.Decide(ctx, key, n)
+	for i := range a.Headers.Len() {
+		f, v := a.Headers.At(i)
+		set(f.Name(), string(v))
+	}
+	return a.Decision, a.Pass, err
+}
+
+// Admission is a Gate's answer to one request.
+type Admission struct {
+	// Decision is the limiter's decision. Allowed false is a rejection,
+	// which the caller answers.
+	Decision limiter.Decision
+	// Pass ends an allowed request: the caller calls its Done after the
+	// handler.
+	Pass Pass
+	// Headers are the response headers of the decision: the rate limit
+	// headers unless NoHeaders, and Retry-After on a rejection (I3).
+	Headers headers.Fields
+}
+
+// Decide decides on a request of cost n for key, with commit. An allowed
+// request has waited out its delay when Decide returns, unless NoDelay. A
+// request cancelled while delayed gives its cost back. Decide allocates
+// nothing of its own.
 //
 // Errors: the limiter's, limiter.ErrBadCost for n below 1 among them, for
-// the caller to answer as a failure, and ErrCancelled with ctx's error
-// when ctx ends during the delay.
-func (g *Gate) AdmitN(ctx context.Context, key string, n int64, set func(name, value string)) (limiter.Decision, Pass, error) {
+// the caller to answer as a failure. ErrCancelled with ctx's error when
+// ctx ends during the delay: the Admission's headers are set then too.
+func (g *Gate) Decide(ctx context.Context, key string, n int64) (Admission, error) {
 	d, err := g.l.IncomingN(ctx, key, n, true)
 	if err != nil {
-		return d, Pass{}, err
+		return Admission{Decision: d}, err
 	}
+	a := Admission{Decision: d}
 	if !g.o.NoHeaders {
-		g.headers(ctx, key, d, set)
+		g.headers(ctx, key, d, &a.Headers)
 	}
 	if !d.Allowed {
-		set(headers.RetryAfter, headers.RetryAfterValue(d))
-		return d, Pass{}, nil
+		a.Headers.AppendRetryAfter(d)
+		return a, nil
 	}
 	var pass Pass
 	if g.leaver != nil && d.Committed {
@@ -225,30 +246,37 @@ func (g *Gate) AdmitN(ctx context.Context, key string, n int64, set func(name, v
 			} else if d.Committed {
 				g.l.UncommitN(context.WithoutCancel(ctx), key, n)
 			}
-			return d, Pass{}, fmt.Errorf("%w: %w", ErrCancelled, err)
+			return a, fmt.Errorf("%w: %w", ErrCancelled, err)
 		}
 	}
-	return d, pass, nil
+	a.Pass = pass
+	return a, nil
 }
 
-// headers writes the rate limit headers of d.
-func (g *Gate) headers(ctx context.Context, key string, d limiter.Decision, set func(name, value string)) {
+// headers adds the rate limit headers of d to fs.
+func (g *Gate) headers(ctx context.Context, key string, d limiter.Decision, fs *headers.Fields) {
 	pw := g.w.Load()
 	if g.policer != nil {
 		if p := g.policer.Policy(); pw.p == nil || p != *pw.p {
-			// The limiter's policy changed (a Conn's SetMax): a new
-			// Writer, whose name New checked.
-			if w, err := headers.New(g.o.PolicyName, &p); err == nil {
-				pw = &policyWriter{w: w, p: &p}
-				g.w.Store(pw)
-			}
+			pw = g.newPolicy(p)
 		}
 	}
 	reset := d.ResetAfter
 	if reset == 0 && d.Allowed && g.resetter != nil {
 		reset, _ = g.resetter.ResetAfter(ctx, key) // the headers go without it on error
 	}
-	pw.w.Write(d, reset, set)
+	pw.w.Append(fs, d, reset)
+}
+
+// newPolicy stores and returns the Writer of policy p, which the limiter
+// changed to (a Conn's SetMax). New checked its name.
+func (g *Gate) newPolicy(p limiter.Policy) *policyWriter {
+	pw := g.w.Load()
+	if w, err := headers.New(g.o.PolicyName, &p); err == nil {
+		pw = &policyWriter{w: w, p: &p}
+		g.w.Store(pw)
+	}
+	return pw
 }
 
 // Sleep waits d or until ctx ends, and then returns ctx's error: the Wait

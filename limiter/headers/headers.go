@@ -22,9 +22,9 @@ const (
 // Writer writes the rate limit headers of one policy. It is immutable and
 // safe for concurrent use; the zero Writer is not usable, make one with New.
 type Writer struct {
-	quoted string // the policy name as an sf-string
-	policy string // the RateLimit-Policy value, "" without a policy
-	limit  string // the X-RateLimit-Limit value, "" without a policy
+	quoted []byte // the policy name as an sf-string
+	policy []byte // the RateLimit-Policy value, nil without a policy
+	limit  []byte // the X-RateLimit-Limit value, nil without a policy
 }
 
 // New returns the Writer of the policy named name (printable ASCII; ""
@@ -40,10 +40,10 @@ func New(name string, p *limiter.Policy) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{quoted: quoted}
+	w := &Writer{quoted: capped(quoted)}
 	if p != nil {
-		w.policy = policyValue(quoted, *p)
-		w.limit = strconv.FormatInt(p.Limit, 10)
+		w.policy = capped(policyValue(quoted, *p))
+		w.limit = capped(strconv.FormatInt(p.Limit, 10))
 	}
 	return w, nil
 }
@@ -51,26 +51,17 @@ func New(name string, p *limiter.Policy) (*Writer, error) {
 // Write sets the headers of decision d, reset being how long until the
 // window resets, through set (an http.Header's Set, fasthttp's
 // ResponseHeader.Set, fiber's Ctx.Set). RateLimit's t is the time until
-// more quota: the reset, or d.RetryAfter on a rejection that has one; it is
+// more quota: the reset, or d.RetryAfter on a rejection that has one. It is
 // left out when that is 0. Write does not set Retry-After: a caller that
-// rejects the request sets it to RetryAfterValue(d).
+// rejects the request sets it to RetryAfterValue(d). Append writes the
+// same headers without a string per value.
 func (w *Writer) Write(d limiter.Decision, reset time.Duration, set func(key, value string)) {
-	rem := strconv.FormatInt(d.Remaining, 10)
-	rl := w.quoted + ";r=" + rem
-	next := reset // until more quota: the reset, or the retry when rejected
-	if !d.Allowed && d.RetryAfter > 0 {
-		next = d.RetryAfter
+	var fs Fields
+	w.Append(&fs, d, reset)
+	for i := range fs.Len() {
+		f, v := fs.At(i)
+		set(specNames[f], string(v))
 	}
-	if next > 0 {
-		rl += ";t=" + strconv.FormatInt(ceilSeconds(next), 10)
-	}
-	if w.policy != "" {
-		set(Policy, w.policy)
-		set(Limit, w.limit)
-	}
-	set(RateLimit, rl)
-	set(Remaining, rem)
-	set(Reset, strconv.FormatInt(ceilSeconds(reset), 10))
 }
 
 // RetryAfterValue returns a rejection's Retry-After value: whole seconds
@@ -89,6 +80,9 @@ func policyValue(quoted string, p limiter.Policy) string {
 	}
 	return v + `;qu="concurrent-requests"`
 }
+
+// capped returns s as bytes, capped so that an append copies.
+func capped(s string) []byte { return []byte(s)[:len(s):len(s)] }
 
 // ceilSeconds rounds a duration up to whole seconds; 0 for d <= 0. It
 // adds nothing to d, which may be the longest Duration (Req and GCRA

@@ -148,16 +148,20 @@ func (m *middleware) serve(ctx *fasthttp.RequestCtx, next fasthttp.RequestHandle
 			return
 		}
 	}
-	d, pass, err := g.AdmitN(ctx, key, n, ctx.Response.Header.Set)
+	a, err := g.Decide(ctx, key, n)
+	for i := range a.Headers.Len() {
+		f, v := a.Headers.At(i)
+		ctx.Response.Header.SetCanonical(f.NameBytes(), v)
+	}
 	switch {
 	case errors.Is(err, admit.ErrCancelled):
 		answer(ctx, fasthttp.StatusServiceUnavailable, "request cancelled while delayed")
 	case err != nil:
 		m.o.Error(ctx, err, next)
-	case !d.Allowed:
-		m.o.Rejected(ctx, d)
+	case !a.Decision.Allowed:
+		m.o.Rejected(ctx, a.Decision)
 	default:
-		defer pass.Done()
+		defer a.Pass.Done()
 		next(ctx)
 	}
 }

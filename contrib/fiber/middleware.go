@@ -134,16 +134,21 @@ func (m *middleware) serve(c fiber.Ctx) error {
 			return m.o.Error(c, err)
 		}
 	}
-	d, pass, err := g.AdmitN(c.Context(), key, n, c.Set)
+	a, err := g.Decide(c.Context(), key, n)
+	h := &c.Response().Header
+	for i := range a.Headers.Len() {
+		f, v := a.Headers.At(i)
+		h.SetCanonical(f.NameBytes(), v)
+	}
 	switch {
 	case errors.Is(err, admit.ErrCancelled):
 		return c.Status(fiber.StatusServiceUnavailable).SendString("request cancelled while delayed")
 	case err != nil:
 		return m.o.Error(c, err)
-	case !d.Allowed:
-		return m.o.Rejected(c, d)
+	case !a.Decision.Allowed:
+		return m.o.Rejected(c, a.Decision)
 	}
-	defer pass.Done()
+	defer a.Pass.Done()
 	return c.Next()
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shmzone/shmzone/limiter"
 	"github.com/shmzone/shmzone/limiter/admit"
+	"github.com/shmzone/shmzone/limiter/headers"
 )
 
 // Options configures the middleware. The zero value keys requests by client
@@ -139,17 +140,39 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			return
 		}
 	}
-	d, pass, err := g.AdmitN(r.Context(), key, n, w.Header().Set)
+	a, err := g.Decide(r.Context(), key, n)
+	setHeaders(w.Header(), &a.Headers)
 	switch {
 	case errors.Is(err, admit.ErrCancelled):
 		http.Error(w, "request cancelled while delayed", http.StatusServiceUnavailable)
 	case err != nil:
 		m.o.Error(w, r, err)
-	case !d.Allowed:
-		m.o.Rejected(w, r, d)
+	case !a.Decision.Allowed:
+		m.o.Rejected(w, r, a.Decision)
 	default:
-		defer pass.Done()
+		defer a.Pass.Done()
 		next.ServeHTTP(w, r)
+	}
+}
+
+// setHeaders sets fs on h with two allocations, whatever their number: one
+// string holds every value, and one slice backs every header's.
+func setHeaders(h http.Header, fs *headers.Fields) {
+	n := fs.Len()
+	if n == 0 {
+		return
+	}
+	var b [256]byte
+	all := b[:0]
+	for i := range n {
+		_, v := fs.At(i)
+		all = append(all, v...)
+	}
+	s, vals := string(all), make([]string, n)
+	for i := range n {
+		f, v := fs.At(i)
+		vals[i], s = s[:len(v)], s[len(v):]
+		h[f.Name()] = vals[i : i+1 : i+1]
 	}
 }
 

@@ -1,0 +1,64 @@
+package shmfasthttp_test
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/shmzone/shmzone/contrib/fasthttp"
+	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
+	"github.com/shmzone/shmzone/limiter"
+	"github.com/valyala/fasthttp"
+)
+
+// TestRequestAllocatesNothing: a request the middleware admits allocates
+// nothing, headers included, for each kind of limiter and for IPv4 and
+// IPv6 clients. A rejected request allocates nothing either. Req runs
+// with NoDelay: a delay waits on a timer, which allocates.
+func TestRequestAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop buffers")
+	}
+	d, _ := zonetest.Open(t, dict.Options{})
+	count, _ := limiter.NewCount(d, "count", 1<<40, time.Hour)
+	req, _ := limiter.NewReq(d, "req", 1e6, 1e6)
+	gcra, _ := limiter.NewGCRA(d, "gcra", 1e6, 1<<20)
+	sw, _ := limiter.NewSlidingWindow(d, "sw", 1<<30, time.Hour)
+	flood, _ := limiter.NewCount(d, "flood", 1, time.Hour)
+	clients := []net.Addr{
+		&net.TCPAddr{IP: net.IPv4(198, 51, 100, 7), Port: 1234},
+		&net.TCPAddr{IP: net.ParseIP("2001:db8:1:2::7"), Port: 1234},
+	}
+	for _, tc := range []struct {
+		name   string
+		l      limiter.Limiter
+		status int
+	}{
+		{"Count", count, 200}, {"Req", req, 200}, {"GCRA", gcra, 200}, {"SlidingWindow", sw, 200},
+		{"rejected", flood, 429},
+	} {
+		h := wrap(t, tc.l, shmfasthttp.Options{NoDelay: true}, ok)
+		for _, addr := range clients {
+			var r fasthttp.Request
+			r.SetRequestURI("http://x/")
+			var ctx fasthttp.RequestCtx
+			ctx.Init(&r, addr, nil) // allocates its fake connection
+			run := func() {
+				ctx.Response.Reset()
+				h(&ctx)
+			}
+			run()
+			run()
+			if n := testing.AllocsPerRun(200, run); n != 0 {
+				t.Errorf("%s, client %v: %v allocations a request, want 0", tc.name, addr, n)
+			}
+			if got := ctx.Response.StatusCode(); got != tc.status {
+				t.Errorf("%s, client %v: status %d, want %d", tc.name, addr, got, tc.status)
+			}
+			if len(ctx.Response.Header.Peek("X-RateLimit-Remaining")) == 0 {
+				t.Errorf("%s, client %v: no X-RateLimit-Remaining", tc.name, addr)
+			}
+		}
+	}
+}

@@ -1,0 +1,79 @@
+package shmfiber_test
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v3"
+	"github.com/shmzone/shmzone/contrib/fiber"
+	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/zonetest"
+	"github.com/shmzone/shmzone/limiter"
+	"github.com/valyala/fasthttp"
+)
+
+// TestRequestAllocatesNothing: through a fiber app, a request the
+// middleware admits allocates nothing beyond what the app alone does,
+// headers included, for each kind of limiter and for IPv4 and IPv6
+// clients. A rejected request allocates nothing more either. Req runs
+// with NoDelay: a delay waits on a timer, which allocates.
+func TestRequestAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop buffers")
+	}
+	d, _ := zonetest.Open(t, dict.Options{})
+	count, _ := limiter.NewCount(d, "count", 1<<40, time.Hour)
+	req, _ := limiter.NewReq(d, "req", 1e6, 1e6)
+	gcra, _ := limiter.NewGCRA(d, "gcra", 1e6, 1<<20)
+	sw, _ := limiter.NewSlidingWindow(d, "sw", 1<<30, time.Hour)
+	flood, _ := limiter.NewCount(d, "flood", 1, time.Hour)
+	clients := []net.Addr{
+		&net.TCPAddr{IP: net.IPv4(198, 51, 100, 7), Port: 1234},
+		&net.TCPAddr{IP: net.ParseIP("2001:db8:1:2::7"), Port: 1234},
+	}
+	// allocs runs app's handler on requests from addr, and returns the
+	// allocations of one and its status.
+	allocs := func(mw fiber.Handler, addr net.Addr) (float64, int) {
+		app := fiber.New()
+		if mw != nil {
+			app.Use(mw)
+		}
+		app.Get("/", func(c fiber.Ctx) error { return c.SendString("ok") })
+		h := app.Handler()
+		var r fasthttp.Request
+		r.SetRequestURI("/")
+		var ctx fasthttp.RequestCtx
+		ctx.Init(&r, addr, nil) // allocates its fake connection
+		run := func() {
+			ctx.Response.Reset()
+			h(&ctx)
+		}
+		run()
+		run()
+		return testing.AllocsPerRun(200, run), ctx.Response.StatusCode()
+	}
+	for _, addr := range clients {
+		base, _ := allocs(nil, addr)
+		for _, tc := range []struct {
+			name   string
+			l      limiter.Limiter
+			status int
+		}{
+			{"Count", count, 200}, {"Req", req, 200}, {"GCRA", gcra, 200}, {"SlidingWindow", sw, 200},
+			{"rejected", flood, 429},
+		} {
+			mw, err := shmfiber.New(tc.l, shmfiber.Options{NoDelay: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, status := allocs(mw, addr)
+			if n != base {
+				t.Errorf("%s, client %v: %v allocations a request, the app alone %v", tc.name, addr, n, base)
+			}
+			if status != tc.status {
+				t.Errorf("%s, client %v: status %d, want %d", tc.name, addr, status, tc.status)
+			}
+		}
+	}
+}

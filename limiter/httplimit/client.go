@@ -98,7 +98,9 @@ const DefaultIPv6Prefix = 64
 // address taken as IPv4 and a zone dropped. bits is 64, 56 or 48; 0
 // means DefaultIPv6Prefix. A host commonly holds a /64, a site a /56 or a
 // /48. A wider prefix folds a flood from one network into one key, and
-// also the clients that share that network with it.
+// also the clients that share that network with it. The function keeps the
+// keys of the last few thousand addresses, so that a returning client's
+// key allocates nothing. Any goroutine may call it.
 //
 // Errors: ErrBadIPv6Prefix for any other bits.
 func AddrKeyFunc(bits int) (func(netip.Addr) string, error) {
@@ -109,7 +111,7 @@ func AddrKeyFunc(bits int) (func(netip.Addr) string, error) {
 	default:
 		return nil, fmt.Errorf("%w: /%d; want /64, /56 or /48", ErrBadIPv6Prefix, bits)
 	}
-	return func(a netip.Addr) string { return addrKey(a, bits) }, nil
+	return (&keyCache{bits: bits}).key, nil
 }
 
 // addrKey is the key of a with IPv6 folded into its /bits, for bits that

@@ -1,11 +1,15 @@
 package httplimit
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http/httptest"
 	"net/netip"
 	"testing"
+
+	"github.com/shmzone/shmzone/internal/testutil"
 )
 
 func TestClientAddr(t *testing.T) {
@@ -121,6 +125,48 @@ func TestParsePrefixes(t *testing.T) {
 	for _, bad := range []string{"", "10.0.0.0/33", "example.com", "10.0.0.0/8 "} {
 		if _, err := ParsePrefixes(bad); !errors.Is(err, ErrBadProxy) {
 			t.Errorf("ParsePrefixes(%q) = %v, want ErrBadProxy", bad, err)
+		}
+	}
+}
+
+// TestKeyCache: the cached key function gives addrKey's key for IPv4,
+// IPv6, IPv4-mapped and zoned addresses, first and again, with more
+// addresses than slots, so that slots are replaced; and a returning
+// client's key allocates nothing.
+func TestKeyCache(t *testing.T) {
+	for _, bits := range []int{48, 56, 64} {
+		key, err := AddrKeyFunc(bits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(testutil.Seed(t), uint64(bits)))
+		addrs := make([]netip.Addr, 3*keySlots)
+		for i := range addrs {
+			var b [16]byte
+			binary.LittleEndian.PutUint64(b[:8], r.Uint64())
+			binary.LittleEndian.PutUint64(b[8:], r.Uint64())
+			switch i % 4 {
+			case 0:
+				addrs[i] = netip.AddrFrom4([4]byte(b[:4]))
+			case 1:
+				addrs[i] = netip.AddrFrom16(b)
+			case 2:
+				addrs[i] = netip.AddrFrom16(netip.AddrFrom4([4]byte(b[:4])).As16()) // IPv4-mapped
+			case 3:
+				addrs[i] = netip.AddrFrom16(b).WithZone("eth0")
+			}
+		}
+		for round := range 2 {
+			for _, a := range addrs {
+				if got, want := key(a), addrKey(a, bits); got != want {
+					t.Fatalf("/%d, round %d: key(%v) = %q, want %q", bits, round, a, got, want)
+				}
+			}
+		}
+		a := addrs[1]
+		key(a)
+		if n := testing.AllocsPerRun(100, func() { key(a) }); n != 0 {
+			t.Errorf("/%d: a returning client's key: %v allocations, want 0", bits, n)
 		}
 	}
 }

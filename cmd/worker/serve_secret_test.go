@@ -100,12 +100,20 @@ func serveSendOK(t *testing.T, s *serveTestServer, n int) {
 }
 
 // serveAwaitRedisCount waits until Redis holds a count of at least n under
-// prefix: the children's flushes reached Redis, logged in.
+// prefix: the children's flushes reached Redis, logged in. If it does not,
+// the message gives a child's global metrics. Its fallbacks are the
+// requests that -redis-policy decided, which no flush carries.
 func serveAwaitRedisCount(t *testing.T, s *serveTestServer, rc *redis.Client, prefix string, n int) {
 	t.Helper()
 	var got int
 	if !serveWaitFor(serveHang, func() bool { got = serveRedisCount(t, rc, prefix); return got >= n }) {
-		t.Fatalf("Redis holds a count of %d under %s, want at least %d; stderr:\n%s", got, prefix, n, s.stderr)
+		var global []string
+		for _, line := range strings.Split(serveMetricsText(t, s.addr), "\n") {
+			if strings.HasPrefix(line, "worker_serve_global_") || strings.HasPrefix(line, "worker_serve_redis_") || strings.HasPrefix(line, "worker_serve_pid ") {
+				global = append(global, line)
+			}
+		}
+		t.Fatalf("Redis holds a count of %d under %s, want at least %d; a child's metrics:\n%s\nstderr:\n%s", got, prefix, n, strings.Join(global, "\n"), s.stderr)
 	}
 }
 

@@ -58,9 +58,11 @@ import (
 // answer is a failure only when no flush is coming. That is so when no
 // flush was answered for 5 intervals plus the timeout, and the flusher
 // lease has lapsed. This instance must also neither run Run nor have
-// called Flush in that time. The lease passes on after 3 intervals plus
-// the timeout. A flush with nothing to send asks a healthy Redis nothing.
-// It sends a failed one a PING, whose answer counts as a round trip's.
+// called Flush in that time. Nor must it have been made in that time: a
+// new instance has yet to make its first flush. The lease passes on after
+// 3 intervals plus the timeout. A flush with nothing to send asks a
+// healthy Redis nothing. It sends a failed one a PING, whose answer counts
+// as a round trip's.
 //
 // Until Redis is failed, the host decides on its last global count. While
 // it is failed, Incoming decides by Options.OnFailure, as the other
@@ -108,7 +110,7 @@ type Tiered struct {
 	wp               atomic.Pointer[winPrefix] // the current window's key prefix
 	flushing         atomic.Bool               // a Flush of this instance is running
 	runs             atomic.Int32              // Run loops of this instance
-	called           atomic.Int64              // when Flush was last called, ms by the windows' clock
+	called           atomic.Int64              // when Flush was last called, or the instance made, ms by the windows' clock
 	unlisted         atomic.Uint64             // Stats.Unlisted
 	relisted         atomic.Uint64             // Stats.Relisted
 
@@ -174,6 +176,9 @@ func NewTiered(d *dict.Dict, c redis.UniversalClient, prefix string, limit int64
 	}
 	l.lease = 3*l.interval + l.o.Timeout.Milliseconds()
 	l.stale = 5*l.interval + l.o.Timeout.Milliseconds()
+	// A process that replaces a dead flusher finds its last answer stale.
+	// Its first flush is coming.
+	l.called.Store(l.o.Now().UnixMilli())
 	return l, nil
 }
 

@@ -216,6 +216,7 @@ func TestTieredStale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	clk.Set(3*stale + time.Second + time.Millisecond) // nor has l2 flushed since it was made
 	if _, err := l2.Incoming(ctx, "k", true); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("another process of the host under FailError: %v, want ErrUnavailable", err)
 	}
@@ -232,5 +233,51 @@ func TestTieredStale(t *testing.T) {
 	clk.Set(25*time.Second + stale + time.Millisecond) // no flush since
 	if _, err := l2.Incoming(ctx, "k", true); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("idle host, no flush for the stale time: %v, want ErrUnavailable", err)
+	}
+}
+
+// TestTieredReplacedFlusher checks that a process that replaces a host's
+// dead flusher decides in the zone before its first flush. By then the
+// dead flusher's last answer is stale and its lease has lapsed. The new
+// instance has the stale time to flush, as if it had just called Flush.
+// Its decisions count, and its first flush carries them to Redis. Past
+// that time without a flush, Redis is failed as before.
+func TestTieredReplacedFlusher(t *testing.T) {
+	_, c := newClient(t)
+	d, clk := zonetest.Open(t, dict.Options{})
+	ctx := context.Background()
+	const interval = 100 * time.Millisecond
+	o := Options{Timeout: tieredTimeout, Now: clk.Now} // FailError: a fallback is an error
+	stale := 5*interval + tieredTimeout
+	dead, err := NewTiered(d, c, "replaced", 100, resetWindow, interval, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	incoming(t, dead, "k", true)
+	if ok, err := dead.Flush(ctx); !ok || err != nil {
+		t.Fatalf("the first flusher's Flush = %v, %v", ok, err)
+	}
+
+	born := stale + time.Second
+	clk.Set(born)
+	l, err := NewTiered(d, c, "replaced", 100, resetWindow, interval, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []time.Duration{born, born + stale} {
+		clk.Set(at)
+		if dec, err := l.Incoming(ctx, "k", true); err != nil || !dec.Committed {
+			t.Fatalf("Incoming at +%v, before the new instance's first flush = %+v, %v; want it counted in the zone", at, dec, err)
+		}
+	}
+	clk.Set(born + stale + time.Millisecond)
+	if _, err := l.Incoming(ctx, "k", true); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Incoming once the new instance had the stale time to flush = %v, want ErrUnavailable", err)
+	}
+	if ok, err := l.Flush(ctx); !ok || err != nil {
+		t.Fatalf("the new instance's Flush = %v, %v; want it the flusher", ok, err)
+	}
+	if n, _ := globalCount(t, c, clk, "replaced", "k"); n != 3 {
+		t.Errorf("Redis holds a count of %d, want 3: one from the dead flusher, two from the new instance", n)
 	}
 }

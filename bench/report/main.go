@@ -4,7 +4,8 @@
 // It runs, in order, each reporting progress on stderr:
 //
 //   - the Go benchmarks of dict, counter, limiter, limiter/redistier and
-//     the contrib/fiber middleware (`go test -bench`, -count runs each,
+//     the middleware of net/http (limiter/httplimit), contrib/fasthttp and
+//     contrib/fiber (`go test -bench`, -count runs each,
 //     medians), among them dict's and limiter's one- and two-process
 //     benchmarks on random client keys, and dict's density test;
 //   - the `worker bench` matrix: incr, get, set, req and count on the zone,

@@ -92,18 +92,24 @@ func newMeasurer(c config, run runner, prog *progress) *measurer {
 // goSteps are the Go benchmark runs, by id, with their package and flags.
 // dir is the module the step runs in, relative to the root: "" for shmzone
 // itself, or a contrib module, which is its own Go module.
-var goSteps = []struct {
-	id, dir, pkg, bench string
-	extra               []string
-	needsRedis          bool
-}{
+var goSteps = []goSpec{
 	{id: "dict-ops", pkg: "./dict", bench: "BenchmarkOps|BenchmarkHashKey|BenchmarkCoarseNow"},
 	{id: "dict-procs", pkg: "./dict", bench: "BenchmarkProcs"},
 	{id: "counter", pkg: "./counter", bench: "BenchmarkCounter"},
 	{id: "limiter", pkg: "./limiter", bench: "BenchmarkLimiter|BenchmarkFlood"},
 	{id: "redistier", pkg: "./limiter/redistier", bench: "BenchmarkDecision|BenchmarkTieredFlush", extra: []string{"-benchtime", "2s"}, needsRedis: true},
 	{id: "fiber", dir: "contrib/fiber", pkg: ".", bench: "BenchmarkMiddleware"},
+	{id: "fasthttp", dir: "contrib/fasthttp", pkg: ".", bench: "BenchmarkMiddleware"},
+	{id: "httplimit", pkg: "./limiter/httplimit", bench: "BenchmarkMiddleware"},
 	{id: "keyhash", dir: "contrib/xxh3cmp", pkg: ".", bench: "BenchmarkHash"},
+}
+
+// goSpec is a Go benchmark step: its id in results.Go, its module's
+// directory, package and -bench pattern, and its extra flags.
+type goSpec struct {
+	id, dir, pkg, bench string
+	extra               []string
+	needsRedis          bool
 }
 
 func (m *measurer) measure(ctx context.Context, chartPath string) (*results, error) {
@@ -134,36 +140,10 @@ func (m *measurer) measure(ctx context.Context, chartPath string) (*results, err
 	defer cleanup()
 	m.tmp = tmp
 
-	for _, s := range goSteps {
-		args := []string{"test", "-run", "^$", "-bench", s.bench, "-benchmem", "-count", strconv.Itoa(m.c.count)}
-		if m.c.btime != "" {
-			args = append(args, "-benchtime", m.c.btime)
-		} else {
-			args = append(args, s.extra...)
-		}
-		args = append(args, s.pkg)
-		cmd := "go " + shellJoin(args)
-		if s.dir != "" {
-			cmd = "cd " + s.dir + " && " + cmd
-		}
-		if s.needsRedis && redisErr != nil {
-			m.prog.skip(cmd, "redis-server not installed")
-			res.Missing = append(res.Missing, "limiter/redistier benchmarks: redis-server is not installed")
-			continue
-		}
-		m.prog.step(cmd)
-		out, err := m.run(ctx, filepath.Join(m.c.root, s.dir), nil, "go", args...)
-		if err != nil {
+	for _, g := range goSteps {
+		if err := m.goStep(ctx, res, g, redisErr); err != nil {
 			return nil, err
 		}
-		smp, err := parseBench(out)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", cmd, err)
-		}
-		if len(smp) == 0 {
-			return nil, fmt.Errorf("%s: no benchmark results in its output", cmd)
-		}
-		res.Go[s.id] = goStep{Command: cmd, Samples: smp}
 	}
 
 	dargs := []string{"test", "-count", strconv.Itoa(m.c.density), "-run", "^TestDensity$", "-v", "./dict"}
@@ -198,6 +178,40 @@ func (m *measurer) measure(ctx context.Context, chartPath string) (*results, err
 	res.Elapsed = m.prog.now().Sub(start).Round(time.Second)
 	m.prog.done()
 	return res, nil
+}
+
+// goStep runs one Go benchmark step into res.Go.
+func (m *measurer) goStep(ctx context.Context, res *results, s goSpec, redisErr error) error {
+	args := []string{"test", "-run", "^$", "-bench", s.bench, "-benchmem", "-count", strconv.Itoa(m.c.count)}
+	if m.c.btime != "" {
+		args = append(args, "-benchtime", m.c.btime)
+	} else {
+		args = append(args, s.extra...)
+	}
+	args = append(args, s.pkg)
+	cmd := "go " + shellJoin(args)
+	if s.dir != "" {
+		cmd = "cd " + s.dir + " && " + cmd
+	}
+	if s.needsRedis && redisErr != nil {
+		m.prog.skip(cmd, "redis-server not installed")
+		res.Missing = append(res.Missing, "limiter/redistier benchmarks: redis-server is not installed")
+		return nil
+	}
+	m.prog.step(cmd)
+	out, err := m.run(ctx, filepath.Join(m.c.root, s.dir), nil, "go", args...)
+	if err != nil {
+		return err
+	}
+	smp, err := parseBench(out)
+	if err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
+	if len(smp) == 0 {
+		return fmt.Errorf("%s: no benchmark results in its output", cmd)
+	}
+	res.Go[s.id] = goStep{Command: cmd, Samples: smp}
+	return nil
 }
 
 // tempDir makes a directory for the run's binaries, zones and servers.

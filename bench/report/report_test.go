@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -489,33 +490,40 @@ func TestMeasureSteps(t *testing.T) {
 	if r := res.run("zone", "incr", 1000); r == nil || r.Keyset != "" || strings.Contains(r.Command, "-keyset") {
 		t.Errorf("zone incr run at the default keyset = %+v", r)
 	}
-	// contrib/fiber and contrib/xxh3cmp are modules of their own: their
-	// benchmarks run in their directories, and the page's command says so.
-	inModule := map[string]string{"BenchmarkMiddleware": "contrib/fiber", "BenchmarkHash": "contrib/xxh3cmp"}
-	ran := map[string]bool{}
+	// contrib/fiber, contrib/fasthttp and contrib/xxh3cmp are modules of
+	// their own: their benchmarks run in their directories, and the page's
+	// command says so.
+	inModule := map[string]string{"fiber": "contrib/fiber", "fasthttp": "contrib/fasthttp", "keyhash": "contrib/xxh3cmp"}
+	// The benchmark runs, in the order of goSteps, redistier's skipped.
+	var benchRuns []int
 	for i, c := range f.calls {
-		mod := ""
-		for bench, dir := range inModule {
-			if strings.Contains(c, bench+" ") {
-				mod, ran[bench] = dir, true
-			}
-		}
-		switch {
-		case mod != "":
-			if want := filepath.Join(".", mod); f.dirs[i] != want {
-				t.Errorf("%q ran in %q, want %q", c, f.dirs[i], want)
-			}
-		case strings.HasPrefix(c, "go test") && f.dirs[i] != ".":
-			t.Errorf("%q ran in %q, want the root", c, f.dirs[i])
+		if strings.HasPrefix(c, "go test") && strings.Contains(c, " -bench ") {
+			benchRuns = append(benchRuns, i)
 		}
 	}
-	for bench := range inModule {
-		if !ran[bench] {
-			t.Errorf("no %s run among %q", bench, f.calls)
-		}
+	ran := slices.DeleteFunc(slices.Clone(goSteps), func(g goSpec) bool { return g.needsRedis })
+	if len(benchRuns) != len(ran) {
+		t.Fatalf("%d go test -bench runs, want %d: %q", len(benchRuns), len(ran), f.calls)
 	}
-	if cmd := res.Go["fiber"].Command; !strings.HasPrefix(cmd, "cd contrib/fiber && go test ") || !strings.HasSuffix(cmd, " .") {
-		t.Errorf("fiber command = %q, want cd contrib/fiber && go test … .", cmd)
+	for k, g := range ran {
+		want := inModule[g.id]
+		if g.dir != want {
+			t.Errorf("go step %s runs in %q, want %q", g.id, g.dir, want)
+		}
+		cmd := res.Go[g.id].Command
+		i := benchRuns[k]
+		if !strings.Contains(f.calls[i], "-bench "+g.bench+" ") || !strings.HasSuffix(f.calls[i], " "+g.pkg) {
+			t.Errorf("run %d is %q, want go step %s", k, f.calls[i], g.id)
+		}
+		if wantDir := filepath.Join(".", want); f.dirs[i] != wantDir {
+			t.Errorf("%q ran in %q, want %q", f.calls[i], f.dirs[i], wantDir)
+		}
+		if want != "" && !strings.HasPrefix(cmd, "cd "+want+" && go test ") {
+			t.Errorf("%s command = %q, want cd %s && go test …", g.id, cmd, want)
+		}
+		if want == "" && !strings.HasPrefix(cmd, "go test ") {
+			t.Errorf("%s command = %q, want go test …", g.id, cmd)
+		}
 	}
 	if len(res.Missing) != 4 {
 		t.Errorf("Missing = %q, want redistier, redis rows, browser and nginx", res.Missing)

@@ -21,7 +21,13 @@
 //     against limiter's Req and Count, at one and two processes. It runs
 //     when nginx and its lua module are installed; make bench installs
 //     them (make bench-deps). The Lua sources come from REF, as nginx.sh
-//     says, and the run fails at its start if they are missing.
+//     says, and the run fails at its start if they are missing;
+//   - the end-to-end section: contrib/fleet's e2eserver, a prefork server
+//     with two children, for net/http, fasthttp and fiber, with no limiter,
+//     with the limiter middleware with and without its headers, and under
+//     a 429 flood, each loaded by wrk for -e2e-duration, -e2e-rounds times
+//     in alternation (medians of each round's ratios). It runs when wrk is
+//     installed; make bench installs it (make bench-deps).
 //
 // The raw figures go to bench/results.json and the page to bench/RESULTS.md.
 // Both files are replaced only when every step has run: a failed run leaves
@@ -61,6 +67,10 @@ type config struct {
 	procs    string
 	density  int
 	nginx    bool
+	// e2eRounds and e2eDuration are the end-to-end section's rounds and
+	// the length of each of its runs.
+	e2eRounds   int
+	e2eDuration time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -71,8 +81,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		fmt.Fprint(fs.Output(), `usage: go run ./bench/report [flags]
 
 Report runs the benchmark suite: the Go benchmarks, the worker bench
-matrix, the scaling chart, and nginx's lua_shared_dict and
-lua-resty-limit-traffic when nginx is installed. It rewrites
+matrix, the scaling chart, nginx's lua_shared_dict and
+lua-resty-limit-traffic when nginx is installed, and prefork servers under
+wrk when wrk is installed. It rewrites
 bench/RESULTS.md and bench/results.json from the figures. It takes minutes
 (the page says how long the run it shows took); the files change only if
 every step ran.
@@ -93,6 +104,8 @@ Flags:
 	fs.StringVar(&c.procs, "procs", "1,2", "worker bench -procs of the matrix")
 	fs.IntVar(&c.density, "density", 10, "runs of dict's density test")
 	fs.BoolVar(&c.nginx, "nginx", true, "measure nginx's lua_shared_dict, resty.limit.req and resty.limit.count when nginx and its lua module are installed")
+	fs.IntVar(&c.e2eRounds, "e2e-rounds", 5, "rounds of the end-to-end section: each runs every server configuration once (the page shows medians)")
+	fs.DurationVar(&c.e2eDuration, "e2e-duration", 3*time.Second, "wrk's -d of each end-to-end run, in whole seconds")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -108,6 +121,10 @@ Flags:
 		return c, fmt.Errorf("-duration %v: want at least 100ms", c.duration)
 	case c.density < 1:
 		return c, fmt.Errorf("-density %d: want at least 1", c.density)
+	case c.e2eRounds < 1:
+		return c, fmt.Errorf("-e2e-rounds %d: want at least 1", c.e2eRounds)
+	case c.e2eDuration < time.Second || c.e2eDuration%time.Second != 0:
+		return c, fmt.Errorf("-e2e-duration %v: want whole seconds, at least 1s", c.e2eDuration)
 	}
 	if _, err := parseProcs(c.procs); err != nil {
 		return c, err

@@ -28,6 +28,7 @@ type results struct {
 	Matrix []matrixRun `json:"matrix"`
 	Chart  chartStep   `json:"chart"`
 	Nginx  *nginxStep  `json:"nginx,omitempty"`
+	E2E    *e2eStep    `json:"e2e,omitempty"`
 	// Missing says, a line each, what could not be measured and why.
 	Missing []string `json:"missing,omitempty"`
 }
@@ -83,10 +84,14 @@ type measurer struct {
 	// tmp holds the run's binaries, zones and servers; worker is the
 	// worker binary built in it.
 	tmp, worker string
+	// serve starts an e2eserver and cpu reads its processes' CPU time;
+	// tests replace them.
+	serve func(ctx context.Context, bin string, args []string) (*e2eServer, error)
+	cpu   func(pids []int) (time.Duration, error)
 }
 
 func newMeasurer(c config, run runner, prog *progress) *measurer {
-	return &measurer{c: c, run: run, prog: prog, look: exec.LookPath}
+	return &measurer{c: c, run: run, prog: prog, look: exec.LookPath, serve: startE2EServer, cpu: readCPU}
 }
 
 // goSteps are the Go benchmark runs, by id, with their package and flags.
@@ -126,8 +131,8 @@ func (m *measurer) measure(ctx context.Context, chartPath string) (*results, err
 	res.Machine = m.machine(ctx)
 	_, redisErr := m.look("redis-server")
 	// The Go benchmarks, the density test, the worker build, the matrix,
-	// the chart, its rendering and nginx.
-	m.prog.plan(len(goSteps) + 2 + len(matrixPlan(redisErr == nil))*m.c.reps + 3)
+	// the chart, its rendering, nginx and the end-to-end section.
+	m.prog.plan(len(goSteps) + 2 + len(matrixPlan(redisErr == nil))*m.c.reps + 3 + m.e2eSteps())
 	if m.nginxSkip() == "" {
 		if _, err := limitTrafficRef(m.c.root, os.Getenv); err != nil {
 			return nil, err
@@ -170,6 +175,9 @@ func (m *measurer) measure(ctx context.Context, chartPath string) (*results, err
 		return nil, err
 	}
 	if err := m.nginx(ctx, res); err != nil {
+		return nil, err
+	}
+	if err := m.e2e(ctx, res); err != nil {
 		return nil, err
 	}
 	if err := writeFileAtomic(chartPath, []byte(res.Chart.SVG)); err != nil {

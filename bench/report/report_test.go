@@ -367,6 +367,9 @@ func TestFlags(t *testing.T) {
 		{"-procs", "1,x"},
 		{"-procs", "0"},
 		{"-density", "0"},
+		{"-e2e-rounds", "0"},
+		{"-e2e-duration", "1500ms"},
+		{"-e2e-duration", "0s"},
 		{"stray"},
 		{"-nosuch"},
 	} {
@@ -414,6 +417,8 @@ type fakeRunner struct {
 	calls []string
 	dirs  []string // the directory of each call
 	fail  string   // a command line containing this fails
+	// wrk answers wrk's runs; nil fails them.
+	wrk func(args []string) []byte
 }
 
 func (f *fakeRunner) run(ctx context.Context, dir string, env []string, name string, args ...string) ([]byte, error) {
@@ -432,6 +437,8 @@ func (f *fakeRunner) run(ctx context.Context, dir string, env []string, name str
 		return []byte(strings.Repeat("    density_test.go:42: 170000 counters before the first eviction: 16 shards\n", 2)), nil
 	case strings.HasPrefix(line, "go test"):
 		return []byte(benchOut), nil
+	case strings.HasPrefix(line, "wrk ") && f.wrk != nil:
+		return f.wrk(args), nil
 	case strings.HasPrefix(line, "worker bench"):
 		for i, a := range args {
 			if a == "-chart" {
@@ -525,10 +532,13 @@ func TestMeasureSteps(t *testing.T) {
 			t.Errorf("%s command = %q, want go test …", g.id, cmd)
 		}
 	}
-	if len(res.Missing) != 4 {
-		t.Errorf("Missing = %q, want redistier, redis rows, browser and nginx", res.Missing)
+	if len(res.Missing) != 5 {
+		t.Errorf("Missing = %q, want redistier, redis rows, browser, nginx and wrk", res.Missing)
 	}
-	total := len(goSteps) + 2 + wantRuns + 3
+	if res.E2E != nil {
+		t.Errorf("E2E = %+v without wrk, want nil", res.E2E)
+	}
+	total := len(goSteps) + 2 + wantRuns + 3 + 1
 	if !strings.Contains(log.String(), fmt.Sprintf("[%d/%d ", total, total)) || strings.Contains(log.String(), fmt.Sprintf("[%d/", total+1)) {
 		t.Errorf("progress does not count to %d:\n%s", total, log)
 	}
@@ -658,6 +668,7 @@ func TestFiberTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, sec, _ := strings.Cut(string(page), "## fiber middleware overhead per request\n")
+	sec, _, _ = strings.Cut(sec, "\n## ")
 	if strings.Contains(sec, "```sh") {
 		t.Errorf("page without the fiber step shows a command:\n%s", sec)
 	}

@@ -94,7 +94,8 @@ fmt:
 ## (bench/peers/nginx.sh), and the end-to-end section (prefork servers of
 ## net/http, fasthttp and fiber under wrk); then it rewrites
 ## bench/RESULTS.md, bench/results.json and bench/scaling.svg, which says
-## how long the run took.
+## how long the run took. `go run ./bench/report -only e2e` measures the
+## end-to-end section alone into the existing results.
 bench: deps bench-deps
 	$(GO) run ./bench/report
 

@@ -20,6 +20,9 @@ import (
 type e2eStep struct {
 	Started time.Time     `json:"started"`
 	Elapsed time.Duration `json:"elapsed_ns"`
+	// Apart is set when `-only e2e` measured the section after the rest
+	// of the page.
+	Apart bool `json:"apart,omitempty"`
 	// Build builds the server; Server is its command line, and Wrk the
 	// load's. FRAMEWORK and FLAGS stand for a configuration's, and ZONE
 	// and PORT for what changes from run to run.

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -356,6 +358,56 @@ func TestMeasureE2EFails(t *testing.T) {
 	}
 }
 
+// TestMeasureOnlyE2E measures the section into the results of an earlier
+// run: the section, its Go benchmarks and its line of Missing change, and
+// nothing else does. Without wrk, it fails.
+func TestMeasureOnlyE2E(t *testing.T) {
+	res, err := readResults("testdata/results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.E2E = nil
+	res.Missing = append(res.Missing, e2eWhat+": wrk is not installed (make bench-deps)")
+	before := marshalResults(res)
+	f := &fakeRunner{t: t}
+	m, _ := fakeMeasurer(t, f)
+	m.c.e2eRounds, m.c.e2eDuration = 1, time.Second
+	if err := m.measureE2E(context.Background(), res); err == nil || !strings.Contains(err.Error(), "wrk") {
+		t.Errorf("measureE2E without wrk = %v, want an error naming wrk", err)
+	}
+	if !bytes.Equal(marshalResults(res), before) {
+		t.Errorf("a failed measureE2E changed the results")
+	}
+
+	e := &fakeE2E{f: f, startOK: true}
+	e.install(m)
+	old, err := readResults("testdata/results.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.measureE2E(context.Background(), res); err != nil {
+		t.Fatal(err)
+	}
+	if res.E2E == nil || !res.E2E.Apart || len(res.E2E.Runs) != len(e2eFrameworks)*len(e2eConfigs) {
+		t.Errorf("E2E = %+v, want one round, measured apart", res.E2E)
+	}
+	if fmt.Sprint(res.Missing) != fmt.Sprint(old.Missing) {
+		t.Errorf("Missing = %q, want %q: the line of wrk removed", res.Missing, old.Missing)
+	}
+	for _, g := range goSteps {
+		changed := fmt.Sprint(res.Go[g.id]) != fmt.Sprint(old.Go[g.id])
+		if changed != g.e2e {
+			t.Errorf("go step %s changed: %v, want %v", g.id, changed, g.e2e)
+		}
+	}
+	// Everything else is as it was.
+	res.E2E, old.E2E = nil, nil
+	res.Go, old.Go = nil, nil
+	if !bytes.Equal(marshalResults(res), marshalResults(old)) {
+		t.Errorf("measureE2E changed more than its section")
+	}
+}
+
 // TestE2ESection: the page's ratios, raw medians and targets come from the
 // runs, and a run without the section says so with its rows unmeasured.
 func TestE2ESection(t *testing.T) {
@@ -402,6 +454,9 @@ func TestE2ESection(t *testing.T) {
 		if !strings.Contains(sec, want) {
 			t.Errorf("section without its runs lacks %q:\n%s", want, sec)
 		}
+	}
+	if strings.Contains(string(page), "later run") {
+		t.Errorf("page without the section says it came from a later run")
 	}
 	if got := targetVerdict(t, res, "end to end, fiber: req/s under a 429 flood"); got != "— not measured" {
 		t.Errorf("flood target without the section = %q, want not measured", got)
@@ -450,5 +505,20 @@ func TestStartE2EServer(t *testing.T) {
 				t.Errorf("startE2EServer = %+v, %v; want an error containing %q", srv, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestOnlyE2EWantsResults: -only e2e merges into the results of an earlier
+// run, and fails, measuring nothing and writing nothing, without them.
+func TestOnlyE2EWantsResults(t *testing.T) {
+	dir := t.TempDir()
+	page := filepath.Join(dir, "RESULTS.md")
+	var out, errb bytes.Buffer
+	code := run([]string{"-only", "e2e", "-data", filepath.Join(dir, "none.json"), "-out", page}, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "none.json") {
+		t.Errorf("run(-only e2e) without results = %d, stderr %q; want 1 and the missing file", code, errb.String())
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("files written: %v", ents)
 	}
 }

@@ -104,6 +104,9 @@ var e2eMiddleware = []struct{ framework, step, mw string }{
 
 func (v *view) e2eTables() {
 	s := v.results.E2E
+	if s != nil && s.Apart {
+		v.E2EApart = fmt.Sprintf("%s at %s UTC", s.Started.Format("2006-01-02"), s.Started.Format("15:04"))
+	}
 	v.E2ERatios = table{head: []string{"framework", "req/s, limiter over none", "CPU/request, limiter over none",
 		"req/s, no headers over none", "CPU/request, no headers over none", "req/s, 429 flood over none"}}
 	for _, fw := range e2eFrameworks {

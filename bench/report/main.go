@@ -32,7 +32,9 @@
 // The raw figures go to bench/results.json and the page to bench/RESULTS.md.
 // Both files are replaced only when every step has run: a failed run leaves
 // the previous results in place. -from re-renders the page from a results
-// file without measuring anything.
+// file without measuring anything. -only e2e measures the end-to-end
+// section alone, with the middleware benchmarks of net/http, fasthttp and
+// fiber, into the results file of an earlier run, and re-renders the page.
 package main
 
 import (
@@ -67,6 +69,9 @@ type config struct {
 	procs    string
 	density  int
 	nginx    bool
+	// only is "" to measure everything, or "e2e" for the end-to-end
+	// section alone.
+	only string
 	// e2eRounds and e2eDuration are the end-to-end section's rounds and
 	// the length of each of its runs.
 	e2eRounds   int
@@ -86,7 +91,8 @@ lua-resty-limit-traffic when nginx is installed, and prefork servers under
 wrk when wrk is installed. It rewrites
 bench/RESULTS.md and bench/results.json from the figures. It takes minutes
 (the page says how long the run it shows took); the files change only if
-every step ran.
+every step ran. -only e2e measures the end-to-end section alone, into the
+results of an earlier run.
 
 Flags:
 `)
@@ -104,6 +110,7 @@ Flags:
 	fs.StringVar(&c.procs, "procs", "1,2", "worker bench -procs of the matrix")
 	fs.IntVar(&c.density, "density", 10, "runs of dict's density test")
 	fs.BoolVar(&c.nginx, "nginx", true, "measure nginx's lua_shared_dict, resty.limit.req and resty.limit.count when nginx and its lua module are installed")
+	fs.StringVar(&c.only, "only", "", "measure only this section, into the -data of an earlier run, and re-render the page: e2e")
 	fs.IntVar(&c.e2eRounds, "e2e-rounds", 5, "rounds of the end-to-end section: each runs every server configuration once (the page shows medians)")
 	fs.DurationVar(&c.e2eDuration, "e2e-duration", 3*time.Second, "wrk's -d of each end-to-end run, in whole seconds")
 	if err := fs.Parse(args); err != nil {
@@ -121,6 +128,10 @@ Flags:
 		return c, fmt.Errorf("-duration %v: want at least 100ms", c.duration)
 	case c.density < 1:
 		return c, fmt.Errorf("-density %d: want at least 1", c.density)
+	case c.only != "" && c.only != "e2e":
+		return c, fmt.Errorf("-only %q: want e2e", c.only)
+	case c.only != "" && c.from != "":
+		return c, fmt.Errorf("-only and -from: choose one")
 	case c.e2eRounds < 1:
 		return c, fmt.Errorf("-e2e-rounds %d: want at least 1", c.e2eRounds)
 	case c.e2eDuration < time.Second || c.e2eDuration%time.Second != 0:
@@ -154,7 +165,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		m := newMeasurer(c, execRunner, newProgress(stderr, time.Now))
-		res, err = m.measure(ctx, path(c.chart))
+		if c.only == "e2e" {
+			res, err = readResults(path(c.data))
+			if err == nil {
+				err = m.measureE2E(ctx, res)
+			}
+		} else {
+			res, err = m.measure(ctx, path(c.chart))
+		}
 		if err == nil {
 			err = writeFileAtomic(path(c.data), marshalResults(res))
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -96,16 +97,18 @@ func newMeasurer(c config, run runner, prog *progress) *measurer {
 
 // goSteps are the Go benchmark runs, by id, with their package and flags.
 // dir is the module the step runs in, relative to the root: "" for shmzone
-// itself, or a contrib module, which is its own Go module.
+// itself, or a contrib module, which is its own Go module. The steps of
+// the middleware, marked e2e, run again with the end-to-end section when
+// `-only e2e` measures it alone.
 var goSteps = []goSpec{
 	{id: "dict-ops", pkg: "./dict", bench: "BenchmarkOps|BenchmarkHashKey|BenchmarkCoarseNow"},
 	{id: "dict-procs", pkg: "./dict", bench: "BenchmarkProcs"},
 	{id: "counter", pkg: "./counter", bench: "BenchmarkCounter"},
 	{id: "limiter", pkg: "./limiter", bench: "BenchmarkLimiter|BenchmarkFlood"},
 	{id: "redistier", pkg: "./limiter/redistier", bench: "BenchmarkDecision|BenchmarkTieredFlush", extra: []string{"-benchtime", "2s"}, needsRedis: true},
-	{id: "fiber", dir: "contrib/fiber", pkg: ".", bench: "BenchmarkMiddleware"},
-	{id: "fasthttp", dir: "contrib/fasthttp", pkg: ".", bench: "BenchmarkMiddleware"},
-	{id: "httplimit", pkg: "./limiter/httplimit", bench: "BenchmarkMiddleware"},
+	{id: "fiber", dir: "contrib/fiber", pkg: ".", bench: "BenchmarkMiddleware", e2e: true},
+	{id: "fasthttp", dir: "contrib/fasthttp", pkg: ".", bench: "BenchmarkMiddleware", e2e: true},
+	{id: "httplimit", pkg: "./limiter/httplimit", bench: "BenchmarkMiddleware", e2e: true},
 	{id: "keyhash", dir: "contrib/xxh3cmp", pkg: ".", bench: "BenchmarkHash"},
 }
 
@@ -114,7 +117,7 @@ var goSteps = []goSpec{
 type goSpec struct {
 	id, dir, pkg, bench string
 	extra               []string
-	needsRedis          bool
+	needsRedis, e2e     bool
 }
 
 func (m *measurer) measure(ctx context.Context, chartPath string) (*results, error) {
@@ -219,6 +222,46 @@ func (m *measurer) goStep(ctx context.Context, res *results, s goSpec, redisErr 
 		return fmt.Errorf("%s: no benchmark results in its output", cmd)
 	}
 	res.Go[s.id] = goStep{Command: cmd, Samples: smp}
+	return nil
+}
+
+// measureE2E measures the end-to-end section alone, with the middleware
+// benchmarks, into res, the results of an earlier run. The rest of res
+// stays as it was, but for the lines of Missing that this section writes,
+// which it replaces.
+func (m *measurer) measureE2E(ctx context.Context, res *results) error {
+	if res.Go == nil {
+		res.Go = map[string]goStep{}
+	}
+	var e2eSpecs []goSpec
+	for _, g := range goSteps {
+		if g.e2e {
+			e2eSpecs = append(e2eSpecs, g)
+		}
+	}
+	if why := m.e2eSkip(); why != "" {
+		return fmt.Errorf("-only e2e: %s", why)
+	}
+	m.prog.plan(len(e2eSpecs) + m.e2eSteps())
+	tmp, cleanup, err := tempDir()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	m.tmp = tmp
+	for _, g := range e2eSpecs {
+		if err := m.goStep(ctx, res, g, nil); err != nil {
+			return err
+		}
+	}
+	res.Missing = slices.DeleteFunc(res.Missing, func(s string) bool { return strings.HasPrefix(s, e2eWhat+":") })
+	if err := m.e2e(ctx, res); err != nil {
+		return err
+	}
+	if res.E2E != nil {
+		res.E2E.Apart = true
+	}
+	m.prog.done()
 	return nil
 }
 

@@ -56,6 +56,9 @@ type view struct {
 	// medians of each configuration, and E2EGo the middleware benchmarks
 	// in process.
 	E2ERatios, E2ERuns, E2EGo table
+	// E2EApart is the day and time `-only e2e` measured the end-to-end
+	// section, or "" when it ran with the rest of the page.
+	E2EApart string
 }
 
 // Run is results.run for the template.

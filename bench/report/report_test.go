@@ -367,6 +367,8 @@ func TestFlags(t *testing.T) {
 		{"-procs", "1,x"},
 		{"-procs", "0"},
 		{"-density", "0"},
+		{"-only", "nginx"},
+		{"-only", "e2e", "-from", "testdata/results.json"},
 		{"-e2e-rounds", "0"},
 		{"-e2e-duration", "1500ms"},
 		{"-e2e-duration", "0s"},

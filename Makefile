@@ -91,18 +91,22 @@ fmt:
 ## with -keyset own, each process on its own keys), the scaling chart
 ## (opened in headless Chromium when installed), and nginx's
 ## lua_shared_dict, resty.limit.req and resty.limit.count
-## (bench/peers/nginx.sh); then it rewrites bench/RESULTS.md,
-## bench/results.json and bench/scaling.svg, which says how long the run
-## took.
+## (bench/peers/nginx.sh), and the end-to-end section (prefork servers of
+## net/http, fasthttp and fiber under wrk); then it rewrites
+## bench/RESULTS.md, bench/results.json and bench/scaling.svg, which says
+## how long the run took. `go run ./bench/report -only e2e` measures the
+## end-to-end section alone into the existing results.
 bench: deps bench-deps
 	$(GO) run ./bench/report
 
 ## bench-deps: bench/peers/nginx.sh runs nginx with its lua module and
-## lua-resty-core; install nginx-light, libnginx-mod-http-lua and
-## lua-resty-core with apt when they are missing.
+## lua-resty-core, and the end-to-end section loads its servers with wrk;
+## install nginx-light, libnginx-mod-http-lua, lua-resty-core and wrk with
+## apt when they are missing.
 bench-deps:
 	@pkgs=; \
 	command -v nginx >/dev/null || pkgs="nginx-light"; \
+	command -v wrk >/dev/null || pkgs="$$pkgs wrk"; \
 	[ -e /usr/share/nginx/modules/ngx_http_lua_module.so ] || pkgs="$$pkgs libnginx-mod-http-lua"; \
 	[ -e /usr/share/lua/5.1/resty/core.lua ] || pkgs="$$pkgs lua-resty-core"; \
 	[ -z "$$pkgs" ] || ($(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y $$pkgs)

@@ -4,7 +4,8 @@
 // It runs, in order, each reporting progress on stderr:
 //
 //   - the Go benchmarks of dict, counter, limiter, limiter/redistier and
-//     the contrib/fiber middleware (`go test -bench`, -count runs each,
+//     the middleware of net/http (limiter/httplimit), contrib/fasthttp and
+//     contrib/fiber (`go test -bench`, -count runs each,
 //     medians), among them dict's and limiter's one- and two-process
 //     benchmarks on random client keys, and dict's density test;
 //   - the `worker bench` matrix: incr, get, set, req and count on the zone,
@@ -20,12 +21,20 @@
 //     against limiter's Req and Count, at one and two processes. It runs
 //     when nginx and its lua module are installed; make bench installs
 //     them (make bench-deps). The Lua sources come from REF, as nginx.sh
-//     says, and the run fails at its start if they are missing.
+//     says, and the run fails at its start if they are missing;
+//   - the end-to-end section: contrib/fleet's e2eserver, a prefork server
+//     with two children, for net/http, fasthttp and fiber, with no limiter,
+//     with the limiter middleware with and without its headers, and under
+//     a 429 flood, each loaded by wrk for -e2e-duration, -e2e-rounds times
+//     in alternation (medians of each round's ratios). It runs when wrk is
+//     installed; make bench installs it (make bench-deps).
 //
 // The raw figures go to bench/results.json and the page to bench/RESULTS.md.
 // Both files are replaced only when every step has run: a failed run leaves
 // the previous results in place. -from re-renders the page from a results
-// file without measuring anything.
+// file without measuring anything. -only e2e measures the end-to-end
+// section alone, with the middleware benchmarks of net/http, fasthttp and
+// fiber, into the results file of an earlier run, and re-renders the page.
 package main
 
 import (
@@ -60,6 +69,13 @@ type config struct {
 	procs    string
 	density  int
 	nginx    bool
+	// only is "" to measure everything, or "e2e" for the end-to-end
+	// section alone.
+	only string
+	// e2eRounds and e2eDuration are the end-to-end section's rounds and
+	// the length of each of its runs.
+	e2eRounds   int
+	e2eDuration time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -70,11 +86,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		fmt.Fprint(fs.Output(), `usage: go run ./bench/report [flags]
 
 Report runs the benchmark suite: the Go benchmarks, the worker bench
-matrix, the scaling chart, and nginx's lua_shared_dict and
-lua-resty-limit-traffic when nginx is installed. It rewrites
+matrix, the scaling chart, nginx's lua_shared_dict and
+lua-resty-limit-traffic when nginx is installed, and prefork servers under
+wrk when wrk is installed. It rewrites
 bench/RESULTS.md and bench/results.json from the figures. It takes minutes
 (the page says how long the run it shows took); the files change only if
-every step ran.
+every step ran. -only e2e measures the end-to-end section alone, into the
+results of an earlier run.
 
 Flags:
 `)
@@ -92,6 +110,9 @@ Flags:
 	fs.StringVar(&c.procs, "procs", "1,2", "worker bench -procs of the matrix")
 	fs.IntVar(&c.density, "density", 10, "runs of dict's density test")
 	fs.BoolVar(&c.nginx, "nginx", true, "measure nginx's lua_shared_dict, resty.limit.req and resty.limit.count when nginx and its lua module are installed")
+	fs.StringVar(&c.only, "only", "", "measure only this section, into the -data of an earlier run, and re-render the page: e2e")
+	fs.IntVar(&c.e2eRounds, "e2e-rounds", 5, "rounds of the end-to-end section: each runs every server configuration once (the page shows medians)")
+	fs.DurationVar(&c.e2eDuration, "e2e-duration", 3*time.Second, "wrk's -d of each end-to-end run, in whole seconds")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -107,6 +128,14 @@ Flags:
 		return c, fmt.Errorf("-duration %v: want at least 100ms", c.duration)
 	case c.density < 1:
 		return c, fmt.Errorf("-density %d: want at least 1", c.density)
+	case c.only != "" && c.only != "e2e":
+		return c, fmt.Errorf("-only %q: want e2e", c.only)
+	case c.only != "" && c.from != "":
+		return c, fmt.Errorf("-only and -from: choose one")
+	case c.e2eRounds < 1:
+		return c, fmt.Errorf("-e2e-rounds %d: want at least 1", c.e2eRounds)
+	case c.e2eDuration < time.Second || c.e2eDuration%time.Second != 0:
+		return c, fmt.Errorf("-e2e-duration %v: want whole seconds, at least 1s", c.e2eDuration)
 	}
 	if _, err := parseProcs(c.procs); err != nil {
 		return c, err
@@ -136,7 +165,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		m := newMeasurer(c, execRunner, newProgress(stderr, time.Now))
-		res, err = m.measure(ctx, path(c.chart))
+		if c.only == "e2e" {
+			res, err = readResults(path(c.data))
+			if err == nil {
+				err = m.measureE2E(ctx, res)
+			}
+		} else {
+			res, err = m.measure(ctx, path(c.chart))
+		}
 		if err == nil {
 			err = writeFileAtomic(path(c.data), marshalResults(res))
 		}

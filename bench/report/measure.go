@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +29,7 @@ type results struct {
 	Matrix []matrixRun `json:"matrix"`
 	Chart  chartStep   `json:"chart"`
 	Nginx  *nginxStep  `json:"nginx,omitempty"`
+	E2E    *e2eStep    `json:"e2e,omitempty"`
 	// Missing says, a line each, what could not be measured and why.
 	Missing []string `json:"missing,omitempty"`
 }
@@ -83,27 +85,39 @@ type measurer struct {
 	// tmp holds the run's binaries, zones and servers; worker is the
 	// worker binary built in it.
 	tmp, worker string
+	// serve starts an e2eserver and cpu reads its processes' CPU time;
+	// tests replace them.
+	serve func(ctx context.Context, bin string, args []string) (*e2eServer, error)
+	cpu   func(pids []int) (time.Duration, error)
 }
 
 func newMeasurer(c config, run runner, prog *progress) *measurer {
-	return &measurer{c: c, run: run, prog: prog, look: exec.LookPath}
+	return &measurer{c: c, run: run, prog: prog, look: exec.LookPath, serve: startE2EServer, cpu: readCPU}
 }
 
 // goSteps are the Go benchmark runs, by id, with their package and flags.
 // dir is the module the step runs in, relative to the root: "" for shmzone
-// itself, or a contrib module, which is its own Go module.
-var goSteps = []struct {
-	id, dir, pkg, bench string
-	extra               []string
-	needsRedis          bool
-}{
+// itself, or a contrib module, which is its own Go module. The steps of
+// the middleware, marked e2e, run again with the end-to-end section when
+// `-only e2e` measures it alone.
+var goSteps = []goSpec{
 	{id: "dict-ops", pkg: "./dict", bench: "BenchmarkOps|BenchmarkHashKey|BenchmarkCoarseNow"},
 	{id: "dict-procs", pkg: "./dict", bench: "BenchmarkProcs"},
 	{id: "counter", pkg: "./counter", bench: "BenchmarkCounter"},
 	{id: "limiter", pkg: "./limiter", bench: "BenchmarkLimiter|BenchmarkFlood"},
 	{id: "redistier", pkg: "./limiter/redistier", bench: "BenchmarkDecision|BenchmarkTieredFlush", extra: []string{"-benchtime", "2s"}, needsRedis: true},
-	{id: "fiber", dir: "contrib/fiber", pkg: ".", bench: "BenchmarkMiddleware"},
+	{id: "fiber", dir: "contrib/fiber", pkg: ".", bench: "BenchmarkMiddleware", e2e: true},
+	{id: "fasthttp", dir: "contrib/fasthttp", pkg: ".", bench: "BenchmarkMiddleware", e2e: true},
+	{id: "httplimit", pkg: "./limiter/httplimit", bench: "BenchmarkMiddleware", e2e: true},
 	{id: "keyhash", dir: "contrib/xxh3cmp", pkg: ".", bench: "BenchmarkHash"},
+}
+
+// goSpec is a Go benchmark step: its id in results.Go, its module's
+// directory, package and -bench pattern, and its extra flags.
+type goSpec struct {
+	id, dir, pkg, bench string
+	extra               []string
+	needsRedis, e2e     bool
 }
 
 func (m *measurer) measure(ctx context.Context, chartPath string) (*results, error) {
@@ -120,8 +134,8 @@ func (m *measurer) measure(ctx context.Context, chartPath string) (*results, err
 	res.Machine = m.machine(ctx)
 	_, redisErr := m.look("redis-server")
 	// The Go benchmarks, the density test, the worker build, the matrix,
-	// the chart, its rendering and nginx.
-	m.prog.plan(len(goSteps) + 2 + len(matrixPlan(redisErr == nil))*m.c.reps + 3)
+	// the chart, its rendering, nginx and the end-to-end section.
+	m.prog.plan(len(goSteps) + 2 + len(matrixPlan(redisErr == nil))*m.c.reps + 3 + m.e2eSteps())
 	if m.nginxSkip() == "" {
 		if _, err := limitTrafficRef(m.c.root, os.Getenv); err != nil {
 			return nil, err
@@ -134,36 +148,10 @@ func (m *measurer) measure(ctx context.Context, chartPath string) (*results, err
 	defer cleanup()
 	m.tmp = tmp
 
-	for _, s := range goSteps {
-		args := []string{"test", "-run", "^$", "-bench", s.bench, "-benchmem", "-count", strconv.Itoa(m.c.count)}
-		if m.c.btime != "" {
-			args = append(args, "-benchtime", m.c.btime)
-		} else {
-			args = append(args, s.extra...)
-		}
-		args = append(args, s.pkg)
-		cmd := "go " + shellJoin(args)
-		if s.dir != "" {
-			cmd = "cd " + s.dir + " && " + cmd
-		}
-		if s.needsRedis && redisErr != nil {
-			m.prog.skip(cmd, "redis-server not installed")
-			res.Missing = append(res.Missing, "limiter/redistier benchmarks: redis-server is not installed")
-			continue
-		}
-		m.prog.step(cmd)
-		out, err := m.run(ctx, filepath.Join(m.c.root, s.dir), nil, "go", args...)
-		if err != nil {
+	for _, g := range goSteps {
+		if err := m.goStep(ctx, res, g, redisErr); err != nil {
 			return nil, err
 		}
-		smp, err := parseBench(out)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", cmd, err)
-		}
-		if len(smp) == 0 {
-			return nil, fmt.Errorf("%s: no benchmark results in its output", cmd)
-		}
-		res.Go[s.id] = goStep{Command: cmd, Samples: smp}
 	}
 
 	dargs := []string{"test", "-count", strconv.Itoa(m.c.density), "-run", "^TestDensity$", "-v", "./dict"}
@@ -192,12 +180,89 @@ func (m *measurer) measure(ctx context.Context, chartPath string) (*results, err
 	if err := m.nginx(ctx, res); err != nil {
 		return nil, err
 	}
+	if err := m.e2e(ctx, res); err != nil {
+		return nil, err
+	}
 	if err := writeFileAtomic(chartPath, []byte(res.Chart.SVG)); err != nil {
 		return nil, err
 	}
 	res.Elapsed = m.prog.now().Sub(start).Round(time.Second)
 	m.prog.done()
 	return res, nil
+}
+
+// goStep runs one Go benchmark step into res.Go.
+func (m *measurer) goStep(ctx context.Context, res *results, s goSpec, redisErr error) error {
+	args := []string{"test", "-run", "^$", "-bench", s.bench, "-benchmem", "-count", strconv.Itoa(m.c.count)}
+	if m.c.btime != "" {
+		args = append(args, "-benchtime", m.c.btime)
+	} else {
+		args = append(args, s.extra...)
+	}
+	args = append(args, s.pkg)
+	cmd := "go " + shellJoin(args)
+	if s.dir != "" {
+		cmd = "cd " + s.dir + " && " + cmd
+	}
+	if s.needsRedis && redisErr != nil {
+		m.prog.skip(cmd, "redis-server not installed")
+		res.Missing = append(res.Missing, "limiter/redistier benchmarks: redis-server is not installed")
+		return nil
+	}
+	m.prog.step(cmd)
+	out, err := m.run(ctx, filepath.Join(m.c.root, s.dir), nil, "go", args...)
+	if err != nil {
+		return err
+	}
+	smp, err := parseBench(out)
+	if err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
+	if len(smp) == 0 {
+		return fmt.Errorf("%s: no benchmark results in its output", cmd)
+	}
+	res.Go[s.id] = goStep{Command: cmd, Samples: smp}
+	return nil
+}
+
+// measureE2E measures the end-to-end section alone, with the middleware
+// benchmarks, into res, the results of an earlier run. The rest of res
+// stays as it was, but for the lines of Missing that this section writes,
+// which it replaces.
+func (m *measurer) measureE2E(ctx context.Context, res *results) error {
+	if res.Go == nil {
+		res.Go = map[string]goStep{}
+	}
+	var e2eSpecs []goSpec
+	for _, g := range goSteps {
+		if g.e2e {
+			e2eSpecs = append(e2eSpecs, g)
+		}
+	}
+	if why := m.e2eSkip(); why != "" {
+		return fmt.Errorf("-only e2e: %s", why)
+	}
+	m.prog.plan(len(e2eSpecs) + m.e2eSteps())
+	tmp, cleanup, err := tempDir()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	m.tmp = tmp
+	for _, g := range e2eSpecs {
+		if err := m.goStep(ctx, res, g, nil); err != nil {
+			return err
+		}
+	}
+	res.Missing = slices.DeleteFunc(res.Missing, func(s string) bool { return strings.HasPrefix(s, e2eWhat+":") })
+	if err := m.e2e(ctx, res); err != nil {
+		return err
+	}
+	if res.E2E != nil {
+		res.E2E.Apart = true
+	}
+	m.prog.done()
+	return nil
 }
 
 // tempDir makes a directory for the run's binaries, zones and servers.

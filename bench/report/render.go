@@ -52,6 +52,13 @@ type view struct {
 	// or "" when the run did not measure it; KeyMemoryBench is the
 	// benchmark that measures it.
 	KeyMemory, KeyMemoryBench string
+	// E2ERatios are each framework's end-to-end ratios, E2ERuns the
+	// medians of each configuration, and E2EGo the middleware benchmarks
+	// in process.
+	E2ERatios, E2ERuns, E2EGo table
+	// E2EApart is the day and time `-only e2e` measured the end-to-end
+	// section, or "" when it ran with the rest of the page.
+	E2EApart string
 }
 
 // Run is results.run for the template.
@@ -77,6 +84,7 @@ func render(r *results) ([]byte, error) {
 	v.fiberTable()
 	v.matrixTables()
 	v.nginxTable()
+	v.e2eTables()
 	var b bytes.Buffer
 	if err := page.Execute(&b, v); err != nil {
 		return nil, err
@@ -212,6 +220,7 @@ func (v *view) targets() {
 	nx("limiter Req over nginx resty.limit.req, 2 processes each on its own 1,000 clients", "req", 1000, 2, 2)
 	nx("limiter Count over nginx resty.limit.count, 1 process on 1,000 clients", "count", 1000, 1, 2)
 	nx("limiter Count over nginx resty.limit.count, 2 processes each on its own 1,000 clients", "count", 1000, 2, 2)
+	v.e2eTargets()
 }
 
 // scaling returns ops/s at procs=2 over procs=1 of a Go benchmark that

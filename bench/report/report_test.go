@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -366,6 +367,11 @@ func TestFlags(t *testing.T) {
 		{"-procs", "1,x"},
 		{"-procs", "0"},
 		{"-density", "0"},
+		{"-only", "nginx"},
+		{"-only", "e2e", "-from", "testdata/results.json"},
+		{"-e2e-rounds", "0"},
+		{"-e2e-duration", "1500ms"},
+		{"-e2e-duration", "0s"},
 		{"stray"},
 		{"-nosuch"},
 	} {
@@ -413,6 +419,8 @@ type fakeRunner struct {
 	calls []string
 	dirs  []string // the directory of each call
 	fail  string   // a command line containing this fails
+	// wrk answers wrk's runs; nil fails them.
+	wrk func(args []string) []byte
 }
 
 func (f *fakeRunner) run(ctx context.Context, dir string, env []string, name string, args ...string) ([]byte, error) {
@@ -431,6 +439,8 @@ func (f *fakeRunner) run(ctx context.Context, dir string, env []string, name str
 		return []byte(strings.Repeat("    density_test.go:42: 170000 counters before the first eviction: 16 shards\n", 2)), nil
 	case strings.HasPrefix(line, "go test"):
 		return []byte(benchOut), nil
+	case strings.HasPrefix(line, "wrk ") && f.wrk != nil:
+		return f.wrk(args), nil
 	case strings.HasPrefix(line, "worker bench"):
 		for i, a := range args {
 			if a == "-chart" {
@@ -489,38 +499,48 @@ func TestMeasureSteps(t *testing.T) {
 	if r := res.run("zone", "incr", 1000); r == nil || r.Keyset != "" || strings.Contains(r.Command, "-keyset") {
 		t.Errorf("zone incr run at the default keyset = %+v", r)
 	}
-	// contrib/fiber and contrib/xxh3cmp are modules of their own: their
-	// benchmarks run in their directories, and the page's command says so.
-	inModule := map[string]string{"BenchmarkMiddleware": "contrib/fiber", "BenchmarkHash": "contrib/xxh3cmp"}
-	ran := map[string]bool{}
+	// contrib/fiber, contrib/fasthttp and contrib/xxh3cmp are modules of
+	// their own: their benchmarks run in their directories, and the page's
+	// command says so.
+	inModule := map[string]string{"fiber": "contrib/fiber", "fasthttp": "contrib/fasthttp", "keyhash": "contrib/xxh3cmp"}
+	// The benchmark runs, in the order of goSteps, redistier's skipped.
+	var benchRuns []int
 	for i, c := range f.calls {
-		mod := ""
-		for bench, dir := range inModule {
-			if strings.Contains(c, bench+" ") {
-				mod, ran[bench] = dir, true
-			}
-		}
-		switch {
-		case mod != "":
-			if want := filepath.Join(".", mod); f.dirs[i] != want {
-				t.Errorf("%q ran in %q, want %q", c, f.dirs[i], want)
-			}
-		case strings.HasPrefix(c, "go test") && f.dirs[i] != ".":
-			t.Errorf("%q ran in %q, want the root", c, f.dirs[i])
+		if strings.HasPrefix(c, "go test") && strings.Contains(c, " -bench ") {
+			benchRuns = append(benchRuns, i)
 		}
 	}
-	for bench := range inModule {
-		if !ran[bench] {
-			t.Errorf("no %s run among %q", bench, f.calls)
+	ran := slices.DeleteFunc(slices.Clone(goSteps), func(g goSpec) bool { return g.needsRedis })
+	if len(benchRuns) != len(ran) {
+		t.Fatalf("%d go test -bench runs, want %d: %q", len(benchRuns), len(ran), f.calls)
+	}
+	for k, g := range ran {
+		want := inModule[g.id]
+		if g.dir != want {
+			t.Errorf("go step %s runs in %q, want %q", g.id, g.dir, want)
+		}
+		cmd := res.Go[g.id].Command
+		i := benchRuns[k]
+		if !strings.Contains(f.calls[i], "-bench "+g.bench+" ") || !strings.HasSuffix(f.calls[i], " "+g.pkg) {
+			t.Errorf("run %d is %q, want go step %s", k, f.calls[i], g.id)
+		}
+		if wantDir := filepath.Join(".", want); f.dirs[i] != wantDir {
+			t.Errorf("%q ran in %q, want %q", f.calls[i], f.dirs[i], wantDir)
+		}
+		if want != "" && !strings.HasPrefix(cmd, "cd "+want+" && go test ") {
+			t.Errorf("%s command = %q, want cd %s && go test …", g.id, cmd, want)
+		}
+		if want == "" && !strings.HasPrefix(cmd, "go test ") {
+			t.Errorf("%s command = %q, want go test …", g.id, cmd)
 		}
 	}
-	if cmd := res.Go["fiber"].Command; !strings.HasPrefix(cmd, "cd contrib/fiber && go test ") || !strings.HasSuffix(cmd, " .") {
-		t.Errorf("fiber command = %q, want cd contrib/fiber && go test … .", cmd)
+	if len(res.Missing) != 5 {
+		t.Errorf("Missing = %q, want redistier, redis rows, browser, nginx and wrk", res.Missing)
 	}
-	if len(res.Missing) != 4 {
-		t.Errorf("Missing = %q, want redistier, redis rows, browser and nginx", res.Missing)
+	if res.E2E != nil {
+		t.Errorf("E2E = %+v without wrk, want nil", res.E2E)
 	}
-	total := len(goSteps) + 2 + wantRuns + 3
+	total := len(goSteps) + 2 + wantRuns + 3 + 1
 	if !strings.Contains(log.String(), fmt.Sprintf("[%d/%d ", total, total)) || strings.Contains(log.String(), fmt.Sprintf("[%d/", total+1)) {
 		t.Errorf("progress does not count to %d:\n%s", total, log)
 	}
@@ -650,6 +670,7 @@ func TestFiberTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, sec, _ := strings.Cut(string(page), "## fiber middleware overhead per request\n")
+	sec, _, _ = strings.Cut(sec, "\n## ")
 	if strings.Contains(sec, "```sh") {
 		t.Errorf("page without the fiber step shows a command:\n%s", sec)
 	}

@@ -148,7 +148,8 @@ func (m *middleware) serve(ctx *fasthttp.RequestCtx, next fasthttp.RequestHandle
 			return
 		}
 	}
-	a, err := g.Decide(ctx, key, n)
+	var a admit.Admission
+	err = g.Decide(ctx, key, n, &a)
 	for i := range a.Headers.Len() {
 		f, v := a.Headers.At(i)
 		ctx.Response.Header.SetCanonical(f.NameBytes(), v)

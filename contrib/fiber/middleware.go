@@ -134,7 +134,8 @@ func (m *middleware) serve(c fiber.Ctx) error {
 			return m.o.Error(c, err)
 		}
 	}
-	a, err := g.Decide(c.Context(), key, n)
+	var a admit.Admission
+	err = g.Decide(c.Context(), key, n, &a)
 	h := &c.Response().Header
 	for i := range a.Headers.Len() {
 		f, v := a.Headers.At(i)

@@ -193,7 +193,8 @@ func (g *Gate) Admit(ctx context.Context, key string, set func(name, value strin
 
 // AdmitN is Decide that sets the headers through set, a string per value.
 func (g *Gate) AdmitN(ctx context.Context, key string, n int64, set func(name, value string)) (limiter.Decision, Pass, error) {
-	a, err := g.Decide(ctx, key, n)
+	var a Admission
+	err := g.Decide(ctx, key, n, &a)
 	for i := range a.Headers.Len() {
 		f, v := a.Headers.At(i)
 		set(f.Name(), string(v))
@@ -201,7 +202,8 @@ func (g *Gate) AdmitN(ctx context.Context, key string, n int64, set func(name, v
 	return a.Decision, a.Pass, err
 }
 
-// Admission is a Gate's answer to one request.
+// Admission is a Gate's answer to one request. The zero value is ready for
+// Decide, which overwrites it whole.
 type Admission struct {
 	// Decision is the limiter's decision. Allowed false is a rejection,
 	// which the caller answers.
@@ -214,26 +216,28 @@ type Admission struct {
 	Headers headers.Fields
 }
 
-// Decide decides on a request of cost n for key, with commit. An allowed
-// request has waited out its delay when Decide returns, unless NoDelay. A
-// request cancelled while delayed gives its cost back. Decide allocates
-// nothing of its own.
+// Decide decides on a request of cost n for key, with commit, into a. An
+// allowed request has waited out its delay when Decide returns, unless
+// NoDelay. A request cancelled while delayed gives its cost back. Decide
+// allocates nothing of its own, and a may live on the caller's stack.
 //
 // Errors: the limiter's, limiter.ErrBadCost for n below 1 among them, for
 // the caller to answer as a failure. ErrCancelled with ctx's error when
-// ctx ends during the delay: the Admission's headers are set then too.
-func (g *Gate) Decide(ctx context.Context, key string, n int64) (Admission, error) {
+// ctx ends during the delay: a's headers are set then too.
+func (g *Gate) Decide(ctx context.Context, key string, n int64, a *Admission) error {
+	a.Pass = Pass{}
+	a.Headers.Reset()
 	d, err := g.l.IncomingN(ctx, key, n, true)
+	a.Decision = d
 	if err != nil {
-		return Admission{Decision: d}, err
+		return err
 	}
-	a := Admission{Decision: d}
 	if !g.o.NoHeaders {
 		g.headers(ctx, key, d, &a.Headers)
 	}
 	if !d.Allowed {
 		a.Headers.AppendRetryAfter(d)
-		return a, nil
+		return nil
 	}
 	var pass Pass
 	if g.leaver != nil && d.Committed {
@@ -246,11 +250,11 @@ func (g *Gate) Decide(ctx context.Context, key string, n int64) (Admission, erro
 			} else if d.Committed {
 				g.l.UncommitN(context.WithoutCancel(ctx), key, n)
 			}
-			return a, fmt.Errorf("%w: %w", ErrCancelled, err)
+			return fmt.Errorf("%w: %w", ErrCancelled, err)
 		}
 	}
 	a.Pass = pass
-	return a, nil
+	return nil
 }
 
 // headers adds the rate limit headers of d to fs.

@@ -1,7 +1,6 @@
 package headers
 
 import (
-	"bytes"
 	"net/textproto"
 	"strconv"
 	"time"
@@ -53,56 +52,66 @@ func (f Field) Name() string { return fieldNames[f] }
 func (f Field) NameBytes() []byte { return fieldBytes[f] }
 
 // Fields are the header fields of one decision, with their values. Fields
-// hold their values, but for the Writer's constant parts and a value too
-// long to fit: a Fields copied is a whole copy, and the values of the
-// decision's numbers take no allocation. The zero Fields is empty.
+// hold the values of the decision's numbers in a buffer of their own, so
+// that building them allocates nothing. The Writer holds the constant
+// ones. The zero Fields is empty.
 type Fields struct {
-	n    int
-	f    [numFields]Field
-	ext  [numFields][]byte // a value outside buf, or nil
-	end  [numFields]uint8  // the end in buf of a value in it
-	used uint8             // the bytes of buf in use
-	buf  [fieldsBuf]byte
+	w     *Writer // the Writer of the constant values, Policy's and Limit's
+	long  []byte  // the values, once they outgrew buf; else nil
+	n     uint8
+	f     [numFields]Field
+	start [numFields]uint32 // where each value starts, in buf or long
+	end   [numFields]uint32
+	used  uint32
+	buf   [fieldsBuf]byte
 }
 
 // fieldsBuf is the room Fields keep for their values: a decision's numbers
-// and a policy name of up to 40 bytes.
-const fieldsBuf = 104
+// and a policy name of up to 30 bytes.
+const fieldsBuf = 96
 
 // Len returns the number of fields.
-func (fs *Fields) Len() int { return fs.n }
+func (fs *Fields) Len() int { return int(fs.n) }
+
+// Reset empties fs, and keeps the room it took.
+func (fs *Fields) Reset() {
+	fs.w, fs.n, fs.used = nil, 0, 0
+	if fs.long != nil {
+		fs.long = fs.long[:0]
+	}
+}
 
 // At returns field i and its value, for i in [0, Len()). The value lives in
 // fs or in the Writer, and must not be changed.
 func (fs *Fields) At(i int) (Field, []byte) {
-	if v := fs.ext[i]; v != nil {
-		return fs.f[i], v
+	switch f := fs.f[i]; f {
+	case FieldPolicy:
+		return f, fs.w.policy
+	case FieldLimit:
+		return f, fs.w.limit
 	}
-	start := uint8(0)
-	if i > 0 {
-		start = fs.end[i-1]
+	b := fs.buf[:]
+	if fs.long != nil {
+		b = fs.long
 	}
-	return fs.f[i], fs.buf[start:fs.end[i]:fs.end[i]]
+	return fs.f[i], b[fs.start[i]:fs.end[i]:fs.end[i]]
 }
 
-// add adds field f with value v: a copy in fs.buf when it fits, or else
-// a copy of its own. The Writer's constants go in as they are (addConst).
-// Neither keeps v: a caller builds it on its stack.
+// add adds field f with a copy of v. Once the values outgrow fs.buf, they
+// move to a slice of their own. fs keeps no part of v: a caller builds it
+// on its stack.
 func (fs *Fields) add(f Field, v []byte) {
-	fs.f[fs.n] = f
-	if len(v) <= fieldsBuf-int(fs.used) {
-		fs.used += uint8(copy(fs.buf[fs.used:], v))
-	} else {
-		fs.ext[fs.n] = bytes.Clone(v)
+	start := fs.used
+	if fs.long == nil && int(start)+len(v) > fieldsBuf {
+		fs.long = append(make([]byte, 0, 2*(int(start)+len(v))), fs.buf[:start]...)
 	}
-	fs.end[fs.n] = fs.used
-	fs.n++
-}
-
-// addConst adds field f with v, a value of the Writer's that never
-// changes.
-func (fs *Fields) addConst(f Field, v []byte) {
-	fs.f[fs.n], fs.ext[fs.n], fs.end[fs.n] = f, v, fs.used
+	if fs.long != nil {
+		fs.long = append(fs.long[:start], v...)
+	} else {
+		copy(fs.buf[start:], v)
+	}
+	fs.used += uint32(len(v))
+	fs.f[fs.n], fs.start[fs.n], fs.end[fs.n] = f, start, fs.used
 	fs.n++
 }
 
@@ -114,11 +123,12 @@ func (fs *Fields) AppendRetryAfter(d limiter.Decision) {
 
 // Append adds the headers of decision d to fs, as Write sets them. reset
 // is how long until the window resets. Append allocates nothing but for a
-// policy name longer than 40 bytes.
+// policy name longer than 30 bytes.
 func (w *Writer) Append(fs *Fields, d limiter.Decision, reset time.Duration) {
+	fs.w = w
 	if w.policy != nil {
-		fs.addConst(FieldPolicy, w.policy)
-		fs.addConst(FieldLimit, w.limit)
+		fs.f[fs.n], fs.f[fs.n+1] = FieldPolicy, FieldLimit
+		fs.n += 2
 	}
 	var b [fieldsBuf]byte
 	v := append(b[:0], w.quoted...)

@@ -2,9 +2,11 @@ package headers
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,6 +127,40 @@ func TestRetryAfterValue(t *testing.T) {
 	for _, tt := range tests {
 		if got := RetryAfterValue(limiter.Decision{RetryAfter: tt.retry}); got != tt.want {
 			t.Errorf("RetryAfterValue(RetryAfter %v) = %q, want %q", tt.retry, got, tt.want)
+		}
+	}
+}
+
+// TestAppendLongName: a policy name too long for the Fields' own buffer
+// moves the values to a slice of their own, whole, and Reset keeps it for
+// the next decision.
+func TestAppendLongName(t *testing.T) {
+	name := strings.Repeat("n", 200)
+	w, err := New(name, &limiter.Policy{Limit: 5, Window: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fs Fields
+	for round := range 2 {
+		fs.Reset()
+		d := limiter.Decision{Remaining: int64(round), RetryAfter: time.Second}
+		w.Append(&fs, d, 30*time.Second)
+		fs.AppendRetryAfter(d)
+		got := map[string]string{}
+		for i := range fs.Len() {
+			f, v := fs.At(i)
+			got[f.Name()] = string(v)
+		}
+		want := map[string]string{
+			"Ratelimit-Policy":      `"` + name + `";q=5;w=60`,
+			"X-Ratelimit-Limit":     "5",
+			"Ratelimit":             fmt.Sprintf(`"%s";r=%d;t=1`, name, round),
+			"X-Ratelimit-Remaining": fmt.Sprint(round),
+			"X-Ratelimit-Reset":     "30",
+			"Retry-After":           "1",
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("round %d:\n got %v\nwant %v", round, got, want)
 		}
 	}
 }

@@ -64,13 +64,16 @@ func Forwarded(peer netip.Addr, lines []string, trusted func(netip.Addr) bool) n
 // parseAddr parses an address with or without a port ("192.0.2.1",
 // "192.0.2.1:80", "[2001:db8::1]:80", "2001:db8::1").
 func parseAddr(s string) (netip.Addr, bool) {
+	// A parse that fails allocates its error: try the form s has first.
+	// An address with a port is "[v6]:port" or has one colon.
+	if strings.HasPrefix(s, "[") || strings.Count(s, ":") == 1 {
+		if ap, err := netip.ParseAddrPort(s); err == nil {
+			return ap.Addr().Unmap().WithZone(""), true
+		}
+	}
 	addr, err := netip.ParseAddr(s)
 	if err != nil {
-		ap, err := netip.ParseAddrPort(s)
-		if err != nil {
-			return netip.Addr{}, false
-		}
-		addr = ap.Addr()
+		return netip.Addr{}, false
 	}
 	return addr.Unmap().WithZone(""), true
 }

@@ -140,7 +140,8 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			return
 		}
 	}
-	a, err := g.Decide(r.Context(), key, n)
+	var a admit.Admission
+	err = g.Decide(r.Context(), key, n, &a)
 	setHeaders(w.Header(), &a.Headers)
 	switch {
 	case errors.Is(err, admit.ErrCancelled):

@@ -165,7 +165,7 @@ func evValueSize(r *rand.Rand) int {
 // clearings' steps (dict.LogClears) not yet counted:
 //
 //	inflight  1 + the counter being incremented, 0 between increments
-//	inop      1 while an operation runs
+//	op        the key of the operation running (evKeyOf), 0 between operations
 //	ops       operations done
 //	moved     entries moved by page clearings, counted after each operation
 //	cleared   pages cleared
@@ -173,11 +173,14 @@ func evValueSize(r *rand.Rand) int {
 //	nomem     writes that found no memory (ErrNoMemory): a full zone
 //	noroom    ... of them, writes that evict (all but SafeSet)
 //	prot      the most protected entries a Stats call saw
-//	key       the key of the operation running or last run (evKeyOf)
 //	acked     [evCounters] increments acknowledged
+//
+// The op word is set with one aligned store once an operation has drawn
+// its key, before it touches the zone. A helper killed before that store
+// was not inside the operation, and one killed after it reads as inside.
 const (
 	evAckInflight = 8 * iota
-	evAckInOp
+	evAckOp
 	evAckOps
 	evAckMoved
 	evAckCleared
@@ -185,7 +188,6 @@ const (
 	evAckNoMem
 	evAckNoRoom
 	evAckProt
-	evAckKey
 	evAckCounts
 	evAckLog  = 4096 // a page: the log's records hold aligned words
 	evAckSize = evAckLog + 1024*dict.ClearRecSize
@@ -209,9 +211,8 @@ func helperEvictHammer(args []string) error {
 	var steps []byte
 	fmt.Println(readyLine)
 	for ops := uint64(1); ; ops++ {
-		atomic.StoreUint64(h.word(evAckInOp), 1)
 		err := h.step()
-		atomic.StoreUint64(h.word(evAckInOp), 0)
+		atomic.StoreUint64(h.word(evAckOp), 0)
 		steps = log.Take(steps[:0])
 		for _, c := range steps {
 			switch c {
@@ -296,13 +297,15 @@ func (h *evHammer) step() error {
 }
 
 // on records in the ack file that the operation about to run is on key k
-// of kind, and returns k.
+// of kind, and returns k. From this store on, a kill lands inside the
+// operation.
 func (h *evHammer) on(kind, k int) int {
-	atomic.StoreUint64(h.word(evAckKey), uint64(kind)<<32|uint64(k))
+	atomic.StoreUint64(h.word(evAckOp), uint64(kind)<<32|uint64(k))
 	return k
 }
 
-// The kinds of key, as the ack file records them (evAckKey).
+// The kinds of key, as the ack file records them (evAckOp). None is 0, so
+// that the op word of an operation running is never 0.
 const (
 	evKindCounter = 1 + iota
 	evKindState
@@ -310,7 +313,7 @@ const (
 	evKindCold
 )
 
-// evKeyOf returns the key that an ack file's evAckKey word names, or "".
+// evKeyOf returns the key that an ack file's evAckOp word names, or "".
 func evKeyOf(w uint64) string {
 	k := int(uint32(w))
 	switch kind := w >> 32; {

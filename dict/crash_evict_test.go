@@ -300,9 +300,9 @@ func (c *evTally) readAck(path string) error {
 			c.dropped++
 		}
 	}
-	if word(evAckInOp) != 0 {
-		if evKeyOf(word(evAckKey)) == "" {
-			return fmt.Errorf("ack file %s: key %#x", path, word(evAckKey))
+	if op := word(evAckOp); op != 0 {
+		if evKeyOf(op) == "" {
+			return fmt.Errorf("ack file %s: operation on key %#x", path, op)
 		}
 		c.inOp++
 		if len(steps) > 0 && steps[len(steps)-1] != dict.StepCleared {

@@ -152,7 +152,7 @@ func crashOnce(t *testing.T, path, dir string, n int, seed uint64, r *rand.Rand,
 		return err
 	}
 	err := crashKill(t, testutil.Helper(t, "crash-hammer", path, ack,
-		strconv.FormatUint(seed, 10), strconv.Itoa(crashSlots+n)), r, crashMaxDelay)
+		strconv.FormatUint(seed, 10), strconv.Itoa(crashSlots+n), crashRole(n)), r, crashMaxDelay)
 	if err != nil {
 		return err
 	}

@@ -34,15 +34,17 @@ func crashValueSize(r *rand.Rand) int {
 // helperHammer is one process of TestCrashKill: args are the zone path, the
 // ack file, the test's seed, the helper's stream of it and its role
 // (crashRole). It writes until it is killed, and fails on any result a
-// sound zone cannot give.
+// sound zone cannot give. It prints readyLine once it has done crashMinOps
+// operations. The witness goes on until Stats shows an entry moved
+// (move.go). Then it prints readyLine from inside a shard's lock, and
+// waits there to be killed.
 func helperHammer(args []string) error {
-	d, ack, seed, stream, _, err := openCrashHelper(args, ackSize)
+	d, ack, seed, stream, witness, err := openCrashHelper(args, ackSize)
 	if err != nil {
 		return err
 	}
 	h := newHammer(d, seed, stream, ack)
-	fmt.Println(readyLine)
-	for {
+	for ops := 0; ; {
 		err := h.step()
 		if errors.Is(err, dict.ErrLockTimeout) {
 			// A shard held past the lock timeout, by a process that is
@@ -55,6 +57,16 @@ func helperHammer(args []string) error {
 			return err
 		}
 		atomic.AddUint64(h.ops, 1)
+		ops++
+		switch {
+		case ops < crashMinOps:
+		case !witness:
+			if ops == crashMinOps {
+				fmt.Println(readyLine)
+			}
+		case ops%crashStatsEvery == 0 && d.Stats().Moves > 0:
+			return holdShardLock(d, crashValueKey(h.r.IntN(crashValues)))
+		}
 	}
 }
 

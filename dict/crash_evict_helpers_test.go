@@ -31,6 +31,9 @@ const (
 	// evStatsEvery is how many operations a helper does between its
 	// Stats calls, which record the most protected entries seen.
 	evStatsEvery = 32
+	// evMinOps is how many operations a helper does before it signals
+	// that it may be killed.
+	evMinOps = 50
 )
 
 func evCounterKey(k int) string { return evKeys.counters[k] }
@@ -165,27 +168,31 @@ func evValueSize(r *rand.Rand) int {
 // clearings' steps (dict.LogClears) not yet counted:
 //
 //	inflight  1 + the counter being incremented, 0 between increments
-//	inop      1 while an operation runs
+//	op        the key of the operation running (evKeyOf), 0 between operations
 //	ops       operations done
 //	moved     entries moved by page clearings, counted after each operation
 //	cleared   pages cleared
 //	dropped   entries evicted or expired by page clearings
+//	evicting  writes that evicted live entries (forcible)
 //	nomem     writes that found no memory (ErrNoMemory): a full zone
 //	noroom    ... of them, writes that evict (all but SafeSet)
 //	prot      the most protected entries a Stats call saw
-//	key       the key of the operation running or last run (evKeyOf)
 //	acked     [evCounters] increments acknowledged
+//
+// The op word is set with one aligned store once an operation has drawn
+// its key, before it touches the zone. A helper killed before that store
+// was not inside the operation, and one killed after it reads as inside.
 const (
 	evAckInflight = 8 * iota
-	evAckInOp
+	evAckOp
 	evAckOps
 	evAckMoved
 	evAckCleared
 	evAckDropped
+	evAckEvicting
 	evAckNoMem
 	evAckNoRoom
 	evAckProt
-	evAckKey
 	evAckCounts
 	evAckLog  = 4096 // a page: the log's records hold aligned words
 	evAckSize = evAckLog + 1024*dict.ClearRecSize
@@ -195,23 +202,26 @@ const (
 var _ [evAckLog - evAckCounts - 8*evCounters]struct{}
 
 // helperEvictHammer is one process of TestCrashEvict: args are the zone
-// path, the ack file, the test's seed and the helper's number, which is its
-// stream of the seed and the writer number in its values. It writes until
-// it is killed, and fails on any result a sound zone cannot give.
+// path, the ack file, the test's seed, the helper's number, which is its
+// stream of the seed and the writer number in its values, and its role
+// (crashRole). It writes until it is killed, and fails on any result a
+// sound zone cannot give. Once it is ready (evHammer.ready), it prints
+// readyLine. The witness prints it from inside a shard's lock instead,
+// and waits there to be killed.
 func helperEvictHammer(args []string) error {
-	d, ack, seed, n, err := openCrashHelper(args, evAckSize)
+	d, ack, seed, n, witness, err := openCrashHelper(args, evAckSize)
 	if err != nil {
 		return err
 	}
 	w := int(n)
-	h := &evHammer{d: d, r: rand.New(rand.NewPCG(seed, uint64(w))), w: w, ack: ack}
+	h := &evHammer{d: d, r: rand.New(rand.NewPCG(seed, uint64(w))), w: w, ack: ack, witness: witness}
+	h.expirations = d.Stats().Expirations
 	log := dict.LogClears(d, ack[evAckLog:])
 	var steps []byte
-	fmt.Println(readyLine)
+	ready := false
 	for ops := uint64(1); ; ops++ {
-		atomic.StoreUint64(h.word(evAckInOp), 1)
 		err := h.step()
-		atomic.StoreUint64(h.word(evAckInOp), 0)
+		atomic.StoreUint64(h.word(evAckOp), 0)
 		steps = log.Take(steps[:0])
 		for _, c := range steps {
 			switch c {
@@ -237,16 +247,35 @@ func helperEvictHammer(args []string) error {
 			return err
 		}
 		atomic.AddUint64(h.word(evAckOps), 1)
-		// Often enough that a helper killed within its first few hundred
-		// operations (a loaded machine, the race detector) has looked
-		// several times: the test needs one look that saw a protected
-		// entry.
 		if ops%evStatsEvery == 0 {
-			if p := uint64(d.Stats().Protected); p > atomic.LoadUint64(h.word(evAckProt)) {
+			st := d.Stats()
+			if p := uint64(st.Protected); p > atomic.LoadUint64(h.word(evAckProt)) {
 				atomic.StoreUint64(h.word(evAckProt), p)
 			}
+			h.expired = h.expired || st.Expirations > h.expirations
+		}
+		if !ready && h.ready() {
+			if witness {
+				return holdShardLock(d, evHotKey(h.on(evKindHot, h.r.IntN(evHot))))
+			}
+			fmt.Println(readyLine)
+			ready = true
 		}
 	}
+}
+
+// ready reports whether the helper has done what it must before it may be
+// killed: evMinOps operations. The witness must also have made a write
+// that evicted live entries, cleared a page and moved an entry in a
+// clearing. And its Stats calls must have seen a protected entry and an
+// expired entry reclaimed since it started.
+func (h *evHammer) ready() bool {
+	ack := func(off int) uint64 { return atomic.LoadUint64(h.word(off)) }
+	if ack(evAckOps) < evMinOps {
+		return false
+	}
+	return !h.witness || ack(evAckEvicting) > 0 && ack(evAckCleared) > 0 && ack(evAckMoved) > 0 &&
+		ack(evAckProt) > 0 && h.expired
 }
 
 // evHammer is the state of one helperEvictHammer process.
@@ -257,6 +286,10 @@ type evHammer struct {
 	ack []byte // the ack file's mapping
 	buf []byte // the value being written: Set copies it into the zone
 	got []byte // the value read: GetInto's buffer
+
+	witness     bool   // the helper is the test's witness (crashWitness)
+	expirations uint64 // the zone's Stats().Expirations when it started
+	expired     bool   // a later Stats call saw more
 }
 
 // word returns the ack file's word at off.
@@ -296,13 +329,15 @@ func (h *evHammer) step() error {
 }
 
 // on records in the ack file that the operation about to run is on key k
-// of kind, and returns k.
+// of kind, and returns k. From this store on, a kill lands inside the
+// operation.
 func (h *evHammer) on(kind, k int) int {
-	atomic.StoreUint64(h.word(evAckKey), uint64(kind)<<32|uint64(k))
+	atomic.StoreUint64(h.word(evAckOp), uint64(kind)<<32|uint64(k))
 	return k
 }
 
-// The kinds of key, as the ack file records them (evAckKey).
+// The kinds of key, as the ack file records them (evAckOp). None is 0, so
+// that the op word of an operation running is never 0.
 const (
 	evKindCounter = 1 + iota
 	evKindState
@@ -310,7 +345,7 @@ const (
 	evKindCold
 )
 
-// evKeyOf returns the key that an ack file's evAckKey word names, or "".
+// evKeyOf returns the key that an ack file's evAckOp word names, or "".
 func evKeyOf(w uint64) string {
 	k := int(uint32(w))
 	switch kind := w >> 32; {
@@ -375,17 +410,18 @@ func (h *evHammer) write(key string, k, x int) error {
 		v = dict.Bytes(h.buf)
 	}
 	dur := time.Duration(ttl) * time.Millisecond
+	var forcible bool
 	var err error
 	switch {
 	case k < 0 || x < 80:
-		_, err = d.Set(key, v, dur, 0)
+		forcible, err = d.Set(key, v, dur, 0)
 	case x < 83:
-		_, err = d.Add(key, v, dur, 0)
+		forcible, err = d.Add(key, v, dur, 0)
 		if errors.Is(err, dict.ErrExists) {
 			err = nil
 		}
 	case x < 85:
-		_, err = d.Replace(key, v, dur, 0)
+		forcible, err = d.Replace(key, v, dur, 0)
 		if errors.Is(err, dict.ErrNotFound) {
 			err = nil
 		}
@@ -397,10 +433,19 @@ func (h *evHammer) write(key string, k, x int) error {
 	default:
 		err = d.Delete(key)
 	}
+	h.evicting(forcible)
 	if err != nil && !errors.Is(err, dict.ErrNoMemory) && !errors.Is(err, dict.ErrLockTimeout) {
 		return fmt.Errorf("write %q (%d): %w", key, x, err)
 	}
 	return h.noRoom(err)
+}
+
+// evicting counts in the ack file a write that evicted live entries, as
+// its forcible result says.
+func (h *evHammer) evicting(forcible bool) {
+	if forcible {
+		atomic.AddUint64(h.word(evAckEvicting), 1)
+	}
 }
 
 // noRoom counts err in the ack file when it is ErrNoMemory from a write
@@ -418,7 +463,8 @@ func (h *evHammer) incr(k int) error {
 	key := evCounterKey(k)
 	inflight := h.word(evAckInflight)
 	atomic.StoreUint64(inflight, uint64(k)+1)
-	n, _, err := h.d.IncrInit(key, 1, 0, 0)
+	n, forcible, err := h.d.IncrInit(key, 1, 0, 0)
+	h.evicting(forcible)
 	if err != nil {
 		atomic.StoreUint64(inflight, 0) // it changed nothing
 		if errors.Is(err, dict.ErrNoMemory) || errors.Is(err, dict.ErrLockTimeout) {

@@ -32,16 +32,19 @@ func crashValueSize(r *rand.Rand) int {
 }
 
 // helperHammer is one process of TestCrashKill: args are the zone path, the
-// ack file, the test's seed and the helper's stream of it. It writes until
-// it is killed, and fails on any result a sound zone cannot give.
+// ack file, the test's seed, the helper's stream of it and its role
+// (crashRole). It writes until it is killed, and fails on any result a
+// sound zone cannot give. It prints readyLine once it has done crashMinOps
+// operations. The witness goes on until Stats shows an entry moved
+// (move.go). Then it prints readyLine from inside a shard's lock, and
+// waits there to be killed.
 func helperHammer(args []string) error {
-	d, ack, seed, stream, err := openCrashHelper(args, ackSize)
+	d, ack, seed, stream, witness, err := openCrashHelper(args, ackSize)
 	if err != nil {
 		return err
 	}
 	h := newHammer(d, seed, stream, ack)
-	fmt.Println(readyLine)
-	for {
+	for ops := 0; ; {
 		err := h.step()
 		if errors.Is(err, dict.ErrLockTimeout) {
 			// A shard held past the lock timeout, by a process that is
@@ -54,6 +57,16 @@ func helperHammer(args []string) error {
 			return err
 		}
 		atomic.AddUint64(h.ops, 1)
+		ops++
+		switch {
+		case ops < crashMinOps:
+		case !witness:
+			if ops == crashMinOps {
+				fmt.Println(readyLine)
+			}
+		case ops%crashStatsEvery == 0 && d.Stats().Moves > 0:
+			return holdShardLock(d, crashValueKey(h.r.IntN(crashValues)))
+		}
 	}
 }
 
@@ -297,24 +310,60 @@ func helperHoldLock(args []string) error {
 	}
 }
 
+// crashWitness is the number of the helper of a crash test that is its
+// witness. The witness signals readiness only once it has seen the events
+// that the test's checks of the run need. It is killed holding a shard's
+// lock (holdShardLock).
+const crashWitness = 1
+
+// crashRole returns the role argument of crash helper n.
+func crashRole(n int) string {
+	if n == crashWitness {
+		return "witness"
+	}
+	return "hammer"
+}
+
 // openCrashHelper opens what a crash helper's args (zone path, ack file,
-// seed, stream) name: the zone, and the ack file of size bytes mapped
+// seed, stream, role) name: the zone, and the ack file of size bytes mapped
 // shared, so that every store made before a SIGKILL is in the file.
-func openCrashHelper(args []string, size int) (d *dict.Dict, ack []byte, seed, stream uint64, err error) {
-	if len(args) != 4 {
-		return nil, nil, 0, 0, fmt.Errorf("want path, ack file, seed and stream, got %q", args)
+// witness reports the role crashRole gives the witness.
+func openCrashHelper(args []string, size int) (d *dict.Dict, ack []byte, seed, stream uint64, witness bool, err error) {
+	if len(args) != 5 {
+		return nil, nil, 0, 0, false, fmt.Errorf("want path, ack file, seed, stream and role, got %q", args)
 	}
 	if seed, err = strconv.ParseUint(args[2], 10, 64); err != nil {
-		return nil, nil, 0, 0, err
+		return nil, nil, 0, 0, false, err
 	}
 	if stream, err = strconv.ParseUint(args[3], 10, 64); err != nil {
-		return nil, nil, 0, 0, err
+		return nil, nil, 0, 0, false, err
 	}
+	witness = args[4] == crashRole(crashWitness)
 	if d, err = dict.Open(args[0], dict.Options{}); err != nil {
-		return nil, nil, 0, 0, err
+		return nil, nil, 0, 0, false, err
 	}
 	ack, err = mapFile(args[1], size)
-	return d, ack, seed, stream, err
+	return d, ack, seed, stream, witness, err
+}
+
+// holdShardLock prints readyLine from inside an update of key, which holds
+// the lock of key's shard, and waits there to be killed. The kill leaves
+// the lock to a dead owner: the next process to take it rebuilds the shard
+// and counts a recovery. holdShardLock returns only an error.
+func holdShardLock(d *dict.Dict, key string) error {
+	for {
+		err := dict.UpdateLocked(d, key, func(dict.Value, bool) (dict.Value, time.Duration, bool) {
+			fmt.Println(readyLine)
+			for {
+				time.Sleep(time.Hour)
+			}
+		})
+		// A shard held past the lock timeout, by a process rebuilding it
+		// after a kill on a loaded machine: try again.
+		if !errors.Is(err, dict.ErrLockTimeout) {
+			return fmt.Errorf("UpdateLocked(%q) = %v, want to be killed inside it", key, err)
+		}
+	}
 }
 
 // mapFile maps the first size bytes of the file at path, shared.

@@ -83,15 +83,17 @@ func checkCrashValue(key string, v []byte) error {
 
 // crashTally sums what the killed helpers acknowledged.
 type crashTally struct {
-	kills    int
-	ops      uint64
-	acked    [crashCounters]uint64
-	inflight [crashCounters]uint64
+	kills      int
+	ops        uint64
+	witnessOps uint64 // the witness's operations
+	acked      [crashCounters]uint64
+	inflight   [crashCounters]uint64
 }
 
 func (c *crashTally) add(o *crashTally) {
 	c.kills += o.kills
 	c.ops += o.ops
+	c.witnessOps += o.witnessOps
 	for k := range c.acked {
 		c.acked[k] += o.acked[k]
 		c.inflight[k] += o.inflight[k]

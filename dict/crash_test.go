@@ -27,6 +27,12 @@ import (
 // increments in flight when their process died: an increment is one aligned
 // store, never lost or half done.
 //
+// A helper signals readiness, and may be killed, only once it has done
+// crashMinOps operations. So every kill lands among operations, however the
+// machine schedules the helpers. The witness (crashWitness) also waits
+// until Stats shows an entry moved to a helper's pages. Then it is killed
+// inside an update, holding a shard's lock, which forces a recovery.
+//
 // The test's seed (testutil.Seed) fixes each slot's kill delays and each
 // helper's operations; where a kill lands in a helper's run is up to the
 // scheduler, so a replay repeats the workload, not the interleaving. A run
@@ -40,6 +46,8 @@ const (
 	crashDefaultKills = 400                   // SIGKILLs per run; SHMZONE_CRASH_KILLS overrides
 	crashSlots        = 4                     // helpers hammering at once
 	crashMaxDelay     = 20 * time.Millisecond // a helper is killed 0..crashMaxDelay after it is ready
+	crashMinOps       = 10                    // operations a helper does before it is ready
+	crashStatsEvery   = 16                    // operations between the witness's Stats calls
 	crashCounters     = 64                    // keys only incremented
 	crashValues       = 128                   // keys set, added, replaced, deleted and read
 	crashLists        = 8                     // keys pushed and popped
@@ -90,20 +98,25 @@ func TestCrashKill(t *testing.T) {
 	if st.Evictions != 0 {
 		t.Errorf("Stats() evictions = %d, want 0: the zone is too small for the test", st.Evictions)
 	}
-	if st.Recoveries == 0 {
-		t.Errorf("Stats() recoveries = 0 after %d kills: no kill hit a held lock", total.kills)
+	// What the run must have exercised, which every helper's readiness
+	// makes hold however the kills fell.
+	if want := uint64(crashMinOps * kills); total.ops < want {
+		t.Errorf("%d operations in %d kills, want at least %d", total.ops, total.kills, want)
 	}
-	// The counters lie in pages the test's process filled, so each helper
-	// moves those it writes in place to pages of its own (move.go), and
-	// kills land among the moves too.
+	if st.Recoveries == 0 {
+		t.Errorf("Stats() recoveries = 0 after %d kills, want the witness's shard rebuilt", total.kills)
+	}
+	// The counters lie in pages the test's process filled, so a helper
+	// moves those it writes in place to pages of its own (move.go). The
+	// witness waits for such a move.
 	if st.Moves == 0 {
-		t.Errorf("Stats() moves = 0 after %d kills: no helper moved an entry to its own pages", total.kills)
+		t.Errorf("Stats() moves = 0 after %d kills, want the move the witness saw", total.kills)
 	}
 	if err := d.Check(); err != nil {
 		t.Fatalf("Check() after reading everything = %v", err)
 	}
-	t.Logf("%d kills in %v: %d ops, %d increments acknowledged, %d in flight; %d recoveries, %d lock waits, %d moves",
-		total.kills, hammered, total.ops, acked, inflight, st.Recoveries, st.LockWaits, st.Moves)
+	t.Logf("%d kills in %v: %d ops, %d increments acknowledged, %d in flight; %d recoveries, %d lock waits, %d moves; the witness did %d ops",
+		total.kills, hammered, total.ops, acked, inflight, st.Recoveries, st.LockWaits, st.Moves, total.witnessOps)
 }
 
 // openCrashCounters creates a crash test's zone, which the test closes,
@@ -143,7 +156,8 @@ func checkCrashCounters(t *testing.T, d *dict.Dict, total *crashTally) (acked, i
 }
 
 // crashOnce starts helper n, kills it at a random moment drawn from r after
-// it is ready, and adds its ack file to tally. The helper draws its
+// it is ready, and adds its ack file to tally. The witness is killed where
+// it signals readiness, inside a shard's lock. The helper draws its
 // operations from the test's seed, stream crashSlots+n: the streams below
 // crashSlots are the slots' delays.
 func crashOnce(t *testing.T, path, dir string, n int, seed uint64, r *rand.Rand, tally *crashTally) error {
@@ -152,13 +166,17 @@ func crashOnce(t *testing.T, path, dir string, n int, seed uint64, r *rand.Rand,
 		return err
 	}
 	err := crashKill(t, testutil.Helper(t, "crash-hammer", path, ack,
-		strconv.FormatUint(seed, 10), strconv.Itoa(crashSlots+n)), r, crashMaxDelay)
+		strconv.FormatUint(seed, 10), strconv.Itoa(crashSlots+n), crashRole(n)), r, crashMaxDelay)
 	if err != nil {
 		return err
 	}
 	tally.kills++
+	ops := tally.ops
 	if err := tally.readAck(ack); err != nil {
 		return err
+	}
+	if n == crashWitness {
+		tally.witnessOps = tally.ops - ops
 	}
 	return os.Remove(ack)
 }

@@ -18,7 +18,8 @@ import (
 // BenchmarkMiddleware measures a request through a fasthttp handler, in
 // process (no network): with no limiter, and with New over a Count on a
 // zone, with and without the rate limit headers. The limit is one no
-// client reaches. Each request comes from a client address drawn at
+// client reaches, but for mw=shmfasthttp-flood's: 1 an hour, so that every
+// request is rejected, as in a flood. Each request comes from a client address drawn at
 // random from 1,000, as a server's do. The overhead per request of the
 // middleware is its ns/op less mw=none's. goroutines=1 is one request at a
 // time; goroutines=GOMAXPROCS is RunParallel's.
@@ -38,19 +39,32 @@ func BenchmarkMiddleware(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	flood, err := limiter.NewCount(d, "flood", 1, time.Hour)
+	if err != nil {
+		b.Fatal(err)
+	}
 	mws := []struct {
-		name string
-		o    *shmfasthttp.Options // nil: no limiter
+		name   string
+		l      limiter.Limiter
+		o      *shmfasthttp.Options // nil: no limiter
+		status int
 	}{
-		{"none", nil},
-		{"shmfasthttp", &shmfasthttp.Options{}},
-		{"shmfasthttp-noheaders", &shmfasthttp.Options{NoHeaders: true}},
+		{"none", nil, nil, 200},
+		{"shmfasthttp", count, &shmfasthttp.Options{}, 200},
+		{"shmfasthttp-noheaders", count, &shmfasthttp.Options{NoHeaders: true}, 200},
+		{"shmfasthttp-flood", flood, &shmfasthttp.Options{}, 429},
+	}
+	for i := range clients { // each flood client's first request is admitted
+		var ctx fasthttp.RequestCtx
+		ctx.Init(&fasthttp.Request{}, addrs[i], nil)
+		mw, _ := shmfasthttp.New(flood, shmfasthttp.Options{})
+		mw(ok)(&ctx)
 	}
 	for _, parallel := range []bool{false, true} {
 		for _, m := range mws {
 			h := fasthttp.RequestHandler(ok)
 			if m.o != nil {
-				mw, err := shmfasthttp.New(count, *m.o)
+				mw, err := shmfasthttp.New(m.l, *m.o)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -72,7 +86,7 @@ func BenchmarkMiddleware(b *testing.B) {
 						ctx.Response.Reset()
 						ctx.SetRemoteAddr(addrs[rand.IntN(clients)])
 						h(&ctx)
-						if ctx.Response.StatusCode() != 200 {
+						if ctx.Response.StatusCode() != m.status {
 							b.Errorf("status %d", ctx.Response.StatusCode())
 							return
 						}

@@ -28,9 +28,10 @@ import (
 // A shard whose Seq stays odd under a lock whose holder died is copied as it
 // stands: nothing can change it until a writer takes the lock over, which
 // changes the lock word, and the copy is valid while that word and Seq are
-// what they were. A live holder that keeps the lock, or changes that overlap
-// every copy, past the Dict's lock timeout make the shard busy: an error
-// wrapping ErrLockTimeout, never a report of corruption.
+// what they were. A live holder that keeps the lock past the Dict's lock
+// timeout, or changes that overlap every copy for changeWaits times as
+// long, make the shard busy: an error wrapping ErrLockTimeout, never a
+// report of corruption.
 
 // snapshot is a consistent copy of one shard and a view over it. Its buffer
 // is reused from shard to shard.
@@ -49,6 +50,12 @@ const copyChunk = 16 << 10
 // yield the processor; then each sleeps, from napMin doubling up to napMax.
 // A Seq that stays odd, and so the same, for deadCheckWait has its holder's
 // life checked: a dead one's shard is copied as it stands.
+// A shard that keeps changing is tried for changeWaits times the Dict's
+// lock timeout before a read gives up. A live holder that keeps its lock is
+// waited for the lock timeout alone. Changes end, but a stuck holder may
+// not, and a busy zone on a loaded machine overlaps many copies.
+const changeWaits = 10
+
 const (
 	yieldTries    = 64
 	napMin        = 20 * time.Microsecond
@@ -95,7 +102,7 @@ func (d *Dict) take(s *shard, sn *snapshot) error {
 	if len(sn.buf) != len(s.mem) {
 		sn.buf = alignedBytes(len(s.mem))
 	}
-	p := patience{bound: d.lockTimeout}
+	p := patience{bound: changeWaits * d.lockTimeout}
 	var oddSeq uint64 // the odd Seq last seen, and since when
 	var oddSince time.Time
 	held := false // the last try found one change in progress for long, by a live process
@@ -120,10 +127,10 @@ func (d *Dict) take(s *shard, sn *snapshot) error {
 			sn.seq, sn.lock = seq, lock
 			return sn.attach(s)
 		}
+		if held && time.Since(oddSince) >= d.lockTimeout {
+			return fmt.Errorf("dict: shard %d: %w after %v: a live process holds its lock", s.id, ErrLockTimeout, d.lockTimeout)
+		}
 		if !p.wait() {
-			if held {
-				return fmt.Errorf("dict: shard %d: %w after %v: a live process holds its lock", s.id, ErrLockTimeout, p.bound)
-			}
 			return fmt.Errorf("dict: shard %d: %w after %v: the shard kept changing while it was copied", s.id, ErrLockTimeout, p.bound)
 		}
 	}
@@ -188,7 +195,7 @@ func (d *Dict) copyLive(s *shard, sn *snapshot, off uint32, now int64, c *copyBu
 	key := sn.view.keyOf(off, sn.view.entryAt(off))
 	var h uint64
 	hashed := false
-	p := patience{bound: d.lockTimeout}
+	p := patience{bound: changeWaits * d.lockTimeout}
 	var oddVer uint64 // the odd Ver last seen, and since when
 	var oddSince time.Time
 	for {

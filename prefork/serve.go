@@ -38,7 +38,7 @@ func Serve(ctx context.Context, srv *http.Server, ln net.Listener, drain time.Du
 	<-served // the error of an Accept on the closed listener
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
 	defer cancel()
-	fresh.wait(dctx, min(drain, time.Second))
+	fresh.wait(dctx, freshWait)
 	if err := srv.Shutdown(dctx); err != nil {
 		return fmt.Errorf("prefork: drain: %w", err)
 	}
@@ -91,6 +91,12 @@ type freshConns struct {
 	conns map[net.Conn]bool
 	next  func(net.Conn, http.ConnState) // the server's own, or nil
 }
+
+// freshWait bounds the wait for fresh connections. Shutdown itself waits
+// about as long for a connection that has not sent its first request:
+// net/http counts one as idle only after 5 seconds. So waiting as long adds
+// little to a drain, and gives a slow client the time to be answered.
+const freshWait = 5 * time.Second
 
 // freshConnKey is the context key under which a request's net.Conn is.
 type freshConnKey struct{}

@@ -11,15 +11,18 @@ import (
 
 // Serve serves srv on ln until ctx ends, then drains: it stops accepting
 // (connections still queued on a prefork socket wait for the slot's other
-// children or its next child), lets each connection accepted but not yet
-// read bring in its first request, and shuts srv down, waiting up to drain
+// children or its next child), lets each connection accepted bring its
+// first request to srv's handler, and shuts srv down, waiting up to drain
 // for the requests in flight. It returns nil after a full drain, the error
 // of srv.Serve if serving fails first, or an error wrapping
 // context.DeadlineExceeded when requests were still in flight after drain.
-// Serve sets srv.ConnState, calling the one srv had.
+// Serve sets srv.ConnState, srv.ConnContext and srv.Handler, each calling
+// the one srv had.
 func Serve(ctx context.Context, srv *http.Server, ln net.Listener, drain time.Duration) error {
 	fresh := &freshConns{conns: map[net.Conn]bool{}, next: srv.ConnState}
 	srv.ConnState = fresh.track
+	srv.ConnContext = fresh.connContext(srv.ConnContext)
+	srv.Handler = fresh.handler(srv.Handler)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {
@@ -28,14 +31,14 @@ func Serve(ctx context.Context, srv *http.Server, ln net.Listener, drain time.Du
 	case <-ctx.Done():
 	}
 	// Stop accepting first: the master keeps the socket, so what is queued
-	// waits for the other children. Shutdown would drop the first request
-	// of a connection accepted but not yet read, so give those connections
-	// their request before shutting down.
+	// waits for the other children. Shutdown drops a request read but not
+	// yet handed to the handler: net/http checks for shutdown between the
+	// two. So let each accepted connection reach the handler first.
 	ln.Close()
 	<-served // the error of an Accept on the closed listener
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), drain)
 	defer cancel()
-	fresh.wait(dctx, min(drain, time.Second))
+	fresh.wait(dctx, freshWait)
 	if err := srv.Shutdown(dctx); err != nil {
 		return fmt.Errorf("prefork: drain: %w", err)
 	}
@@ -80,25 +83,72 @@ func ServeFunc(ctx context.Context, ln net.Listener, serve func(net.Listener) er
 }
 
 // freshConns tracks the connections accepted whose first request has not
-// been read (http.StateNew).
+// reached the handler. A connection leaves the set when its first request
+// enters the handler, or when it closes or is hijacked. StateActive is too
+// early: net/http sets it before its last check for shutdown.
 type freshConns struct {
 	mu    sync.Mutex
 	conns map[net.Conn]bool
 	next  func(net.Conn, http.ConnState) // the server's own, or nil
 }
 
-func (f *freshConns) track(c net.Conn, st http.ConnState) {
-	f.mu.Lock()
-	if st == http.StateNew {
-		f.conns[c] = true
-	} else {
-		delete(f.conns, c)
+// freshWait bounds the wait for fresh connections. Shutdown itself waits
+// about as long for a connection that has not sent its first request:
+// net/http counts one as idle only after 5 seconds. So waiting as long adds
+// little to a drain, and gives a slow client the time to be answered.
+const freshWait = 5 * time.Second
+
+// freshConnKey is the context key under which a request's net.Conn is.
+type freshConnKey struct{}
+
+// connContext returns a ConnContext that puts the connection in its
+// context, after next, the server's own (or nil).
+func (f *freshConns) connContext(next func(context.Context, net.Conn) context.Context) func(context.Context, net.Conn) context.Context {
+	return func(ctx context.Context, c net.Conn) context.Context {
+		if next != nil {
+			ctx = next(ctx, c)
+		}
+		return context.WithValue(ctx, freshConnKey{}, c)
 	}
-	f.mu.Unlock()
+}
+
+// handler returns h, or http.DefaultServeMux if h is nil, that first takes
+// the request's connection out of the set.
+func (f *freshConns) handler(h http.Handler) http.Handler {
+	if h == nil {
+		h = http.DefaultServeMux
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := r.Context().Value(freshConnKey{}).(net.Conn); ok {
+			f.remove(c)
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (f *freshConns) track(c net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateNew:
+		f.mu.Lock()
+		f.conns[c] = true
+		f.mu.Unlock()
+	case http.StateClosed, http.StateHijacked:
+		f.remove(c)
+	}
 	if f.next != nil {
 		f.next(c, st)
 	}
 }
+
+func (f *freshConns) remove(c net.Conn) {
+	f.mu.Lock()
+	delete(f.conns, c)
+	f.mu.Unlock()
+}
+
+// testHookFreshWait, if set, is called by wait each time it finds n
+// connections fresh, n > 0.
+var testHookFreshWait func(n int)
 
 // wait returns once no connection is fresh, after max, or when ctx ends.
 func (f *freshConns) wait(ctx context.Context, max time.Duration) {
@@ -109,6 +159,9 @@ func (f *freshConns) wait(ctx context.Context, max time.Duration) {
 		f.mu.Unlock()
 		if n == 0 {
 			return
+		}
+		if testHookFreshWait != nil {
+			testHookFreshWait(n)
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -98,8 +99,15 @@ type freshConns struct {
 // little to a drain, and gives a slow client the time to be answered.
 const freshWait = 5 * time.Second
 
-// freshConnKey is the context key under which a request's net.Conn is.
+// freshConnKey is the context key under which a request's freshConn is.
 type freshConnKey struct{}
+
+// freshConn is a connection, and whether its first request reached the
+// handler.
+type freshConn struct {
+	c       net.Conn
+	reached atomic.Bool
+}
 
 // connContext returns a ConnContext that puts the connection in its
 // context, after next, the server's own (or nil).
@@ -108,19 +116,21 @@ func (f *freshConns) connContext(next func(context.Context, net.Conn) context.Co
 		if next != nil {
 			ctx = next(ctx, c)
 		}
-		return context.WithValue(ctx, freshConnKey{}, c)
+		return context.WithValue(ctx, freshConnKey{}, &freshConn{c: c})
 	}
 }
 
 // handler returns h, or http.DefaultServeMux if h is nil, that first takes
-// the request's connection out of the set.
+// the request's connection out of the set. Only a connection's first
+// request takes the set's lock.
 func (f *freshConns) handler(h http.Handler) http.Handler {
 	if h == nil {
 		h = http.DefaultServeMux
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c, ok := r.Context().Value(freshConnKey{}).(net.Conn); ok {
-			f.remove(c)
+		if fc, ok := r.Context().Value(freshConnKey{}).(*freshConn); ok && !fc.reached.Load() {
+			fc.reached.Store(true)
+			f.remove(fc.c)
 		}
 		h.ServeHTTP(w, r)
 	})

@@ -37,8 +37,13 @@ import (
 // Options says how to open or create a dictionary's zone. The zero value
 // attaches an existing zone read-write with the coarse system clock.
 type Options struct {
-	// Size creates the zone when the file is absent and Size > 0; an existing
-	// zone keeps its size.
+	// Size is the zone's size in bytes. Open creates the zone when the file
+	// is absent and Size > 0. It rounds Size down to whole shards.
+	//
+	// An existing zone must have the size it was created with. Open returns
+	// ErrSizeMismatch for a zone of another size, even read-only. Size 0
+	// attaches at any size, and Dict.Size tells the size in force. A zone
+	// cannot grow: shmctl dump and restore copy its keys to a new one.
 	Size int64
 	// Shards is a new zone's shard count, a power of two; 0 chooses from the
 	// size. Shards: 1 gives one eviction order for the whole zone.
@@ -180,9 +185,6 @@ func (d *Dict) ReadOnly() bool { return d.readOnly }
 // Stats, FreeSpace and the other calls with no error return zeros then: Err
 // tells those from an empty zone's.
 func (d *Dict) Err() error { return d.usable() }
-
-// Capacity returns the zone's size in bytes.
-func (d *Dict) Capacity() int64 { return d.z.Header().Size }
 
 // FreeSpace returns the bytes that can still be allocated without evicting,
 // summed over the shards: free pages and free chunks of partly used pages. A

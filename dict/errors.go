@@ -47,6 +47,11 @@ var (
 	ErrLockTimeout = shm.ErrLockTimeout
 )
 
+// ErrSizeMismatch is returned by Open when Options.Size is not 0 and the
+// zone exists with another size. Its message names both sizes and the
+// shmctl commands that resize the zone.
+var ErrSizeMismatch = errors.New("dict: zone size differs")
+
 // ErrBadValue is returned when the zero Value, which has no kind, is stored.
 var ErrBadValue = errors.New("dict: value has no kind")
 

@@ -20,7 +20,7 @@ import (
 // multi-process tests (multiproc_test.go, crash_test.go,
 // crash_evict_test.go, crash_move_test.go, spec_test.go, timeout_test.go, liveness_test.go,
 // liveness_hammer_test.go, clock_test.go, readonly_live_test.go,
-// optimistic_test.go) and
+// optimistic_test.go, size_multiproc_test.go) and
 // benchmarks (procs_bench_test.go); in an ordinary test run it does nothing.
 func TestHelperProcess(t *testing.T) {
 	testutil.RunHelper(map[string]func(args []string) error{
@@ -43,6 +43,7 @@ func TestHelperProcess(t *testing.T) {
 		"opt-writer":   helperOptWriter,
 		"short-writer": helperShortWriter,
 		"replaced":     helperReplacedWriter,
+		"size-open":    helperSizeOpen,
 	})
 }
 

@@ -16,6 +16,10 @@ import (
 // may call Open with the same arguments at once: one creates, the others
 // attach.
 //
+// A zone that exists must have been created with o.Size, unless o.Size is
+// 0. Open returns an error wrapping ErrSizeMismatch otherwise. The error
+// names both sizes and the shmctl commands that resize the zone.
+//
 // A writable Open rebuilds a shard whose slab header is corrupt, from the
 // zone's geometry and the shard's page descriptors. It then repairs the
 // shard from its entries. The entries it cannot find are lost; no other
@@ -24,7 +28,7 @@ import (
 // A writable Dict keeps in process memory the counts it has not yet added to
 // the zone's Stats: 16 bytes per 4 KiB slab page.
 //
-// Open returns the errors of shm.Open, such as ErrNotZone, ErrNotOwner,
+// Open also returns the errors of shm.Open, such as ErrNotZone, ErrNotOwner,
 // ErrVersion and ErrCorrupt; match them with errors.Is. A read-only Open
 // returns ErrCorrupt for a shard that fails validation. A fault while Open
 // reads the shards is shm.ErrFault.
@@ -49,8 +53,11 @@ func Open(path string, o Options) (d *Dict, err error) {
 			}
 		}
 	}()
-	defer shm.CatchFault(&err, shm.GuardFaults())
 	h := z.Header()
+	if err := checkSize(path, o.Size, h); err != nil {
+		return nil, err
+	}
+	defer shm.CatchFault(&err, shm.GuardFaults())
 	d = &Dict{
 		z:           z,
 		shards:      make([]shard, h.Shards),

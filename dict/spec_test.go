@@ -147,7 +147,7 @@ func specEx7(t *testing.T) {
 
 func specEx8(t *testing.T) {
 	d, _ := openTest(t, Options{Size: specMinZone, Shards: 1})
-	for _, n := range []int{int(d.Capacity()) + 1, d.maxEntry} {
+	for _, n := range []int{int(d.Size()) + 1, d.maxEntry} {
 		big := Bytes(make([]byte, n))
 		if forcible, err := d.Set("big", big, 0, 0); !errors.Is(err, ErrValueTooLarge) || forcible {
 			t.Fatalf("Set(\"big\", %d bytes) = %v, %v; want false, %v", n, forcible, err, ErrValueTooLarge)
@@ -277,8 +277,8 @@ func specEx13(t *testing.T) {
 func specEx14(t *testing.T) {
 	d, _ := openTest(t, Options{Size: 1 << 20})
 	empty := d.FreeSpace()
-	if empty <= 0 || empty > d.Capacity() {
-		t.Fatalf("FreeSpace() of an empty zone = %d, capacity %d", empty, d.Capacity())
+	if empty <= 0 || empty > d.Size() {
+		t.Fatalf("FreeSpace() of an empty zone = %d, capacity %d", empty, d.Size())
 	}
 	for i := 0; i < 500; i++ {
 		switch i % 4 {

@@ -68,7 +68,7 @@ func (d *Dict) Stats() Stats {
 		var err error
 		defer d.catchFault(&err, shm.GuardFaults())
 	}
-	st := Stats{Capacity: d.Capacity(), Shards: len(d.shards)}
+	st := Stats{Capacity: d.Size(), Shards: len(d.shards)}
 	if d.usable() != nil {
 		return st
 	}

@@ -88,8 +88,8 @@ func TestProcessDumpRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dst.Close()
-	if st := dst.Stats(); st.Shards != 4 || st.Capacity <= src.Capacity() {
-		t.Errorf("restored zone: %d shards, %d bytes; want 4, more than %d", st.Shards, st.Capacity, src.Capacity())
+	if st := dst.Stats(); st.Shards != 4 || st.Capacity <= src.Size() {
+		t.Errorf("restored zone: %d shards, %d bytes; want 4, more than %d", st.Shards, st.Capacity, src.Size())
 	}
 	scanned := time.Now()
 	want := scanZone(t, src)

@@ -37,8 +37,8 @@ func (r *recorder) end() {
 func TestOpen(t *testing.T) {
 	r := &recorder{TB: t}
 	d, clk := Open(r, dict.Options{})
-	if d.Capacity() != DefaultSize {
-		t.Errorf("Capacity() = %d, want %d", d.Capacity(), DefaultSize)
+	if d.Size() != DefaultSize {
+		t.Errorf("Size() = %d, want %d", d.Size(), DefaultSize)
 	}
 	if d.Now() != testutil.EpochMilli {
 		t.Errorf("Now() = %d, want testutil.EpochMilli %d", d.Now(), testutil.EpochMilli)
@@ -63,8 +63,8 @@ func TestOpen(t *testing.T) {
 // no Clock.
 func TestOpenOwnClock(t *testing.T) {
 	d, clk := Open(t, dict.Options{Size: 256 << 10, Clock: func() int64 { return 42 }})
-	if clk != nil || d.Now() != 42 || d.Capacity() != 256<<10 {
-		t.Errorf("Open with Clock and Size: clock %v, Now() %d, Capacity() %d; want nil, 42, %d", clk, d.Now(), d.Capacity(), 256<<10)
+	if clk != nil || d.Now() != 42 || d.Size() != 256<<10 {
+		t.Errorf("Open with Clock and Size: clock %v, Now() %d, Size() %d; want nil, 42, %d", clk, d.Now(), d.Size(), 256<<10)
 	}
 }
 

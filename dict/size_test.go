@@ -1,0 +1,91 @@
+package dict_test
+
+import (
+	"errors"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/shmzone/shmzone/dict"
+)
+
+// TestOpenSize checks that Open attaches a zone with Size 0 or the size it
+// was created with, and refuses any other size with ErrSizeMismatch.
+func TestOpenSize(t *testing.T) {
+	tests := []struct {
+		name     string
+		create   int64 // Size the zone is created with
+		shards   int   // Shards it is created with
+		open     int64 // Size it is opened with
+		readOnly bool
+		wantErr  bool
+	}{
+		{name: "size 0", create: 1 << 20, open: 0},
+		{name: "same size", create: 1 << 20, open: 1 << 20},
+		{name: "odd size", create: 1<<20 + 12345, open: 1<<20 + 12345},
+		{name: "odd size, many shards", create: 3<<20 + 777, shards: 8, open: 3<<20 + 777},
+		{name: "odd size, chosen shards", create: 5<<20 + 99, open: 5<<20 + 99},
+		{name: "size in force", create: 1<<20 + 12345, open: -1},
+		{name: "larger", create: 1 << 20, open: 2 << 20, wantErr: true},
+		{name: "smaller", create: 2 << 20, open: 1 << 20, wantErr: true},
+		{name: "below the minimum", create: 1 << 20, open: 100, wantErr: true},
+		{name: "read-only size 0", create: 1 << 20, open: 0, readOnly: true},
+		{name: "read-only same size", create: 1 << 20, open: 1 << 20, readOnly: true},
+		{name: "read-only larger", create: 1 << 20, open: 2 << 20, readOnly: true, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "z.zone")
+			c, err := dict.Open(path, dict.Options{Size: tt.create, Shards: tt.shards})
+			if err != nil {
+				t.Fatalf("Open(Size %d) = %v", tt.create, err)
+			}
+			size := c.Size()
+			if size > tt.create || size != c.Header().Size {
+				t.Fatalf("Size() = %d, want at most %d and the header's %d", size, tt.create, c.Header().Size)
+			}
+			c.Close()
+			open := tt.open
+			if open < 0 {
+				open = size
+			}
+			d, err := dict.Open(path, dict.Options{Size: open, ReadOnly: tt.readOnly})
+			if tt.wantErr {
+				if d != nil {
+					d.Close()
+				}
+				if !errors.Is(err, dict.ErrSizeMismatch) {
+					t.Fatalf("Open(Size %d) of a zone of %d bytes = %v, want ErrSizeMismatch", open, size, err)
+				}
+				checkSizeError(t, err, path, size, open)
+				return
+			}
+			if err != nil {
+				t.Fatalf("Open(Size %d) of a zone of %d bytes = %v, want nil", open, size, err)
+			}
+			defer d.Close()
+			if got := d.Size(); got != size {
+				t.Errorf("Size() = %d, want %d", got, size)
+			}
+		})
+	}
+}
+
+// checkSizeError checks that err names the zone's path, its size, the size
+// asked for, and a shmctl command line that resizes the zone.
+func checkSizeError(t *testing.T, err error, path string, size, asked int64) {
+	t.Helper()
+	msg := err.Error()
+	for _, want := range []string{
+		"dict: zone size differs",
+		path + " is " + strconv.FormatInt(size, 10) + " bytes",
+		"Options.Size asks " + strconv.FormatInt(asked, 10),
+		"shmctl dump " + path + " | shmctl restore " + path + ".new --size " + strconv.FormatInt(asked, 10) +
+			" && mv " + path + ".new " + path,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Open error = %q, want it to hold %q", msg, want)
+		}
+	}
+}

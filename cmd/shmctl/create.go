@@ -71,6 +71,10 @@ func runCreate(e *env, name string, o dict.Options) error {
 		return fmt.Errorf("%w: %s", errZoneExists, path)
 	}
 	d, err := e.openCreate(name, o)
+	if errors.Is(err, dict.ErrSizeMismatch) {
+		// Another process created the zone since the Lstat, at another size.
+		return fmt.Errorf("%w: %s", errZoneExists, path)
+	}
 	if err != nil {
 		return err
 	}

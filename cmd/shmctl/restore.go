@@ -25,7 +25,8 @@ new zone, and rm the old one to resize a zone.
 
   shmctl dump app | shmctl restore app2 --size 256M
 
-When ZONE does not exist, --size creates it (with --shards shards). Restore
+When ZONE does not exist, --size creates it (with --shards shards). When
+it exists, --size must be its size: restore never resizes a zone. Restore
 never evicts: it stops with exit code 8 at the first key that does not fit,
 or the first line that is not a key (a ttl_ms beyond 292 years, a number
 out of its kind's range, a value that is null or missing, a list of no

@@ -396,3 +396,28 @@ func TestRestoreIntoMissingFolder(t *testing.T) {
 		t.Errorf("restore %s --size 256K = exit %d, stderr %q; want %d and %q", zone, code, errs, exitFail, want)
 	}
 }
+
+// restore --size into an existing zone of another size fails, exit 8,
+// with dict's message: both sizes and the commands that resize the zone.
+// The zone's keys are as they were.
+func TestRestoreSizeMismatch(t *testing.T) {
+	h := newHarness(t)
+	h.fixture()
+	zone := filepath.Join(h.dir, "app.zone")
+	before := h.ok("dump", "app")
+	h.stdin = strings.NewReader(`{"key":"a","kind":"int","value":1}`)
+	defer func() { h.stdin = nil }()
+	_, errs, code := h.run("restore", "app", "--size", "512K")
+	for _, want := range []string{
+		"dict: zone size differs",
+		zone + " is 262144 bytes, Options.Size asks 524288",
+		"shmctl dump " + zone + " | shmctl restore " + zone + ".new --size 524288",
+	} {
+		if code != exitFail || !strings.Contains(errs, want) {
+			t.Errorf("restore app --size 512K into a 256K zone = exit %d, stderr %q; want %d and %q", code, errs, exitFail, want)
+		}
+	}
+	if after := h.ok("dump", "app"); after != before {
+		t.Errorf("dump after the failed restore:\n%s\nwant\n%s", after, before)
+	}
+}

@@ -128,6 +128,15 @@ func TestBadState(t *testing.T) {
 		badCase{"last a day ahead", func(ctx context.Context, c redis.UniversalClient, key string) error {
 			return c.Set(ctx, key, fmt.Sprintf("[1000,%d,0]", now+2*maxAheadMs), time.Minute).Err()
 		}},
+		badCase{"excess -5", func(ctx context.Context, c redis.UniversalClient, key string) error {
+			return c.Set(ctx, key, fmt.Sprintf("[-5,%d,0]", now), time.Minute).Err()
+		}},
+		badCase{"last -1", func(ctx context.Context, c redis.UniversalClient, key string) error {
+			return c.Set(ctx, key, "[1000,-1,0]", time.Minute).Err()
+		}},
+		badCase{"forbidden -1", func(ctx context.Context, c redis.UniversalClient, key string) error {
+			return c.Set(ctx, key, fmt.Sprintf("[1000,%d,-1]", now), time.Minute).Err()
+		}},
 	)
 	swCases := whole()
 	idx := strconv.FormatInt(now/time.Minute.Milliseconds(), 10)
@@ -150,10 +159,27 @@ func TestBadState(t *testing.T) {
 		badCase{"missing field", func(ctx context.Context, c redis.UniversalClient, key string) error {
 			return c.HSet(ctx, key, "i", idx, "c", "1").Err()
 		}},
+		badCase{"negative previous count", func(ctx context.Context, c redis.UniversalClient, key string) error {
+			return c.HSet(ctx, key, "i", idx, "c", "0", "p", "-5").Err()
+		}},
+		badCase{"negative window", func(ctx context.Context, c redis.UniversalClient, key string) error {
+			return c.HSet(ctx, key, "i", "-1", "c", "1", "p", "0").Err()
+		}},
 	)
-	countCases := append(whole(), badCase{"count 2^53+1", func(ctx context.Context, c redis.UniversalClient, key string) error {
-		return c.Set(ctx, key, "9007199254740993", time.Minute).Err()
-	}})
+	countCases := append(whole(),
+		badCase{"count 2^53+1", func(ctx context.Context, c redis.UniversalClient, key string) error {
+			return c.Set(ctx, key, "9007199254740993", time.Minute).Err()
+		}},
+		badCase{"count -5", func(ctx context.Context, c redis.UniversalClient, key string) error {
+			return c.Set(ctx, key, "-5", time.Minute).Err()
+		}},
+		badCase{"count -1", func(ctx context.Context, c redis.UniversalClient, key string) error {
+			return c.Set(ctx, key, "-1", time.Minute).Err()
+		}},
+		badCase{"count -0", func(ctx context.Context, c redis.UniversalClient, key string) error {
+			return c.Set(ctx, key, "-0", time.Minute).Err()
+		}},
+	)
 	gcraCases := append(whole(),
 		badCase{"TAT -1", func(ctx context.Context, c redis.UniversalClient, key string) error {
 			return c.Set(ctx, key, "-1", time.Minute).Err()
@@ -326,9 +352,23 @@ func TestTieredBadState(t *testing.T) {
 			}})
 		}
 	}
-	cases = append(cases, badCase{"count 2^53+1", func(ctx context.Context, c redis.UniversalClient, key string) error {
-		return c.HSet(ctx, key, "99", "9007199254740993").Err()
-	}})
+	cases = append(cases,
+		badCase{"count 2^53+1", func(ctx context.Context, c redis.UniversalClient, key string) error {
+			return c.HSet(ctx, key, "99", "9007199254740993").Err()
+		}},
+		badCase{"count -5", func(ctx context.Context, c redis.UniversalClient, key string) error {
+			return c.HSet(ctx, key, "99", "-5", "99:s", "1").Err()
+		}},
+		badCase{"sequence 0", func(ctx context.Context, c redis.UniversalClient, key string) error {
+			return c.HSet(ctx, key, "99", "5", "99:s", "0").Err()
+		}},
+		badCase{"sequence -1", func(ctx context.Context, c redis.UniversalClient, key string) error {
+			return c.HSet(ctx, key, "99", "5", "99:s", "-1").Err()
+		}},
+		badCase{"reset 0", func(ctx context.Context, c redis.UniversalClient, key string) error {
+			return c.HSet(ctx, key, "reset", "0").Err()
+		}},
+	)
 	for i, bc := range cases {
 		t.Run(bc.name, func(t *testing.T) {
 			clk.Set(0)
@@ -376,5 +416,58 @@ func TestTieredBadState(t *testing.T) {
 				t.Errorf("Incoming(k) once the value is gone = %+v, %v", dec, err)
 			}
 		})
+	}
+}
+
+// TestUncommitKeepsGoodState gives back more requests than a window holds,
+// on Count and on Tiered: the count stops at 0, a state the limiters read
+// back, and the next decision counts from 0.
+func TestUncommitKeepsGoodState(t *testing.T) {
+	_, c := newClient(t)
+	ctx := context.Background()
+	clk := new(testutil.Clock)
+
+	count, _ := NewCount(c, "count", 10, time.Minute, fake(clk))
+	incoming(t, count, "k", true)
+	if err := count.UncommitN(ctx, "k", 3); err != nil {
+		t.Fatalf("Count: UncommitN(3) after one request = %v", err)
+	}
+	if v, err := c.Get(ctx, "count:k").Result(); err != nil || v != "0" {
+		t.Errorf("Count: value after UncommitN(3) = %q, %v; want \"0\"", v, err)
+	}
+	if d := incoming(t, count, "k", true); !d.Allowed || d.Remaining != 9 {
+		t.Errorf("Count: Incoming after UncommitN(3) = %+v, want allowed with 9 left", d)
+	}
+
+	d, zclk := zonetest.Open(t, dict.Options{})
+	window := time.Minute
+	l, err := NewTiered(d, c, "tu", 10, window, 100*time.Millisecond, Options{Timeout: time.Second, Now: zclk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	incoming(t, l, "k", true)
+	for range 3 {
+		if err := l.Uncommit(ctx, "k"); err != nil {
+			t.Fatalf("Tiered: Uncommit = %v", err)
+		}
+	}
+	if _, err := l.Flush(ctx); err != nil {
+		t.Fatalf("Tiered: Flush after 3 Uncommits = %v", err)
+	}
+	rk := fmt.Sprintf("tu:k:%d", zclk.Now().UnixMilli()/window.Milliseconds())
+	h, err := c.HGetAll(ctx, rk).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h) == 0 {
+		t.Errorf("Tiered: %s is empty after a flush, want the host's count", rk)
+	}
+	for f, v := range h {
+		if n, err := strconv.ParseInt(v, 10, 64); err != nil || n < 0 {
+			t.Errorf("Tiered: field %s of %s = %q, want an integer of at least 0", f, rk, v)
+		}
+	}
+	if d := incoming(t, l, "k", true); !d.Allowed || d.Remaining != 9 {
+		t.Errorf("Tiered: Incoming after 3 Uncommits = %+v, want allowed with 9 left", d)
 	}
 }

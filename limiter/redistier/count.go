@@ -29,11 +29,13 @@ end
 return {n, ttl}
 `)
 
-// countUncommitScript gives a cost back to an open window. ARGV cost.
+// countUncommitScript gives a cost back to an open window, down to a count
+// of 0. ARGV cost.
 var countUncommitScript = redis.NewScript(luaState + `
-countState(KEYS[1])
-if redis.call('EXISTS', KEYS[1]) == 1 then return {redis.call('DECRBY', KEYS[1], ARGV[1])} end
-return {0}
+local n = countState(KEYS[1])
+if not n then return {0} end
+if n < tonumber(ARGV[1]) then return {redis.call('DECRBY', KEYS[1], string.format('%d', n))} end
+return {redis.call('DECRBY', KEYS[1], ARGV[1])}
 `)
 
 // Count is a fixed window on Redis, as resty.limit.count. It admits limit
@@ -118,6 +120,10 @@ func (l *Count) Uncommit(ctx context.Context, key string) error { return l.uncom
 
 // UncommitN gives a request of cost n back to key's window. A key without
 // a window stays absent.
+//
+// The window's count does not drop below 0. So the allowance never grows
+// past limit, unlike limiter.Count's. A count below 0 is a bad state: a key
+// holding one would admit more than limit requests.
 //
 // UncommitN returns limiter.ErrBadCost if n is below 1 or above limit, and
 // ErrBadKey for an empty key. It returns ErrBadState for a state no Count

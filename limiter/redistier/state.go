@@ -38,8 +38,8 @@ const (
 // script that reads a state starts with it and calls its limiter's check
 // before any arithmetic: reqState (the decoded JSON [excess_m, last_ms,
 // forbidden]: numbers in range, a flag 0 or 1, and a TTL when forbidden),
-// countState (an integer as INCR writes it), gcraState (an integer TAT, not
-// further ahead than the largest tolerance) and swState (a hash of exactly
+// countState (an integer from 0 to 2^53 as INCR writes it), gcraState (an
+// integer TAT, not further ahead than the largest tolerance) and swState (a hash of exactly
 // i, c and p: a window not a day ahead, counts within any limit). Each
 // returns the checked state, or nothing for an absent key, and raises
 // badstate on anything else: the error reply that run reads as ErrBadState.
@@ -81,7 +81,7 @@ end
 local function countState(key)
   local res = redis.call('GET', key)
   if not res then return nil end
-  local n = canonical(res, -%[2]d, %[2]d)
+  local n = canonical(res, 0, %[2]d)
   if not n then badstate('a count of ' .. describe(tonumber(res) or res)) end
   return n
 end

@@ -388,7 +388,8 @@ func (l *Tiered) intAt(k string) (int64, error) {
 func (l *Tiered) Uncommit(ctx context.Context, key string) error { return l.uncommit(ctx, key, 1) }
 
 // UncommitN gives a request of cost n back to this host's count of key in
-// the current window. The next flush carries it. While Redis is failed and
+// the current window. The next flush carries it. The count does not drop
+// below 0: a count below 0 is a bad state in Redis. While Redis is failed and
 // the policy is FailLocal, UncommitN gives it back to Options.Local
 // instead.
 //
@@ -411,10 +412,28 @@ func (l *Tiered) uncommit(ctx context.Context, key string, n int64) error {
 		return l.failUncommit(ctx, key, n, err)
 	}
 	win := now / l.window
-	if _, err := l.d.Incr(l.zkey(win, key, "|c"), -n); err != nil && !errors.Is(err, dict.ErrNotFound) {
+	if err := l.take(l.zkey(win, key, "|c"), n); err != nil {
 		return fmt.Errorf("redistier: tiered %s: %w", key, err)
 	}
 	return nil
+}
+
+// take subtracts n from the host's count under k, down to 0. An absent
+// count stays absent. take subtracts n, then adds back what went below 0,
+// at most n. So a count may be below 0 for a moment. It may stay below 0
+// by what a rejection took back meanwhile. A flush sends 0 for it.
+func (l *Tiered) take(k string, n int64) error {
+	v, err := l.d.Incr(k, -n)
+	if errors.Is(err, dict.ErrNotFound) || err == nil && v >= 0 {
+		return nil
+	}
+	if err == nil {
+		_, err = l.d.Incr(k, min(n, -v))
+	}
+	if errors.Is(err, dict.ErrNotFound) {
+		return nil
+	}
+	return err
 }
 
 // Run calls Flush every interval until ctx is done. It drops the errors of

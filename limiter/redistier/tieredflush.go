@@ -43,8 +43,9 @@ const (
 // holds a state no flush or reset writes (a bad state), which it leaves as
 // it is: another type, a field named other than "host", "host:s" (a host
 // being decimal digits) or "reset", a value that is not an integer in
-// decimal as Lua prints it, a value, or the total of the hosts' counts it
-// holds, beyond ±2^53, a marker below 1; then the server's TIME in ms.
+// decimal as Lua prints it, a value below 0 or beyond 2^53, a total of the
+// hosts' counts beyond 2^53, a sequence number or marker below 1; then the
+// server's TIME in ms.
 var tieredScript = redis.NewScript(`
 local host, seq, ttl = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local seqf, match, format, lim = host .. ':s', string.match, string.format, 2^53
@@ -57,16 +58,16 @@ for i = 1, #KEYS do
   if ok then
     for j = 1, #all, 2 do
       local f, v = all[j], tonumber(all[j + 1])
-      if not (v and v % 1 == 0 and v >= -lim and v <= lim and format('%d', v) == all[j + 1]) then ok = false break end
+      if not (v and v % 1 == 0 and v >= 0 and v <= lim and format('%d', v) == all[j + 1]) then ok = false break end
+      local isSeq = match(f, '^%d+:s$')
+      if (isSeq or f == 'reset') and v < 1 then ok = false break end
       if f == seqf then s = v
       elseif f == host then own = v
-      elseif f == 'reset' then
-        if v < 1 then ok = false break end
-        r = v
+      elseif f == 'reset' then r = v
       elseif match(f, '^%d+$') then others = others + v
-      elseif not match(f, '^%d+:s$') then ok = false break end
+      elseif not isSeq then ok = false break end
     end
-    ok = ok and others + own >= -lim and others + own <= lim
+    ok = ok and others + own <= lim
   end
   if not ok then
     out[o + 1], out[o + 2], out[o + 3], out[o + 4] = 0, 0, 0, 0
@@ -211,7 +212,9 @@ func (l *Tiered) collect(win int64) (items []flushItem, first error) {
 			}
 			return
 		}
-		items = append(items, flushItem{key: key, others: ok, win: w, n: c, mark: r, prev: prev, pos: len(items)})
+		// A count below 0 is an overdraft that take has not yet given back:
+		// Redis holds no count below 0 (tieredScript).
+		items = append(items, flushItem{key: key, others: ok, win: w, n: max(c, 0), mark: r, prev: prev, pos: len(items)})
 	}
 	seen := l.seen
 	lk := l.zkey(win-1, "keys", "")

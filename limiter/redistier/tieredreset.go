@@ -141,7 +141,7 @@ func (l *Tiered) learn(it flushItem, r int64) (bool, error) {
 	if err != nil || !raised {
 		return held, err
 	}
-	if _, err := l.d.Incr(it.others[:len(it.others)-2], -it.n); err != nil && !errors.Is(err, dict.ErrNotFound) {
+	if err := l.take(it.others[:len(it.others)-2], it.n); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -17,11 +17,10 @@ func (d *Dict) Size() int64 { return d.z.Header().Size }
 func (d *Dict) Capacity() int64 { return d.Size() }
 
 // checkSize returns an error wrapping ErrSizeMismatch if size is not 0 and
-// the zone at path, of header h, was not created with it.
-//
-// Open rounds a new zone's size down to whole shards (shm.Geometry). So
-// size matches both the size the zone was created with and the size it
-// has.
+// a zone created with it would not have the size of the zone at path, of
+// header h. Open rounds a new zone's size down to whole shards
+// (shm.Geometry). So the size a zone was created with matches, and so does
+// the size it has.
 func checkSize(path string, size int64, h shm.Header) error {
 	if size == 0 {
 		return nil

@@ -2,6 +2,7 @@ package dict_test
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -86,6 +87,37 @@ func checkSizeError(t *testing.T, err error, path string, size, asked int64) {
 	} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("Open error = %q, want it to hold %q", msg, want)
+		}
+	}
+}
+
+// TestOpenSizeCommand checks the resize command in ErrSizeMismatch's
+// message for paths that a shell or shmctl would read otherwise.
+func TestOpenSizeCommand(t *testing.T) {
+	t.Chdir(t.TempDir())
+	tests := []struct {
+		path string // the path given to Open
+		cmd  string // the command that ends the error's message
+	}{
+		{"z.zone", "shmctl dump ./z.zone | shmctl restore ./z.zone.new --size 2097152 && mv ./z.zone.new ./z.zone"},
+		{"sub/z.zone", "shmctl dump sub/z.zone | shmctl restore sub/z.zone.new --size 2097152 && mv sub/z.zone.new sub/z.zone"},
+		{"it's here.zone", `shmctl dump './it'\''s here.zone' | shmctl restore './it'\''s here.zone.new' --size 2097152 && mv './it'\''s here.zone.new' './it'\''s here.zone'`},
+	}
+	if err := os.Mkdir("sub", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		c, err := dict.Open(tt.path, dict.Options{Size: 1 << 20})
+		if err != nil {
+			t.Fatalf("Open(%q, Size 1 MiB) = %v", tt.path, err)
+		}
+		c.Close()
+		d, err := dict.Open(tt.path, dict.Options{Size: 2 << 20})
+		if err == nil {
+			d.Close()
+		}
+		if !errors.Is(err, dict.ErrSizeMismatch) || !strings.HasSuffix(err.Error(), tt.cmd) {
+			t.Errorf("Open(%q, Size 2 MiB) = %v, want ErrSizeMismatch ending in %q", tt.path, err, tt.cmd)
 		}
 	}
 }

@@ -26,6 +26,7 @@ func TestHelperProcess(t *testing.T) {
 		"failed-start":  helperFailedStart,
 		"stubborn-roll": helperStubbornRoll,
 		"extra-files":   helperExtraFiles,
+		"broken":        helperBroken,
 	})
 }
 

@@ -40,7 +40,13 @@
 // exits before it is ready, or is killed for not being ready within
 // Options.ReadyTimeout. A child that was ready and then died did start.
 //
-// The master
+// Before it binds, the master checks that no other socket listens on the
+// address: SO_REUSEPORT would let a second master share a running one's
+// connections. Run then returns ErrAddrInUse, unless Options.Takeover asks
+// to share the address with an old master, as in an upgrade. The check
+// binds the address without SO_REUSEPORT and closes it. A master that binds
+// between that check and this master's own bind is not detected. The
+// master
 //
 //   - replaces a child that dies: at once if it had served for
 //     Options.StableAfter, else after a delay that doubles from
@@ -90,6 +96,8 @@
 //	I6. Outside a roll, when MaxStartFailures children of a slot in a row
 //	    fail to start, Run stops every child, closes every socket and
 //	    returns ErrStartFailed.
+//	I7. The master binds no address that another socket listens on,
+//	    unless Options.Takeover is set.
 //
 // Concurrency: Run is meant to be called once per process, from main; it
 // installs signal handlers for SIGTERM, SIGINT and SIGHUP (in the master to

@@ -15,4 +15,7 @@ var (
 	// ErrStartFailed is returned by Run when Options.MaxStartFailures
 	// children of one slot in a row exit before they are ready.
 	ErrStartFailed = errors.New("prefork: children cannot start")
+	// ErrAddrInUse is returned by Run when another socket listens on
+	// Options.Addr and Options.Takeover is false.
+	ErrAddrInUse = errors.New("prefork: address in use")
 )

@@ -102,6 +102,11 @@ func (m *master) run(ctx context.Context) error {
 			f.Close()
 		}
 	}()
+	if !m.o.Takeover {
+		if err := probe(m.o.Addr); err != nil {
+			return err
+		}
+	}
 	if err := m.listen(); err != nil {
 		return fmt.Errorf("prefork: %w", err)
 	}

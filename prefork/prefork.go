@@ -65,6 +65,13 @@ type Options struct {
 	// started by a roll is not counted: the slot keeps its old child. 0
 	// means DefaultMaxStartFailures.
 	MaxStartFailures int
+	// Takeover lets Run listen on an address that another listening
+	// socket holds with SO_REUSEPORT, such as an old master's during an
+	// upgrade. The two masters then share the connections until the old
+	// one exits. Without Takeover, Run refuses such an address with
+	// ErrAddrInUse. A socket bound without SO_REUSEPORT is refused either
+	// way.
+	Takeover bool
 	// Args are a child's arguments, without the program name; nil means
 	// the master's own (os.Args[1:]).
 	Args []string
@@ -110,7 +117,9 @@ var masterPid = func() string {
 // keeps them running until SIGTERM or SIGINT arrives or ctx ends; then it
 // drains them and returns nil.
 //
-// Errors: Run returns ErrBadOptions for bad Options. It returns ErrStartFailed when o.MaxStartFailures children of one
+// Errors: Run returns ErrBadOptions for bad Options. It returns
+// ErrAddrInUse when another socket listens on o.Addr and o.Takeover is
+// false. It returns ErrStartFailed when o.MaxStartFailures children of one
 // slot in a row fail to start. It returns other errors when it cannot
 // listen on o.Addr or start the first children. Before any error, it stops
 // every child it started and closes its sockets.

@@ -27,6 +27,7 @@ func TestHelperProcess(t *testing.T) {
 		"stubborn-roll": helperStubbornRoll,
 		"extra-files":   helperExtraFiles,
 		"broken":        helperBroken,
+		"takeover":      helperTakeover,
 	})
 }
 

@@ -57,6 +57,7 @@ type serveConfig struct {
 	// The master's own settings, not sent.
 	ReadyTimeout     time.Duration `json:"-"`
 	MaxStartFailures int           `json:"-"`
+	Takeover         bool          `json:"-"`
 	UnreadyRoll      int           `json:"-"`
 	PasswordFile     string        `json:"-"`
 	PasswordEnv      string        `json:"-"`
@@ -73,6 +74,8 @@ at once if it had served for a second, else after a delay that doubles from
 When -max-start-failures children of a slot in a row exit or are killed
 before they listen, the master stops every child, closes the address and
 exits 1. A roll's new children are not counted: their slots keep the old ones.
+The master refuses an -addr that another socket listens on, unless -takeover
+lets it share the address with an old master during an upgrade.
 Each child answers /metrics, unlimited, in the Prometheus text format: its
 decisions, its limiter's full-zone counts (worker_serve_limiter_*: writes
 that evicted other clients' states, retries, decisions that found their
@@ -127,6 +130,7 @@ func serveFlags(args []string, stderr io.Writer) (procs int, zoneSize int64, c s
 	fs.StringVar(&c.RedisPrefix, "redis-prefix", "worker-serve", "prefix of -global-rate's keys, in Redis and in the zone; hosts share a limit when they share -redis and -redis-prefix")
 	fs.DurationVar(&c.ReadyTimeout, "ready-timeout", 10*time.Second, "how long a new child may take to listen; one that takes longer is killed and replaced (a roll keeps the old child instead)")
 	fs.IntVar(&c.MaxStartFailures, "max-start-failures", prefork.DefaultMaxStartFailures, "children of one slot that may fail to start in a row, exiting or killed before they listen, before the master stops and exits 1")
+	fs.BoolVar(&c.Takeover, "takeover", false, "share -addr with another master's SO_REUSEPORT sockets, as in an upgrade, instead of refusing an address that another socket listens on")
 	fs.StringVar(&c.SlowPath, "slow-path", "", "testing: a path answered only once the child is told to drain, -slow later")
 	fs.DurationVar(&c.Slow, "slow", time.Second, "testing: how long -slow-path takes to answer once the child is told to drain")
 	fs.IntVar(&c.UnreadyRoll, "unready-roll", 0, "testing: the children started by this SIGHUP roll (1 = the first) never listen nor report ready")

@@ -50,6 +50,7 @@ func serveMaster(c serveConfig, procs int, config string, stdout, stderr io.Writ
 		BackoffMax:   serveBackoffMax,
 		// Children that keep failing to start: a bad zone, a bad flag.
 		MaxStartFailures: c.MaxStartFailures,
+		Takeover:         c.Takeover,
 		Args:             []string{},
 		Env: func(slot, roll int) []string {
 			env := []string{childEnv + "=serve", serveConfigEnv + "=" + config}

@@ -363,3 +363,29 @@ func TestServeGivesUpOnChildrenThatCannotStart(t *testing.T) {
 		t.Fatalf("dial %s after the master gave up: %v, want connection refused", s.addr, err)
 	}
 }
+
+// A second master on the address of a running one exits 1 with an error
+// that says so, though SO_REUSEPORT would let it bind. With -takeover it
+// starts beside the first, as in an upgrade.
+func TestServeRefusesAddressInUse(t *testing.T) {
+	t.Parallel()
+	first := startServe(t, 1, "-rate", "1000r/s", "-burst", "100")
+	second := launchServe(t, 1, "-rate", "1000r/s", "-burst", "100", "-addr", first.addr)
+	var err error
+	select {
+	case err = <-second.done:
+		second.done <- err // for the cleanup, which waits for it too
+	case <-time.After(serveHang):
+		t.Fatalf("a second master on %s still runs after %v; stderr:\n%s", first.addr, serveHang, second.stderr)
+	}
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("second master exited with %v, want exit status 1; stderr:\n%s", err, second.stderr)
+	}
+	want := fmt.Sprintf("worker serve: prefork: address in use: %s is already served by another listening socket (held by pid", first.addr)
+	if !strings.Contains(second.stderr.String(), want) {
+		t.Fatalf("second master's stderr does not hold %q:\n%s", want, second.stderr)
+	}
+	third := launchServe(t, 1, "-rate", "1000r/s", "-burst", "100", "-addr", first.addr, "-takeover")
+	third.waitReady(t)
+}

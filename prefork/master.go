@@ -422,16 +422,46 @@ func (m *master) start(s, roll int) (int, error) {
 	m.nextID++
 	id := m.nextID
 	m.children[id] = &proc{id: id, slot: s, cmd: cmd, started: time.Now()}
+	// A child's ready report reaches run before its exit, so that a child
+	// that was ready and died at once is not taken for one that failed to
+	// start. Once the child has exited, the read of its pipe is cut short:
+	// a program the child started may hold the pipe open.
+	read := make(chan struct{})
 	go func() {
-		var b [1]byte
-		if n, _ := r.Read(b[:]); n == 1 {
+		defer close(read)
+		if readyByte(r) {
 			m.send(event{kind: evReady, id: id})
 		}
-		r.Close()
 	}()
-	go func() { m.send(event{kind: evExited, id: id, err: cmd.Wait()}) }()
+	go func() {
+		err := cmd.Wait()
+		r.SetReadDeadline(time.Now())
+		<-read
+		r.Close()
+		m.send(event{kind: evExited, id: id, err: err})
+	}()
 	time.AfterFunc(m.o.ReadyTimeout, func() { m.send(event{kind: evLate, id: id}) })
 	return id, nil
+}
+
+// readyByte reads the ready pipe r and reports whether the child wrote its
+// byte. A read cut short by r's deadline looks once more, without waiting:
+// the byte may have come just before.
+func readyByte(r *os.File) bool {
+	var b [1]byte
+	n, err := r.Read(b[:])
+	if n == 1 {
+		return true
+	}
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	rc, err := r.SyscallConn()
+	if err != nil {
+		return false
+	}
+	rc.Control(func(fd uintptr) { n, _ = unix.Read(int(fd), b[:]) })
+	return n == 1
 }
 
 // send reports e to run, unless run has returned.

@@ -27,6 +27,9 @@ import (
 //   - "second-fourth": the second and fourth children the master starts;
 //   - "roll": the children of every roll.
 //
+// With mode "ready-exit", every child reports ready, by reading its
+// listener's address, and then exits 1 at once.
+//
 // A child that cannot start writes "cannot open the zone" to stderr and
 // exits 1 before it accepts, as a child given a bad zone path does. The
 // others answer / with their pid.
@@ -69,6 +72,10 @@ func helperBroken(args []string) error {
 		Logf: func(format string, a ...any) { fmt.Printf(format+"\n", a...) },
 	}
 	return Run(context.Background(), o, func(ctx context.Context, ln net.Listener) error {
+		if args[3] == "ready-exit" {
+			ln.Addr()
+			return errors.New("died once ready")
+		}
 		if os.Getenv("PREFORK_TEST_BROKEN") != "" {
 			return errors.New("cannot open the zone")
 		}
@@ -220,5 +227,17 @@ func TestRollOfChildrenThatCannotStart(t *testing.T) {
 	body, err := get(s.addr, "/")
 	if err != nil || (body != fmt.Sprintf("pid=%d", old[0]) && body != fmt.Sprintf("pid=%d", old[1])) {
 		t.Fatalf("GET / = %q, %v; want an old child %v; output:\n%s", body, err, old, s)
+	}
+}
+
+// A child that reported ready and died at once did start: its ready report
+// reaches the master before its exit, however the two race. With
+// MaxStartFailures 1, such children are replaced over and over.
+func TestReadyThenDeadChildIsNotAFailedStart(t *testing.T) {
+	t.Parallel()
+	s := startBroken(t, 1, 1, "ready-exit")
+	s.waitFor(t, "5 children ready", func() bool { return len(s.pids(readyRE)) >= 5 })
+	if strings.Contains(s.String(), "failed starts") || strings.Contains(s.String(), "cannot start") {
+		t.Fatalf("a child that was ready counted as a failed start; output:\n%s", s)
 	}
 }

@@ -98,15 +98,11 @@ func startServer(t *testing.T, n int) *server {
 	return s
 }
 
-// freeAddr returns a loopback address whose port was free a moment ago.
+// freeAddr returns a loopback address whose port no other socket takes by
+// binding port 0 while the test runs.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return testutil.ReservePort(t)
 }
 
 func (s *server) String() string {

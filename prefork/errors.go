@@ -13,7 +13,8 @@ var (
 	// variable EnvChild, or inherited files, are not what a master sets.
 	ErrBadChild = errors.New("prefork: bad child environment")
 	// ErrStartFailed is returned by Run when Options.MaxStartFailures
-	// children of one slot in a row exit before they are ready.
+	// children of one slot in a row fail to start: each exited, or was
+	// killed, before it was ready.
 	ErrStartFailed = errors.New("prefork: children cannot start")
 	// ErrAddrInUse is returned by Run when another socket listens on
 	// Options.Addr and Options.Takeover is false.

@@ -352,6 +352,7 @@ func TestRunBadOptions(t *testing.T) {
 		{Addr: "127.0.0.1"},
 		{Addr: "127.0.0.1:8080", Children: -1},
 		{Addr: "127.0.0.1:8080", BackoffMin: -time.Second},
+		{Addr: "127.0.0.1:8080", MaxStartFailures: -1},
 	} {
 		if err := Run(context.Background(), o, child); !errors.Is(err, ErrBadOptions) {
 			t.Errorf("Run(%+v) = %v, want ErrBadOptions", o, err)

@@ -42,11 +42,13 @@
 //
 // Before it binds, the master checks that no other socket listens on the
 // address: SO_REUSEPORT would let a second master share a running one's
-// connections. Run then returns ErrAddrInUse, unless Options.Takeover asks
-// to share the address with an old master, as in an upgrade. The check
-// binds the address without SO_REUSEPORT and closes it. A master that binds
-// between that check and this master's own bind is not detected. The
-// master
+// connections. If one does, Run returns ErrAddrInUse. Options.Takeover
+// skips the check, to share the address with an old master during an
+// upgrade. The check binds the address without SO_REUSEPORT and closes it.
+// A master that binds between that check and this master's own bind is not
+// detected. Children inherit their sockets and are never checked.
+//
+// The master
 //
 //   - replaces a child that dies: at once if it had served for
 //     Options.StableAfter, else after a delay that doubles from

@@ -34,7 +34,21 @@
 // dies or is replaced. A child is ready when it first accepts; it says so to
 // the master through a pipe (fd 3). Options.ExtraFiles hands each child more
 // files, from ExtraFD on: a pipe carrying a secret, for one, which neither
-// the command line nor the environment should show. The master
+// the command line nor the environment should show.
+//
+// A child has started once it is ready. A child fails to start when it
+// exits before it is ready, or is killed for not being ready within
+// Options.ReadyTimeout. A child that was ready and then died did start.
+//
+// Before it binds, the master checks that no other socket listens on the
+// address: SO_REUSEPORT would let a second master share a running one's
+// connections. If one does, Run returns ErrAddrInUse. Options.Takeover
+// skips the check, to share the address with an old master during an
+// upgrade. The check binds the address without SO_REUSEPORT and closes it.
+// A master that binds between that check and this master's own bind is not
+// detected. Children inherit their sockets and are never checked.
+//
+// The master
 //
 //   - replaces a child that dies: at once if it had served for
 //     Options.StableAfter, else after a delay that doubles from
@@ -45,6 +59,10 @@
 //     connections for it;
 //   - kills a child that is not ready within Options.ReadyTimeout, and
 //     replaces it the same way;
+//   - gives up when Options.MaxStartFailures children of one slot in a row
+//     fail to start: it drains every child, closes its sockets, so that
+//     clients are refused, and Run returns ErrStartFailed with the slot, the
+//     count, the last child's pid and its exit status;
 //   - on SIGTERM or SIGINT, or when Run's context ends, tells every child to
 //     drain (SIGTERM), waits for them, killing any still running after
 //     Options.DrainTimeout, and returns;
@@ -53,7 +71,9 @@
 //     is ready, so that the address always has a listener, and kills the
 //     old one if it is still running Options.DrainTimeout later; a new child
 //     that cannot be started, dies or is not ready in time is given up and
-//     the slot keeps the old.
+//     the slot keeps the old. Such a failure is logged and does not count
+//     toward Options.MaxStartFailures: a bad new release leaves the old
+//     children serving.
 //
 // A child gets SIGTERM when the master dies, even by SIGKILL (Linux's
 // parent-death signal), and so drains and exits.
@@ -69,12 +89,17 @@
 //	    ErrOrphan at once.
 //	I3. In a roll, a slot's old child is told to drain only after its new
 //	    child is ready.
-//	I4. A child that dies is replaced, unless it was told to drain: a slot
-//	    whose replacement cannot be started is tried again until one
-//	    starts. Two quick deaths or failed starts in a row of a slot are
-//	    BackoffMin apart at least.
+//	I4. A child that dies is replaced, unless it was told to drain or I6
+//	    ends Run. A slot whose replacement cannot be forked or executed is
+//	    tried again until one starts. Two quick deaths or failed starts in
+//	    a row of a slot are BackoffMin apart at least.
 //	I5. A child told to drain, by a roll or at the master's end, is killed
 //	    if it still runs DrainTimeout after it was last told.
+//	I6. Outside a roll, when MaxStartFailures children of a slot in a row
+//	    fail to start, Run stops every child, closes every socket and
+//	    returns ErrStartFailed.
+//	I7. The master binds no address that another socket listens on,
+//	    unless Options.Takeover is set.
 //
 // Concurrency: Run is meant to be called once per process, from main; it
 // installs signal handlers for SIGTERM, SIGINT and SIGHUP (in the master to

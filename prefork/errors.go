@@ -7,9 +7,16 @@ var (
 	// before the child could start.
 	ErrOrphan = errors.New("prefork: master gone")
 	// ErrBadOptions is returned by Run for options that cannot work: no
-	// address, or a negative count or duration.
+	// address, a port of 0, or a negative count or duration.
 	ErrBadOptions = errors.New("prefork: bad options")
 	// ErrBadChild is returned by Run in a child whose environment
 	// variable EnvChild, or inherited files, are not what a master sets.
 	ErrBadChild = errors.New("prefork: bad child environment")
+	// ErrStartFailed is returned by Run when Options.MaxStartFailures
+	// children of one slot in a row fail to start: each exited, or was
+	// killed, before it was ready.
+	ErrStartFailed = errors.New("prefork: children cannot start")
+	// ErrAddrInUse is returned by Run when another socket listens on
+	// Options.Addr and Options.Takeover is false.
+	ErrAddrInUse = errors.New("prefork: address in use")
 )

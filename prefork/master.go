@@ -34,6 +34,7 @@ type master struct {
 	done     chan struct{}   // closed when run returns: no more events
 	rolls    int             // SIGHUPs so far
 	backoff  []time.Duration // slot -> the delay before its next quick restart
+	failures []int           // slot -> its children that failed to start, in a row
 }
 
 // roll is a slot to roll and the SIGHUP (1 = the first) that asked.
@@ -45,6 +46,7 @@ type proc struct {
 	started  time.Time
 	ready    bool
 	retiring bool // told to drain; its exit is not replaced
+	late     bool // killed for not being ready within ReadyTimeout
 }
 
 // eventKind is what an event reports.
@@ -73,6 +75,7 @@ func newMaster(o Options) *master {
 		children: map[int]*proc{},
 		slots:    make([]int, o.Children),
 		backoff:  make([]time.Duration, o.Children),
+		failures: make([]int, o.Children),
 		events:   make(chan event, 4*o.Children+4),
 		done:     make(chan struct{}),
 	}
@@ -99,6 +102,11 @@ func (m *master) run(ctx context.Context) error {
 			f.Close()
 		}
 	}()
+	if !m.o.Takeover {
+		if err := probe(m.o.Addr); err != nil {
+			return err
+		}
+	}
 	if err := m.listen(); err != nil {
 		return fmt.Errorf("prefork: %w", err)
 	}
@@ -167,12 +175,14 @@ func (m *master) run(ctx context.Context) error {
 					rolling = 0
 				} else {
 					m.o.Logf("child pid=%d not ready in %v; killing it", c.cmd.Process.Pid, m.o.ReadyTimeout)
+					c.late = true
 				}
 				c.cmd.Process.Kill()
 				continue
 			}
 			if e.kind == evReady {
 				c.ready = true
+				m.failures[c.slot] = 0
 				m.o.Logf("child pid=%d ready (slot %d)", c.cmd.Process.Pid, c.slot)
 				if e.id == rolling {
 					// The new child is ready: the old one may go.
@@ -194,8 +204,13 @@ func (m *master) run(ctx context.Context) error {
 				rolling = 0
 				continue
 			}
+			if err := m.startFailed(c, e.err); err != nil {
+				m.o.Logf("%v; draining", err)
+				m.drain()
+				return err
+			}
 			delay := m.restartDelay(c)
-			m.o.Logf("child pid=%d died: %v; replacing it in %v", c.cmd.Process.Pid, exitText(e.err), delay)
+			m.o.Logf("child pid=%d died: %v; replacing it in %v%s", c.cmd.Process.Pid, exitText(e.err), delay, m.failuresText(c))
 			if delay == 0 {
 				m.replace(c.slot)
 				continue
@@ -203,6 +218,37 @@ func (m *master) run(ctx context.Context) error {
 			m.replaceAfter(c.slot, delay)
 		}
 	}
+}
+
+// startFailed counts c's death, for the exit err, as a failure to start if
+// c was never ready. It returns an error wrapping ErrStartFailed once c's
+// slot has had MaxStartFailures such failures in a row, else nil.
+func (m *master) startFailed(c *proc, err error) error {
+	if c.ready {
+		return nil
+	}
+	m.failures[c.slot]++
+	if m.failures[c.slot] < m.o.MaxStartFailures {
+		return nil
+	}
+	late := ""
+	if c.late {
+		late = fmt.Sprintf(", not ready in %v", m.o.ReadyTimeout)
+	}
+	if err == nil {
+		err = errors.New(exitText(nil))
+	}
+	return fmt.Errorf("%w: slot %d: %d children in a row exited before they were ready; the last, pid=%d%s: %w",
+		ErrStartFailed, c.slot, m.failures[c.slot], c.cmd.Process.Pid, late, err)
+}
+
+// failuresText is the note on c's death in the master's report: how many
+// of its slot's children in a row failed to start, if c was one of them.
+func (m *master) failuresText(c *proc) string {
+	if c.ready {
+		return ""
+	}
+	return fmt.Sprintf(" (%d of %d failed starts)", m.failures[c.slot], m.o.MaxStartFailures)
 }
 
 // retire tells c, the old child of a rolled slot, to drain, and asks run to
@@ -376,16 +422,46 @@ func (m *master) start(s, roll int) (int, error) {
 	m.nextID++
 	id := m.nextID
 	m.children[id] = &proc{id: id, slot: s, cmd: cmd, started: time.Now()}
+	// A child's ready report reaches run before its exit, so that a child
+	// that was ready and died at once is not taken for one that failed to
+	// start. Once the child has exited, the read of its pipe is cut short:
+	// a program the child started may hold the pipe open.
+	read := make(chan struct{})
 	go func() {
-		var b [1]byte
-		if n, _ := r.Read(b[:]); n == 1 {
+		defer close(read)
+		if readyByte(r) {
 			m.send(event{kind: evReady, id: id})
 		}
-		r.Close()
 	}()
-	go func() { m.send(event{kind: evExited, id: id, err: cmd.Wait()}) }()
+	go func() {
+		err := cmd.Wait()
+		r.SetReadDeadline(time.Now())
+		<-read
+		r.Close()
+		m.send(event{kind: evExited, id: id, err: err})
+	}()
 	time.AfterFunc(m.o.ReadyTimeout, func() { m.send(event{kind: evLate, id: id}) })
 	return id, nil
+}
+
+// readyByte reads the ready pipe r and reports whether the child wrote its
+// byte. A read cut short by r's deadline looks once more, without waiting:
+// the byte may have come just before.
+func readyByte(r *os.File) bool {
+	var b [1]byte
+	n, err := r.Read(b[:])
+	if n == 1 {
+		return true
+	}
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	rc, err := r.SyscallConn()
+	if err != nil {
+		return false
+	}
+	rc.Control(func(fd uintptr) { n, _ = unix.Read(int(fd), b[:]) })
+	return n == 1
 }
 
 // send reports e to run, unless run has returned.

@@ -23,6 +23,8 @@ const (
 	DefaultStableAfter  = time.Second
 	DefaultBackoffMin   = 100 * time.Millisecond
 	DefaultBackoffMax   = 5 * time.Second
+
+	DefaultMaxStartFailures = 5
 )
 
 // Options configures the master. A child reads none of them: it gets its
@@ -54,6 +56,22 @@ type Options struct {
 	// which doubles as for a death. Zero fields mean DefaultStableAfter,
 	// DefaultBackoffMin and DefaultBackoffMax.
 	StableAfter, BackoffMin, BackoffMax time.Duration
+	// MaxStartFailures is how many children of one slot in a row may fail
+	// to start before Run gives up. A child fails to start when it exits
+	// before it is ready, or is killed for not being ready in
+	// ReadyTimeout. A child that becomes ready resets its slot's count.
+	// When a slot reaches the limit, Run drains every child, closes its
+	// sockets and returns an error wrapping ErrStartFailed. A new child
+	// started by a roll is not counted: the slot keeps its old child. 0
+	// means DefaultMaxStartFailures.
+	MaxStartFailures int
+	// Takeover lets Run listen on an address that another listening
+	// socket holds with SO_REUSEPORT, such as an old master's during an
+	// upgrade. The two masters then share the connections until the old
+	// one exits. Without Takeover, Run refuses such an address with
+	// ErrAddrInUse. A socket bound without SO_REUSEPORT is refused either
+	// way.
+	Takeover bool
 	// Args are a child's arguments, without the program name; nil means
 	// the master's own (os.Args[1:]).
 	Args []string
@@ -97,9 +115,14 @@ var masterPid = func() string {
 //
 // In the master, Run opens the sockets, starts o.Children children and
 // keeps them running until SIGTERM or SIGINT arrives or ctx ends; then it
-// drains them and returns nil. It returns an error, having stopped any
-// child it started, when it cannot listen on o.Addr or start the first
-// children, and ErrBadOptions for bad Options.
+// drains them and returns nil.
+//
+// Errors: Run returns ErrBadOptions for bad Options. It returns
+// ErrAddrInUse when another socket listens on o.Addr and o.Takeover is
+// false. It returns ErrStartFailed when o.MaxStartFailures children of one
+// slot in a row fail to start. It returns other errors when it cannot
+// listen on o.Addr or start the first children. Before any error, it stops
+// every child it started and closes its sockets.
 //
 // In a child, Run calls child with the child's listener and a context
 // that ends on SIGTERM or SIGINT (sent by the master to drain it, or when
@@ -126,7 +149,7 @@ func (o Options) check() error {
 	if o.Addr == "" {
 		return fmt.Errorf("%w: no address", ErrBadOptions)
 	}
-	if o.Children < 0 || o.ReadyTimeout < 0 || o.DrainTimeout < 0 || o.StableAfter < 0 || o.BackoffMin < 0 || o.BackoffMax < 0 {
+	if o.Children < 0 || o.MaxStartFailures < 0 || o.ReadyTimeout < 0 || o.DrainTimeout < 0 || o.StableAfter < 0 || o.BackoffMin < 0 || o.BackoffMax < 0 {
 		return fmt.Errorf("%w: negative count or duration: %+v", ErrBadOptions, o)
 	}
 	_, port, err := net.SplitHostPort(o.Addr)
@@ -160,6 +183,9 @@ func (o Options) withDefaults() Options {
 	def(&o.BackoffMin, DefaultBackoffMin)
 	def(&o.BackoffMax, DefaultBackoffMax)
 	o.BackoffMax = max(o.BackoffMax, o.BackoffMin)
+	if o.MaxStartFailures == 0 {
+		o.MaxStartFailures = DefaultMaxStartFailures
+	}
 	if o.Args == nil {
 		o.Args = os.Args[1:]
 	}

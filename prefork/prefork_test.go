@@ -26,6 +26,8 @@ func TestHelperProcess(t *testing.T) {
 		"failed-start":  helperFailedStart,
 		"stubborn-roll": helperStubbornRoll,
 		"extra-files":   helperExtraFiles,
+		"broken":        helperBroken,
+		"takeover":      helperTakeover,
 	})
 }
 
@@ -96,15 +98,11 @@ func startServer(t *testing.T, n int) *server {
 	return s
 }
 
-// freeAddr returns a loopback address whose port was free a moment ago.
+// freeAddr returns a loopback address whose port no other socket takes by
+// binding port 0 while the test runs.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return testutil.ReservePort(t)
 }
 
 func (s *server) String() string {
@@ -354,6 +352,7 @@ func TestRunBadOptions(t *testing.T) {
 		{Addr: "127.0.0.1"},
 		{Addr: "127.0.0.1:8080", Children: -1},
 		{Addr: "127.0.0.1:8080", BackoffMin: -time.Second},
+		{Addr: "127.0.0.1:8080", MaxStartFailures: -1},
 	} {
 		if err := Run(context.Background(), o, child); !errors.Is(err, ErrBadOptions) {
 			t.Errorf("Run(%+v) = %v, want ErrBadOptions", o, err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/limiter"
+	"github.com/shmzone/shmzone/prefork"
 )
 
 // serveConfigEnv carries a child's configuration, as JSON, from the master.
@@ -54,10 +55,12 @@ type serveConfig struct {
 	Password serveSecret `json:"-"`
 
 	// The master's own settings, not sent.
-	ReadyTimeout time.Duration `json:"-"`
-	UnreadyRoll  int           `json:"-"`
-	PasswordFile string        `json:"-"`
-	PasswordEnv  string        `json:"-"`
+	ReadyTimeout     time.Duration `json:"-"`
+	MaxStartFailures int           `json:"-"`
+	Takeover         bool          `json:"-"`
+	UnreadyRoll      int           `json:"-"`
+	PasswordFile     string        `json:"-"`
+	PasswordEnv      string        `json:"-"`
 }
 
 const serveUsage = `usage: worker serve [flags]
@@ -68,6 +71,11 @@ SO_REUSEPORT and rate limit every request through one shared zone: -rate and
 exits; SIGHUP replaces the children one by one; a child that dies is replaced,
 at once if it had served for a second, else after a delay that doubles from
 100ms to 5s, so that a child that cannot start is not restarted in a loop.
+When -max-start-failures children of a slot in a row exit or are killed
+before they listen, the master stops every child, closes the address and
+exits 1. A roll's new children are not counted: their slots keep the old ones.
+The master refuses an -addr that another socket listens on, unless -takeover
+lets it share the address with an old master during an upgrade.
 Each child answers /metrics, unlimited, in the Prometheus text format: its
 decisions, its limiter's full-zone counts (worker_serve_limiter_*: writes
 that evicted other clients' states, retries, decisions that found their
@@ -121,6 +129,8 @@ func serveFlags(args []string, stderr io.Writer) (procs int, zoneSize int64, c s
 	fs.StringVar(&c.RedisPolicy, "redis-policy", "open", "what -global-rate does while Redis fails: open lets requests through (-rate still applies), closed answers 429")
 	fs.StringVar(&c.RedisPrefix, "redis-prefix", "worker-serve", "prefix of -global-rate's keys, in Redis and in the zone; hosts share a limit when they share -redis and -redis-prefix")
 	fs.DurationVar(&c.ReadyTimeout, "ready-timeout", 10*time.Second, "how long a new child may take to listen; one that takes longer is killed and replaced (a roll keeps the old child instead)")
+	fs.IntVar(&c.MaxStartFailures, "max-start-failures", prefork.DefaultMaxStartFailures, "children of one slot that may fail to start in a row, exiting or killed before they listen, before the master stops and exits 1")
+	fs.BoolVar(&c.Takeover, "takeover", false, "share -addr with another master's SO_REUSEPORT sockets, as in an upgrade, instead of refusing an address that another socket listens on")
 	fs.StringVar(&c.SlowPath, "slow-path", "", "testing: a path answered only once the child is told to drain, -slow later")
 	fs.DurationVar(&c.Slow, "slow", time.Second, "testing: how long -slow-path takes to answer once the child is told to drain")
 	fs.IntVar(&c.UnreadyRoll, "unready-roll", 0, "testing: the children started by this SIGHUP roll (1 = the first) never listen nor report ready")
@@ -146,6 +156,9 @@ func serveFlags(args []string, stderr io.Writer) (procs int, zoneSize int64, c s
 	}
 	if c.ReadyTimeout <= 0 {
 		return 0, 0, c, errors.New("-ready-timeout must be positive")
+	}
+	if c.MaxStartFailures < 1 {
+		return 0, 0, c, errors.New("-max-start-failures must be at least 1")
 	}
 	if err = serveAuthFlags(&c, *inURL); err != nil {
 		return 0, 0, c, err

@@ -26,7 +26,9 @@ const serveUnreadyEnv = "WORKER_SERVE_UNREADY"
 // start, is replaced after a delay that doubles from serveBackoffMin up to
 // serveBackoffMax, so that a child that cannot start (a bad zone file, a
 // full disk) is retried a few times a second at most rather than in a tight
-// loop. A child that served for longer is replaced at once.
+// loop. A child that served for longer is replaced at once. After
+// -max-start-failures children of a slot in a row fail to start, the master
+// gives up and exits 1.
 const (
 	serveStableAfter = time.Second
 	serveBackoffMin  = 100 * time.Millisecond
@@ -46,7 +48,10 @@ func serveMaster(c serveConfig, procs int, config string, stdout, stderr io.Writ
 		StableAfter:  serveStableAfter,
 		BackoffMin:   serveBackoffMin,
 		BackoffMax:   serveBackoffMax,
-		Args:         []string{},
+		// Children that keep failing to start: a bad zone, a bad flag.
+		MaxStartFailures: c.MaxStartFailures,
+		Takeover:         c.Takeover,
+		Args:             []string{},
 		Env: func(slot, roll int) []string {
 			env := []string{childEnv + "=serve", serveConfigEnv + "=" + config}
 			if c.UnreadyRoll > 0 && roll == c.UnreadyRoll {

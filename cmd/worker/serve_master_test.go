@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -161,9 +164,11 @@ var serveDiedRE = regexp.MustCompile(`child pid=\d+ died: .*; replacing it in (\
 // loop, and the slot serves again once the cause is gone. The zone path is
 // pointed at a garbage file (the running children keep the real zone, which
 // they have mapped), so every replacement fails to open it and exits.
+// -max-start-failures is high: the master must not give up before the test
+// puts the zone back.
 func TestServeRestartBacksOff(t *testing.T) {
 	t.Parallel()
-	s := startServe(t, 2, "-rate", "1000r/s", "-burst", "100", "-nodelay")
+	s := startServe(t, 2, "-rate", "1000r/s", "-burst", "100", "-nodelay", "-max-start-failures", "1000")
 	saved := s.zone + ".saved"
 	if err := os.Link(s.zone, saved); err != nil {
 		t.Fatal(err)
@@ -314,4 +319,73 @@ func TestServeSocketsStayNonblocking(t *testing.T) {
 	if sockets < 2 {
 		t.Fatalf("%d sockets in the master, want its 2 listeners", sockets)
 	}
+}
+
+// A master whose children cannot start gives up after -max-start-failures
+// of them in a row: it exits 1, names the failure, and closes the address,
+// so that a client is refused instead of waiting. The zone is replaced by a
+// garbage file once the first child serves, and that child is killed: every
+// replacement then fails to open the zone.
+func TestServeGivesUpOnChildrenThatCannotStart(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, 1, "-rate", "1000r/s", "-burst", "100", "-max-start-failures", "2")
+	bad := s.zone + ".bad"
+	if err := os.WriteFile(bad, bytes.Repeat([]byte("not a zone "), 1000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(bad, s.zone); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(s.stderr.serveReadyPids()[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	select {
+	case err = <-s.done:
+		s.done <- err // for the cleanup, which waits for it too
+	case <-time.After(serveHang):
+		t.Fatalf("the master still runs %v after its children failed to start; stderr:\n%s", serveHang, s.stderr)
+	}
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("master exited with %v, want exit status 1; stderr:\n%s", err, s.stderr)
+	}
+	want := regexp.MustCompile(`worker serve: prefork: children cannot start: slot 0: 2 children in a row exited before they were ready; the last, pid=\d+: exit status 1\n`)
+	if !want.MatchString(s.stderr.String()) {
+		t.Fatalf("stderr does not match %q:\n%s", want, s.stderr)
+	}
+	c, err := net.Dial("tcp", s.addr)
+	if err == nil {
+		c.Close()
+		t.Fatalf("dial %s succeeded after the master gave up", s.addr)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("dial %s after the master gave up: %v, want connection refused", s.addr, err)
+	}
+}
+
+// A second master on the address of a running one exits 1 with an error
+// that says so, though SO_REUSEPORT would let it bind. With -takeover it
+// starts beside the first, as in an upgrade.
+func TestServeRefusesAddressInUse(t *testing.T) {
+	t.Parallel()
+	first := startServe(t, 1, "-rate", "1000r/s", "-burst", "100")
+	second := launchServe(t, 1, "-rate", "1000r/s", "-burst", "100", "-addr", first.addr)
+	var err error
+	select {
+	case err = <-second.done:
+		second.done <- err // for the cleanup, which waits for it too
+	case <-time.After(serveHang):
+		t.Fatalf("a second master on %s still runs after %v; stderr:\n%s", first.addr, serveHang, second.stderr)
+	}
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("second master exited with %v, want exit status 1; stderr:\n%s", err, second.stderr)
+	}
+	want := fmt.Sprintf("worker serve: prefork: address in use: %s is already served by another listening socket (held by pid", first.addr)
+	if !strings.Contains(second.stderr.String(), want) {
+		t.Fatalf("second master's stderr does not hold %q:\n%s", want, second.stderr)
+	}
+	third := launchServe(t, 1, "-rate", "1000r/s", "-burst", "100", "-addr", first.addr, "-takeover")
+	third.waitReady(t)
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptrace"
 	"os"
@@ -19,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shmzone/shmzone/internal/testutil"
 )
 
 // serveTestEnv makes the test binary run as the worker command, so that the
@@ -106,12 +107,9 @@ func launchServe(t *testing.T, procs int, args ...string) *serveTestServer {
 // launchServeEnv is launchServe with env added to the master's environment.
 func launchServeEnv(t *testing.T, procs int, env []string, args ...string) *serveTestServer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	// A port that no other test, nor process, takes in the meantime: the
+	// master refuses one another socket listens on.
+	addr := testutil.ReservePort(t)
 	zone := filepath.Join(t.TempDir(), "serve.zone")
 	all := append([]string{"serve", "-procs", strconv.Itoa(procs), "-addr", addr, "-zone", zone, "-zone-size", "1048576"}, args...)
 	cmd := exec.Command(os.Args[0], all...)

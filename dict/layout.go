@@ -440,27 +440,9 @@ func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), le
 // while the string is in use.
 func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-// Offsets of a node's fields, for loadNode.
+// Offsets of the fields a lock-free read of a list loads (walklive.go).
 const (
-	nodeNextOff = int(unsafe.Offsetof(node{}.Next))
-	nodeVLenOff = int(unsafe.Offsetof(node{}.VLen))
-	nodeKindOff = int(unsafe.Offsetof(node{}.Kind))
+	listLenOff, listHeadOff  = int(unsafe.Offsetof(listHdr{}.Len)), int(unsafe.Offsetof(listHdr{}.Head))
+	nodeNextOff, nodeVLenOff = int(unsafe.Offsetof(node{}.Next)), int(unsafe.Offsetof(node{}.VLen))
+	nodeKindOff              = int(unsafe.Offsetof(node{}.Kind))
 )
-
-// loadNode returns the fields of the node header at off of arena that a
-// list's walk needs, each loaded with sync/atomic. off must be 8-aligned and
-// off+nodeHdrSize at most len(arena).
-func loadNode(arena []byte, off int) (next uint32, vlen int, kind Kind) {
-	var h [nodeHdrSize]byte
-	loadBytes(h[:], arena, off, nodeHdrSize)
-	next = binary.NativeEndian.Uint32(h[nodeNextOff:])
-	vlen = int(binary.NativeEndian.Uint32(h[nodeVLenOff:]))
-	return next, vlen, Kind(h[nodeKindOff])
-}
-
-// loadList returns a list header's Len and Head, at off of arena, each
-// loaded with sync/atomic.
-func loadList(arena []byte, off int) (n int, head uint32) {
-	l := (*listHdr)(unsafe.Pointer(&arena[off : off+listHdrSize][0]))
-	return int(atomic.LoadUint32(&l.Len)), atomic.LoadUint32(&l.Head)
-}

@@ -30,7 +30,6 @@ func (d *Dict) Keys(max int) (_ []string, err error) {
 	var buf []byte
 	var lens []int
 	var sn snapshot
-	var c copyBuf // for a shard read entry by entry
 	for i := range d.shards {
 		s := &d.shards[i]
 		want := 0
@@ -45,7 +44,7 @@ func (d *Dict) Keys(max int) (_ []string, err error) {
 				if err = d.take(s, &sn, true); err == nil {
 					nbytes, nkeys, fit, err = d.keysInShard(&sn.view, buf[:0], lens[:0], want)
 				} else if errors.Is(err, errChanging) {
-					nbytes, nkeys, fit, err = d.keysLive(s, &sn, &c, buf[:0], lens[:0], want)
+					nbytes, nkeys, fit, err = d.keysLive(s, &sn, buf[:0], lens[:0], want)
 				}
 			} else if err = d.lock(s); err == nil {
 				nbytes, nkeys, fit, err = d.keysInShard(s, buf[:0], lens[:0], want)

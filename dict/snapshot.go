@@ -38,10 +38,11 @@ import (
 // snapshot is a consistent copy of one shard and a view over it. Its buffer
 // is reused from shard to shard.
 type snapshot struct {
-	buf  []byte // the copy, as long as a shard, aligned for its words
-	view shard  // the shard as the copy holds it; z and lockw are nil
-	seq  uint64 // the shard's Seq while the copy was taken
-	lock uint64 // the shard's lock word then, when seq is odd (a dead holder's)
+	buf  []byte  // the copy, as long as a shard, aligned for its words
+	view shard   // the shard as the copy holds it; z and lockw are nil
+	seq  uint64  // the shard's Seq while the copy was taken
+	lock uint64  // the shard's lock word then, when seq is odd (a dead holder's)
+	live copyBuf // Keys' copy of a shard read entry by entry (keysLive)
 }
 
 // copyChunk is how many bytes a copy takes between two looks at Seq: a copy

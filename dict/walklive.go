@@ -1,6 +1,7 @@
 package dict
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -22,7 +23,7 @@ import (
 // bucket. What it does not give: one moment for the whole shard, nor the
 // eviction order. Keys and Scan list such a shard's keys in index order.
 
-// liveBroken is what walkBucket and copyListLive return for a chain or a
+// liveBroken is what walker.bucket and copyListLive return for a chain or a
 // list that is not whole: corruption, unless Seq changed meanwhile.
 const liveBroken = liveGone + 1
 
@@ -47,22 +48,19 @@ var errFrozen = errors.New("dict: the shard's lock holder died in a change")
 // holder kept the shard's lock past the lock timeout, or one bucket found no
 // gap between changes in changeWaits times the lock timeout.
 func (d *Dict) walkLive(s *shard, now int64, c *copyBuf, max int) error {
-	var key []byte
-	var w liveWait
+	wk := walker{d: d, s: s, now: now, c: c}
 	keys := 0
 	for b := 0; b < len(s.index); {
 		seq := s.seq()
 		if seq&1 != 0 {
-			if err := w.odd(d, s, seq); err != nil {
+			if err := wk.wait.odd(d, s, seq); err != nil {
 				return err
 			}
 			continue
 		}
 		m := c.mark()
-		n, res, err := d.walkBucket(s, uint32(b), now, c, &key, &w)
+		n, res := wk.bucket(uint32(b))
 		switch {
-		case err != nil:
-			return err
 		case s.seq() != seq:
 			res = liveRetry
 		case res == liveBroken:
@@ -70,12 +68,12 @@ func (d *Dict) walkLive(s *shard, now int64, c *copyBuf, max int) error {
 		}
 		if res == liveRetry || res == liveWriting {
 			c.undo(m)
-			if !w.p.wait() {
-				return fmt.Errorf("dict: shard %d: %w after %v: the shard kept changing while it was read entry by entry", s.id, ErrLockTimeout, w.p.bound)
+			if !wk.wait.p.wait() {
+				return fmt.Errorf("dict: shard %d: %w after %v: the shard kept changing while it was read entry by entry", s.id, ErrLockTimeout, wk.wait.p.bound)
 			}
 			continue
 		}
-		w = liveWait{}
+		wk.wait = liveWait{}
 		keys += n
 		if max > 0 && keys >= max {
 			return nil
@@ -85,15 +83,26 @@ func (d *Dict) walkLive(s *shard, now int64, c *copyBuf, max int) error {
 	return nil
 }
 
+// walker is walkLive's state: where it reads, where it copies to, and the
+// pacing of its tries of one bucket.
+type walker struct {
+	d    *Dict
+	s    *shard
+	now  int64
+	c    *copyBuf
+	key  []byte // scratch for a key
+	wait liveWait
+}
+
 // liveWait paces walkLive's tries of one bucket: a change in progress, or an
 // entry being written.
 type liveWait struct {
 	p        patience
-	oddSeq   uint64    // the odd Seq last seen, and since when
-	since    time.Time // when oddSeq, or oddVer, was first seen
+	oddSeq   uint64    // the odd Seq last seen
+	since    time.Time // when oddSeq was first seen
 	oddAt    uint32    // the entry last seen with an odd Ver
 	oddVer   uint64    // and that Ver
-	verSince time.Time
+	verSince time.Time // when oddVer was first seen there
 }
 
 // odd waits for a change in progress to end. It returns errFrozen when the
@@ -134,59 +143,58 @@ func (w *liveWait) deadWriter(d *Dict, s *shard, off uint32, ver uint64) bool {
 	return pw != nil && d.z.LockState(pw) != shm.LockLive && s.entryAt(off).ver() == ver
 }
 
-// walkBucket appends the live entries of bucket b of shard s to c, and
-// returns how many keys it added. It reads without a lock; the caller
-// checks Seq after it. res is liveBroken when the chain or a list was not
-// whole, liveRetry when a value changed under the read, liveWriting when an
-// entry was being written, and liveDone otherwise.
-// key is scratch space for the keys.
-func (d *Dict) walkBucket(s *shard, b uint32, now int64, c *copyBuf, key *[]byte, w *liveWait) (n, res int, err error) {
-	if w.p.bound == 0 {
-		w.p.bound = changeWaits * d.lockTimeout
+// bucket appends the live entries of bucket b to wk.c, and returns how
+// many keys it added. It reads without a lock; the caller checks Seq after
+// it. res is liveBroken when the chain or a list was not whole, liveRetry
+// when a value changed under the read, liveWriting when an entry was being
+// written, and liveDone otherwise.
+func (wk *walker) bucket(b uint32) (n, res int) {
+	s, c := wk.s, wk.c
+	if wk.wait.p.bound == 0 {
+		wk.wait.p.bound = changeWaits * wk.d.lockTimeout
 	}
-	arena := s.arena
 	off := atomic.LoadUint32(&s.index[b])
 	for steps := 0; off != 0; steps++ {
 		if !s.okEntry(off) || steps > s.steps {
-			return n, liveBroken, nil
+			return n, liveBroken
 		}
 		e := s.entryAt(off)
 		klen, _ := e.klenTag()
 		k := int(off) + entryHdrSize
-		if k+klen > len(arena) {
-			return n, liveBroken, nil
+		if k+klen > len(s.arena) {
+			return n, liveBroken
 		}
-		if cap(*key) < klen {
-			*key = make([]byte, klen)
+		if cap(wk.key) < klen {
+			wk.key = make([]byte, klen)
 		}
-		kb := loadBytes((*key)[:klen], arena, k, klen)
+		key := loadBytes(wk.key[:klen], s.arena, k, klen)
 		if e.kind() == KindList {
-			switch r := s.copyListLive(off, kb, now, c); r {
+			switch r := s.copyListLive(off, key, wk.now, c); r {
 			case liveDone:
 				n++
 			case liveBroken:
-				return n, r, nil
+				return n, r
 			}
 		} else {
 			m := c.mark()
-			switch r, ver := s.readLive(off, kb, now, c); r {
+			switch r, ver := s.readLive(off, key, wk.now, c); r {
 			case liveDone:
 				n++
 			case liveGone:
 				c.undo(m)
 			case liveWriting:
 				c.undo(m)
-				if !w.deadWriter(d, s, off, ver) {
-					return n, r, nil
+				if !wk.wait.deadWriter(wk.d, s, off, ver) {
+					return n, r
 				}
 			default:
 				c.undo(m)
-				return n, r, nil
+				return n, r
 			}
 		}
 		off = e.next()
 	}
-	return n, liveDone, nil
+	return n, liveDone
 }
 
 // copyListLive appends the list whose entry is at off, of key key, to c,
@@ -205,7 +213,10 @@ func (s *shard) copyListLive(off uint32, key []byte, now int64, c *copyBuf) int 
 	if lo+listHdrSize > len(s.arena) {
 		return liveBroken
 	}
-	n, head := loadList(s.arena, lo)
+	var lh [listHdrSize]byte
+	loadBytes(lh[:], s.arena, lo, listHdrSize)
+	n := int(binary.NativeEndian.Uint32(lh[listLenOff:]))
+	head := binary.NativeEndian.Uint32(lh[listHeadOff:])
 	at := len(c.recs)
 	stored := c.add(key, nil, copyRec{kind: KindList, flags: e.flags(), expiry: expiryOf(w), now: now})
 	i := 0
@@ -213,7 +224,11 @@ func (s *shard) copyListLive(off uint32, key []byte, now int64, c *copyBuf) int 
 		if !s.okNode(no) || i >= s.steps {
 			return liveBroken
 		}
-		next, vlen, kind := loadNode(s.arena, int(no))
+		var nh [nodeHdrSize]byte
+		loadBytes(nh[:], s.arena, int(no), nodeHdrSize)
+		next := binary.NativeEndian.Uint32(nh[nodeNextOff:])
+		vlen := int(binary.NativeEndian.Uint32(nh[nodeVLenOff:]))
+		kind := Kind(nh[nodeKindOff])
 		d := int(no) + nodeHdrSize
 		if kind == KindList || !fits(kind, vlen) || d+vlen > len(s.arena) {
 			return liveBroken
@@ -265,9 +280,9 @@ func (d *Dict) readShard(s *shard, sn *snapshot, now int64, c *copyBuf) error {
 
 // keysLive is keysInShard for a shard of a read-only Dict that kept
 // changing while it was copied: it reads the shard entry by entry
-// (walkLive) into c, then appends the keys to buf and their lengths to lens.
-func (d *Dict) keysLive(s *shard, sn *snapshot, c *copyBuf, buf []byte, lens []int, max int) (nbytes, nkeys int, fit bool, err error) {
-	now := d.Now()
+// (walkLive) into sn.live, then appends the keys to buf and their lengths to lens.
+func (d *Dict) keysLive(s *shard, sn *snapshot, buf []byte, lens []int, max int) (nbytes, nkeys int, fit bool, err error) {
+	now, c := d.Now(), &sn.live
 	for {
 		c.reset()
 		err := d.walkLive(s, now, c, max)

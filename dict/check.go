@@ -173,7 +173,7 @@ func (d *Dict) Check() (err error) {
 		s := &d.shards[i]
 		var probs []string
 		if d.readOnly {
-			if err := d.take(s, &sn); err != nil {
+			if err := d.take(s, &sn, false); err != nil {
 				errs = append(errs, err)
 				continue
 			}

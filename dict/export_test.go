@@ -1,6 +1,7 @@
 package dict
 
 import (
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -55,4 +56,41 @@ func UpdateLocked(d *Dict, key string, fn func(cur Value, ok bool) (Value, time.
 func MoveToOwn(d *Dict, key string) {
 	h := hashKey(d.seed, key)
 	d.moveToOwn(d.shardFor(h), key, h, 0)
+}
+
+// WalkLive reads every shard of a read-only d entry by entry, as Keys and
+// Scan read a shard that keeps changing (walkLive), and calls fn with each
+// live key. It fails when a key comes twice.
+func WalkLive(d *Dict, fn func(it Item)) error {
+	var c copyBuf
+	seen := map[string]bool{}
+	for i := range d.shards {
+		s := &d.shards[i]
+		for {
+			c.reset()
+			if err := d.walkLive(s, d.Now(), &c, 0); err != nil {
+				return err
+			}
+			if !c.full {
+				break
+			}
+			c.grow()
+		}
+		for j := 0; j < len(c.recs); j++ {
+			r := c.recs[j]
+			it := Item{Key: string(c.key(r)), Value: c.value(r), Flags: r.flags}
+			if r.kind == KindList {
+				for _, er := range c.recs[j+1 : j+1+r.elems] {
+					it.List = append(it.List, c.value(er))
+				}
+				j += r.elems
+			}
+			if seen[it.Key] {
+				return fmt.Errorf("key %q came twice", it.Key)
+			}
+			seen[it.Key] = true
+			fn(it)
+		}
+	}
+	return nil
 }

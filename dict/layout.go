@@ -439,3 +439,10 @@ func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), le
 // bytesString views bytes as a string without copying; they must not change
 // while the string is in use.
 func bytesString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// Offsets of the fields a lock-free read of a list loads (walklive.go).
+const (
+	listLenOff, listHeadOff  = int(unsafe.Offsetof(listHdr{}.Len)), int(unsafe.Offsetof(listHdr{}.Head))
+	nodeNextOff, nodeVLenOff = int(unsafe.Offsetof(node{}.Next)), int(unsafe.Offsetof(node{}.VLen))
+	nodeKindOff              = int(unsafe.Offsetof(node{}.Kind))
+)

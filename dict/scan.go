@@ -1,6 +1,7 @@
 package dict
 
 import (
+	"errors"
 	"time"
 
 	"github.com/shmzone/shmzone/shm"
@@ -9,6 +10,8 @@ import (
 // Keys returns up to max live keys; 0 means all. It goes shard by shard,
 // each shard's oldest entries first. It holds one shard's lock at a time. A
 // read-only view takes no lock: it lists a consistent copy of each shard.
+// A shard that keeps changing while it is copied is read bucket by bucket
+// instead, and its keys come in index order.
 //
 // Keys returns ErrClosed, ErrCorrupt for a shard whose queue cannot be
 // walked, and ErrLockTimeout, wrapped, for a shard it could not lock or copy
@@ -38,8 +41,10 @@ func (d *Dict) Keys(max int) (_ []string, err error) {
 			var fit bool
 			var err error
 			if d.readOnly {
-				if err = d.take(s, &sn); err == nil {
+				if err = d.take(s, &sn, true); err == nil {
 					nbytes, nkeys, fit, err = d.keysInShard(&sn.view, buf[:0], lens[:0], want)
+				} else if errors.Is(err, errChanging) {
+					nbytes, nkeys, fit, err = d.keysLive(s, &sn, buf[:0], lens[:0], want)
 				}
 			} else if err = d.lock(s); err == nil {
 				nbytes, nkeys, fit, err = d.keysInShard(s, buf[:0], lens[:0], want)
@@ -119,7 +124,8 @@ type Item struct {
 // reported or not, but never twice. Scan is no use of the keys: it moves
 // nothing in the eviction order and counts no hits. A read-only view walks a
 // consistent copy of each shard and reads each value again from the zone, as
-// Get does.
+// Get does. A shard that keeps changing while it is copied is read bucket by
+// bucket instead, each bucket as it stood at one moment, in index order.
 //
 // Scan returns ErrClosed, ErrCorrupt for a shard whose entries cannot be
 // walked, and ErrLockTimeout, wrapped, for a shard it could not lock or copy
@@ -141,9 +147,7 @@ func (d *Dict) Scan(fn func(it Item) bool) (err error) {
 			c.reset()
 			var err error
 			if d.readOnly {
-				if err = d.take(s, &sn); err == nil {
-					err = d.scanCopy(s, &sn, now, &c)
-				}
+				err = d.readShard(s, &sn, now, &c)
 			} else if err = d.lock(s); err == nil {
 				// Entry writers inside the shard's pages finish
 				// first, so that no value is copied half written.

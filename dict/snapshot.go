@@ -31,15 +31,18 @@ import (
 // what they were. A live holder that keeps the lock past the Dict's lock
 // timeout, or changes that overlap every copy for changeWaits times as
 // long, make the shard busy: an error wrapping ErrLockTimeout, never a
-// report of corruption.
+// report of corruption. Keys and Scan do not wait that long: after
+// copyTries overlapped copies, they read the shard entry by entry
+// (walklive.go).
 
 // snapshot is a consistent copy of one shard and a view over it. Its buffer
 // is reused from shard to shard.
 type snapshot struct {
-	buf  []byte // the copy, as long as a shard, aligned for its words
-	view shard  // the shard as the copy holds it; z and lockw are nil
-	seq  uint64 // the shard's Seq while the copy was taken
-	lock uint64 // the shard's lock word then, when seq is odd (a dead holder's)
+	buf  []byte  // the copy, as long as a shard, aligned for its words
+	view shard   // the shard as the copy holds it; z and lockw are nil
+	seq  uint64  // the shard's Seq while the copy was taken
+	lock uint64  // the shard's lock word then, when seq is odd (a dead holder's)
+	live copyBuf // Keys' copy of a shard read entry by entry (keysLive)
 }
 
 // copyChunk is how many bytes a copy takes between two looks at Seq: a copy
@@ -95,10 +98,14 @@ func (sn *snapshot) current(s *shard) bool {
 }
 
 // take copies shard s into sn, of a read-only Dict, and makes sn.view a
-// shard over the copy. Errors: ErrLockTimeout (wrapped) when no copy could
-// be taken within the Dict's lock timeout; ErrCorrupt when the copy's slab
-// header is not the one the shard was opened with.
-func (d *Dict) take(s *shard, sn *snapshot) error {
+// shard over the copy. With early set, it returns errChanging once
+// copyTries changes overlapped its copies, for a caller that then reads the
+// shard entry by entry (walkLive).
+//
+// Errors: errChanging; ErrLockTimeout (wrapped) when no copy could be taken
+// within the Dict's lock timeout; ErrCorrupt when the copy's slab header is
+// not the one the shard was opened with.
+func (d *Dict) take(s *shard, sn *snapshot, early bool) error {
 	if len(sn.buf) != len(s.mem) {
 		sn.buf = alignedBytes(len(s.mem))
 	}
@@ -106,6 +113,7 @@ func (d *Dict) take(s *shard, sn *snapshot) error {
 	var oddSeq uint64 // the odd Seq last seen, and since when
 	var oddSince time.Time
 	held := false // the last try found one change in progress for long, by a live process
+	overlaps := 0 // changes that overlapped a copy, or that one found begun
 	for {
 		seq := s.seq()
 		lock := uint64(0)
@@ -117,15 +125,22 @@ func (d *Dict) take(s *shard, sn *snapshot) error {
 			ok = false
 			if seq != oddSeq {
 				oddSeq, oddSince = seq, time.Now()
+				overlaps++
 			} else if time.Since(oddSince) >= deadCheckWait {
 				lock = atomic.LoadUint64(&s.h.Lock)
 				ok = d.z.LockState(&s.h.Lock) != shm.LockLive
 				held = !ok
 			}
 		}
-		if ok && sn.copyShard(s, seq) && (seq&1 == 0 || atomic.LoadUint64(&s.h.Lock) == lock) {
-			sn.seq, sn.lock = seq, lock
-			return sn.attach(s)
+		if ok {
+			if sn.copyShard(s, seq) && (seq&1 == 0 || atomic.LoadUint64(&s.h.Lock) == lock) {
+				sn.seq, sn.lock = seq, lock
+				return sn.attach(s)
+			}
+			overlaps++
+		}
+		if early && overlaps >= copyTries && !held {
+			return errChanging
 		}
 		if held && time.Since(oddSince) >= d.lockTimeout {
 			return fmt.Errorf("dict: shard %d: %w after %v: a live process holds its lock", s.id, ErrLockTimeout, d.lockTimeout)

@@ -23,7 +23,7 @@ func Example() {
 	// README:
 	o := prefork.Options{Addr: ":8080", Children: 4, Logf: log.Printf}
 	err := prefork.Run(context.Background(), o, func(ctx context.Context, ln net.Listener) error {
-		d, err := dict.Open("/tmp/app.zone", dict.Options{Size: 16 << 20})
+		d, err := dict.Open("/dev/shm/app.zone", dict.Options{Size: 16 << 20})
 		if err != nil {
 			return err
 		}

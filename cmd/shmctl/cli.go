@@ -181,7 +181,7 @@ func run(args []string, e *env) int {
 	case exitUsage:
 		fmt.Fprintf(e.stderr, "Usage: shmctl %s [flags] %s (shmctl %[1]s --help tells more)\n", c.name, c.args)
 	case exitBusy:
-		fmt.Fprintf(e.stderr, "shmctl %s: zone busy: for %v a live process held a shard's lock (stopped, or stuck in a write) or kept changing the shard; a write that timed out changed nothing\n", c.name, dict.DefaultLockTimeout)
+		fmt.Fprintf(e.stderr, "shmctl %s: zone busy: a live process held a shard's lock for %v (stopped, or stuck in a write), or the shard kept changing; a write that timed out changed nothing\n", c.name, dict.DefaultLockTimeout)
 	}
 	return code
 }

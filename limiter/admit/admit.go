@@ -238,7 +238,11 @@ func (p Pass) Refunds() bool { return p.refund != nil }
 // back (the limiter's UncommitN). Errors of UncommitN are dropped.
 func (p Pass) Finish(status int) {
 	if p.refund != nil && p.refund(status) {
-		p.u.UncommitN(context.WithoutCancel(p.ctx), p.key, p.n)
+		ctx := p.ctx
+		if ctx.Err() != nil {
+			ctx = context.WithoutCancel(ctx) // allocates: only when needed
+		}
+		p.u.UncommitN(ctx, p.key, p.n)
 	}
 	p.Done()
 }

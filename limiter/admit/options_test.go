@@ -165,3 +165,20 @@ func TestRefund(t *testing.T) {
 		t.Errorf("Refunds() without Refund = true, want false")
 	}
 }
+
+// TestRefundCancelled: Finish gives the cost back even when the request's
+// context has ended by then.
+func TestRefundCancelled(t *testing.T) {
+	z, _ := zonetest.Open(t, dict.Options{})
+	l, _ := limiter.NewCount(z, "login", 1, time.Minute)
+	g := mustGate(t, l, admit.Options{Refund: func(int) bool { return true }})
+	for i := range 3 {
+		ctx, cancel := context.WithCancel(context.Background())
+		var a admit.Admission
+		if err := g.Decide(ctx, "k", 1, &a); err != nil || !a.Decision.Allowed {
+			t.Fatalf("request %d: Decide = %v, Allowed %v; want nil, true", i, err, a.Decision.Allowed)
+		}
+		cancel()
+		a.Pass.Finish(200)
+	}
+}

@@ -228,9 +228,9 @@ type Pass struct {
 	refund func(status int) bool // Options.Refund, for a committed non-Conn request
 }
 
-// Refunds reports whether Finish needs the response status: Options.Refund
-// is set and the request was committed. Otherwise Done does all Finish
-// does.
+// Refunds reports whether Finish needs the response status. It does when
+// Options.Refund is set, the request was committed and the limiter is no
+// Conn. Otherwise Done does all that Finish does.
 func (p Pass) Refunds() bool { return p.refund != nil }
 
 // Finish ends the request as Done does, once its handler answered status.

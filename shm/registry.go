@@ -26,6 +26,9 @@ func (z *Zone) regWords() (lock, gen *uint64) {
 // Generation returns the registry's generation. Every change of a record
 // adds one to it, and BumpGeneration does too. It is one atomic load.
 func (z *Zone) Generation() uint64 {
+	if len(z.data) < HeaderSize {
+		return 0 // closed
+	}
 	return atomic.LoadUint64(word64(z.data, regGenOff))
 }
 
@@ -91,6 +94,17 @@ func (z *Zone) loadSlot(i int) (Record, bool) {
 // StoreRecord returns ErrBadOptions for key 0, ErrReadOnly for a read-only
 // zone, and ErrRegistryFull when no record holds key and none is free.
 func (z *Zone) StoreRecord(key uint64, data [RecordWords]uint64) error {
+	return z.UpdateRecord(key, func(d *[RecordWords]uint64, _ bool) bool {
+		*d = data
+		return true
+	})
+}
+
+// UpdateRecord stores under key the words fn makes of the record's words,
+// all in one hold of the registry's lock. fn gets the words of key's record
+// and true, or zeros and false when the registry holds none. It returns
+// false to change nothing. UpdateRecord returns StoreRecord's errors.
+func (z *Zone) UpdateRecord(key uint64, fn func(data *[RecordWords]uint64, found bool) bool) error {
 	if key == 0 {
 		return fmt.Errorf("%w: registry key 0", ErrBadOptions)
 	}
@@ -103,12 +117,19 @@ func (z *Zone) StoreRecord(key uint64, data [RecordWords]uint64) error {
 	for i := range RegSlots {
 		s := regSlotAt(z.data, i)
 		if s.Used == 1 && s.Key == key {
-			z.writeSlotLocked(s, key, data)
+			data := s.Data
+			if fn(&data, true) {
+				z.writeSlotLocked(s, key, data)
+			}
 			return nil
 		}
 		if s.Used == 0 && free < 0 {
 			free = i
 		}
+	}
+	var data [RecordWords]uint64
+	if !fn(&data, false) {
+		return nil
 	}
 	if free < 0 {
 		return fmt.Errorf("%w: %d records in %s", ErrRegistryFull, RegSlots, z.path)

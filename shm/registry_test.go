@@ -195,3 +195,26 @@ func regWrite(path string, n int) int {
 	}
 	return 0
 }
+
+func TestRegistryUpdate(t *testing.T) {
+	z := mustOpen(t, tempZone(t), small)
+	add := func(d *[RecordWords]uint64, found bool) bool {
+		d[0]++
+		return true
+	}
+	for range 3 {
+		if err := z.UpdateRecord(4, add); err != nil {
+			t.Fatalf("UpdateRecord(4) = %v", err)
+		}
+	}
+	if r, _ := z.LoadRecord(4); r.Data[0] != 3 {
+		t.Errorf("record 4 after 3 adds = %d, want 3", r.Data[0])
+	}
+	g := z.Generation()
+	if err := z.UpdateRecord(5, func(*[RecordWords]uint64, bool) bool { return false }); err != nil {
+		t.Fatalf("UpdateRecord that changes nothing = %v", err)
+	}
+	if _, ok := z.LoadRecord(5); ok || z.Generation() != g {
+		t.Errorf("UpdateRecord that changes nothing stored a record or moved the generation")
+	}
+}

@@ -31,21 +31,14 @@ type record struct {
 	WindowNs int64   `json:"window_ns,omitempty"` // Count, SlidingWindow
 	DelayNs  int64   `json:"delay_ns,omitempty"`  // Conn's delay per connection over max
 	LeaseMs  int64   `json:"lease_ms,omitempty"`  // a leased Conn's lease
+	Pid      int     `json:"pid,omitempty"`       // the process that built it
+	AtMs     int64   `json:"at_ms,omitempty"`     // when, Unix ms
 }
 
-// publish records r as the parameters of the limiter of sp in d. It
-// evicts nothing and reports nothing: a zone without room, or read-only,
-// goes without the record. It reads the record once written, which marks
-// it used: a flood of new keys then evicts the record after them.
-func (sp *space) publish(d *dict.Dict, r record) {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return
-	}
-	k := metaKind + "|" + sp.prefix[:len(sp.prefix)-1]
-	if d.SafeSet(k, dict.Bytes(b), 0, 0) == nil {
-		d.Get(k)
-	}
+// numbers returns r without who built it and when.
+func (r record) numbers() record {
+	r.Pid, r.AtMs = 0, 0
+	return r
 }
 
 // Client is one key of one limiter, as one more request of it would find it

@@ -1,7 +1,6 @@
 package limiter
 
 import (
-	"fmt"
 	"time"
 )
 
@@ -113,12 +112,3 @@ func (c *Conn) SetBurst(burst int64) error {
 // UnsetLive drops the live numbers. The newest construction's apply from
 // the next decision on.
 func (c *Conn) UnsetLive() error { return c.tune.unset() }
-
-// unset drops the limiter's live numbers and reads the numbers in force.
-func (t *tuned[N]) unset() error {
-	if _, err := t.d.DeleteRecord(t.key); err != nil {
-		return fmt.Errorf("limiter: unset %s %q: %w", t.kind, t.name, err)
-	}
-	t.nums()
-	return nil
-}

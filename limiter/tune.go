@@ -7,7 +7,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/shmzone/shmzone/dict"
@@ -63,7 +62,11 @@ func (t *tuned[N]) init(d *dict.Dict, kind, name string, built record, derive fu
 	t.d, t.kind, t.name, t.built, t.derive = d, kind, name, built, derive
 	t.key = regKey(kind, name)
 	if zb, ok := readBuilt(d, kind, name); !ok || zb.numbers() != built.numbers() {
+		before, known := inForceOf(d, kind, name, nil)
 		publish(d, kind, name, built)
+		if after, _ := inForceOf(d, kind, name, &built); known {
+			applyNow(d, kind, name, before, after)
+		}
 	}
 	n, _ := derive(built)
 	t.cur.Store(&inForce[N]{gen: ^d.Generation(), n: n, rec: built})
@@ -96,18 +99,11 @@ func (t *tuned[N]) reload() *inForce[N] {
 	if c := t.cur.Load(); c.gen == g {
 		return c
 	}
-	base, ok := readBuilt(t.d, t.kind, t.name)
-	if _, err := t.derive(base); !ok || err != nil {
-		base = t.built
-	}
-	rec := base
-	if l, ok := readLive(t.d, t.key); ok {
-		rec = l.over(base)
-	}
+	rec, _ := inForceOf(t.d, t.kind, t.name, &t.built)
 	n, err := t.derive(rec)
-	if err != nil { // live numbers this kind refuses over base
-		rec = base
-		n, _ = t.derive(base)
+	if err != nil { // cannot happen: inForceOf checks what it returns
+		rec = t.built
+		n, _ = t.derive(rec)
 	}
 	c := &inForce[N]{gen: g, n: n, rec: rec.numbers()}
 	t.cur.Store(c)
@@ -117,14 +113,59 @@ func (t *tuned[N]) reload() *inForce[N] {
 // set stores live numbers for the limiter, and reads them back. It checks
 // them over the numbers in force first.
 func (t *tuned[N]) set(l live) error {
-	if _, err := t.derive(l.over(t.numbers())); err != nil {
+	before := t.numbers()
+	if _, err := t.derive(l.over(before)); err != nil {
 		return err
 	}
 	if err := setLive(t.d, t.key, l); err != nil {
 		return fmt.Errorf("limiter: set %s %q: %w", t.kind, t.name, err)
 	}
-	t.nums()
-	return nil
+	return applyNow(t.d, t.kind, t.name, before, t.numbers())
+}
+
+// unset drops the limiter's live numbers and reads the numbers in force.
+func (t *tuned[N]) unset() error {
+	before := t.numbers()
+	if _, err := t.d.DeleteRecord(t.key); err != nil {
+		return fmt.Errorf("limiter: unset %s %q: %w", t.kind, t.name, err)
+	}
+	return applyNow(t.d, t.kind, t.name, before, t.numbers())
+}
+
+// inForceOf returns the numbers in force of the limiter of kind named
+// name: the newest construction's, or else *fallback, with the live
+// numbers over them. It reports false when it knows none: no construction
+// recorded and no fallback. Numbers the kind refuses are passed over.
+func inForceOf(d *dict.Dict, kind, name string, fallback *record) (record, bool) {
+	check := kindChecks[kind]
+	base, ok := readBuilt(d, kind, name)
+	if ok && check(base) != nil {
+		ok = false
+	}
+	if !ok {
+		if fallback == nil {
+			return record{}, false
+		}
+		base = *fallback
+	}
+	base = base.numbers()
+	if l, found := readLive(d, regKey(kind, name)); found {
+		if r := l.over(base); check(r) == nil {
+			return r, true
+		}
+	}
+	return base, true
+}
+
+// kindChecks checks a record's numbers for each kind, as its constructor
+// does.
+var kindChecks = map[string]func(record) error{
+	kindReq:        func(r record) error { _, err := reqNumsOf(r); return err },
+	kindCount:      func(r record) error { _, err := countNumsOf(r); return err },
+	kindSW:         func(r record) error { _, err := swNumsOf(r); return err },
+	kindGCRA:       func(r record) error { _, err := gcraNumsOf(r); return err },
+	kindConn:       func(r record) error { _, err := connNumsOf(r); return err },
+	kindLeasedConn: func(r record) error { _, err := connNumsOf(r); return err },
 }
 
 // Live fields: which numbers a live record sets.
@@ -228,7 +269,7 @@ func readLive(d *dict.Dict, key uint64) (live, bool) {
 // setLive merges l into the live numbers under key, stamped now and with
 // this process's pid.
 func setLive(d *dict.Dict, key uint64, l live) error {
-	l.at, l.pid = time.Now().UnixMilli(), os.Getpid()
+	l.at, l.pid = d.Now(), os.Getpid()
 	return d.UpdateRecord(key, func(w *[shm.RecordWords]uint64, found bool) bool {
 		old := live{}
 		if found {
@@ -259,7 +300,7 @@ func readBuilt(d *dict.Dict, kind, name string) (record, bool) {
 // It reads the record once written, which marks it used. A read-only zone
 // goes without.
 func publish(d *dict.Dict, kind, name string, r record) {
-	r.Pid, r.AtMs = os.Getpid(), time.Now().UnixMilli()
+	r.Pid, r.AtMs = os.Getpid(), d.Now()
 	b, err := json.Marshal(r)
 	if err != nil {
 		return

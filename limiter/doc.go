@@ -54,10 +54,12 @@
 //
 // # Concurrency
 //
-// Every limiter is safe for use by many goroutines. Only Conn's SetMax and
-// SetBurst change its configuration, in their own process. Processes with
-// the same limiter share each key's state. Together they admit what one
-// would. In one process, a second live limiter of a kind and name with
-// other parameters is ErrNameClash. A decision waits for a shard at most
+// Every limiter is safe for use by many goroutines. Processes with the
+// same limiter share each key's state. Together they admit what one would.
+// A limiter's numbers live in its zone. A construction with other numbers
+// replaces them for every process, and the setters (SetRate, SetLimit,
+// SetBurst, SetMax) set them live until UnsetLive. Each process's next
+// decision uses the numbers in force. In one process, a second live
+// limiter of a kind and name with other parameters is ErrNameClash. A decision waits for a shard at most
 // dict.Options.LockTimeout, then returns ErrLockTimeout.
 package limiter

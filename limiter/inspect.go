@@ -10,14 +10,15 @@ import (
 	"github.com/shmzone/shmzone/dict"
 )
 
-// Inspection. Each constructor records its limiter's parameters in its
-// zone, under the zone key "meta|kind|name", as a JSON object. A process
-// that did not build the limiter then reads how near each of its clients
-// is to the limit (Clients; shmctl limits). The record is advice. It is
-// written without evicting anything, so a full zone may lack it, and a
-// zone may evict it. Processes that build one limiter with other
-// parameters overwrite each other's record: the last one built wins. No
-// limiter's zone key begins with "meta|", as no kind is "meta".
+// Inspection. Each constructor records its limiter's numbers in its zone,
+// under the zone key "meta|kind|name", as a JSON object, with its pid and
+// time. The newest construction's record holds the built numbers that
+// every process of the limiter decides by (tune.go). A process that did
+// not build the limiter reads how near each of its clients is to the
+// limit (Clients; shmctl limits). A flood of new keys may evict the
+// record; the live numbers of the zone's registry stay (DESIGN.md,
+// section 12). No limiter's zone key begins with "meta|", as no kind is
+// "meta".
 
 // metaKind is the first part of the zone key of a parameter record.
 const metaKind = "meta"

@@ -26,10 +26,10 @@ func (z *Zone) regWords() (lock, gen *uint64) {
 // Generation returns the registry's generation. Every change of a record
 // adds one to it, and BumpGeneration does too. It is one atomic load.
 func (z *Zone) Generation() uint64 {
-	if len(z.data) < HeaderSize {
+	if z.gen == nil {
 		return 0 // closed
 	}
-	return atomic.LoadUint64(word64(z.data, regGenOff))
+	return atomic.LoadUint64(z.gen)
 }
 
 // BumpGeneration adds one to the registry's generation, so that readers
@@ -67,11 +67,12 @@ func (z *Zone) Records() []Record {
 }
 
 // loadSlot copies record i under its sequence word. It retries while a
-// writer is inside the record. A writer holds the lock for a few stores,
-// and a dead one's odd Seq is repaired by the next writer.
+// writer is inside the record, up to regReadTries times. A writer holds the
+// lock for a few stores. A dead writer's record stays odd until the next
+// writer frees it, and reads as no record until then.
 func (z *Zone) loadSlot(i int) (Record, bool) {
 	s := regSlotAt(z.data, i)
-	for {
+	for range regReadTries {
 		seq := atomic.LoadUint32(&s.Seq)
 		if seq&1 == 0 {
 			var r Record
@@ -86,7 +87,12 @@ func (z *Zone) loadSlot(i int) (Record, bool) {
 		}
 		runtime.Gosched()
 	}
+	return Record{}, false
 }
+
+// regReadTries bounds a read of a record that a writer is inside: far more
+// yields than a live writer's few stores take.
+const regReadTries = 10000
 
 // StoreRecord stores data under key, in the record that holds key or
 // else a free one, and adds one to the generation.

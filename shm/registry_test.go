@@ -64,6 +64,10 @@ func TestRegistryStoreLoadDelete(t *testing.T) {
 	if err := z.BumpGeneration(); err != nil || z.Generation() != g0+5 {
 		t.Errorf("BumpGeneration() = %v, generation %d, want nil, %d", err, z.Generation(), g0+5)
 	}
+	z.Close()
+	if g := z.Generation(); g != 0 {
+		t.Errorf("Generation() after Close = %d, want 0", g)
+	}
 }
 
 func TestRegistryRefuses(t *testing.T) {
@@ -128,6 +132,9 @@ func TestRegistryDeadWriter(t *testing.T) {
 	lock, _ := z.regWords()
 	atomic.AddUint32(&s.Seq, 1)       // a write begun
 	atomic.StoreUint64(lock, 1<<32|9) // by slot 9, which nobody holds
+	if _, ok := z.LoadRecord(5); ok {
+		t.Errorf("LoadRecord(5) of a record left mid-write found it")
+	}
 	if err := z.StoreRecord(6, words(6)); err != nil {
 		t.Fatalf("StoreRecord after a dead writer = %v", err)
 	}

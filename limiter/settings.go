@@ -35,7 +35,8 @@ type Setting struct {
 	// InForce are the numbers decisions use.
 	InForce Numbers
 	// Built are the newest construction's numbers, when the zone still
-	// records them (BuiltKnown). BuiltPid built them at BuiltAt.
+	// records them (BuiltKnown). BuiltPid built them at BuiltAt, when they
+	// replaced other numbers; a first construction leaves both zero.
 	Built      Numbers
 	BuiltKnown bool
 	BuiltPid   int
@@ -100,7 +101,10 @@ func Settings(d *dict.Dict) ([]Setting, error) {
 func settingOf(d *dict.Dict, kind, name string) Setting {
 	s := Setting{Kind: kind, Name: name}
 	if b, ok := readBuilt(d, kind, name); ok {
-		s.Built, s.BuiltKnown, s.BuiltPid, s.BuiltAt = numbersOf(b), true, b.Pid, time.UnixMilli(b.AtMs)
+		s.Built, s.BuiltKnown, s.BuiltPid = numbersOf(b), true, b.Pid
+		if b.AtMs != 0 {
+			s.BuiltAt = time.UnixMilli(b.AtMs)
+		}
 	}
 	if l, ok := readLive(d, regKey(kind, name)); ok {
 		s.Live, s.LiveFields, s.LivePid, s.LiveAt = numbersOf(l.over(record{})), Fields(l.set), l.pid, time.UnixMilli(l.at)

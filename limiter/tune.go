@@ -63,7 +63,7 @@ func (t *tuned[N]) init(d *dict.Dict, kind, name string, built record, derive fu
 	t.key = regKey(kind, name)
 	if zb, ok := readBuilt(d, kind, name); !ok || zb.numbers() != built.numbers() {
 		before, known := inForceOf(d, kind, name, nil)
-		publish(d, kind, name, built)
+		publish(d, kind, name, built, ok)
 		if after, _ := inForceOf(d, kind, name, &built); known {
 			applyNow(d, kind, name, before, after)
 		}
@@ -294,13 +294,17 @@ func readBuilt(d *dict.Dict, kind, name string) (record, bool) {
 	return r, true
 }
 
-// publish records r, stamped now and with this process's pid, as the
-// newest construction's numbers, and moves the generation so that every
-// process reads them. It may evict a key to make room, as a write does.
-// It reads the record once written, which marks it used. A read-only zone
-// goes without.
-func publish(d *dict.Dict, kind, name string, r record) {
-	r.Pid, r.AtMs = os.Getpid(), d.Now()
+// publish records r as the newest construction's numbers, and moves the
+// generation so that every process reads them. A replacement of other
+// numbers is stamped with this process's pid and the time. A first
+// construction's record holds the numbers alone, as small as it can be in
+// a zone that may be tiny. publish may evict a key to make room, as a
+// write does. It reads the record once written, which marks it used. A
+// read-only zone goes without.
+func publish(d *dict.Dict, kind, name string, r record, replaces bool) {
+	if replaces {
+		r.Pid, r.AtMs = os.Getpid(), d.Now()
+	}
 	b, err := json.Marshal(r)
 	if err != nil {
 		return

@@ -165,7 +165,7 @@ type settingRow struct {
 	Name    string  `json:"name"`
 	InForce string  `json:"in_force"`
 	From    string  `json:"from"`               // live, built or unknown
-	Pid     int     `json:"pid,omitempty"`      // who set or built the numbers in force
+	Pid     int     `json:"pid,omitempty"`      // who set or built the numbers in force; a first construction records none
 	At      string  `json:"at,omitempty"`       // when, RFC 3339
 	Built   *string `json:"built,omitempty"`    // the built numbers, when live ones hide them
 	BuiltBy int     `json:"built_by,omitempty"` // the builder's pid
@@ -198,11 +198,17 @@ func limitsShow(e *env, zone, name string, asJSON bool) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tNAME\tIN FORCE\tFROM\tPID\tAT\tBUILT")
 	for _, r := range rows {
-		built := "-"
+		built, pid, at := "-", "-", cmp.Or(r.At, "-")
 		if r.Built != nil {
-			built = fmt.Sprintf("%s (pid %d)", *r.Built, r.BuiltBy)
+			built = *r.Built
+			if r.BuiltBy != 0 {
+				built += fmt.Sprintf(" (pid %d)", r.BuiltBy)
+			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", r.Kind, humanKey(r.Name), r.InForce, r.From, r.Pid, r.At, built)
+		if r.Pid != 0 {
+			pid = fmt.Sprint(r.Pid)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Kind, humanKey(r.Name), r.InForce, r.From, pid, at, built)
 	}
 	return tw.Flush()
 }
@@ -217,7 +223,10 @@ func newSettingRow(s limiter.Setting) settingRow {
 			r.Built, r.BuiltBy = &b, s.BuiltPid
 		}
 	case s.BuiltKnown:
-		r.From, r.Pid, r.At = "built", s.BuiltPid, s.BuiltAt.UTC().Format(time.RFC3339)
+		r.From, r.Pid = "built", s.BuiltPid
+		if !s.BuiltAt.IsZero() {
+			r.At = s.BuiltAt.UTC().Format(time.RFC3339)
+		}
 	default:
 		r.From = "unknown"
 	}

@@ -28,7 +28,7 @@ func TestLimitsSetShowUnset(t *testing.T) {
 		t.Errorf("Policy() of a Req after limits set = %+v, want %+v", got, want)
 	}
 	out := h.ok("limits", "show", "lim")
-	for _, want := range []string{"rate 20r/s, burst 40", "live", "rate 1r/s, burst 2 (pid", "limit 3 per 1m0s", "built"} {
+	for _, want := range []string{"rate 20r/s, burst 40", "live", "rate 1r/s, burst 2", "limit 3 per 1m0s", "built"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("limits show lacks %q:\n%s", want, out)
 		}

@@ -272,3 +272,57 @@ func TestLiveRegistryFull(t *testing.T) {
 		t.Errorf("SetLive after an unset = %v, want nil", err)
 	}
 }
+
+// TestLiveChangesWhileDeciding: goroutines decide while another sets and
+// unsets numbers; the race detector watches the cached numbers, and every
+// decision succeeds.
+func TestLiveChangesWhileDeciding(t *testing.T) {
+	d, _ := zonetest.Open(t, dict.Options{})
+	l, err := NewReq(d, "r", 100, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	errs := make(chan error, 4)
+	for w := range 4 {
+		go func() {
+			ctx := context.Background()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					errs <- nil
+					return
+				default:
+				}
+				if _, err := l.Incoming(ctx, fmt.Sprint("k", w, i%10), true); err != nil {
+					errs <- err
+					return
+				}
+				l.Policy()
+			}
+		}()
+	}
+	for i := range 201 { // ends with an unset
+		var err error
+		switch i % 3 {
+		case 0:
+			err = l.SetRate(float64(1 + i))
+		case 1:
+			err = l.SetBurst(float64(i % 7))
+		default:
+			err = l.UnsetLive()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Errorf("Incoming while numbers change: %v", err)
+		}
+	}
+	if got, want := l.Policy(), (Policy{Limit: 6, Window: time.Second}); got != want {
+		t.Errorf("Policy() after the last unset = %+v, want the built %+v", got, want)
+	}
+}

@@ -23,6 +23,9 @@ import (
 // slots of requests still running. NewLeasedConn trades a little speed for
 // recovery.
 //
+// Its numbers live in its zone. SetMax and SetBurst change them for every
+// process. Requests in flight stay counted against the new numbers.
+//
 // The zero value is not usable: create a Conn with NewConn or
 // NewLeasedConn.
 type Conn struct {

@@ -15,6 +15,10 @@ import (
 // allowance, with the window as its TTL. A decision is one IncrInit, atomic
 // across processes.
 //
+// Its numbers live in its zone. SetLimit and SetWindow change them for
+// every process. A changed limit applies to open windows at once. A changed
+// window applies to the windows that open after it.
+//
 // The zero value is not usable: create a Count with NewCount.
 type Count struct {
 	space

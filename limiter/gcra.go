@@ -18,6 +18,10 @@ import (
 // with burst 10 reports Remaining 9. redis_rate's float version reports 8,
 // since go-redis #3404.
 //
+// Its numbers live in its zone. SetRate and SetBurst change them for every
+// process. A key keeps its TAT, and the next decision uses the new
+// interval and tolerance.
+//
 // The zero value is not usable: create a GCRA with NewGCRA.
 type GCRA struct {
 	space

@@ -31,6 +31,10 @@ import (
 // stamped earlier than the stored one leaks nothing, and that a drained
 // state expires.
 //
+// Its numbers live in its zone. SetRate and SetBurst change them for every
+// process. A key keeps its excess, which the next decision leaks at the new
+// rate and compares with the new burst.
+//
 // The zero value is not usable: create a Req with NewReq.
 type Req struct {
 	space

@@ -27,6 +27,9 @@ import (
 // the very end of one window. The next window then admits limit·f requests
 // by the fraction f of it elapsed.
 //
+// Its numbers live in its zone. SetLimit changes the limit for every
+// process, and the next decision weighs the counts it has against it.
+//
 // The zero value is not usable: create a SlidingWindow with
 // NewSlidingWindow.
 type SlidingWindow struct {

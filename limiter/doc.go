@@ -49,6 +49,8 @@
 //	    allocating, for keys of up to 56 bytes.
 //	I7. A limiter touches only zone keys that begin "kind|name|".
 //	I8. A full zone fails only a state larger than an empty shard.
+//	I9. A decision uses the numbers in force of its zone. It learns of a
+//	    change with one atomic load of the zone's generation.
 //
 // DESIGN.md, section 8, states each in full.
 //

@@ -143,3 +143,59 @@ func helperTuned(args []string) error {
 	}
 	return sc.Err()
 }
+
+// TestLiveRollingDeploy: four children of one Count are replaced one at a
+// time, as a rolling deploy replaces them. A limit set live holds through
+// a deploy of other numbers; once unset, every child, old or new, decides
+// by the newest construction's numbers.
+func TestLiveRollingDeploy(t *testing.T) {
+	const children = 4
+	path := testutil.TempZone(t)
+	d, _ := zonetest.OpenAt(t, path, dict.Options{})
+	kids := make([]*tunedProc, children)
+	start := func(i int, limit int64) {
+		t.Helper()
+		kids[i] = startTuned(t, path)
+		if got := kids[i].do(t, fmt.Sprint("build ", limit)); got != "ok" {
+			t.Fatalf("child %d: build %d = %q", i, limit, got)
+		}
+	}
+	stop := func(i int) {
+		t.Helper()
+		kids[i].stdin.Close()
+		if err := kids[i].p.Wait(); err != nil {
+			t.Fatalf("child %d: %v", i, err)
+		}
+	}
+	all := func(when string, want string) {
+		t.Helper()
+		for i, k := range kids {
+			if got := k.do(t, "policy"); got != want {
+				t.Fatalf("%s: child %d's limit = %s, want %s", when, i, got, want)
+			}
+		}
+	}
+	for i := range kids {
+		start(i, 10)
+	}
+	all("first deploy", "10")
+	if err := SetLive(d, kindCount, "t", Numbers{Limit: 50}, FieldLimit); err != nil {
+		t.Fatal(err)
+	}
+	all("after limits set", "50")
+	for i := range kids {
+		stop(i)
+		start(i, 20)
+		all(fmt.Sprintf("second deploy, %d children replaced", i+1), "50")
+	}
+	if ok, err := UnsetLive(d, kindCount, "t"); !ok || err != nil {
+		t.Fatalf("UnsetLive = %v, %v", ok, err)
+	}
+	all("after limits unset", "20")
+	stop(0)
+	start(0, 30)
+	all("third deploy, one child replaced", "30")
+	for i := range kids {
+		stop(i)
+	}
+}

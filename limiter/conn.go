@@ -23,13 +23,15 @@ import (
 // slots of requests still running. NewLeasedConn trades a little speed for
 // recovery.
 //
+// Its numbers live in its zone. SetMax and SetBurst change them for every
+// process. Requests in flight stay counted against the new numbers.
+//
 // The zero value is not usable: create a Conn with NewConn or
 // NewLeasedConn.
 type Conn struct {
 	space
 	d         *dict.Dict
-	max       atomic.Int64
-	burst     atomic.Int64
+	tune      tuned[connNums]
 	unitDelay atomic.Int64 // nanoseconds; per process, as in the Lua module
 	lease     *leases      // nil: no leases
 }
@@ -53,8 +55,31 @@ func NewConn(d *dict.Dict, name string, max, burst int64, delay time.Duration) (
 	if err := c.claim(d, connParams(max, burst, delay)); err != nil {
 		return nil, err
 	}
-	c.publish(d, record{Limit: max, Burst: float64(burst), DelayNs: int64(delay)})
+	c.tune.init(d, kindConn, name, record{Limit: max, Burst: float64(burst), DelayNs: int64(delay)}, connNumsOf)
 	return c, nil
+}
+
+// connNums is a Conn's numbers.
+type connNums struct {
+	max   int64
+	burst int64
+	limit int64 // max+burst, saturating at MaxInt64
+}
+
+// connNumsOf derives a Conn's numbers from r's Limit, its max, and Burst.
+// It returns NewConn's errors for numbers NewConn refuses.
+func connNumsOf(r record) (connNums, error) {
+	if r.Limit < 1 {
+		return connNums{}, fmt.Errorf("%w: max %d", ErrBadLimit, r.Limit)
+	}
+	if !(r.Burst >= 0) || r.Burst != math.Trunc(r.Burst) {
+		return connNums{}, fmt.Errorf("%w: %v", ErrBadBurst, r.Burst)
+	}
+	burst := int64(math.MaxInt64)
+	if r.Burst < math.MaxInt64 {
+		burst = int64(r.Burst)
+	}
+	return connNums{max: r.Limit, burst: burst, limit: satAdd(r.Limit, burst)}, nil
 }
 
 // connParams describes a Conn's parameters for claim.
@@ -73,10 +98,7 @@ func newConn(d *dict.Dict, kind, name string, max, burst int64, delay time.Durat
 		return nil, err
 	}
 	c := &Conn{space: sp, d: d}
-	if err := c.SetMax(max); err != nil {
-		return nil, err
-	}
-	if err := c.SetBurst(burst); err != nil {
+	if _, err := connNumsOf(record{Limit: max, Burst: float64(burst)}); err != nil {
 		return nil, err
 	}
 	if delay < 0 {
@@ -86,37 +108,10 @@ func newConn(d *dict.Dict, kind, name string, max, burst int64, delay time.Durat
 	return c, nil
 }
 
-// SetMax changes max for the decisions that follow, in this process. It is
-// the Lua module's set_max.
-//
-// SetMax returns ErrBadLimit if max is below 1.
-func (c *Conn) SetMax(max int64) error {
-	if max < 1 {
-		return fmt.Errorf("%w: max %d", ErrBadLimit, max)
-	}
-	c.max.Store(max)
-	return nil
-}
-
-// SetBurst changes burst for the decisions that follow, in this process. It
-// is the Lua module's set_burst.
-//
-// SetBurst returns ErrBadBurst if burst is negative.
-func (c *Conn) SetBurst(burst int64) error {
-	if burst < 0 {
-		return fmt.Errorf("%w: %d", ErrBadBurst, burst)
-	}
-	c.burst.Store(burst)
-	return nil
-}
-
 // Policy returns max+burst requests at once, with no window. The sum
-// saturates at math.MaxInt64.
-func (c *Conn) Policy() Policy { return Policy{Limit: c.limit()} }
-
-// limit returns max+burst, saturating at MaxInt64: SetBurst(MaxInt64) is
-// no practical limit, not a sum that wraps negative and rejects everything.
-func (c *Conn) limit() int64 { return satAdd(c.max.Load(), c.burst.Load()) }
+// saturates at math.MaxInt64: SetBurst(MaxInt64) is no practical limit,
+// not a sum that wraps negative and rejects everything.
+func (c *Conn) Policy() Policy { return Policy{Limit: c.tune.nums().limit} }
 
 // Incoming is IncomingN of one slot.
 func (c *Conn) Incoming(ctx context.Context, key string, commit bool) (dec Decision, err error) {
@@ -160,13 +155,14 @@ func (c *Conn) dictionary() *dict.Dict { return c.d }
 
 // incomingAt uses now only for leases.
 func (c *Conn) incomingAt(dec *Decision, now int64, key string, cost int64, commit bool) error {
-	limit := c.limit()
+	p := c.tune.nums()
+	limit := p.limit
 	if cost > limit {
 		tooCostly(dec)
 		return nil
 	}
 	if c.lease != nil {
-		return c.lease.incoming(dec, c, now, key, cost, limit, commit)
+		return c.lease.incoming(dec, c, now, key, cost, p, commit)
 	}
 	var kb keyBuf
 	zk := c.key(&kb, key)
@@ -209,16 +205,16 @@ func (c *Conn) incomingAt(dec *Decision, now int64, key string, cost int64, comm
 			return nil
 		}
 	}
-	c.decide(dec, conn, limit, commit)
+	c.decide(dec, conn, p, commit)
 	return nil
 }
 
 // decide fills the zero *dec with an allowing Decision for conn requests
 // in flight. Delay, the unit delay times the max-sized groups ahead,
 // saturates at the longest Duration.
-func (c *Conn) decide(dec *Decision, conn float64, limit int64, commit bool) {
-	dec.Allowed, dec.State, dec.Remaining, dec.Committed = true, conn, floorCount(float64(limit)-conn), commit
-	if max := c.max.Load(); conn > float64(max) {
+func (c *Conn) decide(dec *Decision, conn float64, p *connNums, commit bool) {
+	dec.Allowed, dec.State, dec.Remaining, dec.Committed = true, conn, floorCount(float64(p.limit)-conn), commit
+	if max := p.max; conn > float64(max) {
 		unit, groups := c.unitDelay.Load(), floorCount((conn-1)/float64(max))
 		if groups > 0 && unit > math.MaxInt64/groups {
 			dec.Delay = math.MaxInt64

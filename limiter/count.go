@@ -15,12 +15,33 @@ import (
 // allowance, with the window as its TTL. A decision is one IncrInit, atomic
 // across processes.
 //
+// Its numbers live in its zone. SetLimit and SetWindow change them for
+// every process. A changed limit applies to open windows at once. A changed
+// window applies to the windows that open after it.
+//
 // The zero value is not usable: create a Count with NewCount.
 type Count struct {
 	space
-	d      *dict.Dict
+	d    *dict.Dict
+	tune tuned[countNums]
+}
+
+// countNums is a Count's numbers.
+type countNums struct {
 	limit  int64
 	window time.Duration
+}
+
+// countNumsOf derives a Count's numbers from r's Limit and WindowNs. It
+// returns NewCount's errors for numbers NewCount refuses.
+func countNumsOf(r record) (countNums, error) {
+	if r.Limit < 1 || r.Limit > maxExact {
+		return countNums{}, fmt.Errorf("%w: %d", ErrBadLimit, r.Limit)
+	}
+	if r.WindowNs < int64(time.Millisecond) {
+		return countNums{}, fmt.Errorf("%w: %v", ErrBadWindow, time.Duration(r.WindowNs))
+	}
+	return countNums{limit: r.Limit, window: time.Duration(r.WindowNs)}, nil
 }
 
 // NewCount returns a fixed window named name over d, of limit requests per
@@ -40,22 +61,23 @@ func NewCount(d *dict.Dict, name string, limit int64, window time.Duration) (*Co
 	if err != nil {
 		return nil, err
 	}
-	if limit < 1 || limit > maxExact {
-		return nil, fmt.Errorf("%w: %d", ErrBadLimit, limit)
+	built := record{Limit: limit, WindowNs: int64(window)}
+	if _, err := countNumsOf(built); err != nil {
+		return nil, err
 	}
-	if window < time.Millisecond {
-		return nil, fmt.Errorf("%w: %v", ErrBadWindow, window)
-	}
-	l := &Count{space: sp, d: d, limit: limit, window: window}
+	l := &Count{space: sp, d: d}
 	if err := l.claim(d, fmt.Sprintf("limit %d per %v", limit, window)); err != nil {
 		return nil, err
 	}
-	l.publish(d, record{Limit: limit, WindowNs: int64(window)})
+	l.tune.init(d, kindCount, name, built, countNumsOf)
 	return l, nil
 }
 
 // Policy returns limit requests per window.
-func (l *Count) Policy() Policy { return Policy{Limit: l.limit, Window: l.window} }
+func (l *Count) Policy() Policy {
+	p := l.tune.nums()
+	return Policy{Limit: p.limit, Window: p.window}
+}
 
 // Incoming is IncomingN of one request.
 func (l *Count) Incoming(ctx context.Context, key string, commit bool) (dec Decision, err error) {
@@ -92,7 +114,8 @@ func (l *Count) dictionary() *dict.Dict { return l.d }
 
 // incomingAt ignores now: the window's TTL is the dictionary's to keep.
 func (l *Count) incomingAt(dec *Decision, _ int64, key string, cost int64, commit bool) error {
-	if cost > l.limit {
+	p := l.tune.nums()
+	if cost > p.limit {
 		tooCostly(dec)
 		return nil
 	}
@@ -103,10 +126,10 @@ func (l *Count) incomingAt(dec *Decision, _ int64, key string, cost int64, commi
 	// module, whose numbers are all doubles.
 	var rem float64
 	if commit {
-		n, out, err := l.d.IncrInitNum(zk, -cost, l.limit, l.window)
+		n, out, err := l.d.IncrInitNum(zk, -cost, p.limit, p.window)
 		if out != (dict.Outcome{}) || err != nil {
 			err = l.settle(l.d, out, err, func() (o dict.Outcome, err error) {
-				n, o, err = l.d.IncrInitNum(zk, -cost, l.limit, l.window)
+				n, o, err = l.d.IncrInitNum(zk, -cost, p.limit, p.window)
 				return o, err
 			})
 		}
@@ -125,7 +148,7 @@ func (l *Count) incomingAt(dec *Decision, _ int64, key string, cost int64, commi
 		if why := badCount(v); found && why != "" {
 			return badOf(v, why).err(zk)
 		}
-		rem = float64(l.limit - cost)
+		rem = float64(p.limit - cost)
 		if found {
 			rem = v.Float() - float64(cost)
 		}
@@ -176,7 +199,7 @@ func (l *Count) Uncommit(ctx context.Context, key string) error { return l.uncom
 // ErrAbused if key's value is not a number, ErrBadState if it is a number
 // no Count writes, and the dictionary's errors.
 func (l *Count) UncommitN(ctx context.Context, key string, n int64) error {
-	if err := checkUncommit(n, l.limit); err != nil {
+	if err := checkUncommit(n, l.tune.nums().limit); err != nil {
 		return err
 	}
 	return l.uncommit(key, n)

@@ -49,15 +49,19 @@
 //	    allocating, for keys of up to 56 bytes.
 //	I7. A limiter touches only zone keys that begin "kind|name|".
 //	I8. A full zone fails only a state larger than an empty shard.
+//	I9. A decision uses the numbers in force of its zone. It learns of a
+//	    change with one atomic load of the zone's generation.
 //
 // DESIGN.md, section 8, states each in full.
 //
 // # Concurrency
 //
-// Every limiter is safe for use by many goroutines. Only Conn's SetMax and
-// SetBurst change its configuration, in their own process. Processes with
-// the same limiter share each key's state. Together they admit what one
-// would. In one process, a second live limiter of a kind and name with
-// other parameters is ErrNameClash. A decision waits for a shard at most
+// Every limiter is safe for use by many goroutines. Processes with the
+// same limiter share each key's state. Together they admit what one would.
+// A limiter's numbers live in its zone. A construction with other numbers
+// replaces them for every process, and the setters (SetRate, SetLimit,
+// SetBurst, SetMax) set them live until UnsetLive. Each process's next
+// decision uses the numbers in force. In one process, a second live
+// limiter of a kind and name with other parameters is ErrNameClash. A decision waits for a shard at most
 // dict.Options.LockTimeout, then returns ErrLockTimeout.
 package limiter

@@ -145,3 +145,32 @@ func Example_names() {
 	// [true true true false]
 	// [count|api|192.0.2.1 count|login|192.0.2.1 meta|count|api meta|count|login]
 }
+
+// An operator raises a Count's limit live, as shmctl limits set does. The
+// change applies to the window already open, whose rejected request
+// stayed counted, as in the Lua module. It wins over the numbers the
+// limiter was built with until it is unset.
+func ExampleCount_SetLimit() {
+	now := int64(1_700_000_000_000)
+	d, done := openZone(&now)
+	defer done()
+	l, _ := limiter.NewCount(d, "login", 2, time.Minute)
+	ctx := context.Background()
+	try := func() {
+		dec, _ := l.Incoming(ctx, "alice", true)
+		fmt.Printf("limit %d: allowed %v, %d left\n", l.Policy().Limit, dec.Allowed, dec.Remaining)
+	}
+	try()
+	try()
+	try()
+	l.SetLimit(10)
+	try()
+	l.UnsetLive()
+	try()
+	// Output:
+	// limit 2: allowed true, 1 left
+	// limit 2: allowed true, 0 left
+	// limit 2: allowed false, 0 left
+	// limit 10: allowed true, 6 left
+	// limit 2: allowed false, 0 left
+}

@@ -18,13 +18,40 @@ import (
 // with burst 10 reports Remaining 9. redis_rate's float version reports 8,
 // since go-redis #3404.
 //
+// Its numbers live in its zone. SetRate and SetBurst change them for every
+// process. A key keeps its TAT, and the next decision uses the new
+// interval and tolerance.
+//
 // The zero value is not usable: create a GCRA with NewGCRA.
 type GCRA struct {
 	space
-	d     *dict.Dict
+	d    *dict.Dict
+	tune tuned[gcraNums]
+}
+
+// gcraNums is a GCRA's numbers in the form its decisions use.
+type gcraNums struct {
 	t     int64 // emission interval T: nanoseconds per request
 	tau   int64 // burst tolerance τ = T·burst
 	burst int64
+}
+
+// gcraNumsOf derives a GCRA's numbers from r's Rate and Burst. It returns
+// NewGCRA's errors for numbers NewGCRA refuses.
+func gcraNumsOf(r record) (gcraNums, error) {
+	if err := checkRate(r.Rate); err != nil {
+		return gcraNums{}, err
+	}
+	const year = int64(365 * 24 * time.Hour)
+	t := math.Round(float64(time.Second) / r.Rate)
+	if !(t >= 1 && t <= float64(year)) {
+		return gcraNums{}, fmt.Errorf("%w: %v requests per second is an interval of %v ns", ErrBadRate, r.Rate, t)
+	}
+	burst := int64(r.Burst)
+	if float64(burst) != r.Burst || burst < 1 || burst > 100*year/int64(t) {
+		return gcraNums{}, fmt.Errorf("%w: %v", ErrBadBurst, r.Burst)
+	}
+	return gcraNums{t: int64(t), tau: int64(t) * burst, burst: burst}, nil
 }
 
 // NewGCRA returns a GCRA limiter named name over d. It allows rate requests
@@ -46,29 +73,24 @@ func NewGCRA(d *dict.Dict, name string, rate float64, burst int64) (*GCRA, error
 	if err != nil {
 		return nil, err
 	}
-	if err := checkRate(rate); err != nil {
+	built := record{Rate: rate, Burst: float64(burst)}
+	n, err := gcraNumsOf(built)
+	if err != nil {
 		return nil, err
 	}
-	const year = int64(365 * 24 * time.Hour)
-	t := math.Round(float64(time.Second) / rate)
-	if !(t >= 1 && t <= float64(year)) {
-		return nil, fmt.Errorf("%w: %v requests per second is an interval of %v ns", ErrBadRate, rate, t)
-	}
-	if burst < 1 || burst > 100*year/int64(t) {
-		return nil, fmt.Errorf("%w: %d", ErrBadBurst, burst)
-	}
-	l := &GCRA{space: sp, d: d, t: int64(t), tau: int64(t) * burst, burst: burst}
-	if err := l.claim(d, fmt.Sprintf("an interval of %v, burst %d", time.Duration(l.t), burst)); err != nil {
+	l := &GCRA{space: sp, d: d}
+	if err := l.claim(d, fmt.Sprintf("an interval of %v, burst %d", time.Duration(n.t), burst)); err != nil {
 		return nil, err
 	}
-	l.publish(d, record{Rate: rate, Burst: float64(burst)})
+	l.tune.init(d, kindGCRA, name, built, gcraNumsOf)
 	return l, nil
 }
 
 // Policy returns burst requests per burst tolerance. The tolerance is burst
 // times the interval, about burst/rate.
 func (l *GCRA) Policy() Policy {
-	return Policy{Limit: l.burst, Window: time.Duration(l.tau)}
+	p := l.tune.nums()
+	return Policy{Limit: p.burst, Window: time.Duration(p.tau)}
 }
 
 // Incoming is IncomingN of one request.
@@ -100,6 +122,7 @@ func (l *GCRA) dictionary() *dict.Dict { return l.d }
 
 // incomingAt decides on n requests at now in Unix ms, into the zero *dec.
 func (l *GCRA) incomingAt(dec *Decision, now int64, key string, n int64, commit bool) error {
+	p := l.tune.nums()
 	nowNs := now * int64(time.Millisecond)
 	stored := nowNs // the TAT the requests are decided on
 	var kb keyBuf
@@ -115,7 +138,7 @@ func (l *GCRA) incomingAt(dec *Decision, now int64, key string, n int64, commit 
 		if found {
 			stored = v.Int()
 		}
-		l.decide(dec, nowNs, stored, n, false)
+		p.decide(dec, nowNs, stored, n, false)
 		return nil
 	}
 	var bad foreign
@@ -127,7 +150,7 @@ func (l *GCRA) incomingAt(dec *Decision, now int64, key string, n int64, commit 
 			}
 			stored = cur.Int()
 		}
-		if newTat, ok := l.next(nowNs, stored, n); ok {
+		if newTat, ok := p.next(nowNs, stored, n); ok {
 			return dict.Int(newTat), time.Duration(newTat - nowNs), true
 		}
 		if stored > nowNs {
@@ -145,13 +168,13 @@ func (l *GCRA) incomingAt(dec *Decision, now int64, key string, n int64, commit 
 	if bad.found() {
 		return bad.err(zk)
 	}
-	l.decide(dec, nowNs, stored, n, true)
+	p.decide(dec, nowNs, stored, n, true)
 	return nil
 }
 
 // next returns the TAT after n requests at nowNs given the stored TAT
 // (nowNs when there is none), and whether they are allowed.
-func (l *GCRA) next(nowNs, stored, n int64) (newTat int64, ok bool) {
+func (l *gcraNums) next(nowNs, stored, n int64) (newTat int64, ok bool) {
 	tat := max(stored, nowNs)
 	// newTat = tat + n·T, saturating: n above burst is rejected anyway.
 	inc := int64(math.MaxInt64)
@@ -164,7 +187,7 @@ func (l *GCRA) next(nowNs, stored, n int64) (newTat int64, ok bool) {
 
 // decide fills the zero *dec with the Decision on n requests at nowNs
 // given the stored TAT; commit says whether allowed ones were counted.
-func (l *GCRA) decide(dec *Decision, nowNs, stored, n int64, commit bool) {
+func (l *gcraNums) decide(dec *Decision, nowNs, stored, n int64, commit bool) {
 	tat := max(stored, nowNs)
 	newTat, ok := l.next(nowNs, stored, n)
 	allowAt := newTat - l.tau
@@ -199,7 +222,7 @@ func (l *GCRA) Uncommit(ctx context.Context, key string) error { return l.uncomm
 // ErrAbused if key's value is not an int, ErrBadState if it is a TAT no
 // GCRA writes, and the dictionary's errors.
 func (l *GCRA) UncommitN(ctx context.Context, key string, n int64) error {
-	if err := checkUncommit(n, l.burst); err != nil {
+	if err := checkUncommit(n, l.tune.nums().burst); err != nil {
 		return err
 	}
 	return l.uncommit(key, n)
@@ -215,6 +238,7 @@ func (l *GCRA) Reset(ctx context.Context, key string) error {
 
 // uncommit is UncommitN of a checked cost: n·T is at most τ.
 func (l *GCRA) uncommit(key string, n int64) error {
+	t := l.tune.nums().t
 	nowNs := l.d.Now() * int64(time.Millisecond)
 	var kb keyBuf
 	zk := l.key(&kb, key)
@@ -226,7 +250,7 @@ func (l *GCRA) uncommit(key string, n int64) error {
 		if bad = checkTAT(cur, nowNs); bad.found() {
 			return dict.Value{}, 0, true // leave it as it is
 		}
-		tat := cur.Int() - n*l.t
+		tat := cur.Int() - n*t
 		if tat <= nowNs {
 			return cur, 0, false
 		}

@@ -10,14 +10,15 @@ import (
 	"github.com/shmzone/shmzone/dict"
 )
 
-// Inspection. Each constructor records its limiter's parameters in its
-// zone, under the zone key "meta|kind|name", as a JSON object. A process
-// that did not build the limiter then reads how near each of its clients
-// is to the limit (Clients; shmctl limits). The record is advice. It is
-// written without evicting anything, so a full zone may lack it, and a
-// zone may evict it. Processes that build one limiter with other
-// parameters overwrite each other's record: the last one built wins. No
-// limiter's zone key begins with "meta|", as no kind is "meta".
+// Inspection. Each constructor records its limiter's numbers in its zone,
+// under the zone key "meta|kind|name", as a JSON object, with its pid and
+// time. The newest construction's record holds the built numbers that
+// every process of the limiter decides by (tune.go). A process that did
+// not build the limiter reads how near each of its clients is to the
+// limit (Clients; shmctl limits). A flood of new keys may evict the
+// record; the live numbers of the zone's registry stay (DESIGN.md,
+// section 12). No limiter's zone key begins with "meta|", as no kind is
+// "meta".
 
 // metaKind is the first part of the zone key of a parameter record.
 const metaKind = "meta"
@@ -31,21 +32,14 @@ type record struct {
 	WindowNs int64   `json:"window_ns,omitempty"` // Count, SlidingWindow
 	DelayNs  int64   `json:"delay_ns,omitempty"`  // Conn's delay per connection over max
 	LeaseMs  int64   `json:"lease_ms,omitempty"`  // a leased Conn's lease
+	Pid      int     `json:"pid,omitempty"`       // the process that built it
+	AtMs     int64   `json:"at_ms,omitempty"`     // when, Unix ms
 }
 
-// publish records r as the parameters of the limiter of sp in d. It
-// evicts nothing and reports nothing: a zone without room, or read-only,
-// goes without the record. It reads the record once written, which marks
-// it used: a flood of new keys then evicts the record after them.
-func (sp *space) publish(d *dict.Dict, r record) {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return
-	}
-	k := metaKind + "|" + sp.prefix[:len(sp.prefix)-1]
-	if d.SafeSet(k, dict.Bytes(b), 0, 0) == nil {
-		d.Get(k)
-	}
+// numbers returns r without who built it and when.
+func (r record) numbers() record {
+	r.Pid, r.AtMs = 0, 0
+	return r
 }
 
 // Client is one key of one limiter, as one more request of it would find it

@@ -73,7 +73,7 @@ func NewLeasedConn(d *dict.Dict, name string, max, burst int64, delay, lease tim
 	if err := c.claim(d, connParams(max, burst, delay)+fmt.Sprintf(", lease %v", lease)); err != nil {
 		return nil, err
 	}
-	c.publish(d, record{Limit: max, Burst: float64(burst), DelayNs: int64(delay), LeaseMs: lease.Milliseconds()})
+	c.tune.init(d, kindLeasedConn, name, record{Limit: max, Burst: float64(burst), DelayNs: int64(delay), LeaseMs: lease.Milliseconds()}, connNumsOf)
 	return c, nil
 }
 
@@ -200,7 +200,8 @@ func ttlOf(b []byte, now int64) time.Duration {
 }
 
 // incoming is Conn.incomingAt with leases, of cost n, at most limit.
-func (ls *leases) incoming(dec *Decision, c *Conn, now int64, key string, n, limit int64, commit bool) error {
+func (ls *leases) incoming(dec *Decision, c *Conn, now int64, key string, n int64, p *connNums, commit bool) error {
+	limit := p.limit
 	if !commit {
 		buf := leaseBufs.Get().(*[MaxHolders * leaseSize]byte)
 		defer leaseBufs.Put(buf)
@@ -217,7 +218,7 @@ func (ls *leases) incoming(dec *Decision, c *Conn, now int64, key string, n, lim
 			dec.State = float64(total) + float64(n)
 			return nil
 		}
-		c.decide(dec, float64(total+n), limit, false)
+		c.decide(dec, float64(total+n), p, false)
 		return nil
 	}
 	e, err := ls.edit(c, key, now, n, limit)
@@ -231,7 +232,7 @@ func (ls *leases) incoming(dec *Decision, c *Conn, now int64, key string, n, lim
 	ls.mu.Lock()
 	ls.held[key] += n
 	ls.mu.Unlock()
-	c.decide(dec, float64(e.total), limit, true)
+	c.decide(dec, float64(e.total), p, true)
 	return nil
 }
 

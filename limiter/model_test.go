@@ -93,7 +93,8 @@ func newModel() *model {
 	return &model{map[string]reqState{}, map[string][2]int64{}, map[string]int64{}, map[string]int64{}, map[string]swState{}}
 }
 
-func (m *model) req(l *Req, key string, now int64, commit bool) Decision {
+func (m *model) req(r *Req, key string, now int64, commit bool) Decision {
+	l := r.tune.nums()
 	s, found := m.reqs[key]
 	excess := 0.0
 	if found {
@@ -141,7 +142,8 @@ func (m *model) conn(key string, commit bool) Decision {
 	return d
 }
 
-func (m *model) gcra(l *GCRA, key string, now int64, commit bool) Decision {
+func (m *model) gcra(g *GCRA, key string, now int64, commit bool) Decision {
+	l := g.tune.nums()
 	nowNs := now * int64(time.Millisecond)
 	tat := max(m.tats[key], nowNs)
 	newTat := tat + l.t
@@ -157,7 +159,7 @@ func (m *model) gcra(l *GCRA, key string, now int64, commit bool) Decision {
 
 func (m *model) sliding(l *SlidingWindow, key string, now int64, commit bool) Decision {
 	const limit = 5
-	w := l.w
+	w := l.tune.nums().w
 	win := now / w
 	s := m.sws[key]
 	switch {

@@ -23,6 +23,7 @@ func TestHelperProcess(t *testing.T) {
 		"conn-hold":   helperConnHold,
 		"bench-procs": helperBenchProcs,
 		"cost":        helperCost,
+		"tuned":       helperTuned,
 	})
 }
 

@@ -31,13 +31,36 @@ import (
 // stamped earlier than the stored one leaks nothing, and that a drained
 // state expires.
 //
+// Its numbers live in its zone. SetRate and SetBurst change them for every
+// process. A key keeps its excess, which the next decision leaks at the new
+// rate and compares with the new burst.
+//
 // The zero value is not usable: create a Req with NewReq.
 type Req struct {
 	space
-	d      *dict.Dict
+	d    *dict.Dict
+	tune tuned[reqNums]
+}
+
+// reqNums is a Req's numbers in the form its decisions use.
+type reqNums struct {
 	rateM  float64 // milli-requests per second: rate*1000, as the Lua new()
 	burstM float64 // milli-requests: burst*1000
 	most   int64   // the largest cost admitted at once: floor(burst)+1
+}
+
+// reqNumsOf derives a Req's numbers from r's Rate and Burst. It returns
+// NewReq's errors for numbers NewReq refuses.
+func reqNumsOf(r record) (reqNums, error) {
+	if err := checkRate(r.Rate); err != nil {
+		return reqNums{}, err
+	}
+	if !(r.Burst >= 0 && r.Burst <= maxBurstReq) {
+		return reqNums{}, fmt.Errorf("%w: %v", ErrBadBurst, r.Burst)
+	}
+	n := reqNums{rateM: r.Rate * 1000, burstM: r.Burst * 1000}
+	n.most = floorCount(math.Floor(n.burstM/1000) + 1)
+	return n, nil
 }
 
 // NewReq returns a leaky bucket named name over d. It drains rate requests
@@ -57,18 +80,15 @@ func NewReq(d *dict.Dict, name string, rate, burst float64) (*Req, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkRate(rate); err != nil {
+	built := record{Rate: rate, Burst: burst}
+	if _, err := reqNumsOf(built); err != nil {
 		return nil, err
 	}
-	if !(burst >= 0 && burst <= maxBurstReq) {
-		return nil, fmt.Errorf("%w: %v", ErrBadBurst, burst)
-	}
-	l := &Req{space: sp, d: d, rateM: rate * 1000, burstM: burst * 1000}
-	l.most = floorCount(math.Floor(l.burstM/1000) + 1)
+	l := &Req{space: sp, d: d}
 	if err := l.claim(d, fmt.Sprintf("rate %v/s, burst %v", rate, burst)); err != nil {
 		return nil, err
 	}
-	l.publish(d, record{Rate: rate, Burst: burst})
+	l.tune.init(d, kindReq, name, built, reqNumsOf)
 	return l, nil
 }
 
@@ -84,8 +104,9 @@ func checkRate(rate float64) error {
 // refill in (burst+1)/rate seconds, rounded up to a whole number of
 // seconds.
 func (l *Req) Policy() Policy {
-	n := math.Floor(l.burstM/1000) + 1
-	w := seconds(math.Ceil(n * 1000 / l.rateM))
+	p := l.tune.nums()
+	n := math.Floor(p.burstM/1000) + 1
+	w := seconds(math.Ceil(n * 1000 / p.rateM))
 	return Policy{Limit: floorCount(n), Window: max(w, time.Second)}
 }
 
@@ -119,22 +140,23 @@ func (l *Req) IncomingN(ctx context.Context, key string, n int64, commit bool) (
 func (l *Req) dictionary() *dict.Dict { return l.d }
 
 func (l *Req) incomingAt(dec *Decision, now int64, key string, n int64, commit bool) error {
-	if n > l.most {
+	p := l.tune.nums()
+	if n > p.most {
 		tooCostly(dec)
 		return nil
 	}
-	excess, ok, err := l.step(now, key, n, commit)
+	excess, ok, err := l.step(p, now, key, n, commit)
 	if err != nil {
 		return err
 	}
-	l.decide(dec, excess, n, ok, commit)
+	p.decide(dec, excess, n, ok, commit)
 	return nil
 }
 
 // step makes the decision on cost n at now: the excess in milli-requests
 // with the request, and whether it is allowed; a commit stores it when it
 // is.
-func (l *Req) step(ms int64, key string, n int64, commit bool) (excess float64, ok bool, err error) {
+func (l *Req) step(p *reqNums, ms int64, key string, n int64, commit bool) (excess float64, ok bool, err error) {
 	now := luaMs(ms)
 	var kb keyBuf
 	zk := l.key(&kb, key)
@@ -149,7 +171,7 @@ func (l *Req) step(ms int64, key string, n int64, commit bool) (excess float64, 
 		if reqBad(s, reqLatest(ms)) {
 			return 0, false, badOf(v, badReq(s, ms)).err(zk)
 		}
-		excess, ok = l.leak(s, true, now, n)
+		excess, ok = p.leak(s, true, now, n)
 		return excess, ok, nil
 	}
 	// The state changes in place under the key's lock: nothing is copied,
@@ -166,7 +188,7 @@ func (l *Req) step(ms int64, key string, n int64, commit bool) (excess float64, 
 				return false, 0
 			}
 		}
-		excess, ok = l.leak(s, found, now, n)
+		excess, ok = p.leak(s, found, now, n)
 		if !ok {
 			return false, 0
 		}
@@ -178,7 +200,7 @@ func (l *Req) step(ms int64, key string, n int64, commit bool) (excess float64, 
 		}
 		st := reqState{excess: truncExcess(excess), last: last}
 		putReq(b, st)
-		return true, l.drainedAfter(st, ms)
+		return true, p.drainedAfter(st, ms)
 	}
 	out, err := l.d.MutateOutcome(zk, reqSize, fn)
 	if out != (dict.Outcome{}) || err != nil {
@@ -216,7 +238,7 @@ func (l *Req) badState(zk string, ms int64) error {
 // clocks before taking the shard lock, and their coarse clocks lag by
 // different amounts, so a decision often comes after a later one; the Lua
 // module's |elapsed| would leak that lag.
-func (l *Req) leak(s reqState, found bool, now float64, n int64) (excess float64, ok bool) {
+func (l *reqNums) leak(s reqState, found bool, now float64, n int64) (excess float64, ok bool) {
 	if found {
 		elapsed := now - float64(s.last)
 		if elapsed < 0 {
@@ -243,7 +265,7 @@ func (l *Req) leak(s reqState, found bool, now float64, n int64) (excess float64
 // is at last + (excess+1000)/rate; a millisecond more covers the rounding
 // of leak's arithmetic. It is at least a millisecond, and saturates at
 // maxTTL.
-func (l *Req) drainedAfter(s reqState, now int64) time.Duration {
+func (l *reqNums) drainedAfter(s reqState, now int64) time.Duration {
 	drain := math.Ceil((float64(s.excess) + 1000) * 1000 / l.rateM) // ms
 	at := float64(s.last) + drain + 1
 	if !(at-float64(now) < float64(maxTTL/time.Millisecond)) {
@@ -288,7 +310,7 @@ func truncMs(now float64) int64 {
 // commit would), and (excess − (n−1)·1000)/rate for a rejected one, which
 // stores nothing (E = excess − n·1000 after the leak). Delay stays the Lua
 // module's excess/rate.
-func (l *Req) decide(dec *Decision, excess float64, n int64, ok, commit bool) {
+func (l *reqNums) decide(dec *Decision, excess float64, n int64, ok, commit bool) {
 	dec.State = excess / 1000
 	if !ok {
 		dec.RetryAfter = l.leakTime(excess - l.burstM)
@@ -308,7 +330,7 @@ func (l *Req) decide(dec *Decision, excess float64, n int64, ok, commit bool) {
 
 // leakTime returns how long the bucket takes to leak excess
 // milli-requests (leak.Time).
-func (l *Req) leakTime(excess float64) time.Duration { return leak.Time(excess, l.rateM) }
+func (l *reqNums) leakTime(excess float64) time.Duration { return leak.Time(excess, l.rateM) }
 
 // truncExcess truncates an excess to the stored integer, saturating.
 func truncExcess(excess float64) uint64 {
@@ -329,7 +351,7 @@ func (l *Req) Uncommit(ctx context.Context, key string) error { return l.uncommi
 // ErrAbused if key's value is not a Req's, ErrBadState if it holds what no
 // Req writes, and the dictionary's errors.
 func (l *Req) UncommitN(ctx context.Context, key string, n int64) error {
-	if err := checkUncommit(n, l.most); err != nil {
+	if err := checkUncommit(n, l.tune.nums().most); err != nil {
 		return err
 	}
 	return l.uncommit(key, n)
@@ -369,7 +391,7 @@ func (l *Req) uncommit(key string, n int64) error {
 		}
 		s.excess -= min(s.excess, uint64(n)*1000) // n ≤ most: no overflow
 		putReq(buf[:], s)
-		return dict.Bytes(buf[:reqSize]), l.drainedAfter(s, now), true
+		return dict.Bytes(buf[:reqSize]), l.tune.nums().drainedAfter(s, now), true
 	}
 	out, err := l.d.UpdateOutcome(zk, fn)
 	if out != (dict.Outcome{}) || err != nil {

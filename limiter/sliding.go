@@ -27,13 +27,34 @@ import (
 // the very end of one window. The next window then admits limit·f requests
 // by the fraction f of it elapsed.
 //
+// Its numbers live in its zone. SetLimit changes the limit for every
+// process, and the next decision weighs the counts it has against it.
+//
 // The zero value is not usable: create a SlidingWindow with
 // NewSlidingWindow.
 type SlidingWindow struct {
 	space
-	d     *dict.Dict
+	d    *dict.Dict
+	tune tuned[swNums]
+}
+
+// swNums is a SlidingWindow's numbers.
+type swNums struct {
 	limit int64
 	w     int64 // window in ms
+}
+
+// swNumsOf derives a SlidingWindow's numbers from r's Limit and WindowNs.
+// It returns NewSlidingWindow's errors for numbers it refuses.
+func swNumsOf(r record) (swNums, error) {
+	if r.Limit < 1 {
+		return swNums{}, fmt.Errorf("%w: %d", ErrBadLimit, r.Limit)
+	}
+	w := time.Duration(r.WindowNs).Milliseconds()
+	if w < 1 || w > maxWindowMs || r.Limit > math.MaxInt64/4/w {
+		return swNums{}, fmt.Errorf("%w: %v for a limit of %d", ErrBadWindow, time.Duration(r.WindowNs), r.Limit)
+	}
+	return swNums{limit: r.Limit, w: w}, nil
 }
 
 // NewSlidingWindow returns a sliding window named name over d, of limit
@@ -53,18 +74,16 @@ func NewSlidingWindow(d *dict.Dict, name string, limit int64, window time.Durati
 	if err != nil {
 		return nil, err
 	}
-	if limit < 1 {
-		return nil, fmt.Errorf("%w: %d", ErrBadLimit, limit)
-	}
 	w := window.Milliseconds()
-	if w < 1 || w > maxWindowMs || limit > math.MaxInt64/4/w {
-		return nil, fmt.Errorf("%w: %v for a limit of %d", ErrBadWindow, window, limit)
+	built := record{Limit: limit, WindowNs: w * int64(time.Millisecond)}
+	if _, err := swNumsOf(record{Limit: limit, WindowNs: int64(window)}); err != nil {
+		return nil, err
 	}
-	l := &SlidingWindow{space: sp, d: d, limit: limit, w: w}
+	l := &SlidingWindow{space: sp, d: d}
 	if err := l.claim(d, fmt.Sprintf("limit %d per %v", limit, time.Duration(w)*time.Millisecond)); err != nil {
 		return nil, err
 	}
-	l.publish(d, record{Limit: limit, WindowNs: w * int64(time.Millisecond)})
+	l.tune.init(d, kindSW, name, built, swNumsOf)
 	return l, nil
 }
 
@@ -77,7 +96,8 @@ const maxWindowMs = (int64(maxTTL/time.Millisecond) - maxAheadMs) / 2
 
 // Policy returns limit requests per window.
 func (l *SlidingWindow) Policy() Policy {
-	return Policy{Limit: l.limit, Window: time.Duration(l.w) * time.Millisecond}
+	p := l.tune.nums()
+	return Policy{Limit: p.limit, Window: time.Duration(p.w) * time.Millisecond}
 }
 
 // Incoming is IncomingN of one request.
@@ -108,14 +128,15 @@ func (l *SlidingWindow) IncomingN(ctx context.Context, key string, n int64, comm
 func (l *SlidingWindow) dictionary() *dict.Dict { return l.d }
 
 func (l *SlidingWindow) incomingAt(dec *Decision, now int64, key string, n int64, commit bool) error {
-	if n > l.limit {
+	p := l.tune.nums()
+	if n > p.limit {
 		tooCostly(dec)
 		return nil
 	}
 	buf := bufs.Get().(*[bufSize]byte)
 	defer bufs.Put(buf)
-	win := floorDiv(now, l.w)
-	elapsed := min(now-win*l.w, l.w)
+	win := floorDiv(now, p.w)
+	elapsed := min(now-win*p.w, p.w)
 	var kb keyBuf
 	zk := l.key(&kb, key)
 	var pre swState // the state the request is decided on
@@ -124,33 +145,33 @@ func (l *SlidingWindow) incomingAt(dec *Decision, now int64, key string, n int64
 		if err != nil {
 			return err
 		}
-		if bad := checkSW(v, now, l.w); found && bad.found() {
+		if bad := checkSW(v, now, p.w); found && bad.found() {
 			return bad.err(zk)
 		}
 		if found {
 			pre = getSW(v.Bytes())
 		}
-		pre = l.roll(pre, win)
-		l.decide(dec, pre, elapsed, n, false)
+		pre = p.roll(pre, win)
+		p.decide(dec, pre, elapsed, n, false)
 		return nil
 	}
 	var bad foreign
 	fn := func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
 		var s swState
 		if found {
-			if bad = checkSW(cur, now, l.w); bad.found() {
+			if bad = checkSW(cur, now, p.w); bad.found() {
 				return dict.Value{}, 0, true // leave it as it is
 			}
 			s = getSW(cur.Bytes())
 		}
-		pre = l.roll(s, win)
-		if l.left(pre, elapsed, n) >= 0 {
+		pre = p.roll(s, win)
+		if p.left(pre, elapsed, n) >= 0 {
 			s = pre
 			s.cur += n
 		} else if !found {
 			return cur, 0, false
 		} // else rejected: s unchanged
-		ttl := (s.window+2)*l.w - now // to the end of the next window
+		ttl := (s.window+2)*p.w - now // to the end of the next window
 		if ttl <= 0 {
 			return cur, 0, false
 		}
@@ -167,7 +188,7 @@ func (l *SlidingWindow) incomingAt(dec *Decision, now int64, key string, n int64
 	if bad.found() {
 		return bad.err(zk)
 	}
-	l.decide(dec, pre, elapsed, n, true)
+	p.decide(dec, pre, elapsed, n, true)
 	return nil
 }
 
@@ -176,7 +197,7 @@ func (l *SlidingWindow) incomingAt(dec *Decision, now int64, key string, n int64
 // future (a clock that went back) is kept as the current one. Counts are
 // clamped to [0, limit], which honest use never leaves, so that the
 // arithmetic cannot overflow on a hostile value.
-func (l *SlidingWindow) roll(s swState, win int64) swState {
+func (l *swNums) roll(s swState, win int64) swState {
 	s.cur = min(max(s.cur, 0), l.limit)
 	s.prev = min(max(s.prev, 0), l.limit)
 	switch {
@@ -192,14 +213,14 @@ func (l *SlidingWindow) roll(s swState, win int64) swState {
 // the state's window, in units of 1/window requests: they are allowed when
 // it is not negative. The estimate is prev·(w−elapsed) + cur·w. Counts and
 // n are at most limit (roll), so the products stay below 2^62.
-func (l *SlidingWindow) left(s swState, elapsed, n int64) int64 {
+func (l *swNums) left(s swState, elapsed, n int64) int64 {
 	return l.limit*l.w - s.prev*(l.w-elapsed) - (s.cur+n)*l.w
 }
 
 // decide fills the zero *dec with the Decision on n requests at elapsed
 // in state s, which does not count them yet; commit says whether allowed
 // ones were counted.
-func (l *SlidingWindow) decide(dec *Decision, s swState, elapsed, n int64, commit bool) {
+func (l *swNums) decide(dec *Decision, s swState, elapsed, n int64, commit bool) {
 	left := l.left(s, elapsed, n)
 	dec.State = float64(left) / float64(l.w)
 	if left < 0 {
@@ -217,7 +238,7 @@ func (l *SlidingWindow) decide(dec *Decision, s swState, elapsed, n int64, commi
 // retry returns the ms until a rejected request of cost n would be
 // allowed: later in this window, when the previous window's weight has
 // dropped enough, or in the next one, when this window's count has.
-func (l *SlidingWindow) retry(s swState, elapsed, n int64) int64 {
+func (l *swNums) retry(s swState, elapsed, n int64) int64 {
 	w := l.w
 	if s.cur+n <= l.limit {
 		// prev·(w−e) > (limit−cur−n)·w ≥ 0, so prev > 0 here.
@@ -230,7 +251,7 @@ func (l *SlidingWindow) retry(s swState, elapsed, n int64) int64 {
 }
 
 // reset returns the ms until the state has no requests left in it.
-func (l *SlidingWindow) reset(s swState, elapsed int64) int64 {
+func (l *swNums) reset(s swState, elapsed int64) int64 {
 	switch {
 	case s.cur > 0:
 		return 2*l.w - elapsed
@@ -260,7 +281,7 @@ func (l *SlidingWindow) Uncommit(ctx context.Context, key string) error { return
 // ErrAbused if key's value is not a sliding window's, ErrBadState if it
 // holds what no SlidingWindow writes, and the dictionary's errors.
 func (l *SlidingWindow) UncommitN(ctx context.Context, key string, n int64) error {
-	if err := checkUncommit(n, l.limit); err != nil {
+	if err := checkUncommit(n, l.tune.nums().limit); err != nil {
 		return err
 	}
 	return l.uncommit(key, n)
@@ -276,8 +297,9 @@ func (l *SlidingWindow) Reset(ctx context.Context, key string) error {
 
 // uncommit is UncommitN of a checked cost.
 func (l *SlidingWindow) uncommit(key string, n int64) error {
+	p := l.tune.nums()
 	now := l.d.Now()
-	win := floorDiv(now, l.w)
+	win := floorDiv(now, p.w)
 	buf := bufs.Get().(*[bufSize]byte)
 	defer bufs.Put(buf)
 	var kb keyBuf
@@ -287,12 +309,12 @@ func (l *SlidingWindow) uncommit(key string, n int64) error {
 		if !found {
 			return cur, 0, false
 		}
-		if bad = checkSW(cur, now, l.w); bad.found() {
+		if bad = checkSW(cur, now, p.w); bad.found() {
 			return dict.Value{}, 0, true // leave it as it is
 		}
-		s := l.roll(getSW(cur.Bytes()), win)
+		s := p.roll(getSW(cur.Bytes()), win)
 		s.cur = max(s.cur-n, 0)
-		ttl := (s.window+2)*l.w - now
+		ttl := (s.window+2)*p.w - now
 		if ttl <= 0 {
 			return cur, 0, false
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/limiter"
+	"github.com/shmzone/shmzone/limiter/admit"
 	"github.com/shmzone/shmzone/limiter/httplimit"
 	"github.com/shmzone/shmzone/prefork"
 )
@@ -32,7 +33,7 @@ func Example() {
 		if err != nil {
 			return err
 		}
-		mw, err := httplimit.New(l, httplimit.Options{NoDelay: true})
+		mw, err := httplimit.New(l, httplimit.Options{Options: admit.Options{NoDelay: true}})
 		if err != nil {
 			return err
 		}

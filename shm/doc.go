@@ -76,6 +76,9 @@
 //	    what it protects. A live owner is never taken over.
 //	I6. No lock wait is unbounded unless asked. LockWithin gives up after
 //	    its timeout with ErrLockTimeout, and changes nothing.
+//	I7. A registry record changes only under the registry's lock, with its
+//	    sequence odd, and each change adds one to the generation. A reader
+//	    keeps a copy only if the sequence was even and unchanged around it.
 //
 // DESIGN.md, section 4, states each in full.
 //
@@ -84,5 +87,7 @@
 // A *Zone is safe for use by many goroutines. Close must not race with
 // other calls. Any number of processes may attach the same file. flock
 // serialises creation. The lock words that the layer above places in its
-// shards govern writes to shared words (Zone.Lock, Unlock).
+// shards govern writes to shared words (Zone.Lock, Unlock). The registry
+// (StoreRecord, LoadRecord) is shared by every process of the zone, and a
+// read-only zone reads it without a lock.
 package shm

@@ -42,4 +42,10 @@ var (
 	// ErrNoSlot is returned by a read-write Open when every owner slot of
 	// the zone is held. Slots zones are then open read-write on the file.
 	ErrNoSlot = errors.New("shm: no free owner slot")
+	// ErrReadOnly is returned when a change of the registry is asked of a
+	// zone opened read-only.
+	ErrReadOnly = errors.New("shm: zone is read-only")
+	// ErrRegistryFull is returned by StoreRecord when every record of the
+	// registry holds another key.
+	ErrRegistryFull = errors.New("shm: registry full")
 )

@@ -47,6 +47,12 @@ func helperMain(verb, path string, args []string) int {
 	}
 	in := bufio.NewReader(os.Stdin)
 	switch verb {
+	case "regwrite": // store record 7 with every word n, for n from 1 to args[0]
+		n, err := strconv.Atoi(args[0])
+		if err != nil {
+			return fail(err)
+		}
+		return regWrite(path, n)
 	case "open": // wait for a line on stdin, Open with Size, report
 		if _, err := in.ReadString('\n'); err != nil {
 			return fail(err)

@@ -28,6 +28,24 @@ import "unsafe"
 // xxhash64 of the bytes before it. Integers are in the creating machine's byte
 // order; the order word tells another byte order apart.
 //
+// The bytes from hdrSize to slotTableOff hold the registry (registry.go): a
+// lock word, a generation word and RegSlots records of regSlotSize bytes.
+// They are mutable and outside the checksum. A zone of this version made
+// before the registry has them zero, which is an empty registry.
+//
+//	88       96       104          160                    1000      1024
+//	+--------+--------+------------+------ ... -----------+---------+
+//	| regLock| regGen | record 0   |                      | (zero)  |
+//	+--------+--------+------------+------ ... -----------+---------+
+//	                  regSlotsOff                         regEnd
+//
+// A record (regSlot):
+//
+//	0        4        8                16                               56
+//	+--------+--------+----------------+------------ ... ---------------+
+//	| seq    | used   | key            | data [RecordWords]uint64       |
+//	+--------+--------+----------------+------------ ... ---------------+
+//
 // The rest of the header page, from slotTableOff, is the owner slot table
 // (lock.go, owner.go): Slots generation words of 4 bytes, mutable, outside
 // the checksum. Slot i is owned by whoever holds an OFD write lock on the
@@ -35,7 +53,7 @@ import "unsafe"
 //
 //	88           1024         1028         1032              4092          4096
 //	+------------+------------+------------+------ ... ------+-------------+
-//	| zero       | gen 0      | gen 1      |                 | gen Slots-1 |
+//	| registry   | gen 0      | gen 1      |                 | gen Slots-1 |
 //	+------------+------------+------------+------ ... ------+-------------+
 //	             slotTableOff                                              HeaderSize
 
@@ -137,4 +155,44 @@ func slotGen(data []byte, i int) *uint32 {
 	off := slotTableOff + i*slotSize
 	_ = data[off+slotSize-1]
 	return (*uint32)(unsafe.Pointer(&data[off]))
+}
+
+// The registry, between the header and the owner slot table.
+const (
+	regLockOff  = hdrSize        // the registry's lock word
+	regGenOff   = regLockOff + 8 // the registry's generation word
+	regSlotsOff = regGenOff + 8  // record 0
+	regSlotSize = int(unsafe.Sizeof(regSlot{}))
+	// RegSlots is how many records the registry holds.
+	RegSlots = 16
+	regEnd   = regSlotsOff + RegSlots*regSlotSize
+	// RecordWords is how many 64-bit words of data a record holds.
+	RecordWords = 5
+)
+
+// regSlot is the overlay of one registry record. A writer holds the
+// registry's lock and makes Seq odd while it writes; a reader copies the
+// record and keeps the copy only if Seq was even and unchanged around it.
+type regSlot struct {
+	Seq  uint32              // under the registry lock, read atomically: odd while the record is written
+	Used uint32              // under the registry lock, read atomically: 1 when the record holds Key, else 0
+	Key  uint64              // under the registry lock, read atomically: the caller's key, never 0
+	Data [RecordWords]uint64 // under the registry lock, read atomically: the caller's words
+}
+
+// Guards: a record is 56 bytes, and the registry ends before the slot table.
+var (
+	_ [regSlotSize - 56]struct{}
+	_ [56 - regSlotSize]struct{}
+	_ [slotTableOff - regEnd]struct{}
+)
+
+// regSlotAt returns registry record i in a mapping of the zone.
+func regSlotAt(data []byte, i int) *regSlot {
+	off := regSlotsOff + i*regSlotSize
+	_ = data[off+regSlotSize-1]
+	if off&7 != 0 {
+		panic("shm: misaligned registry record")
+	}
+	return (*regSlot)(unsafe.Pointer(&data[off]))
 }

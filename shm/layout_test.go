@@ -113,13 +113,13 @@ func TestLayoutSlotTable(t *testing.T) {
 		}
 	}
 	want := []testutil.Cell{
-		{Off: hdrSize, End: slotTableOff, Label: "zero"},
+		{Off: hdrSize, End: slotTableOff, Label: "registry"},
 		{Off: slotTableOff, End: slotTableOff + slotSize, Label: "gen 0"},
 		{Off: slotTableOff + slotSize, End: slotTableOff + 2*slotSize, Label: "gen 1"},
 		{Off: slotTableOff + 2*slotSize, End: HeaderSize - slotSize, Label: ""},
 		{Off: HeaderSize - slotSize, End: HeaderSize, Label: "gen Slots-1"},
 	}
-	got := testutil.Drawing(t, "layout.go", "zero")
+	got := testutil.Drawing(t, "layout.go", "registry")
 	if len(got) != len(want) {
 		t.Fatalf("slot table drawing = %+v, want %+v", got, want)
 	}
@@ -132,5 +132,48 @@ func TestLayoutSlotTable(t *testing.T) {
 	// must be 4-aligned in the mapping, which is page-aligned.
 	if slotTableOff%4 != 0 || slotSize != 4 {
 		t.Errorf("slotTableOff %d, slotSize %d: generation words misaligned", slotTableOff, slotSize)
+	}
+}
+
+// TestLayoutRegistry pins the registry's offsets and its record to the
+// drawings in layout.go.
+func TestLayoutRegistry(t *testing.T) {
+	testutil.CheckFields(t, regSlot{}, []testutil.Field{
+		{Name: "Seq", Off: 0, Size: 4},
+		{Name: "Used", Off: 4, Size: 4},
+		{Name: "Key", Off: 8, Size: 8},
+		{Name: "Data", Off: 16, Size: 40},
+	})
+	testutil.CheckDrawing(t, "layout.go", "seq", regSlot{})
+	tests := []struct {
+		name      string
+		got, want int
+	}{
+		{"regLockOff", regLockOff, 88},
+		{"regGenOff", regGenOff, 96},
+		{"regSlotsOff", regSlotsOff, 104},
+		{"record 1", regSlotsOff + regSlotSize, 160},
+		{"regEnd", regEnd, 1000},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s = %d, want %d", tt.name, tt.got, tt.want)
+		}
+	}
+	want := []testutil.Cell{
+		{Off: regLockOff, End: regGenOff, Label: "regLock"},
+		{Off: regGenOff, End: regSlotsOff, Label: "regGen"},
+		{Off: regSlotsOff, End: regSlotsOff + regSlotSize, Label: "record 0"},
+		{Off: regSlotsOff + regSlotSize, End: regEnd, Label: ""},
+		{Off: regEnd, End: slotTableOff, Label: "(zero)"},
+	}
+	got := testutil.Drawing(t, "layout.go", "regLock")
+	if len(got) != len(want) {
+		t.Fatalf("registry drawing = %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("registry drawing box %d = %+v, want %+v", i, got[i], want[i])
+		}
 	}
 }

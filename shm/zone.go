@@ -75,7 +75,8 @@ type Zone struct {
 	hdr      Header
 	readOnly bool
 	created  bool
-	own      owner // the zone as a lock owner (owner.go)
+	own      owner   // the zone as a lock owner (owner.go)
+	gen      *uint64 // the registry's generation word in data; nil when unmapped
 }
 
 // Open attaches the zone file at path. It creates the zone if o.Size > 0,
@@ -492,6 +493,7 @@ func (z *Zone) mmap(fd int, size int64) error {
 		return &os.PathError{Op: "mmap", Path: z.path, Err: err}
 	}
 	z.data = b
+	z.gen = word64(b, regGenOff)
 	if err := z.attachOwner(fd); err != nil {
 		z.unmap()
 		return err
@@ -505,7 +507,7 @@ func (z *Zone) unmap() error {
 	}
 	z.detachOwner()
 	err := unix.Munmap(z.data)
-	z.data = nil
+	z.data, z.gen = nil, nil
 	return err
 }
 

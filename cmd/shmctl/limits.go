@@ -14,8 +14,8 @@ import (
 
 var limitsCmd = &command{
 	name:    "limits",
-	args:    "ZONE",
-	summary: "list the limiters and their clients nearest to their limits",
+	args:    "ZONE | show ZONE | set ZONE NAME | unset ZONE NAME",
+	summary: "list the limiters' clients nearest to their limits; show, set and unset their numbers",
 	help: `Limits lists each limiter of package limiter whose state the zone holds, by
 kind and name, and its clients nearest to or over their limit first: those
 a request would be rejected for now, then those with the fewest requests
@@ -25,13 +25,49 @@ and the delay a Req or Conn would impose. STATE is over (the request would
 be rejected), delayed, ok, unknown, or the error of a key that no limiter
 wrote. A limiter's parameters come from the record its constructor leaves
 in the zone. A limiter without one is listed with its clients' keys alone,
-as unknown. Limits opens the zone read-only.`,
-	min: 1, max: 1,
+as unknown. Limits opens the zone read-only.
+
+Limits show lists each limiter's numbers in force, where they come from
+and when: "live" numbers an operator set, or "built" ones, the newest
+construction's. Live numbers hide the built ones, which BUILT shows. It
+opens the zone read-only.
+
+Limits set sets numbers live for every process of the zone, as the
+limiters' setters do: --rate and --burst for a req or gcra, --limit for a
+count or sw, --conn and --burst for a conn, --window for a count. They
+win over any construction until limits unset drops them. Each process's
+next decision uses them. A count's changed limit applies to its open
+windows at once. NAME is found among the limiters the zone knows of;
+--kind picks one when the name is ambiguous or unknown. A number the
+limiter refuses is exit 2. Limits unset exits 1 for a limiter without
+live numbers. A zone named show, set or unset is ./show, ./set, ./unset.`,
+	min: 1, max: 3,
 	flags: func(fs *flag.FlagSet) func(*env, []string) error {
-		asJSON := fs.Bool("json", false, "print a JSON array of limiters, each with its clients")
+		asJSON := fs.Bool("json", false, "print a JSON array of limiters, each with its clients (show: with its numbers)")
 		name := fs.String("name", "", "list only the limiters of this name")
 		top := fs.Int("top", 10, "list at most this many clients of each limiter; 0 = all")
+		sf := defineLimitSetFlags(fs)
 		return func(e *env, args []string) error {
+			sub, rest := "", args[1:]
+			switch args[0] {
+			case "show", "set", "unset":
+				sub = args[0]
+			}
+			want := map[string]int{"": 0, "show": 1, "set": 2, "unset": 2}[sub]
+			if sub != "" && len(rest) != want || sub == "" && len(rest) != 0 {
+				return usagef("limits %s takes %d operands, got %d", sub, want, len(rest))
+			}
+			if sub != "set" && sf.any() {
+				return usagef("--rate, --burst, --limit, --conn and --window are for limits set")
+			}
+			switch sub {
+			case "show":
+				return limitsShow(e, rest[0], *name, *asJSON)
+			case "set":
+				return limitsSet(e, sf, rest[0], rest[1])
+			case "unset":
+				return limitsUnset(e, *sf.kind, rest[0], rest[1])
+			}
 			if *top < 0 {
 				return usagef("bad --top %d", *top)
 			}

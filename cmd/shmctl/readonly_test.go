@@ -30,6 +30,8 @@ var readVerbs = [][]string{
 	{"dump", "app"},
 	{"watch", "app", "--count", "2"},
 	{"watch", "--json", "app", "--count", "2"},
+	{"limits", "show", "app"},
+	{"limits", "show", "--json", "app"},
 }
 
 // TestReadVerbsChangeNothing runs every read verb and proves that it mapped

@@ -24,6 +24,7 @@ import (
 
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/limiter"
+	"github.com/shmzone/shmzone/limiter/admit"
 	"github.com/shmzone/shmzone/limiter/httplimit"
 	"github.com/shmzone/shmzone/prefork"
 )
@@ -120,7 +121,7 @@ func serveHandler(ctx context.Context, c serveConfig, d *dict.Dict, l limiter.Li
 		m.local, m.global = l.local, l.global
 	}
 	mw, err := httplimit.New(l, httplimit.Options{
-		NoDelay: c.NoDelay,
+		Options: admit.Options{NoDelay: c.NoDelay},
 		Rejected: func(w http.ResponseWriter, r *http.Request, _ limiter.Decision) {
 			m.rejected.Add(1)
 			http.Error(w, "too many requests", http.StatusTooManyRequests)

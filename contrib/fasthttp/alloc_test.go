@@ -2,6 +2,7 @@ package shmfasthttp_test
 
 import (
 	"net"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/zonetest"
 	"github.com/shmzone/shmzone/limiter"
+	"github.com/shmzone/shmzone/limiter/admit"
 	"github.com/valyala/fasthttp"
 )
 
@@ -38,7 +40,7 @@ func TestRequestAllocatesNothing(t *testing.T) {
 		{"Count", count, 200}, {"Req", req, 200}, {"GCRA", gcra, 200}, {"SlidingWindow", sw, 200},
 		{"rejected", flood, 429},
 	} {
-		h := wrap(t, tc.l, shmfasthttp.Options{NoDelay: true}, ok)
+		h := wrap(t, tc.l, shmfasthttp.Options{Options: admit.Options{NoDelay: true}}, ok)
 		for _, addr := range clients {
 			var r fasthttp.Request
 			r.SetRequestURI("http://x/")
@@ -59,6 +61,47 @@ func TestRequestAllocatesNothing(t *testing.T) {
 			if len(ctx.Response.Header.Peek("X-RateLimit-Remaining")) == 0 {
 				t.Errorf("%s, client %v: no X-RateLimit-Remaining", tc.name, addr)
 			}
+		}
+	}
+}
+
+// TestOptionsAllocateNothing: a dry-run rejection, an exempt request, a
+// skipped one and a refunded one allocate nothing either.
+func TestOptionsAllocateNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop buffers")
+	}
+	d, _ := zonetest.Open(t, dict.Options{})
+	flood, _ := limiter.NewCount(d, "flood", 1, time.Hour)
+	count, _ := limiter.NewCount(d, "count", 1<<40, time.Hour)
+	exempt := []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24")}
+	refund := func(status int) bool { return status != 401 }
+	for _, tc := range []struct {
+		name string
+		l    limiter.Limiter
+		o    shmfasthttp.Options
+	}{
+		{"dry run", flood, shmfasthttp.Options{Options: admit.Options{DryRun: true}}},
+		{"exempt", flood, shmfasthttp.Options{Options: admit.Options{Exempt: exempt}}},
+		{"next", flood, shmfasthttp.Options{Next: func(*fasthttp.RequestCtx) bool { return true }}},
+		{"refund", count, shmfasthttp.Options{Options: admit.Options{Refund: refund}}},
+	} {
+		h := wrap(t, tc.l, tc.o, ok)
+		var r fasthttp.Request
+		r.SetRequestURI("http://x/")
+		var ctx fasthttp.RequestCtx
+		ctx.Init(&r, &net.TCPAddr{IP: net.IPv4(198, 51, 100, 7), Port: 1234}, nil)
+		run := func() {
+			ctx.Response.Reset()
+			h(&ctx)
+		}
+		run()
+		run()
+		if n := testing.AllocsPerRun(200, run); n != 0 {
+			t.Errorf("%s: %v allocations a request, want 0", tc.name, n)
+		}
+		if got := ctx.Response.StatusCode(); got != 200 {
+			t.Errorf("%s: status %d, want 200", tc.name, got)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/shmzone/shmzone/contrib/fasthttp"
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/limiter"
+	"github.com/shmzone/shmzone/limiter/admit"
 	"github.com/valyala/fasthttp"
 )
 
@@ -51,7 +52,7 @@ func BenchmarkMiddleware(b *testing.B) {
 	}{
 		{"none", nil, nil, 200},
 		{"shmfasthttp", count, &shmfasthttp.Options{}, 200},
-		{"shmfasthttp-noheaders", count, &shmfasthttp.Options{NoHeaders: true}, 200},
+		{"shmfasthttp-noheaders", count, &shmfasthttp.Options{Options: admit.Options{NoHeaders: true}}, 200},
 		{"shmfasthttp-flood", flood, &shmfasthttp.Options{}, 429},
 	}
 	for i := range clients { // each flood client's first request is admitted

@@ -1,11 +1,9 @@
 package shmfasthttp
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/netip"
-	"time"
 
 	"github.com/shmzone/shmzone/limiter"
 	"github.com/shmzone/shmzone/limiter/admit"
@@ -18,8 +16,14 @@ import (
 // writes the headers of the limiter's policy, waits out delays, answers
 // rejections with 429 and errors with 500.
 type Options struct {
-	// Next skips the middleware for a request when it returns true: no
-	// decision, no headers.
+	// Options are the options every adapter shares: the headers' policy,
+	// delays, tiers, dry runs, exemptions and refunds. Exempt is compared
+	// with ClientAddr under TrustedProxies. Refund reads the response's
+	// status after the next handler. A RequestCtx ends when the server
+	// shuts down, which ends a Wait.
+	admit.Options
+	// Next lets a request through undecided when it returns true: no
+	// decision, no headers, no key. A health check, for one.
 	Next func(ctx *fasthttp.RequestCtx) bool
 	// Key returns a request's limiter key. Nil keys by client address:
 	// ClientAddr with TrustedProxies, made a key by httplimit.AddrKeyFunc
@@ -31,24 +35,8 @@ type Options struct {
 	IPv6Prefix int
 	// TrustedProxies are the peers whose X-Forwarded-For is believed
 	// (httplimit.ParsePrefixes reads them from strings); used by the
-	// default Key.
+	// default Key and by Exempt.
 	TrustedProxies []netip.Prefix
-	// Policy is the quota the headers announce. Its zero value takes the
-	// limiter's own (a Policy() limiter.Policy method, as the limiters of
-	// package limiter have); with neither, RateLimit-Policy and
-	// X-RateLimit-Limit are left out.
-	Policy limiter.Policy
-	// PolicyName names the policy in RateLimit-Policy and RateLimit; empty
-	// means "default".
-	PolicyName string
-	// NoHeaders leaves out every rate limit header but Retry-After.
-	NoHeaders bool
-	// NoDelay lets a delayed request through at once, as nginx's nodelay.
-	NoDelay bool
-	// Wait waits out a decision's delay and returns ctx's error if ctx ends
-	// first (a RequestCtx ends when the server shuts down). Nil uses a
-	// timer.
-	Wait func(ctx context.Context, d time.Duration) error
 	// Rejected answers a rejected request, after the headers and
 	// Retry-After are set. Nil answers 429 Too Many Requests.
 	Rejected func(ctx *fasthttp.RequestCtx, d limiter.Decision)
@@ -57,9 +45,6 @@ type Options struct {
 	// Nil answers 500 Internal Server Error; to let such requests through
 	// (fail open), call next from here, for outages only.
 	Error func(ctx *fasthttp.RequestCtx, err error, next fasthttp.RequestHandler)
-	// Tiers are more limiters a request may be limited by, each under
-	// its name, which the headers give as the policy's.
-	Tiers []admit.Tier
 	// Choose returns the name of the tier that limits ctx's request: from
 	// a header, a claim, the method or the route. "" is New's limiter. A
 	// name that is no tier's fails the request through Error
@@ -79,7 +64,7 @@ type Options struct {
 // ErrNilLimiter, ErrBadProxy for an invalid TrustedProxies prefix,
 // ErrBadIPv6Prefix for an IPv6Prefix other than 0, 64, 56 or 48,
 // ErrBadPolicy for a bad PolicyName, a negative Policy or a bad tier
-// (admit.ErrBadTier).
+// (admit.ErrBadTier), admit.ErrBadExempt for an invalid Exempt prefix.
 func New(l limiter.Limiter, o Options) (func(fasthttp.RequestHandler) fasthttp.RequestHandler, error) {
 	if l == nil {
 		return nil, ErrNilLimiter
@@ -93,21 +78,14 @@ func New(l limiter.Limiter, o Options) (func(fasthttp.RequestHandler) fasthttp.R
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadIPv6Prefix, err)
 	}
-	g, err := admit.New(l, admit.Options{Policy: o.Policy, PolicyName: o.PolicyName, NoHeaders: o.NoHeaders, NoDelay: o.NoDelay, Wait: o.Wait, Tiers: o.Tiers})
+	g, err := admit.New(l, o.Options)
+	if errors.Is(err, admit.ErrBadExempt) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadPolicy, err)
 	}
-	m := &middleware{g: g, o: o}
-	if m.o.Key == nil {
-		trusted := o.TrustedProxies
-		m.o.Key = func(ctx *fasthttp.RequestCtx) (string, error) {
-			a, err := ClientAddr(ctx, trusted)
-			if err != nil {
-				return "", err
-			}
-			return addrKey(a), nil
-		}
-	}
+	m := &middleware{g: g, o: o, addrKey: addrKey}
 	if m.o.Rejected == nil {
 		m.o.Rejected = tooManyRequests
 	}
@@ -120,8 +98,31 @@ func New(l limiter.Limiter, o Options) (func(fasthttp.RequestHandler) fasthttp.R
 }
 
 type middleware struct {
-	g *admit.Gate
-	o Options
+	g       *admit.Gate
+	o       Options
+	addrKey func(netip.Addr) string
+}
+
+// key returns the limiter key of ctx's request, and exempt true for a
+// request that Exempt lets through.
+func (m *middleware) key(ctx *fasthttp.RequestCtx) (key string, exempt bool, err error) {
+	if m.o.Key == nil {
+		a, err := ClientAddr(ctx, m.o.TrustedProxies)
+		if err != nil {
+			return "", false, err
+		}
+		if m.g.Exempts() && m.g.Exempt(a) {
+			return "", true, nil
+		}
+		return m.addrKey(a), false, nil
+	}
+	if m.g.Exempts() {
+		if a, err := ClientAddr(ctx, m.o.TrustedProxies); err == nil && m.g.Exempt(a) {
+			return "", true, nil
+		}
+	}
+	key, err = m.o.Key(ctx)
+	return key, false, err
 }
 
 func (m *middleware) serve(ctx *fasthttp.RequestCtx, next fasthttp.RequestHandler) {
@@ -129,9 +130,13 @@ func (m *middleware) serve(ctx *fasthttp.RequestCtx, next fasthttp.RequestHandle
 		next(ctx)
 		return
 	}
-	key, err := m.o.Key(ctx)
+	key, exempt, err := m.key(ctx)
 	if err != nil {
 		m.o.Error(ctx, err, next)
+		return
+	}
+	if exempt {
+		next(ctx)
 		return
 	}
 	g := m.g
@@ -161,10 +166,21 @@ func (m *middleware) serve(ctx *fasthttp.RequestCtx, next fasthttp.RequestHandle
 		m.o.Error(ctx, err, next)
 	case !a.Decision.Allowed:
 		m.o.Rejected(ctx, a.Decision)
+	case a.Pass.Refunds():
+		serveRefund(ctx, next, a.Pass)
 	default:
 		defer a.Pass.Done()
 		next(ctx)
 	}
+}
+
+// serveRefund runs next and ends p with the response's status. A handler
+// that panics ends p with 500.
+func serveRefund(ctx *fasthttp.RequestCtx, next fasthttp.RequestHandler, p admit.Pass) {
+	status := fasthttp.StatusInternalServerError
+	defer func() { p.Finish(status) }()
+	next(ctx)
+	status = ctx.Response.StatusCode()
 }
 
 // answer sets the status and a text body, keeping the headers already set

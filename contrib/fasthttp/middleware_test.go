@@ -13,6 +13,7 @@ import (
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/zonetest"
 	"github.com/shmzone/shmzone/limiter"
+	"github.com/shmzone/shmzone/limiter/admit"
 	"github.com/shmzone/shmzone/limiter/httplimit"
 	"github.com/valyala/fasthttp"
 )
@@ -52,7 +53,7 @@ func TestMiddlewareHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := wrap(t, l, shmfasthttp.Options{PolicyName: "api"}, ok)
+	h := wrap(t, l, shmfasthttp.Options{Options: admit.Options{PolicyName: "api"}}, ok)
 	tests := []struct {
 		name                                          string
 		status                                        int
@@ -208,8 +209,8 @@ func TestMiddlewareOptions(t *testing.T) {
 	})
 	t.Run("Rejected and NoHeaders", func(t *testing.T) {
 		h := wrap(t, newCount("rej", 1), shmfasthttp.Options{
-			NoHeaders: true,
-			Rejected:  func(ctx *fasthttp.RequestCtx, d limiter.Decision) { ctx.SetStatusCode(503) },
+			Options:  admit.Options{NoHeaders: true},
+			Rejected: func(ctx *fasthttp.RequestCtx, d limiter.Decision) { ctx.SetStatusCode(503) },
 		}, ok)
 		serve(h, peer)
 		r := serve(h, peer)
@@ -229,10 +230,10 @@ func TestMiddlewareOptions(t *testing.T) {
 		if _, err := shmfasthttp.New(nil, shmfasthttp.Options{}); !errors.Is(err, shmfasthttp.ErrNilLimiter) {
 			t.Errorf("New(nil) = %v, want ErrNilLimiter", err)
 		}
-		if _, err := shmfasthttp.New(newCount("bad", 1), shmfasthttp.Options{PolicyName: "é"}); !errors.Is(err, shmfasthttp.ErrBadPolicy) {
+		if _, err := shmfasthttp.New(newCount("bad", 1), shmfasthttp.Options{Options: admit.Options{PolicyName: "é"}}); !errors.Is(err, shmfasthttp.ErrBadPolicy) {
 			t.Errorf("New(bad name) = %v, want ErrBadPolicy", err)
 		}
-		if _, err := shmfasthttp.New(newCount("bad", 1), shmfasthttp.Options{Policy: limiter.Policy{Window: -1}}); !errors.Is(err, shmfasthttp.ErrBadPolicy) {
+		if _, err := shmfasthttp.New(newCount("bad", 1), shmfasthttp.Options{Options: admit.Options{Policy: limiter.Policy{Window: -1}}}); !errors.Is(err, shmfasthttp.ErrBadPolicy) {
 			t.Errorf("New(negative policy) = %v, want ErrBadPolicy", err)
 		}
 	})
@@ -247,17 +248,17 @@ func TestMiddlewareDelayAndConn(t *testing.T) {
 	const peer = "192.0.2.1:1"
 	var waited []time.Duration
 	wait := func(ctx context.Context, d time.Duration) error { waited = append(waited, d); return nil }
-	h := wrap(t, req, shmfasthttp.Options{Wait: wait}, ok)
+	h := wrap(t, req, shmfasthttp.Options{Options: admit.Options{Wait: wait}}, ok)
 	serve(h, peer)
 	serve(h, peer)
 	if len(waited) != 1 || waited[0] != time.Second {
 		t.Fatalf("waited %v, want [1s]", waited)
 	}
-	serve(wrap(t, req, shmfasthttp.Options{Wait: wait, NoDelay: true}, ok), peer)
+	serve(wrap(t, req, shmfasthttp.Options{Options: admit.Options{Wait: wait, NoDelay: true}}, ok), peer)
 	if len(waited) != 1 {
 		t.Fatalf("NoDelay waited: %v", waited)
 	}
-	cancelled := wrap(t, req, shmfasthttp.Options{Wait: func(context.Context, time.Duration) error { return context.Canceled }}, ok)
+	cancelled := wrap(t, req, shmfasthttp.Options{Options: admit.Options{Wait: func(context.Context, time.Duration) error { return context.Canceled }}}, ok)
 	before, _ := req.Incoming(context.Background(), "192.0.2.1", false)
 	if r := serve(cancelled, peer); r.StatusCode() != 503 || hdr(r, "RateLimit") == "" {
 		t.Fatalf("cancelled wait: %d, RateLimit %q; want 503 with the headers", r.StatusCode(), hdr(r, "RateLimit"))

@@ -29,9 +29,8 @@ func TestTiers(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := wrap(t, free, shmfasthttp.Options{
-		PolicyName: "free",
-		Tiers:      []admit.Tier{{Name: "paid", Limiter: paid}},
-		Choose:     func(ctx *fasthttp.RequestCtx) string { return string(ctx.Request.Header.Peek("X-Plan")) },
+		Options: admit.Options{PolicyName: "free", Tiers: []admit.Tier{{Name: "paid", Limiter: paid}}},
+		Choose:  func(ctx *fasthttp.RequestCtx) string { return string(ctx.Request.Header.Peek("X-Plan")) },
 		Error: func(ctx *fasthttp.RequestCtx, err error, next fasthttp.RequestHandler) {
 			if !errors.Is(err, admit.ErrNoTier) {
 				t.Errorf("Error got %v, want ErrNoTier", err)
@@ -57,7 +56,7 @@ func TestTiers(t *testing.T) {
 	if resp := serve(h, "192.0.2.7:1234", "X-Plan", "gold"); resp.StatusCode() != fasthttp.StatusBadRequest {
 		t.Errorf("an unknown plan: status %d, want 400 through Error", resp.StatusCode())
 	}
-	if _, err := shmfasthttp.New(free, shmfasthttp.Options{Tiers: []admit.Tier{{Limiter: paid}}}); !errors.Is(err, admit.ErrBadTier) {
+	if _, err := shmfasthttp.New(free, shmfasthttp.Options{Options: admit.Options{Tiers: []admit.Tier{{Limiter: paid}}}}); !errors.Is(err, admit.ErrBadTier) {
 		t.Errorf("New with a tier without a name = %v, want ErrBadTier", err)
 	}
 }

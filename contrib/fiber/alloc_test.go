@@ -2,6 +2,7 @@ package shmfiber_test
 
 import (
 	"net"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -10,13 +11,15 @@ import (
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/zonetest"
 	"github.com/shmzone/shmzone/limiter"
+	"github.com/shmzone/shmzone/limiter/admit"
 	"github.com/valyala/fasthttp"
 )
 
 // TestRequestAllocatesNothing: through a fiber app, a request the
 // middleware admits allocates nothing beyond what the app alone does,
 // headers included, for each kind of limiter and for IPv4 and IPv6
-// clients. A rejected request allocates nothing more either. Req runs
+// clients. A rejected request allocates nothing more either, nor does a
+// dry-run rejection, an exempt, skipped or refunded request. Req runs
 // with NoDelay: a delay waits on a timer, which allocates.
 func TestRequestAllocatesNothing(t *testing.T) {
 	if raceEnabled {
@@ -28,6 +31,8 @@ func TestRequestAllocatesNothing(t *testing.T) {
 	gcra, _ := limiter.NewGCRA(d, "gcra", 1e6, 1<<20)
 	sw, _ := limiter.NewSlidingWindow(d, "sw", 1<<30, time.Hour)
 	flood, _ := limiter.NewCount(d, "flood", 1, time.Hour)
+	exempt := []netip.Prefix{netip.MustParsePrefix("198.51.100.0/24"), netip.MustParsePrefix("2001:db8::/32")}
+	refund := func(status int) bool { return status != 401 }
 	clients := []net.Addr{
 		&net.TCPAddr{IP: net.IPv4(198, 51, 100, 7), Port: 1234},
 		&net.TCPAddr{IP: net.ParseIP("2001:db8:1:2::7"), Port: 1234},
@@ -55,15 +60,21 @@ func TestRequestAllocatesNothing(t *testing.T) {
 	}
 	for _, addr := range clients {
 		base, _ := allocs(nil, addr)
+		noDelay := shmfiber.Options{Options: admit.Options{NoDelay: true}}
 		for _, tc := range []struct {
 			name   string
 			l      limiter.Limiter
+			o      shmfiber.Options
 			status int
 		}{
-			{"Count", count, 200}, {"Req", req, 200}, {"GCRA", gcra, 200}, {"SlidingWindow", sw, 200},
-			{"rejected", flood, 429},
+			{"Count", count, noDelay, 200}, {"Req", req, noDelay, 200}, {"GCRA", gcra, noDelay, 200}, {"SlidingWindow", sw, noDelay, 200},
+			{"rejected", flood, noDelay, 429},
+			{"dry run", flood, shmfiber.Options{Options: admit.Options{DryRun: true}}, 200},
+			{"exempt", flood, shmfiber.Options{Options: admit.Options{Exempt: exempt}}, 200},
+			{"next", flood, shmfiber.Options{Next: func(fiber.Ctx) bool { return true }}, 200},
+			{"refund", count, shmfiber.Options{Options: admit.Options{Refund: refund}}, 200},
 		} {
-			mw, err := shmfiber.New(tc.l, shmfiber.Options{NoDelay: true})
+			mw, err := shmfiber.New(tc.l, tc.o)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/shmzone/shmzone/contrib/fiber"
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/limiter"
+	"github.com/shmzone/shmzone/limiter/admit"
 	"github.com/valyala/fasthttp"
 )
 
@@ -44,7 +45,7 @@ func BenchmarkMiddleware(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	bare, err := shmfiber.New(count, shmfiber.Options{NoHeaders: true})
+	bare, err := shmfiber.New(count, shmfiber.Options{Options: admit.Options{NoHeaders: true}})
 	if err != nil {
 		b.Fatal(err)
 	}

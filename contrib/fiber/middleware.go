@@ -1,10 +1,9 @@
 package shmfiber
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"time"
+	"net/netip"
 
 	"github.com/gofiber/fiber/v3"
 	"github.com/shmzone/shmzone/limiter"
@@ -17,8 +16,15 @@ import (
 // limiter's policy, waits out delays, answers rejections with 429 and
 // errors with 500.
 type Options struct {
-	// Next skips the middleware for a request when it returns true (fiber's
-	// convention): no decision, no headers.
+	// Options are the options every adapter shares: the headers' policy,
+	// delays, tiers, dry runs, exemptions and refunds. Exempt is compared
+	// with ClientAddr. Refund reads the response's status after c.Next(),
+	// or the status of the error it returned: a *fiber.Error's code, or
+	// 500 for any other error.
+	admit.Options
+	// Next lets a request through undecided when it returns true, as in
+	// fiber's own middleware: no decision, no headers, no key. A health
+	// check, for one.
 	Next func(c fiber.Ctx) bool
 	// Key returns a request's limiter key. Nil keys by ClientAddr, which
 	// follows the app's TrustProxy, TrustProxyConfig and ProxyHeader but
@@ -31,21 +37,6 @@ type Options struct {
 	// IPv6 client: 64, 56 or 48. Zero means 64. A /48 makes a flood from
 	// one /48 one key.
 	IPv6Prefix int
-	// Policy is the quota the headers announce. Its zero value takes the
-	// limiter's own (a Policy() limiter.Policy method, as the limiters of
-	// package limiter have); with neither, RateLimit-Policy and
-	// X-RateLimit-Limit are left out.
-	Policy limiter.Policy
-	// PolicyName names the policy in RateLimit-Policy and RateLimit; empty
-	// means "default".
-	PolicyName string
-	// NoHeaders leaves out every rate limit header but Retry-After.
-	NoHeaders bool
-	// NoDelay lets a delayed request through at once, as nginx's nodelay.
-	NoDelay bool
-	// Wait waits out a decision's delay and returns ctx's error if ctx ends
-	// first. Nil uses a timer.
-	Wait func(ctx context.Context, d time.Duration) error
 	// Rejected answers a rejected request, after the headers and
 	// Retry-After are set. Nil answers 429 Too Many Requests.
 	Rejected func(c fiber.Ctx, d limiter.Decision) error
@@ -54,9 +45,6 @@ type Options struct {
 	// Nil answers 500 Internal Server Error; to let such requests through
 	// (fail open), return c.Next() from here, for outages only.
 	Error func(c fiber.Ctx, err error) error
-	// Tiers are more limiters a request may be limited by, each under
-	// its name, which the headers give as the policy's.
-	Tiers []admit.Tier
 	// Choose returns the name of the tier that limits c's request: from a
 	// header, a claim, the method or the route. "" is New's limiter. A
 	// name that is no tier's fails the request through Error
@@ -67,6 +55,12 @@ type Options struct {
 	// weight. An error, or a cost below 1, fails the request through
 	// Error. Nil charges 1.
 	Cost func(c fiber.Ctx) (int64, error)
+	// SkipSuccessfulRequests gives back the cost of a request answered
+	// with a status below 400, as fiber's limiter does. It adds to Refund.
+	SkipSuccessfulRequests bool
+	// SkipFailedRequests gives back the cost of a request answered with a
+	// status of 400 or above, as fiber's limiter does. It adds to Refund.
+	SkipFailedRequests bool
 }
 
 // New returns fiber middleware that asks l about every request, with
@@ -77,7 +71,7 @@ type Options struct {
 // the same zone admits from one budget. Errors: ErrNilLimiter,
 // ErrBadIPv6Prefix for an IPv6Prefix other than 0, 64, 56 or 48,
 // ErrBadPolicy for a bad PolicyName, a negative Policy or a bad tier
-// (admit.ErrBadTier).
+// (admit.ErrBadTier), admit.ErrBadExempt for an invalid Exempt prefix.
 func New(l limiter.Limiter, o Options) (fiber.Handler, error) {
 	if l == nil {
 		return nil, ErrNilLimiter
@@ -86,20 +80,15 @@ func New(l limiter.Limiter, o Options) (fiber.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadIPv6Prefix, err)
 	}
-	g, err := admit.New(l, admit.Options{Policy: o.Policy, PolicyName: o.PolicyName, NoHeaders: o.NoHeaders, NoDelay: o.NoDelay, Wait: o.Wait, Tiers: o.Tiers})
+	o.Refund = skipRefund(o)
+	g, err := admit.New(l, o.Options)
+	if errors.Is(err, admit.ErrBadExempt) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadPolicy, err)
 	}
-	m := &middleware{g: g, o: o}
-	if m.o.Key == nil {
-		m.o.Key = func(c fiber.Ctx) (string, error) {
-			a, err := ClientAddr(c)
-			if err != nil {
-				return "", err
-			}
-			return addrKey(a), nil
-		}
-	}
+	m := &middleware{g: g, o: o, addrKey: addrKey}
 	if m.o.Rejected == nil {
 		m.o.Rejected = tooManyRequests
 	}
@@ -110,17 +99,43 @@ func New(l limiter.Limiter, o Options) (fiber.Handler, error) {
 }
 
 type middleware struct {
-	g *admit.Gate
-	o Options
+	g       *admit.Gate
+	o       Options
+	addrKey func(netip.Addr) string
+}
+
+// key returns the limiter key of c's request, and exempt true for a
+// request that Exempt lets through.
+func (m *middleware) key(c fiber.Ctx) (key string, exempt bool, err error) {
+	if m.o.Key == nil {
+		a, err := ClientAddr(c)
+		if err != nil {
+			return "", false, err
+		}
+		if m.g.Exempts() && m.g.Exempt(a) {
+			return "", true, nil
+		}
+		return m.addrKey(a), false, nil
+	}
+	if m.g.Exempts() {
+		if a, err := ClientAddr(c); err == nil && m.g.Exempt(a) {
+			return "", true, nil
+		}
+	}
+	key, err = m.o.Key(c)
+	return key, false, err
 }
 
 func (m *middleware) serve(c fiber.Ctx) error {
 	if m.o.Next != nil && m.o.Next(c) {
 		return c.Next()
 	}
-	key, err := m.o.Key(c)
+	key, exempt, err := m.key(c)
 	if err != nil {
 		return m.o.Error(c, err)
+	}
+	if exempt {
+		return c.Next()
 	}
 	g := m.g
 	if m.o.Choose != nil {
@@ -148,9 +163,46 @@ func (m *middleware) serve(c fiber.Ctx) error {
 		return m.o.Error(c, err)
 	case !a.Decision.Allowed:
 		return m.o.Rejected(c, a.Decision)
+	case a.Pass.Refunds():
+		return serveRefund(c, a.Pass)
 	}
 	defer a.Pass.Done()
 	return c.Next()
+}
+
+// serveRefund runs the rest of the chain and ends p with the status of
+// its answer. A handler that panics ends p with 500.
+func serveRefund(c fiber.Ctx, p admit.Pass) (err error) {
+	status := fiber.StatusInternalServerError
+	defer func() { p.Finish(status) }()
+	err = c.Next()
+	status = statusOf(c, err)
+	return err
+}
+
+// statusOf is the status of c's answer, when the chain returned err: the
+// response's status for nil, a *fiber.Error's code, or 500.
+func statusOf(c fiber.Ctx, err error) int {
+	if err == nil {
+		return c.Response().StatusCode()
+	}
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		return fe.Code
+	}
+	return fiber.StatusInternalServerError
+}
+
+// skipRefund is o's Refund with SkipSuccessfulRequests and
+// SkipFailedRequests added.
+func skipRefund(o Options) func(status int) bool {
+	if !o.SkipSuccessfulRequests && !o.SkipFailedRequests {
+		return o.Refund
+	}
+	refund, ok, failed := o.Refund, o.SkipSuccessfulRequests, o.SkipFailedRequests
+	return func(status int) bool {
+		return (ok && status < 400) || (failed && status >= 400) || (refund != nil && refund(status))
+	}
 }
 
 func tooManyRequests(c fiber.Ctx, d limiter.Decision) error {

@@ -17,6 +17,7 @@ import (
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/zonetest"
 	"github.com/shmzone/shmzone/limiter"
+	"github.com/shmzone/shmzone/limiter/admit"
 	"github.com/shmzone/shmzone/limiter/httplimit"
 	"github.com/valyala/fasthttp"
 )
@@ -73,7 +74,7 @@ func TestMiddlewareHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app := newApp(t, l, shmfiber.Options{PolicyName: "api"})
+	app := newApp(t, l, shmfiber.Options{Options: admit.Options{PolicyName: "api"}})
 	tests := []struct {
 		name       string
 		status     int
@@ -354,8 +355,8 @@ func TestMiddlewareOptions(t *testing.T) {
 	})
 	t.Run("Rejected and NoHeaders", func(t *testing.T) {
 		app := newApp(t, newCount("rej", 1), shmfiber.Options{
-			NoHeaders: true,
-			Rejected:  func(c fiber.Ctx, d limiter.Decision) error { return c.Status(503).SendString("busy") },
+			Options:  admit.Options{NoHeaders: true},
+			Rejected: func(c fiber.Ctx, d limiter.Decision) error { return c.Status(503).SendString("busy") },
 		})
 		do(t, app)
 		r := do(t, app)
@@ -372,7 +373,7 @@ func TestMiddlewareOptions(t *testing.T) {
 		}
 	})
 	t.Run("fixed Policy", func(t *testing.T) {
-		app := newApp(t, newCount("pol", 5), shmfiber.Options{Policy: limiter.Policy{Limit: 100, Window: time.Hour}})
+		app := newApp(t, newCount("pol", 5), shmfiber.Options{Options: admit.Options{Policy: limiter.Policy{Limit: 100, Window: time.Hour}}})
 		r := do(t, app)
 		if v := r.Header.Get("RateLimit-Policy"); v != `"default";q=100;w=3600` {
 			t.Errorf("RateLimit-Policy = %q", v)
@@ -382,10 +383,10 @@ func TestMiddlewareOptions(t *testing.T) {
 		if _, err := shmfiber.New(nil, shmfiber.Options{}); !errors.Is(err, shmfiber.ErrNilLimiter) {
 			t.Errorf("New(nil) = %v, want ErrNilLimiter", err)
 		}
-		if _, err := shmfiber.New(newCount("bad", 1), shmfiber.Options{PolicyName: "a\nb"}); !errors.Is(err, shmfiber.ErrBadPolicy) {
+		if _, err := shmfiber.New(newCount("bad", 1), shmfiber.Options{Options: admit.Options{PolicyName: "a\nb"}}); !errors.Is(err, shmfiber.ErrBadPolicy) {
 			t.Errorf("New(bad name) = %v, want ErrBadPolicy", err)
 		}
-		if _, err := shmfiber.New(newCount("bad", 1), shmfiber.Options{Policy: limiter.Policy{Limit: -1}}); !errors.Is(err, shmfiber.ErrBadPolicy) {
+		if _, err := shmfiber.New(newCount("bad", 1), shmfiber.Options{Options: admit.Options{Policy: limiter.Policy{Limit: -1}}}); !errors.Is(err, shmfiber.ErrBadPolicy) {
 			t.Errorf("New(negative policy) = %v, want ErrBadPolicy", err)
 		}
 	})
@@ -401,19 +402,19 @@ func TestMiddlewareDelayAndConn(t *testing.T) {
 	}
 	var waited []time.Duration
 	wait := func(ctx context.Context, d time.Duration) error { waited = append(waited, d); return nil }
-	app := newApp(t, req, shmfiber.Options{Wait: wait})
+	app := newApp(t, req, shmfiber.Options{Options: admit.Options{Wait: wait}})
 	do(t, app)
 	do(t, app)
 	if len(waited) != 1 || waited[0] != time.Second {
 		t.Fatalf("waited %v, want [1s]", waited)
 	}
-	app = newApp(t, req, shmfiber.Options{Wait: wait, NoDelay: true})
+	app = newApp(t, req, shmfiber.Options{Options: admit.Options{Wait: wait, NoDelay: true}})
 	do(t, app)
 	if len(waited) != 1 {
 		t.Fatalf("NoDelay waited: %v", waited)
 	}
 	// A cancelled wait gives the request up and uncounts it.
-	app = newApp(t, req, shmfiber.Options{Wait: func(ctx context.Context, d time.Duration) error { return context.Canceled }})
+	app = newApp(t, req, shmfiber.Options{Options: admit.Options{Wait: func(ctx context.Context, d time.Duration) error { return context.Canceled }}})
 	before, _ := req.Incoming(context.Background(), "0.0.0.0", false)
 	if r := do(t, app); r.StatusCode != 503 {
 		t.Fatalf("cancelled wait: %d, want 503", r.StatusCode)

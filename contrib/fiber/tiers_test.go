@@ -30,9 +30,8 @@ func TestTiers(t *testing.T) {
 		t.Fatal(err)
 	}
 	app := newApp(t, free, shmfiber.Options{
-		PolicyName: "free",
-		Tiers:      []admit.Tier{{Name: "paid", Limiter: paid}},
-		Choose:     func(c fiber.Ctx) string { return c.Get("X-Plan") },
+		Options: admit.Options{PolicyName: "free", Tiers: []admit.Tier{{Name: "paid", Limiter: paid}}},
+		Choose:  func(c fiber.Ctx) string { return c.Get("X-Plan") },
 		Error: func(c fiber.Ctx, err error) error {
 			if !errors.Is(err, admit.ErrNoTier) {
 				t.Errorf("Error got %v, want ErrNoTier", err)
@@ -58,7 +57,7 @@ func TestTiers(t *testing.T) {
 	if resp := do(t, app, "X-Plan", "gold"); resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("an unknown plan: status %d, want 400 through Error", resp.StatusCode)
 	}
-	if _, err := shmfiber.New(free, shmfiber.Options{Tiers: []admit.Tier{{Limiter: paid}}}); !errors.Is(err, admit.ErrBadTier) {
+	if _, err := shmfiber.New(free, shmfiber.Options{Options: admit.Options{Tiers: []admit.Tier{{Limiter: paid}}}}); !errors.Is(err, admit.ErrBadTier) {
 		t.Errorf("New with a tier without a name = %v, want ErrBadTier", err)
 	}
 }

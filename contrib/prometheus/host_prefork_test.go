@@ -20,6 +20,7 @@ import (
 	"github.com/shmzone/shmzone/internal/preforktest"
 	"github.com/shmzone/shmzone/internal/testutil"
 	"github.com/shmzone/shmzone/limiter"
+	"github.com/shmzone/shmzone/limiter/admit"
 	"github.com/shmzone/shmzone/limiter/httplimit"
 	"github.com/shmzone/shmzone/prefork"
 )
@@ -62,7 +63,7 @@ func helperFleet(args []string) error {
 		if err != nil {
 			return err
 		}
-		limit, err := httplimit.New(counted, httplimit.Options{NoDelay: true})
+		limit, err := httplimit.New(counted, httplimit.Options{Options: admit.Options{NoDelay: true}})
 		if err != nil {
 			return err
 		}

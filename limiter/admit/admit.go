@@ -3,6 +3,7 @@ package admit
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"sync/atomic"
 	"time"
 
@@ -32,7 +33,36 @@ type Options struct {
 	// Tiers are more limiters a request may be limited by, each under
 	// its name (Gate.Tier). A tier's Gate has the other options of these.
 	Tiers []Tier
+	// DryRun decides and commits as usual but never rejects or delays.
+	// A would-be rejection lets the request through and is counted in
+	// Stats. A would-be delay is not waited. Rate limit headers are left
+	// out unless DryRunHeaders.
+	DryRun bool
+	// DryRunHeaders writes the rate limit headers in a dry run too.
+	// Retry-After is never written in a dry run.
+	DryRunHeaders bool
+	// Stats counts what the Gate does, for the caller to read. Nil gives
+	// the Gate a Stats of its own (Gate.Stats). Tiers count in it too.
+	Stats *Stats
+	// Exempt are the client address ranges that are never decided: no
+	// decision, no headers, no key touched. The middlewares compare them
+	// with the client address of their default Key, even when Key is set.
+	Exempt []netip.Prefix
+	// Refund gives an admitted request's cost back when it returns true
+	// for the status the handler answered (Pass.Finish). Nil refunds
+	// nothing. It is ignored for a Conn, whose requests are left anyway.
+	Refund func(status int) bool
 }
+
+// Stats counts a Gate's decisions in this process. It is safe for use by
+// many goroutines. The zero value is ready to use.
+type Stats struct {
+	dryRunRejected atomic.Uint64
+}
+
+// DryRunRejected returns how many requests a dry run let through that
+// the limiter rejected.
+func (s *Stats) DryRunRejected() uint64 { return s.dryRunRejected.Load() }
 
 // Tier is a limiter that a middleware picks per request by name: for a
 // plan of its own (free or paid), a method or a route. Each tier keeps
@@ -57,6 +87,7 @@ type Gate struct {
 	policer  policer                      // the limiter's, when Options fixes none
 	leaver   leaver
 	resetter resetter
+	stats    *Stats
 }
 
 // leaver is a limiter whose counted requests must be ended (limiter.Conn).
@@ -89,8 +120,17 @@ type policyWriter struct {
 
 // New returns a Gate that asks l, and a Gate of each of o.Tiers. Errors:
 // ErrNilLimiter, ErrBadPolicy for a bad PolicyName or a negative Policy,
-// ErrBadTier for a tier without a name, or a name taken twice.
+// ErrBadTier for a tier without a name, or a name taken twice,
+// ErrBadExempt for an invalid Exempt prefix.
 func New(l limiter.Limiter, o Options) (*Gate, error) {
+	for _, p := range o.Exempt {
+		if !p.IsValid() {
+			return nil, fmt.Errorf("%w: %v", ErrBadExempt, p)
+		}
+	}
+	if o.Stats == nil {
+		o.Stats = new(Stats)
+	}
 	g, err := newGate(l, o)
 	if err != nil || len(o.Tiers) == 0 {
 		return g, err
@@ -126,6 +166,26 @@ func (g *Gate) Tier(name string) (*Gate, error) {
 	return nil, fmt.Errorf("%w: %q", ErrNoTier, name)
 }
 
+// Stats returns the counters of g and its tiers: Options.Stats, or the
+// Gate's own.
+func (g *Gate) Stats() *Stats { return g.stats }
+
+// Exempts reports whether any client address is exempt. A middleware
+// finds the client address for Exempt only when it is true.
+func (g *Gate) Exempts() bool { return len(g.o.Exempt) > 0 }
+
+// Exempt reports whether a falls in an Options.Exempt prefix. An
+// IPv4-mapped IPv6 address is compared as IPv4.
+func (g *Gate) Exempt(a netip.Addr) bool {
+	a = a.Unmap()
+	for _, p := range g.o.Exempt {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
 // newGate is New of one limiter, without tiers.
 func newGate(l limiter.Limiter, o Options) (*Gate, error) {
 	if l == nil {
@@ -134,7 +194,7 @@ func newGate(l limiter.Limiter, o Options) (*Gate, error) {
 	if o.Policy.Limit < 0 || o.Policy.Window < 0 {
 		return nil, fmt.Errorf("%w: %+v", ErrBadPolicy, o.Policy)
 	}
-	g := &Gate{l: l, o: o}
+	g := &Gate{l: l, o: o, stats: o.Stats}
 	var fixed *limiter.Policy
 	if o.Policy.Limit > 0 {
 		fixed = &o.Policy
@@ -157,19 +217,41 @@ func newGate(l limiter.Limiter, o Options) (*Gate, error) {
 }
 
 // Pass is a request Admit let through. Its zero value is a Pass whose Done
-// does nothing.
+// and Finish do nothing.
 type Pass struct {
-	l     leaver
-	u     limiter.Limiter // the limiter, for a leaver without LeavingN
-	ctx   context.Context
-	key   string
-	n     int64 // the request's cost
-	start time.Time
+	l      leaver
+	u      limiter.Limiter // the limiter, for UncommitN
+	ctx    context.Context
+	key    string
+	n      int64 // the request's cost
+	start  time.Time
+	refund func(status int) bool // Options.Refund, for a committed non-Conn request
+}
+
+// Refunds reports whether Finish needs the response status. It does when
+// Options.Refund is set, the request was committed and the limiter is no
+// Conn. Otherwise Done does all that Finish does.
+func (p Pass) Refunds() bool { return p.refund != nil }
+
+// Finish ends the request as Done does, once its handler answered status.
+// If Options.Refund returns true for status, the request's cost is given
+// back (the limiter's UncommitN). Errors of UncommitN are dropped.
+func (p Pass) Finish(status int) {
+	if p.refund != nil && p.refund(status) {
+		ctx := p.ctx
+		if ctx.Err() != nil {
+			ctx = context.WithoutCancel(ctx) // allocates: only when needed
+		}
+		p.u.UncommitN(ctx, p.key, p.n)
+	}
+	p.Done()
 }
 
 // Done ends the request when its handler has returned: a concurrency
 // limiter's request is left, with its latency (limiter.Conn's LeavingN of
 // the request's cost). For other limiters it does nothing.
+//
+// Done ignores Options.Refund: a caller that has the status calls Finish.
 func (p Pass) Done() {
 	if p.l == nil {
 		return
@@ -212,8 +294,12 @@ type Admission struct {
 	// handler.
 	Pass Pass
 	// Headers are the response headers of the decision: the rate limit
-	// headers unless NoHeaders, and Retry-After on a rejection (I3).
+	// headers unless NoHeaders, and Retry-After on a rejection (I3). A
+	// dry run has them only with DryRunHeaders, and never Retry-After.
 	Headers headers.Fields
+	// DryRunRejected reports a rejection that DryRun let through. The
+	// Decision is then allowed, with the limiter's other fields.
+	DryRunRejected bool
 }
 
 // Decide decides on a request of cost n for key, with commit, into a. An
@@ -221,29 +307,43 @@ type Admission struct {
 // NoDelay. A request cancelled while delayed gives its cost back. Decide
 // allocates nothing of its own, and a may live on the caller's stack.
 //
+// In a dry run, a rejection comes back allowed, with a.DryRunRejected
+// set. It is counted in Stats. A delay is not waited.
+//
 // Errors: the limiter's, limiter.ErrBadCost for n below 1 among them, for
 // the caller to answer as a failure. ErrCancelled with ctx's error when
 // ctx ends during the delay: a's headers are set then too.
 func (g *Gate) Decide(ctx context.Context, key string, n int64, a *Admission) error {
 	a.Pass = Pass{}
 	a.Headers.Reset()
+	a.DryRunRejected = false
 	d, err := g.l.IncomingN(ctx, key, n, true)
 	a.Decision = d
 	if err != nil {
 		return err
 	}
-	if !g.o.NoHeaders {
+	if !g.o.NoHeaders && (!g.o.DryRun || g.o.DryRunHeaders) {
 		g.headers(ctx, key, d, &a.Headers)
+	}
+	if g.o.DryRun && !d.Allowed {
+		// A rejection commits nothing, so there is nothing to end (I1).
+		g.stats.dryRunRejected.Add(1)
+		a.Decision.Allowed, a.DryRunRejected = true, true
+		return nil
 	}
 	if !d.Allowed {
 		a.Headers.AppendRetryAfter(d)
 		return nil
 	}
 	var pass Pass
-	if g.leaver != nil && d.Committed {
+	switch {
+	case !d.Committed:
+	case g.leaver != nil:
 		pass = Pass{l: g.leaver, u: g.l, ctx: ctx, key: key, n: n, start: time.Now()}
+	case g.o.Refund != nil:
+		pass = Pass{u: g.l, ctx: ctx, key: key, n: n, refund: g.o.Refund}
 	}
-	if d.Delay > 0 && !g.o.NoDelay {
+	if d.Delay > 0 && !g.o.NoDelay && !g.o.DryRun {
 		if err := g.o.Wait(ctx, d.Delay); err != nil {
 			if pass.l != nil {
 				pass.Done()

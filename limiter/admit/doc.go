@@ -28,6 +28,10 @@
 //	    (a Conn's SetMax changes it), unless Options fixes one.
 //	I3. A rejection always carries Retry-After, whatever NoHeaders says.
 //
+// Options.DryRun tries a limit out: the limiter decides and commits, but
+// nothing is rejected or delayed. Stats counts the would-be rejections in
+// this process only. Each process of a server has its own count.
+//
 // Concurrency: a Gate is safe for use by many goroutines; it keeps only the
-// headers' Writer of the last policy seen.
+// headers' Writer of the last policy seen, and its Stats.
 package admit

@@ -15,6 +15,9 @@ var (
 	// ErrBadTier is returned by New for a tier without a name, or two
 	// tiers of one name.
 	ErrBadTier = errors.New("admit: bad tier")
+	// ErrBadExempt is returned by New for an Exempt prefix that is not
+	// valid.
+	ErrBadExempt = errors.New("admit: bad exempt prefix")
 	// ErrNoTier is returned by Gate.Tier for a name that is no tier's.
 	ErrNoTier = errors.New("admit: no such tier")
 )

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/limiter"
+	"github.com/shmzone/shmzone/limiter/admit"
 	"github.com/shmzone/shmzone/limiter/httplimit"
 )
 
@@ -64,7 +65,7 @@ func BenchmarkMiddleware(b *testing.B) {
 	}{
 		{"none", nil},
 		{"httplimit", &httplimit.Options{}},
-		{"httplimit-noheaders", &httplimit.Options{NoHeaders: true}},
+		{"httplimit-noheaders", &httplimit.Options{Options: admit.Options{NoHeaders: true}}},
 	}
 	for _, parallel := range []bool{false, true} {
 		for _, m := range mws {

@@ -36,15 +36,18 @@
 //
 // Invariants:
 //
-//	I1. Every request is decided with commit true, exactly once; a request
-//	    the limiter counted is given back when it ends early: Uncommit when
-//	    its context ends during the delay, and, for a limiter with Leaving
-//	    (limiter.Conn), Leaving when the next handler returns or panics.
+//	I1. Every request that Skip and Exempt let by is decided with commit
+//	    true, exactly once; a skipped or exempt one is not decided at all. A
+//	    request the limiter counted is given back when it ends early:
+//	    Uncommit when its context ends during the delay, and, for a limiter
+//	    with Leaving (limiter.Conn), Leaving when the next handler returns
+//	    or panics. Refund gives it back when the handler's status says so.
 //	I2. X-Forwarded-For is read only from trusted peers, right to left:
 //	    a client can prepend any address but never choose the one the
 //	    middleware keys by.
 //	I3. A rejected request never reaches the next handler and always has
-//	    Retry-After, in whole seconds, at least 1.
+//	    Retry-After, in whole seconds, at least 1. In a dry run it reaches
+//	    the handler without Retry-After, and Options.Stats counts it.
 //	I4. A delay ends with the request's context: a cancelled request waits
 //	    no longer, reaches no handler, and gets 503.
 //

@@ -9,6 +9,7 @@ import (
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/internal/zonetest"
 	"github.com/shmzone/shmzone/limiter"
+	"github.com/shmzone/shmzone/limiter/admit"
 )
 
 // The headers follow the limiter's policy when it changes: a Conn whose
@@ -19,7 +20,7 @@ func TestHeadersFollowPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := mustNew(t, conn, Options{Wait: func(context.Context, time.Duration) error { return nil }})(okHandler(new(atomic.Int64)))
+	h := mustNew(t, conn, Options{Options: admit.Options{Wait: func(context.Context, time.Duration) error { return nil }}})(okHandler(new(atomic.Int64)))
 	tests := []struct {
 		max                   int64
 		policy, limit, remain string

@@ -1,12 +1,10 @@
 package httplimit
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
-	"time"
 
 	"github.com/shmzone/shmzone/limiter"
 	"github.com/shmzone/shmzone/limiter/admit"
@@ -17,33 +15,26 @@ import (
 // address (no proxies trusted), writes the headers of the limiter's policy,
 // waits out delays, answers rejections with 429 and errors with 500.
 type Options struct {
+	// Options are the options every adapter shares: the headers' policy,
+	// delays, tiers, dry runs, exemptions and refunds. Exempt is compared
+	// with ClientAddr under TrustedProxies. Refund reads the status the
+	// next handler wrote, 200 if it wrote none.
+	admit.Options
+	// Skip lets a request through undecided when it returns true: no
+	// decision, no headers, no key. A health check, for one.
+	Skip func(r *http.Request) bool
 	// Key returns a request's limiter key. Nil keys by client address:
 	// ClientAddr with TrustedProxies, made a key by AddrKeyFunc with
 	// IPv6Prefix. An error fails the request through Error.
 	Key func(r *http.Request) (string, error)
 	// TrustedProxies are the peers whose X-Forwarded-For is believed
-	// (ParsePrefixes reads them from strings); used by the default Key.
+	// (ParsePrefixes reads them from strings); used by the default Key
+	// and by Exempt.
 	TrustedProxies []netip.Prefix
 	// IPv6Prefix is the prefix length by which the default Key folds an
 	// IPv6 client: 64, 56 or 48. Zero means 64. A /48 makes a flood from
 	// one /48 one key.
 	IPv6Prefix int
-	// Policy is the quota the headers announce. Its zero value takes the
-	// limiter's own (a Policy() limiter.Policy method, as this module's
-	// limiters have); with neither, RateLimit-Policy and X-RateLimit-Limit
-	// are left out.
-	Policy limiter.Policy
-	// PolicyName names the policy in RateLimit-Policy and RateLimit; empty
-	// means "default".
-	PolicyName string
-	// NoHeaders leaves out every rate limit header but Retry-After.
-	NoHeaders bool
-	// NoDelay lets a delayed request through at once, as nginx's nodelay:
-	// the delay still counts against the limit, but nobody waits.
-	NoDelay bool
-	// Wait waits out a decision's delay and returns ctx's error if ctx ends
-	// first. Nil uses a timer. Tests inject a fake.
-	Wait func(ctx context.Context, d time.Duration) error
 	// Rejected answers a rejected request, after the headers and
 	// Retry-After are set. Nil writes 429 Too Many Requests with a short
 	// text body.
@@ -54,9 +45,6 @@ type Options struct {
 	// open), call the next handler from here, for outages only: a key whose
 	// state no limiter writes (limiter.ErrBadState) is no outage.
 	Error func(w http.ResponseWriter, r *http.Request, err error)
-	// Tiers are more limiters a request may be limited by, each under
-	// its name, which the headers give as the policy's.
-	Tiers []admit.Tier
 	// Choose returns the name of the tier that limits r: from a header, a
 	// claim, the method or the route. "" is New's limiter. A name that is
 	// no tier's fails the request through Error (admit.ErrNoTier). Nil
@@ -75,7 +63,7 @@ type Options struct {
 // ErrNilLimiter, ErrBadProxy for an invalid TrustedProxies prefix,
 // ErrBadIPv6Prefix for an IPv6Prefix other than 0, 64, 56 or 48,
 // ErrBadPolicy for a bad PolicyName, a negative Policy or a bad tier
-// (admit.ErrBadTier).
+// (admit.ErrBadTier), admit.ErrBadExempt for an invalid Exempt prefix.
 func New(l limiter.Limiter, o Options) (func(http.Handler) http.Handler, error) {
 	if l == nil {
 		return nil, ErrNilLimiter
@@ -89,21 +77,14 @@ func New(l limiter.Limiter, o Options) (func(http.Handler) http.Handler, error) 
 	if err != nil {
 		return nil, err
 	}
-	g, err := admit.New(l, admit.Options{Policy: o.Policy, PolicyName: o.PolicyName, NoHeaders: o.NoHeaders, NoDelay: o.NoDelay, Wait: o.Wait, Tiers: o.Tiers})
+	g, err := admit.New(l, o.Options)
+	if errors.Is(err, admit.ErrBadExempt) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadPolicy, err)
 	}
-	m := &middleware{g: g, o: o}
-	if m.o.Key == nil {
-		trusted := o.TrustedProxies
-		m.o.Key = func(r *http.Request) (string, error) {
-			a, err := ClientAddr(r, trusted)
-			if err != nil {
-				return "", err
-			}
-			return addrKey(a), nil
-		}
-	}
+	m := &middleware{g: g, o: o, addrKey: addrKey}
 	if m.o.Rejected == nil {
 		m.o.Rejected = tooManyRequests
 	}
@@ -116,14 +97,45 @@ func New(l limiter.Limiter, o Options) (func(http.Handler) http.Handler, error) 
 }
 
 type middleware struct {
-	g *admit.Gate
-	o Options
+	g       *admit.Gate
+	o       Options
+	addrKey func(netip.Addr) string
+}
+
+// key returns r's limiter key, and exempt true for a request that Exempt
+// lets through.
+func (m *middleware) key(r *http.Request) (key string, exempt bool, err error) {
+	if m.o.Key == nil {
+		a, err := ClientAddr(r, m.o.TrustedProxies)
+		if err != nil {
+			return "", false, err
+		}
+		if m.g.Exempts() && m.g.Exempt(a) {
+			return "", true, nil
+		}
+		return m.addrKey(a), false, nil
+	}
+	if m.g.Exempts() {
+		if a, err := ClientAddr(r, m.o.TrustedProxies); err == nil && m.g.Exempt(a) {
+			return "", true, nil
+		}
+	}
+	key, err = m.o.Key(r)
+	return key, false, err
 }
 
 func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
-	key, err := m.o.Key(r)
+	if m.o.Skip != nil && m.o.Skip(r) {
+		next.ServeHTTP(w, r)
+		return
+	}
+	key, exempt, err := m.key(r)
 	if err != nil {
 		m.o.Error(w, r, err)
+		return
+	}
+	if exempt {
+		next.ServeHTTP(w, r)
 		return
 	}
 	g := m.g
@@ -150,6 +162,8 @@ func (m *middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		m.o.Error(w, r, err)
 	case !a.Decision.Allowed:
 		m.o.Rejected(w, r, a.Decision)
+	case a.Pass.Refunds():
+		serveRefund(w, r, next, a.Pass)
 	default:
 		defer a.Pass.Done()
 		next.ServeHTTP(w, r)

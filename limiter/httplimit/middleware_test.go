@@ -72,10 +72,10 @@ func TestHeaders(t *testing.T) {
 		{"count/1", count, Options{}, 0, want{200, `"default";q=2;w=60`, `"default";r=1;t=60`, "2", "1", "60", ""}, nil},
 		{"count/2", count, Options{}, 20000, want{200, `"default";q=2;w=60`, `"default";r=0;t=40`, "2", "0", "40", ""}, nil},
 		{"count/rejected", count, Options{}, 20500, want{429, `"default";q=2;w=60`, `"default";r=0;t=40`, "2", "0", "40", "40"}, nil},
-		{"req/1", req, Options{PolicyName: "per-ip"}, 0, want{200, `"per-ip";q=2;w=2`, `"per-ip";r=1;t=1`, "2", "1", "1", ""}, nil},
-		{"req/2", req, Options{PolicyName: "per-ip"}, 0, want{200, `"per-ip";q=2;w=2`, `"per-ip";r=0;t=2`, "2", "0", "2", ""}, nil},
-		{"req/rejected", req, Options{PolicyName: "per-ip"}, 500, want{429, `"per-ip";q=2;w=2`, `"per-ip";r=0;t=1`, "2", "0", "2", "1"}, nil},
-		{"fixed policy", req, Options{Policy: limiter.Policy{Limit: 60, Window: time.Minute}}, 3000, want{200, `"default";q=60;w=60`, `"default";r=1;t=1`, "60", "1", "1", ""}, nil},
+		{"req/1", req, Options{Options: admit.Options{PolicyName: "per-ip"}}, 0, want{200, `"per-ip";q=2;w=2`, `"per-ip";r=1;t=1`, "2", "1", "1", ""}, nil},
+		{"req/2", req, Options{Options: admit.Options{PolicyName: "per-ip"}}, 0, want{200, `"per-ip";q=2;w=2`, `"per-ip";r=0;t=2`, "2", "0", "2", ""}, nil},
+		{"req/rejected", req, Options{Options: admit.Options{PolicyName: "per-ip"}}, 500, want{429, `"per-ip";q=2;w=2`, `"per-ip";r=0;t=1`, "2", "0", "2", "1"}, nil},
+		{"fixed policy", req, Options{Options: admit.Options{Policy: limiter.Policy{Limit: 60, Window: time.Minute}}}, 3000, want{200, `"default";q=60;w=60`, `"default";r=1;t=1`, "60", "1", "1", ""}, nil},
 		{"conn", conn, Options{}, 0, want{200, `"default";q=4;qu="concurrent-requests"`, `"default";r=3`, "4", "3", "0", ""}, func(t *testing.T) {
 			if v, _, err := dn.Get("conn|t|198.51.100.1"); err != nil || v.Int() != 0 {
 				t.Errorf("conn after the request = %v, %v; want 0: Leaving was not called", v, err)
@@ -113,7 +113,7 @@ func TestHeaders(t *testing.T) {
 	t.Run("NoHeaders", func(t *testing.T) {
 		d, _ := zonetest.Open(t, dict.Options{})
 		l, _ := limiter.NewCount(d, "t", 1, time.Minute)
-		h := mustNew(t, l, Options{NoHeaders: true})(okHandler(new(atomic.Int64)))
+		h := mustNew(t, l, Options{Options: admit.Options{NoHeaders: true}})(okHandler(new(atomic.Int64)))
 		for i, code := range []int{200, 429} {
 			w := serve(h, "198.51.100.1:1")
 			if w.Code != code || w.Header().Get("RateLimit") != "" || w.Header().Get("X-RateLimit-Remaining") != "" {
@@ -154,10 +154,12 @@ func TestDelay(t *testing.T) {
 			l, _ := limiter.NewReq(d, "t", 2, 2)
 			var waited []time.Duration
 			var calls atomic.Int64
-			h := mustNew(t, l, Options{NoDelay: noDelay, Wait: func(ctx context.Context, d time.Duration) error {
-				waited = append(waited, d)
-				return nil
-			}})(okHandler(&calls))
+			h := mustNew(t, l, Options{
+				Options: admit.Options{NoDelay: noDelay, Wait: func(ctx context.Context, d time.Duration) error {
+					waited = append(waited, d)
+					return nil
+				}},
+			})(okHandler(&calls))
 			for range 3 {
 				if w := serve(h, "198.51.100.1:1"); w.Code != 200 {
 					t.Fatalf("code %d, want 200", w.Code)
@@ -191,10 +193,12 @@ func TestDelayCancelled(t *testing.T) {
 			}
 			waiting := make(chan struct{}, 1)
 			var calls atomic.Int64
-			h := mustNew(t, l, Options{Wait: func(ctx context.Context, dl time.Duration) error {
-				waiting <- struct{}{}
-				return admit.Sleep(ctx, dl) // the real wait
-			}})
+			h := mustNew(t, l, Options{
+				Options: admit.Options{Wait: func(ctx context.Context, dl time.Duration) error {
+					waiting <- struct{}{}
+					return admit.Sleep(ctx, dl) // the real wait
+				}},
+			})
 			held, entered := make(chan struct{}), make(chan struct{})
 			next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if calls.Add(1) == 1 {
@@ -360,9 +364,9 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	}{
 		{"nil limiter", nil, Options{}, ErrNilLimiter},
 		{"invalid prefix", l, Options{TrustedProxies: make([]netip.Prefix, 1)}, ErrBadProxy},
-		{"name with a newline", l, Options{PolicyName: "a\nb"}, ErrBadPolicy},
-		{"name not ASCII", l, Options{PolicyName: "día"}, ErrBadPolicy},
-		{"negative policy", l, Options{Policy: limiter.Policy{Limit: -1}}, ErrBadPolicy},
+		{"name with a newline", l, Options{Options: admit.Options{PolicyName: "a\nb"}}, ErrBadPolicy},
+		{"name not ASCII", l, Options{Options: admit.Options{PolicyName: "día"}}, ErrBadPolicy},
+		{"negative policy", l, Options{Options: admit.Options{Policy: limiter.Policy{Limit: -1}}}, ErrBadPolicy},
 		{"IPv6 prefix /32", l, Options{IPv6Prefix: 32}, ErrBadIPv6Prefix},
 		{"IPv6 prefix /60", l, Options{IPv6Prefix: 60}, ErrBadIPv6Prefix},
 		{"IPv6 prefix /128", l, Options{IPv6Prefix: 128}, ErrBadIPv6Prefix},
@@ -375,7 +379,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 			}
 		})
 	}
-	mw, err := New(l, Options{PolicyName: `a "b" \c`})
+	mw, err := New(l, Options{Options: admit.Options{PolicyName: `a "b" \c`}})
 	if err != nil {
 		t.Fatal(err)
 	}

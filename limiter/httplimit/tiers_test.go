@@ -32,9 +32,8 @@ func TestTiers(t *testing.T) {
 	}
 	var failed atomic.Int64
 	mw := mustNew(t, free, Options{
-		PolicyName: "free",
-		Tiers:      []admit.Tier{{Name: "paid", Limiter: paid}},
-		Choose:     func(r *http.Request) string { return r.Header.Get("X-Plan") },
+		Options: admit.Options{PolicyName: "free", Tiers: []admit.Tier{{Name: "paid", Limiter: paid}}},
+		Choose:  func(r *http.Request) string { return r.Header.Get("X-Plan") },
 		Error: func(w http.ResponseWriter, r *http.Request, err error) {
 			if !errors.Is(err, admit.ErrNoTier) {
 				t.Errorf("Error got %v, want ErrNoTier", err)
@@ -83,7 +82,7 @@ func TestTiersRejectBadOptions(t *testing.T) {
 		{"no limiter", []admit.Tier{{Name: "a"}}},
 		{"a bad name", []admit.Tier{{Name: "a\nb", Limiter: l}}},
 	} {
-		if _, err := New(l, Options{Tiers: tt.tiers}); !errors.Is(err, ErrBadPolicy) {
+		if _, err := New(l, Options{Options: admit.Options{Tiers: tt.tiers}}); !errors.Is(err, ErrBadPolicy) {
 			t.Errorf("%s: New = %v, want ErrBadPolicy", tt.name, err)
 		}
 	}
@@ -126,8 +125,7 @@ func TestTiersEveryKind(t *testing.T) {
 	rgcra, err := redistier.NewGCRA(c, "rgcra", 1, 2, ro)
 	add("redis-gcra", rgcra, err)
 	mw := mustNew(t, count, Options{
-		NoDelay: true,
-		Tiers:   tiers,
+		Options: admit.Options{NoDelay: true, Tiers: tiers},
 		Choose:  func(r *http.Request) string { return r.Header.Get("X-Tier") },
 	})
 	started, hold := make(chan struct{}, 2), make(chan struct{})

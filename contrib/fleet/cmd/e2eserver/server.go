@@ -15,6 +15,7 @@ import (
 	shmfiber "github.com/shmzone/shmzone/contrib/fiber"
 	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/limiter"
+	"github.com/shmzone/shmzone/limiter/admit"
 	"github.com/shmzone/shmzone/limiter/httplimit"
 	"github.com/shmzone/shmzone/prefork"
 	"github.com/valyala/fasthttp"
@@ -130,7 +131,7 @@ func serveNetHTTP(ctx context.Context, ln net.Listener, l limiter.Limiter, noHea
 		io.WriteString(w, "ok")
 	})
 	if l != nil {
-		mw, err := httplimit.New(l, httplimit.Options{NoHeaders: noHeaders})
+		mw, err := httplimit.New(l, httplimit.Options{Options: admit.Options{NoHeaders: noHeaders}})
 		if err != nil {
 			return err
 		}
@@ -145,7 +146,7 @@ func serveNetHTTP(ctx context.Context, ln net.Listener, l limiter.Limiter, noHea
 func serveFasthttp(ctx context.Context, ln net.Listener, l limiter.Limiter, noHeaders bool) error {
 	h := func(c *fasthttp.RequestCtx) { c.SetBodyString("ok") }
 	if l != nil {
-		mw, err := shmfasthttp.New(l, shmfasthttp.Options{NoHeaders: noHeaders})
+		mw, err := shmfasthttp.New(l, shmfasthttp.Options{Options: admit.Options{NoHeaders: noHeaders}})
 		if err != nil {
 			return err
 		}
@@ -161,7 +162,7 @@ func serveFasthttp(ctx context.Context, ln net.Listener, l limiter.Limiter, noHe
 func serveFiber(ctx context.Context, ln net.Listener, l limiter.Limiter, noHeaders bool) error {
 	app := fiber.New()
 	if l != nil {
-		mw, err := shmfiber.New(l, shmfiber.Options{NoHeaders: noHeaders})
+		mw, err := shmfiber.New(l, shmfiber.Options{Options: admit.Options{NoHeaders: noHeaders}})
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,317 @@
+package limiter
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/shm"
+)
+
+// Numbers in the zone (DESIGN.md, section 12). Each limiter reads its
+// numbers from its zone, not from its constructor alone:
+//
+//   - built: the newest construction's, in the "meta|kind|name" record;
+//   - live: an operator's, in the zone's registry, which no eviction reaches.
+//
+// Live numbers win over built ones. A limiter caches the numbers in force
+// with the registry's generation it read them at. Its decision path
+// compares that with one atomic load of the generation.
+
+// tuned is a limiter's numbers: what it was built with, and the numbers in
+// force, derived into N, the form its decisions use.
+type tuned[N any] struct {
+	d     *dict.Dict
+	kind  string
+	name  string
+	key   uint64 // the registry key: regKey(kind, name)
+	built record // this limiter's construction
+	// derive makes the decisions' form of a record's numbers. It returns
+	// an error for numbers the constructor refuses.
+	derive func(record) (N, error)
+	mu     sync.Mutex                 // serialises reloads
+	cur    atomic.Pointer[inForce[N]] // never nil after init
+}
+
+// inForce is a tuned's numbers in force, as of a generation.
+type inForce[N any] struct {
+	gen uint64
+	n   N
+	rec record // the numbers in force
+}
+
+// regKey returns the registry key of a limiter: a hash of "kind|name",
+// never 0.
+func regKey(kind, name string) uint64 {
+	k := xxhash.Sum64String(kind + "|" + name)
+	if k == 0 {
+		k = 1
+	}
+	return k
+}
+
+// init publishes built as the newest construction's numbers, unless the
+// zone has them already, and reads the numbers in force. A read-only zone,
+// or one without room, goes without the record.
+func (t *tuned[N]) init(d *dict.Dict, kind, name string, built record, derive func(record) (N, error)) {
+	t.d, t.kind, t.name, t.built, t.derive = d, kind, name, built, derive
+	t.key = regKey(kind, name)
+	if zb, ok := readBuilt(d, kind, name); !ok || zb.numbers() != built.numbers() {
+		before, known := inForceOf(d, kind, name, nil)
+		publish(d, kind, name, built, ok)
+		if after, _ := inForceOf(d, kind, name, &built); known {
+			applyNow(d, kind, name, before, after)
+		}
+	}
+	n, _ := derive(built)
+	t.cur.Store(&inForce[N]{gen: ^d.Generation(), n: n, rec: built})
+	t.reload()
+}
+
+// nums returns the numbers in force. It costs one atomic load of the
+// zone's generation when nothing changed.
+func (t *tuned[N]) nums() *N {
+	c := t.cur.Load()
+	if t.d.Generation() != c.gen {
+		c = t.reload()
+	}
+	return &c.n
+}
+
+// numbers returns the numbers in force as a record.
+func (t *tuned[N]) numbers() record {
+	t.nums()
+	return t.cur.Load().rec
+}
+
+// reload reads the numbers in force from the zone. It reads the
+// generation first: a change after it moves the generation again, and
+// the next decision reloads.
+func (t *tuned[N]) reload() *inForce[N] {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	g := t.d.Generation()
+	if c := t.cur.Load(); c.gen == g {
+		return c
+	}
+	rec, _ := inForceOf(t.d, t.kind, t.name, &t.built)
+	n, err := t.derive(rec)
+	if err != nil { // cannot happen: inForceOf checks what it returns
+		rec = t.built
+		n, _ = t.derive(rec)
+	}
+	c := &inForce[N]{gen: g, n: n, rec: rec.numbers()}
+	t.cur.Store(c)
+	return c
+}
+
+// set stores live numbers for the limiter, and reads them back. It checks
+// them over the numbers in force first.
+func (t *tuned[N]) set(l live) error {
+	before := t.numbers()
+	if _, err := t.derive(l.over(before)); err != nil {
+		return err
+	}
+	if err := setLive(t.d, t.key, l); err != nil {
+		return fmt.Errorf("limiter: set %s %q: %w", t.kind, t.name, err)
+	}
+	return applyNow(t.d, t.kind, t.name, before, t.numbers())
+}
+
+// unset drops the limiter's live numbers and reads the numbers in force.
+func (t *tuned[N]) unset() error {
+	before := t.numbers()
+	if _, err := t.d.DeleteRecord(t.key); err != nil {
+		return fmt.Errorf("limiter: unset %s %q: %w", t.kind, t.name, err)
+	}
+	return applyNow(t.d, t.kind, t.name, before, t.numbers())
+}
+
+// inForceOf returns the numbers in force of the limiter of kind named
+// name: the newest construction's, or else *fallback, with the live
+// numbers over them. It reports false when it knows none: no construction
+// recorded and no fallback. Numbers the kind refuses are passed over.
+func inForceOf(d *dict.Dict, kind, name string, fallback *record) (record, bool) {
+	check := kindChecks[kind]
+	base, ok := readBuilt(d, kind, name)
+	if ok && check(base) != nil {
+		ok = false
+	}
+	if !ok {
+		if fallback == nil {
+			return record{}, false
+		}
+		base = *fallback
+	}
+	base = base.numbers()
+	if l, found := readLive(d, regKey(kind, name)); found {
+		if r := l.over(base); check(r) == nil {
+			return r, true
+		}
+	}
+	return base, true
+}
+
+// kindChecks checks a record's numbers for each kind, as its constructor
+// does.
+var kindChecks = map[string]func(record) error{
+	kindReq:        func(r record) error { _, err := reqNumsOf(r); return err },
+	kindCount:      func(r record) error { _, err := countNumsOf(r); return err },
+	kindSW:         func(r record) error { _, err := swNumsOf(r); return err },
+	kindGCRA:       func(r record) error { _, err := gcraNumsOf(r); return err },
+	kindConn:       func(r record) error { _, err := connNumsOf(r); return err },
+	kindLeasedConn: func(r record) error { _, err := connNumsOf(r); return err },
+}
+
+// Live fields: which numbers a live record sets.
+const (
+	liveRate   = 1 << iota // word 0, a float64
+	liveLimit              // word 0, an int64
+	liveBurst              // word 1, a float64
+	liveWindow             // word 2, nanoseconds
+)
+
+// live is a limiter's live numbers, as the registry record holds them:
+//
+//	word 0: Rate (float64 bits) or Limit
+//	word 1: Burst (float64 bits)
+//	word 2: WindowNs
+//	word 3: when, Unix ms
+//	word 4: the fields set (low 8 bits), the setter's pid (high 32)
+type live struct {
+	set   uint8
+	rate  float64
+	limit int64
+	burst float64
+	win   int64
+	at    int64
+	pid   int
+}
+
+func (l live) words() [shm.RecordWords]uint64 {
+	var w [shm.RecordWords]uint64
+	if l.set&liveRate != 0 {
+		w[0] = math.Float64bits(l.rate)
+	} else {
+		w[0] = uint64(l.limit)
+	}
+	w[1] = math.Float64bits(l.burst)
+	w[2] = uint64(l.win)
+	w[3] = uint64(l.at)
+	w[4] = uint64(l.set) | uint64(uint32(l.pid))<<32
+	return w
+}
+
+func liveOf(w [shm.RecordWords]uint64) live {
+	l := live{set: uint8(w[4]), burst: math.Float64frombits(w[1]), win: int64(w[2]), at: int64(w[3]), pid: int(w[4] >> 32)}
+	if l.set&liveRate != 0 {
+		l.rate = math.Float64frombits(w[0])
+	} else {
+		l.limit = int64(w[0])
+	}
+	return l
+}
+
+// merge returns l with the fields n sets taken from n.
+func (l live) merge(n live) live {
+	if n.set&liveRate != 0 {
+		l.rate, l.limit = n.rate, 0
+		l.set = l.set&^liveLimit | liveRate
+	}
+	if n.set&liveLimit != 0 {
+		l.limit, l.rate = n.limit, 0
+		l.set = l.set&^liveRate | liveLimit
+	}
+	if n.set&liveBurst != 0 {
+		l.burst = n.burst
+		l.set |= liveBurst
+	}
+	if n.set&liveWindow != 0 {
+		l.win = n.win
+		l.set |= liveWindow
+	}
+	l.at, l.pid = n.at, n.pid
+	return l
+}
+
+// over returns r with the fields l sets taken from l.
+func (l live) over(r record) record {
+	if l.set&liveRate != 0 {
+		r.Rate = l.rate
+	}
+	if l.set&liveLimit != 0 {
+		r.Limit = l.limit
+	}
+	if l.set&liveBurst != 0 {
+		r.Burst = l.burst
+	}
+	if l.set&liveWindow != 0 {
+		r.WindowNs = l.win
+	}
+	return r
+}
+
+// readLive returns the live numbers the registry holds under key.
+func readLive(d *dict.Dict, key uint64) (live, bool) {
+	r, ok, err := d.LoadRecord(key)
+	if err != nil || !ok {
+		return live{}, false
+	}
+	l := liveOf(r.Data)
+	return l, l.set != 0
+}
+
+// setLive merges l into the live numbers under key, stamped now and with
+// this process's pid.
+func setLive(d *dict.Dict, key uint64, l live) error {
+	l.at, l.pid = d.Now(), os.Getpid()
+	return d.UpdateRecord(key, func(w *[shm.RecordWords]uint64, found bool) bool {
+		old := live{}
+		if found {
+			old = liveOf(*w)
+		}
+		*w = old.merge(l).words()
+		return true
+	})
+}
+
+// readBuilt returns the newest construction's numbers of a limiter, as
+// its zone records them.
+func readBuilt(d *dict.Dict, kind, name string) (record, bool) {
+	v, _, err := d.Get(metaKind + "|" + kind + "|" + name)
+	if err != nil || v.Kind() != dict.KindBytes {
+		return record{}, false
+	}
+	var r record
+	if json.Unmarshal(v.Bytes(), &r) != nil {
+		return record{}, false
+	}
+	return r, true
+}
+
+// publish records r as the newest construction's numbers, and moves the
+// generation so that every process reads them. A replacement of other
+// numbers is stamped with this process's pid and the time. A first
+// construction's record holds the numbers alone, as small as it can be in
+// a zone that may be tiny. publish may evict a key to make room, as a
+// write does. It reads the record once written, which marks it used. A
+// read-only zone goes without.
+func publish(d *dict.Dict, kind, name string, r record, replaces bool) {
+	if replaces {
+		r.Pid, r.AtMs = os.Getpid(), d.Now()
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return
+	}
+	k := metaKind + "|" + kind + "|" + name
+	if _, err := d.Set(k, dict.Bytes(b), 0, 0); err == nil {
+		d.Get(k)
+		d.BumpGeneration()
+	}
+}

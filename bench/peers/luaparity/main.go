@@ -11,6 +11,12 @@
 //     (reqStored): its state expires once it has drained, where the Lua
 //     module keeps the drained record. Times only go forward: an earlier
 //     stamp is where Req differs on purpose (limiter's doc).
+//   - req and conn change their numbers between calls now and then: the
+//     Lua object's set_rate and set_burst, or set_conn and set_burst, in
+//     nginx, and the limiter's setters in the zone. A Req state expires
+//     once drained at the rate of its last write. A rate lowered since
+//     leaves that TTL, so the state may expire before it drains at the new
+//     rate. The sequence then deletes the record in nginx too (expireLua).
 //   - rr: each sequence runs three times on one Redis, on three keys: every
 //     call by the Lua module in nginx, every call by redistier.Req, and each
 //     call by one or the other at random (a mixed fleet); the decisions and
@@ -23,7 +29,9 @@
 // Usage: luaparity -nginx http://127.0.0.1:PORT -redis 127.0.0.1:PORT
 // [-seed N] [-n N]. It prints one line per kind, "KIND: S sequences, C
 // checks, D differences", then "N passed, M failed" over the kinds, and
-// exits 1 on any difference.
+// exits 1 on any difference. Lines that start with "#" are notes: the
+// setter calls of req and conn, the Req states that expired before they
+// drained at a lowered rate, the rate strings both sides took.
 package main
 
 import (
@@ -68,6 +76,7 @@ func main() {
 		nginx: *nginx,
 		rc:    redis.NewClient(&redis.Options{Addr: *redisAddr, ContextTimeoutEnabled: true}),
 		r:     rand.New(rand.NewPCG(*seed, 0)),
+		sets:  map[string]int{},
 	}
 	dir, err := os.MkdirTemp("", "luaparity")
 	if err != nil {
@@ -92,7 +101,13 @@ func main() {
 		}
 		d := len(p.diffs) - diffs
 		fmt.Printf("%s: %d sequences, %d checks, %d differences\n", k.name, *n, checks, d)
-		if k.name == "rate" {
+		switch k.name {
+		case "req":
+			fmt.Printf("# req: %d set_rate and %d set_burst calls; %d states expired before they drained at a lowered rate\n",
+				p.sets["req set_rate"], p.sets["req set_burst"], p.lowered)
+		case "conn":
+			fmt.Printf("# conn: %d set_conn and %d set_burst calls\n", p.sets["conn set_conn"], p.sets["conn set_burst"])
+		case "rate":
 			fmt.Printf("# rate: %d of the %d strings taken by both sides\n", p.taken, checks)
 		}
 		if d == 0 {
@@ -128,6 +143,11 @@ type parity struct {
 	r     *rand.Rand
 	diffs []string
 	taken int // rate strings both sides took
+	// sets counts the setter calls of each kind, by "KIND SETTER".
+	sets map[string]int
+	// lowered counts the Req states that expired in the zone before they
+	// drained at a rate lowered since (expireLua).
+	lowered int
 }
 
 // script is one sequence's commands for nginx, and what each reading
@@ -308,21 +328,49 @@ func (p *parity) req(seq int) int {
 	s := &script{}
 	s.cmd("req", name, num(rate), num(burst))
 	ctx := context.Background()
-	rateM := rate * 1000          // as the Lua new() keeps it
-	luaRec := map[string]string{} // each key's last "get" answer from nginx
+	rateM := rate * 1000             // as the Lua new() and set_rate keep it
+	luaRec := map[string]string{}    // each key's last "get" answer from nginx
+	ttlRateM := map[string]float64{} // each key's rateM at its last write in the zone
+	zoneRec := map[string]string{}   // each key's last record in the zone, until expireLua
 	at := p.epoch()
 	for i := range 40 {
 		at += []int64{0, r.Int64N(50), r.Int64N(int64(2000/rate) + 1), r.Int64N(2000)}[r.IntN(4)]
 		p.now = at
 		s.cmd("at", strconv.FormatInt(at, 10))
+		switch r.IntN(8) {
+		case 0:
+			rate = p.rateRS()
+			if err := l.SetRate(rate); err != nil {
+				fatal(fmt.Errorf("req seq %d: SetRate(%v): %w", seq, rate, err))
+			}
+			rateM = rate * 1000
+			s.cmd("tune", name, "set_rate", num(rate))
+			p.sets["req set_rate"]++
+		case 1:
+			burst = p.burst()
+			if err := l.SetBurst(burst); err != nil {
+				fatal(fmt.Errorf("req seq %d: SetBurst(%v): %w", seq, burst, err))
+			}
+			s.cmd("tune", name, "set_burst", num(burst))
+			p.sets["req set_burst"]++
+		}
 		key := fmt.Sprintf("%s:%c", name, 'a'+r.IntN(2))
+		zk := zoneKey("req", name, key)
 		what := fmt.Sprintf("req seq %d (rate %v, burst %v) call %d at %d ms on %s", seq, rate, burst, i, at, key)
+		if rec := zoneRec[key]; rec != "" && !p.has(zk) && !drainedLua(rec, rateM, at) {
+			p.expireLua(s, what, key, ttlRateM[key], rateM, at)
+			zoneRec[key] = ""
+		}
 		if r.IntN(10) == 0 {
 			err := l.Uncommit(ctx, key)
+			if err == nil {
+				ttlRateM[key] = rateM
+			}
+			ttl := ttlRateM[key]
 			s.ask(func(got string) {
 				// Req's drained state has expired (reqStored): the
 				// Lua module finds its record, Req none.
-				gone := errors.Is(err, limiter.ErrNotFound) && got == "ok" && drainedLua(luaRec[key], rateM, at)
+				gone := errors.Is(err, limiter.ErrNotFound) && got == "ok" && drainedLua(luaRec[key], ttl, at)
 				if (got == "ok") != (err == nil) && !gone {
 					p.differ("%s: Go Uncommit %v, Lua %q", what, err, got)
 				}
@@ -330,22 +378,60 @@ func (p *parity) req(seq int) int {
 		} else {
 			commit := r.IntN(4) > 0
 			d, err := l.Incoming(ctx, key, commit)
+			if err == nil && commit && d.Allowed {
+				ttlRateM[key] = rateM
+			}
 			s.ask(p.decision(what, d, err), "in", name, key, flag01(commit))
 		}
-		check := p.reqStored(what, zoneKey("req", name, key), rateM, at)
+		if v, _, err := p.d.Get(zk); err == nil {
+			zoneRec[key] = fmt.Sprintf("str %x", v.Bytes())
+		}
+		check := p.reqStored(what, zk, ttlRateM[key], at)
 		s.ask(func(got string) {
 			luaRec[key] = got
 			check(got)
 		}, "get", key)
 	}
 	p.replay(s)
+	if err := l.UnsetLive(); err != nil {
+		fatal(err)
+	}
 	return len(s.wants)
+}
+
+// has reports whether the zone holds zone key zk.
+func (p *parity) has(zk string) bool {
+	_, _, err := p.d.Get(zk)
+	return err == nil
+}
+
+// expireLua deletes key in nginx, where the zone's state of it has expired
+// while the record it last held has not drained at the rate in force,
+// rateM. That is Req's one difference under set_rate, in limiter's
+// DESIGN.md ("A lowered rate and Req's TTL"). A state expires once
+// drained at the rate of its last write, ttlRateM. A rate lowered since
+// leaves that TTL. The Lua module keeps the record and leaks it at the new
+// rate. Deleting it in nginx makes the next calls of both sides start from
+// no record again. The check is that nginx's record had drained at
+// ttlRateM: the zone's TTL was not early. It counts the records that had
+// not drained at rateM.
+func (p *parity) expireLua(s *script, what, key string, ttlRateM, rateM float64, at int64) {
+	s.ask(func(got string) {
+		if !drainedLua(got, ttlRateM, at) {
+			p.differ("%s: expired in the zone, Lua stores %s, not drained at %v milli-requests/s", what, got, ttlRateM)
+		}
+		if !drainedLua(got, rateM, at) {
+			p.lowered++
+		}
+	}, "get", key)
+	s.cmd("del", key)
 }
 
 // reqStored checks a "get" answer of a Req key against the zone's value
 // under zk at ms at, as stored does, but for the one difference of Req's
 // state: it has a TTL to the moment it has drained (limiter's
-// drainedAfter), last + ⌈(excess+1000)·1000/rateM⌉ ms + 1, from which a
+// drainedAfter), last + ⌈(excess+1000)·1000/rateM⌉ ms + 1, where rateM
+// is the rate in force at the key's last write, from which a
 // request finds excess − rate·elapsed + 1000 ≤ 0 from it as from no record,
 // and so decides and stores the same; the Lua module sets no TTL and keeps
 // the drained record. So the zone may hold nothing where nginx holds a
@@ -472,6 +558,22 @@ func (p *parity) conn(seq int) int {
 	s.cmd("conn", name, strconv.FormatInt(max, 10), strconv.FormatInt(burst, 10), num(unit.Seconds()))
 	ctx := context.Background()
 	for i := range 40 {
+		switch r.IntN(8) {
+		case 0:
+			max = int64(1 + r.IntN(4))
+			if err := l.SetConn(max); err != nil {
+				fatal(fmt.Errorf("conn seq %d: SetConn(%d): %w", seq, max, err))
+			}
+			s.cmd("tune", name, "set_conn", strconv.FormatInt(max, 10))
+			p.sets["conn set_conn"]++
+		case 1:
+			burst = int64(r.IntN(4))
+			if err := l.SetBurst(burst); err != nil {
+				fatal(fmt.Errorf("conn seq %d: SetBurst(%d): %w", seq, burst, err))
+			}
+			s.cmd("tune", name, "set_burst", strconv.FormatInt(burst, 10))
+			p.sets["conn set_burst"]++
+		}
 		key := fmt.Sprintf("%s:%c", name, 'a'+r.IntN(2))
 		what := fmt.Sprintf("conn seq %d (max %d, burst %d) call %d on %s", seq, max, burst, i, key)
 		p.numberOp(s, what, key, zoneKey("conn", name, key), 0, func() {
@@ -491,6 +593,9 @@ func (p *parity) conn(seq int) int {
 		})
 	}
 	p.replay(s)
+	if err := l.UnsetLive(); err != nil {
+		fatal(err)
+	}
 	return len(s.wants)
 }
 

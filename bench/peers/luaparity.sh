@@ -7,9 +7,11 @@
 # the Lua libraries from REF) on temporary ports and prefixes, and runs
 # bench/peers/luaparity (go run), which replays random call sequences
 # through both sides on fake clocks and compares every decision and the
-# stored state after every call; see its doc for what it checks. Prints its
-# report ("KIND: S sequences, C checks, D differences" per kind, then
-# "N passed, M failed") and exits non-zero on any difference.
+# stored state after every call; see its doc for what it checks. The req
+# and conn sequences call set_rate, set_burst and set_conn between calls.
+# Prints its report ("KIND: S sequences, C checks, D differences" per
+# kind, notes on "#" lines, then "N passed, M failed") and exits non-zero
+# on any difference.
 #
 # Needs nginx with the lua module and lua-resty-core, lua-resty-redis (as
 # resty.redis, or Debian's lua-nginx-redis as nginx.redis) and

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/testutil"
+)
+
+// Tests of numbers set live with shmctl while worker serve runs. Time is
+// the -clock-file's, which the test moves: every decision's time is known
+// to the millisecond, whatever the machine's pace.
+
+// serveClock is the time of a -clock-file.
+type serveClock struct {
+	path string
+	ms   int64 // Unix ms
+}
+
+// newServeClock returns a -clock-file at testutil.Epoch.
+func newServeClock(t *testing.T) *serveClock {
+	t.Helper()
+	c := &serveClock{path: filepath.Join(t.TempDir(), "clock")}
+	c.set(t, testutil.EpochMilli)
+	return c
+}
+
+// set moves the clock to ms. A rename replaces the file, so no child
+// reads half a write.
+func (c *serveClock) set(t *testing.T, ms int64) {
+	t.Helper()
+	tmp := c.path + ".new"
+	if err := os.WriteFile(tmp, []byte(strconv.FormatInt(ms, 10)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, c.path); err != nil {
+		t.Fatal(err)
+	}
+	c.ms = ms
+}
+
+// advance moves the clock by d.
+func (c *serveClock) advance(t *testing.T, d time.Duration) {
+	t.Helper()
+	c.set(t, c.ms+d.Milliseconds())
+}
+
+// buildShmctl builds the shmctl command and returns the binary's path.
+func buildShmctl(t *testing.T) string {
+	t.Helper()
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(gobin); err != nil {
+		if gobin, err = exec.LookPath("go"); err != nil {
+			t.Fatalf("no go command to build shmctl: %v", err)
+		}
+	}
+	bin := filepath.Join(t.TempDir(), "shmctl")
+	out, err := exec.Command(gobin, "build", "-o", bin, "github.com/shmzone/shmzone/cmd/shmctl").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build shmctl: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runShmctl runs shmctl with args, and returns its output. It fails the
+// test unless shmctl exits 0.
+func runShmctl(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("shmctl %q: %v; stderr:\n%s", args, err, errb.String())
+	}
+	return out.String()
+}
+
+// serveShown is one limiter of "shmctl limits show --json".
+type serveShown struct {
+	Kind    string  `json:"kind"`
+	Name    string  `json:"name"`
+	InForce string  `json:"in_force"`
+	From    string  `json:"from"`
+	Pid     int     `json:"pid"`
+	At      string  `json:"at"`
+	Built   *string `json:"built"`
+	BuiltBy int     `json:"built_by"`
+}
+
+// showServe returns what shmctl limits show says of worker serve's
+// limiter, the req named "serve".
+func showServe(t *testing.T, bin, zone string) serveShown {
+	t.Helper()
+	out := runShmctl(t, bin, "limits", "show", "--json", zone)
+	var rows []serveShown
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("limits show --json: %v in\n%s", err, out)
+	}
+	if len(rows) != 1 || rows[0].Kind != "req" || rows[0].Name != "serve" {
+		t.Fatalf("limits show --json = %s, want the req named serve alone", out)
+	}
+	return rows[0]
+}
+
+// serveNumbers is what a decision's headers say of the numbers it used.
+// With a burst of 19, a Req's policy is a quota of 20 requests that
+// refills in 20/rate seconds, rounded up. A rejection on a full bucket
+// resets once the excess of 19 leaks: in 19/rate seconds, rounded up.
+type serveNumbers struct {
+	policy string // RateLimit-Policy
+	limit  string // X-RateLimit-Limit
+	reset  string // X-RateLimit-Reset of a rejection
+}
+
+// serveRate returns the headers of a Req of burst 19 at rate per second,
+// for rates that divide 20.
+func serveRate(rate int) serveNumbers {
+	w := strconv.Itoa(20 / rate)
+	return serveNumbers{policy: `"default";q=20;w=` + w, limit: "20", reset: w}
+}
+
+// serveRound sends requests over new connections to addrs in turn, all at
+// the clock's time, until it sent at least min and each child of pids
+// answered. Each decision must report want. It returns how many were
+// admitted. The connections spread over the children by their ports, as
+// SO_REUSEPORT hashes them: the cap on requests guards against a hang.
+func serveRound(t *testing.T, addrs []string, pids []int, want serveNumbers, min int) (admitted int) {
+	t.Helper()
+	client := &http.Client{Timeout: serveHang, Transport: &http.Transport{DisableKeepAlives: true}}
+	seen := map[int]bool{}
+	const most = 2000
+	for n := 0; n < min || len(seen) < len(pids); n++ {
+		if n == most {
+			t.Fatalf("%d requests reached the children %v of %v alone", most, seen, pids)
+		}
+		resp, err := client.Get("http://" + addrs[n%len(addrs)] + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		pid, _ := strconv.Atoi(resp.Header.Get(servePidHeader))
+		if !slices.Contains(pids, pid) {
+			t.Fatalf("request %d answered by pid %q, not one of %v", n, resp.Header.Get(servePidHeader), pids)
+		}
+		seen[pid] = true
+		h := resp.Header
+		if got := h.Get("RateLimit-Policy"); got != want.policy {
+			t.Errorf("request %d, pid %d: RateLimit-Policy %q, want %q", n, pid, got, want.policy)
+		}
+		if got := h.Get("X-RateLimit-Limit"); got != want.limit {
+			t.Errorf("request %d, pid %d: X-RateLimit-Limit %q, want %q", n, pid, got, want.limit)
+		}
+		switch resp.StatusCode {
+		case http.StatusOK:
+			admitted++
+		case http.StatusTooManyRequests:
+			if got := h.Get("X-RateLimit-Reset"); got != want.reset {
+				t.Errorf("request %d, pid %d, rejected: X-RateLimit-Reset %q, want %q", n, pid, got, want.reset)
+			}
+		default:
+			t.Fatalf("request %d, pid %d: status %d", n, pid, resp.StatusCode)
+		}
+	}
+	return admitted
+}
+
+// serveCheckZone fails the test if the zone at path fails Check.
+func serveCheckZone(t *testing.T, path string) {
+	t.Helper()
+	d, err := dict.Open(path, dict.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.Check(); err != nil {
+		t.Errorf("zone Check: %v", err)
+	}
+}
+
+// Must show 1 of issue 46: four children serve a limit of 20 r/s. After
+// shmctl limits set returns, every decision of every child uses 5 r/s:
+// its headers say so, and the children admit 5 a second together. After
+// limits unset, 20 r/s again. The children are the same throughout.
+func TestServeLiveRate(t *testing.T) {
+	t.Parallel()
+	shmctl := buildShmctl(t)
+	clk := newServeClock(t)
+	s := startServe(t, 4, "-rate", "20r/s", "-burst", "19", "-nodelay", "-clock-file", clk.path, "-pid-header")
+	pids := s.stderr.serveReadyPids()
+	addrs := []string{s.addr}
+	// step moves the clock by d, then checks that every child decides by
+	// rate, and that they admit want in all.
+	step := func(what string, d time.Duration, rate, want int) {
+		t.Helper()
+		clk.advance(t, d)
+		if got := serveRound(t, addrs, pids, serveRate(rate), 2*want+8); got != want {
+			t.Errorf("%s: %v later at %d r/s, admitted %d, want %d", what, d, rate, got, want)
+		}
+	}
+	step("built", 0, 20, 20) // a new bucket: burst + 1
+	step("built", time.Second, 20, 20)
+	step("built", 400*time.Millisecond, 20, 8)
+
+	runShmctl(t, shmctl, "limits", "set", s.zone, "serve", "--rate", "5r/s")
+	step("live", 0, 5, 0) // the bucket is full
+	step("live", time.Second, 5, 5)
+	step("live", 400*time.Millisecond, 5, 2)
+	step("live", 3*time.Second, 5, 15)
+
+	runShmctl(t, shmctl, "limits", "unset", s.zone, "serve")
+	step("unset", 0, 20, 0)
+	step("unset", time.Second, 20, 20)
+	step("unset", 400*time.Millisecond, 20, 8)
+
+	if got := s.stderr.serveReadyPids(); !slices.Equal(got, pids) {
+		t.Errorf("children ready %v, want the first %v alone: a child was restarted", got, pids)
+	}
+	serveCheckZone(t, s.zone)
+}

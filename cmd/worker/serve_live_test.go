@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -228,4 +229,74 @@ func TestServeLiveRate(t *testing.T) {
 		t.Errorf("children ready %v, want the first %v alone: a child was restarted", got, pids)
 	}
 	serveCheckZone(t, s.zone)
+}
+
+// Must show 4 of issue 46: two masters built with different numbers under
+// one name and one zone. Both decide by the newest construction's numbers,
+// their headers say so, and shmctl limits show names its builder. A live
+// rate then wins over every construction, that of a child started after
+// it too: a child killed and replaced builds anew, and still decides by
+// the live rate. Once unset, the newest construction's numbers apply: the
+// replacement's.
+func TestServeNewestAndLiveNumbers(t *testing.T) {
+	t.Parallel()
+	shmctl := buildShmctl(t)
+	clk := newServeClock(t)
+	common := []string{"-burst", "19", "-nodelay", "-clock-file", clk.path, "-pid-header"}
+	a := startServe(t, 2, append([]string{"-rate", "20r/s"}, common...)...)
+	zone := a.zone
+	addrs := []string{a.addr}
+	if got := serveRound(t, addrs, a.stderr.serveReadyPids(), serveRate(20), 48); got != 20 {
+		t.Errorf("A alone at 20 r/s: admitted %d, want 20", got)
+	}
+
+	b := startServe(t, 2, append([]string{"-rate", "5r/s", "-zone", zone}, common...)...)
+	bPids := b.stderr.serveReadyPids()
+	addrs = append(addrs, b.addr)
+	pids := func() []int { return append(a.stderr.serveReadyPids(), bPids...) }
+	// step moves the clock by d, then checks that every child of both
+	// masters decides by rate, and that they admit want in all.
+	step := func(what string, d time.Duration, rate, want int, pids []int) {
+		t.Helper()
+		clk.advance(t, d)
+		if got := serveRound(t, addrs, pids, serveRate(rate), 2*want+8); got != want {
+			t.Errorf("%s: %v later at %d r/s, admitted %d, want %d", what, d, rate, got, want)
+		}
+	}
+	step("B built newest", time.Second, 5, 5, pids())
+	sh := showServe(t, shmctl, zone)
+	builtAt := testutil.Epoch.UTC().Format(time.RFC3339)
+	if sh.InForce != "rate 5r/s, burst 19" || sh.From != "built" || !slices.Contains(bPids, sh.Pid) || sh.At != builtAt {
+		t.Errorf("limits show after B started = %+v, want rate 5r/s, burst 19, built by one of B's children %v at %s", sh, bPids, builtAt)
+	}
+
+	runShmctl(t, shmctl, "limits", "set", zone, "serve", "--rate", "10r/s")
+	step("live", time.Second, 10, 10, pids())
+	sh = showServe(t, shmctl, zone)
+	if sh.InForce != "rate 10r/s, burst 19" || sh.From != "live" || sh.Built == nil || *sh.Built != "rate 5r/s, burst 19" || !slices.Contains(bPids, sh.BuiltBy) {
+		t.Errorf("limits show after limits set = %+v, want rate 10r/s live over B's rate 5r/s", sh)
+	}
+
+	victim := a.stderr.serveReadyPids()[0]
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if !serveWaitFor(serveHang, func() bool { return len(a.stderr.serveReadyPids()) == 3 }) {
+		t.Fatalf("no child replaced pid %d; stderr:\n%s", victim, a.stderr)
+	}
+	replacement := a.stderr.serveReadyPids()[2]
+	now := append(slices.DeleteFunc(a.stderr.serveReadyPids(), func(p int) bool { return p == victim }), bPids...)
+	step("live, a child replaced", time.Second, 10, 10, now)
+	sh = showServe(t, shmctl, zone)
+	if sh.InForce != "rate 10r/s, burst 19" || sh.From != "live" || sh.Built == nil || *sh.Built != "rate 20r/s, burst 19" || sh.BuiltBy != replacement {
+		t.Errorf("limits show after the replacement = %+v, want rate 10r/s live over rate 20r/s built by the replacement, pid %d", sh, replacement)
+	}
+
+	runShmctl(t, shmctl, "limits", "unset", zone, "serve")
+	step("unset", time.Second, 20, 20, now)
+	sh = showServe(t, shmctl, zone)
+	if sh.InForce != "rate 20r/s, burst 19" || sh.From != "built" || sh.Pid != replacement {
+		t.Errorf("limits show after limits unset = %+v, want rate 20r/s built by the replacement, pid %d", sh, replacement)
+	}
+	serveCheckZone(t, zone)
 }

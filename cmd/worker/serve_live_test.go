@@ -16,12 +16,16 @@ import (
 	"time"
 
 	"github.com/shmzone/shmzone/dict"
-	"github.com/shmzone/shmzone/internal/testutil"
 )
 
 // Tests of numbers set live with shmctl while worker serve runs. Time is
 // the -clock-file's, which the test moves: every decision's time is known
 // to the millisecond, whatever the machine's pace.
+//
+// shmctl reads the system clock. The children's clock starts an hour
+// ahead of it, and moves by seconds. So shmctl finds their states
+// unexpired, as a process of the host finds another's. The states' times
+// stay within the day ahead that a Req takes from another process.
 
 // serveClock is the time of a -clock-file.
 type serveClock struct {
@@ -29,11 +33,11 @@ type serveClock struct {
 	ms   int64 // Unix ms
 }
 
-// newServeClock returns a -clock-file at testutil.Epoch.
+// newServeClock returns a -clock-file an hour ahead of the system clock.
 func newServeClock(t *testing.T) *serveClock {
 	t.Helper()
 	c := &serveClock{path: filepath.Join(t.TempDir(), "clock")}
-	c.set(t, testutil.EpochMilli)
+	c.set(t, time.Now().Add(time.Hour).UnixMilli())
 	return c
 }
 
@@ -216,6 +220,9 @@ func TestServeLiveRate(t *testing.T) {
 
 	runShmctl(t, shmctl, "limits", "set", s.zone, "serve", "--rate", "5r/s")
 	step("live", 0, 5, 0) // the bucket is full
+	// Past the 1001ms that a full bucket lasts at 20 r/s: it lasts longer
+	// at 5 r/s.
+	step("live", 1200*time.Millisecond, 5, 6)
 	step("live", time.Second, 5, 5)
 	step("live", 400*time.Millisecond, 5, 2)
 	step("live", 3*time.Second, 5, 15)
@@ -265,7 +272,7 @@ func TestServeNewestAndLiveNumbers(t *testing.T) {
 	}
 	step("B built newest", time.Second, 5, 5, pids())
 	sh := showServe(t, shmctl, zone)
-	builtAt := testutil.Epoch.UTC().Format(time.RFC3339)
+	builtAt := time.UnixMilli(clk.ms - time.Second.Milliseconds()).UTC().Format(time.RFC3339)
 	if sh.InForce != "rate 5r/s, burst 19" || sh.From != "built" || !slices.Contains(bPids, sh.Pid) || sh.At != builtAt {
 		t.Errorf("limits show after B started = %+v, want rate 5r/s, burst 19, built by one of B's children %v at %s", sh, bPids, builtAt)
 	}

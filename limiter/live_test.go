@@ -381,3 +381,42 @@ func TestLiveReqRateLoweredKeepsState(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveReqUnsetLowersRate: live numbers unset lower a Req's rate to the
+// construction's, and a full bucket's state lasts as long as it drains at
+// that rate.
+func TestLiveReqUnsetLowersRate(t *testing.T) {
+	ctx := context.Background()
+	d, clk := zonetest.Open(t, dict.Options{})
+	l, err := NewReq(d, "r", 20, 19)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SetRate(50); err != nil {
+		t.Fatal(err)
+	}
+	admitted := func() (n int) {
+		t.Helper()
+		for range 40 {
+			dec, err := l.Incoming(ctx, "k", true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dec.Allowed {
+				n++
+			}
+		}
+		return n
+	}
+	if n := admitted(); n != 20 {
+		t.Fatalf("a new bucket at 50 r/s, burst 19 admitted %d, want 20", n)
+	}
+	if err := l.UnsetLive(); err != nil {
+		t.Fatal(err)
+	}
+	// The state at 50 r/s expired 401ms after its last write.
+	clk.Advance(600 * time.Millisecond)
+	if n := admitted(); n != 12 {
+		t.Errorf("600ms after the rate went back to 20 r/s: admitted %d, want 12", n)
+	}
+}

@@ -15,7 +15,8 @@ import (
 
 // SetRate sets the rate live, in requests per second, as the Lua module's
 // set_rate. The bucket keeps its excess, which drains at the new rate from
-// the next decision on.
+// the next decision on. A lower rate scans the zone once, to give each
+// key's state the longer TTL it drains in.
 //
 // SetRate returns ErrBadRate for a rate NewReq refuses.
 func (l *Req) SetRate(rate float64) error {

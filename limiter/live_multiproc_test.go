@@ -199,3 +199,49 @@ func TestLiveRollingDeploy(t *testing.T) {
 		stop(i)
 	}
 }
+
+// TestLiveBuiltRecordEvicted: when the meta record of the newest
+// construction is evicted, each process keeps deciding by the numbers it
+// last read, a change of another limiter's numbers included. It does not
+// go back to its own construction's: processes built with other numbers
+// would then decide by different ones.
+func TestLiveBuiltRecordEvicted(t *testing.T) {
+	path := testutil.TempZone(t)
+	d, _ := zonetest.OpenAt(t, path, dict.Options{})
+	a, b := startTuned(t, path), startTuned(t, path)
+	expect := func(tp *tunedProc, name, cmd, want string) {
+		t.Helper()
+		if got := tp.do(t, cmd); got != want {
+			t.Fatalf("%s %q = %q, want %q", name, cmd, got, want)
+		}
+	}
+	expect(a, "A", "build 2", "ok")
+	expect(b, "B", "build 5", "ok")
+	expect(a, "A", "policy", "5")
+	// An eviction of the meta record, then a change that makes every
+	// limiter of the zone read its numbers again.
+	if err := d.Delete(metaKind + "|count|t"); err != nil {
+		t.Fatal(err)
+	}
+	other, err := NewCount(d, "other", 1, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.SetLimit(3); err != nil {
+		t.Fatal(err)
+	}
+	expect(a, "A", "policy", "5")
+	expect(b, "B", "policy", "5")
+	// Live numbers still win, and once unset the numbers last read apply.
+	expect(a, "A", "set 9", "ok")
+	expect(b, "B", "policy", "9")
+	expect(b, "B", "unset", "ok")
+	expect(a, "A", "policy", "5")
+	expect(b, "B", "policy", "5")
+	for _, tp := range []*tunedProc{a, b} {
+		tp.stdin.Close()
+		if err := tp.p.Wait(); err != nil {
+			t.Error(err)
+		}
+	}
+}

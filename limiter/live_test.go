@@ -326,3 +326,97 @@ func TestLiveChangesWhileDeciding(t *testing.T) {
 		t.Errorf("Policy() after the last unset = %+v, want the built %+v", got, want)
 	}
 }
+
+// TestLiveReqRateLoweredKeepsState: a full bucket's state outlives its TTL
+// at the old rate once the rate is lowered. It leaks at the new rate, as
+// the Lua module's record does. A lower rate admits what it allows, not a
+// new bucket's burst.
+func TestLiveReqRateLoweredKeepsState(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		lower func(t *testing.T, d *dict.Dict, l *Req) *Req
+	}{
+		{"SetRate", func(t *testing.T, _ *dict.Dict, l *Req) *Req {
+			if err := l.SetRate(5); err != nil {
+				t.Fatal(err)
+			}
+			return l
+		}},
+		{"SetLive", func(t *testing.T, d *dict.Dict, l *Req) *Req {
+			if err := SetLive(d, "req", "r", Numbers{Rate: 5}, FieldRate); err != nil {
+				t.Fatal(err)
+			}
+			return l
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, clk := zonetest.Open(t, dict.Options{})
+			l, err := NewReq(d, "r", 20, 19)
+			if err != nil {
+				t.Fatal(err)
+			}
+			admitted := func() (n int) {
+				t.Helper()
+				for range 40 {
+					dec, err := l.Incoming(ctx, "k", true)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if dec.Allowed {
+						n++
+					}
+				}
+				return n
+			}
+			if n := admitted(); n != 20 {
+				t.Fatalf("a new bucket at 20 r/s, burst 19 admitted %d, want 20", n)
+			}
+			l = tc.lower(t, d, l)
+			// The state at 20 r/s expired 1001ms after its last write.
+			clk.Advance(1200 * time.Millisecond)
+			if n := admitted(); n != 6 {
+				t.Errorf("1.2s after the rate went to 5 r/s: admitted %d, want 6", n)
+			}
+		})
+	}
+}
+
+// TestLiveReqUnsetLowersRate: live numbers unset lower a Req's rate to the
+// construction's, and a full bucket's state lasts as long as it drains at
+// that rate.
+func TestLiveReqUnsetLowersRate(t *testing.T) {
+	ctx := context.Background()
+	d, clk := zonetest.Open(t, dict.Options{})
+	l, err := NewReq(d, "r", 20, 19)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SetRate(50); err != nil {
+		t.Fatal(err)
+	}
+	admitted := func() (n int) {
+		t.Helper()
+		for range 40 {
+			dec, err := l.Incoming(ctx, "k", true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dec.Allowed {
+				n++
+			}
+		}
+		return n
+	}
+	if n := admitted(); n != 20 {
+		t.Fatalf("a new bucket at 50 r/s, burst 19 admitted %d, want 20", n)
+	}
+	if err := l.UnsetLive(); err != nil {
+		t.Fatal(err)
+	}
+	// The state at 50 r/s expired 401ms after its last write.
+	clk.Advance(600 * time.Millisecond)
+	if n := admitted(); n != 12 {
+		t.Errorf("600ms after the rate went back to 20 r/s: admitted %d, want 12", n)
+	}
+}

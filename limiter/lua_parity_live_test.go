@@ -19,7 +19,7 @@ import (
 // resty.limit.req's. One limiter serves every sequence: a sequence starts
 // with its numbers set live. The model is the Lua module with the
 // package's documented differences (monotonic): a record expires when it
-// drained at the rate of its last write.
+// drained at the rate of its last write, or at a rate lowered since.
 func TestLuaParityReqSetters(t *testing.T) {
 	r := rand.New(rand.NewPCG(testutil.Seed(t), 0))
 	d, clk := zonetest.Open(t, dict.Options{})
@@ -49,7 +49,7 @@ func TestLuaParityReqSetters(t *testing.T) {
 				if err := l.SetRate(rate); err != nil {
 					t.Fatalf("%s: SetRate(%v) = %v", what, rate, err)
 				}
-				lua.rate = rate * 1000
+				lua.setRate(rate, now)
 			case op == 1:
 				burst = parityBurst(r)
 				if err := l.SetBurst(burst); err != nil {

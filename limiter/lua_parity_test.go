@@ -74,6 +74,22 @@ func (l *luaReq) setExpiry(key string, ms int64) {
 	l.expiry[key] = ms + max(at-ms, 1)
 }
 
+// setRate is req.lua's set_rate at Unix ms. With the monotonic
+// differences, a lowered rate gives each record the TTL it drains in at
+// the new rate, as applyNow does.
+func (l *luaReq) setRate(rate float64, ms int64) {
+	lower := rate*1000 < l.rate
+	l.rate = rate * 1000
+	if !lower || !l.monotonic {
+		return
+	}
+	for key := range l.recs {
+		if _, found := l.lookup(key, ms); found {
+			l.setExpiry(key, ms)
+		}
+	}
+}
+
 // incoming is req.lua's incoming(key, commit) at Unix ms: the delay in
 // seconds, the excess in requests, and whether it rejected.
 func (l *luaReq) incoming(key string, commit bool, ms int64) (delay, excess float64, rejected bool) {

@@ -40,9 +40,10 @@ type tuned[N any] struct {
 
 // inForce is a tuned's numbers in force, as of a generation.
 type inForce[N any] struct {
-	gen uint64
-	n   N
-	rec record // the numbers in force
+	gen  uint64
+	n    N
+	rec  record // the numbers in force
+	base record // the built numbers under them, kept while the meta record is gone
 }
 
 // regKey returns the registry key of a limiter: a hash of "kind|name",
@@ -69,7 +70,7 @@ func (t *tuned[N]) init(d *dict.Dict, kind, name string, built record, derive fu
 		}
 	}
 	n, _ := derive(built)
-	t.cur.Store(&inForce[N]{gen: ^d.Generation(), n: n, rec: built})
+	t.cur.Store(&inForce[N]{gen: ^d.Generation(), n: n, rec: built, base: built.numbers()})
 	t.reload()
 }
 
@@ -91,21 +92,25 @@ func (t *tuned[N]) numbers() record {
 
 // reload reads the numbers in force from the zone. It reads the
 // generation first: a change after it moves the generation again, and
-// the next decision reloads.
+// the next decision reloads. Without a meta record, evicted or unread,
+// the built numbers last read stay, not this limiter's own: processes
+// built with other numbers keep deciding by the same ones.
 func (t *tuned[N]) reload() *inForce[N] {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	g := t.d.Generation()
-	if c := t.cur.Load(); c.gen == g {
+	c := t.cur.Load()
+	if c.gen == g {
 		return c
 	}
-	rec, _ := inForceOf(t.d, t.kind, t.name, &t.built)
+	base, _ := builtOf(t.d, t.kind, t.name, &c.base)
+	rec := liveOver(t.d, t.kind, t.name, base)
 	n, err := t.derive(rec)
-	if err != nil { // cannot happen: inForceOf checks what it returns
-		rec = t.built
+	if err != nil { // cannot happen: builtOf and liveOver check what they return
+		base, rec = t.built.numbers(), t.built
 		n, _ = t.derive(rec)
 	}
-	c := &inForce[N]{gen: g, n: n, rec: rec.numbers()}
+	c = &inForce[N]{gen: g, n: n, rec: rec.numbers(), base: base}
 	t.cur.Store(c)
 	return c
 }
@@ -137,9 +142,19 @@ func (t *tuned[N]) unset() error {
 // numbers over them. It reports false when it knows none: no construction
 // recorded and no fallback. Numbers the kind refuses are passed over.
 func inForceOf(d *dict.Dict, kind, name string, fallback *record) (record, bool) {
-	check := kindChecks[kind]
+	base, ok := builtOf(d, kind, name, fallback)
+	if !ok {
+		return record{}, false
+	}
+	return liveOver(d, kind, name, base), true
+}
+
+// builtOf returns the numbers of the newest construction of the limiter
+// of kind named name, or else *fallback. It reports false when it knows
+// neither. Numbers the kind refuses are passed over.
+func builtOf(d *dict.Dict, kind, name string, fallback *record) (record, bool) {
 	base, ok := readBuilt(d, kind, name)
-	if ok && check(base) != nil {
+	if ok && kindChecks[kind](base) != nil {
 		ok = false
 	}
 	if !ok {
@@ -148,13 +163,18 @@ func inForceOf(d *dict.Dict, kind, name string, fallback *record) (record, bool)
 		}
 		base = *fallback
 	}
-	base = base.numbers()
+	return base.numbers(), true
+}
+
+// liveOver returns base with the live numbers of the limiter over it.
+// Live numbers the kind refuses over base are passed over.
+func liveOver(d *dict.Dict, kind, name string, base record) record {
 	if l, found := readLive(d, regKey(kind, name)); found {
-		if r := l.over(base); check(r) == nil {
-			return r, true
+		if r := l.over(base); kindChecks[kind](r) == nil {
+			return r
 		}
 	}
-	return base, true
+	return base
 }
 
 // kindChecks checks a record's numbers for each kind, as its constructor

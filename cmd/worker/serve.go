@@ -37,6 +37,8 @@ type serveConfig struct {
 	Drain      time.Duration `json:"drain"`
 	SlowPath   string        `json:"slow_path,omitempty"`
 	Slow       time.Duration `json:"slow,omitempty"`
+	ClockFile  string        `json:"clock_file,omitempty"`
+	PidHeader  bool          `json:"pid_header,omitempty"`
 
 	// The global limit (serve_global.go); none when Redis is empty.
 	Redis          string        `json:"redis,omitempty"`
@@ -133,6 +135,8 @@ func serveFlags(args []string, stderr io.Writer) (procs int, zoneSize int64, c s
 	fs.BoolVar(&c.Takeover, "takeover", false, "share -addr with another master's SO_REUSEPORT sockets, as in an upgrade, instead of refusing an address that another socket listens on")
 	fs.StringVar(&c.SlowPath, "slow-path", "", "testing: a path answered only once the child is told to drain, -slow later")
 	fs.DurationVar(&c.Slow, "slow", time.Second, "testing: how long -slow-path takes to answer once the child is told to drain")
+	fs.StringVar(&c.ClockFile, "clock-file", "", "testing: a file that holds the time in Unix milliseconds, which every child's zone clock reads at each call instead of the system clock; replacing the file moves the time of every child at once (the zone's clock is a process's, not a request's, so a request header could not set it)")
+	fs.BoolVar(&c.PidHeader, "pid-header", false, "testing: name the child that answered in each response's "+servePidHeader+" header")
 	fs.IntVar(&c.UnreadyRoll, "unready-roll", 0, "testing: the children started by this SIGHUP roll (1 = the first) never listen nor report ready")
 	if err = fs.Parse(args); err != nil {
 		return 0, 0, c, err
@@ -142,6 +146,9 @@ func serveFlags(args []string, stderr io.Writer) (procs int, zoneSize int64, c s
 	}
 	if procs < 1 {
 		return 0, 0, c, errors.New("-procs must be at least 1")
+	}
+	if c.ClockFile != "" && c.Precise {
+		return 0, 0, c, errors.New("-clock-file and -precise-clock exclude each other")
 	}
 	if c.Rate, err = limiter.ParseRate(*rate); err != nil {
 		return 0, 0, c, err

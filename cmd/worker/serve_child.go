@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -28,6 +29,9 @@ import (
 	"github.com/shmzone/shmzone/limiter/httplimit"
 	"github.com/shmzone/shmzone/prefork"
 )
+
+// servePidHeader names the child that answered, under -pid-header.
+const servePidHeader = "Worker-Pid"
 
 // servePrivateZoneSize is the size of a -per-process child's own zone.
 const servePrivateZoneSize = 1 << 20
@@ -98,6 +102,13 @@ func serveOpenZone(c serveConfig) (*dict.Dict, error) {
 	if c.Precise {
 		o.Clock = func() int64 { return time.Now().UnixMilli() }
 	}
+	if c.ClockFile != "" {
+		clock, err := serveFileClock(c.ClockFile)
+		if err != nil {
+			return nil, err
+		}
+		o.Clock = clock
+	}
 	if !c.PerProcess {
 		return dict.Open(c.Zone, o)
 	}
@@ -152,7 +163,14 @@ func serveHandler(ctx context.Context, c serveConfig, d *dict.Dict, l limiter.Li
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", m)
 	mux.Handle("/", mw(ok))
-	return mux, nil
+	if !c.PidHeader {
+		return mux, nil
+	}
+	pid := strconv.Itoa(os.Getpid())
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(servePidHeader, pid)
+		mux.ServeHTTP(w, r)
+	}), nil
 }
 
 // serveMetrics counts a child's decisions and writes them, with the zone's

@@ -28,7 +28,7 @@ func TestServeFlags(t *testing.T) {
 	if procs != 3 || size != 4<<20 || c.Rate != 0.5 || c.Burst != 2 || !c.NoDelay || !c.PerProcess || c.Addr != ":8080" {
 		t.Fatalf("got procs %d size %d %+v", procs, size, c)
 	}
-	for _, args := range [][]string{{"-procs", "0"}, {"-rate", "fast"}, {"-burst", "-1"}, {"-drain", "0s"}, {"-ready-timeout", "0s"}, {"extra"}} {
+	for _, args := range [][]string{{"-procs", "0"}, {"-rate", "fast"}, {"-burst", "-1"}, {"-drain", "0s"}, {"-ready-timeout", "0s"}, {"-clock-file", "c", "-precise-clock"}, {"extra"}} {
 		var errb bytes.Buffer
 		if code := runServe(args, io.Discard, &errb); code != 2 {
 			t.Errorf("%q: exit %d, want 2 (%s)", args, code, errb.String())
@@ -188,7 +188,7 @@ func TestServeHelpNamesEveryFlag(t *testing.T) {
 	if code := runServe([]string{"-h"}, io.Discard, &errb); code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, f := range []string{"procs", "addr", "zone", "zone-size", "rate", "burst", "nodelay", "per-process", "drain", "ready-timeout", "slow-path", "slow", "unready-roll",
+	for _, f := range []string{"procs", "addr", "zone", "zone-size", "rate", "burst", "nodelay", "per-process", "drain", "ready-timeout", "slow-path", "slow", "unready-roll", "clock-file", "pid-header",
 		"redis", "global-rate", "global-interval", "redis-policy", "redis-prefix",
 		"redis-username", "redis-password-file", "redis-password-env", "redis-password-in-url"} {
 		if !strings.Contains(errb.String(), "-"+f+" ") && !strings.Contains(errb.String(), "-"+f+"\n") {

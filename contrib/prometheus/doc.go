@@ -23,8 +23,8 @@
 // "rejected" in shmzone_limiter_decisions_total stays the limiter's own
 // decision. A dry run's would-be rejections are counted there too, since
 // the limiter rejected them. So dryrun_rejected is the part of rejected
-// that a dry run let through. Both count requests, and may count
-// decisions made with commit false only in rejected.
+// that a dry run let through. Both count requests. A decision made with
+// commit false counts in rejected alone, since no Gate makes it.
 //
 // Invariants:
 //

@@ -32,7 +32,7 @@ import (
 
 // The dry fleet's limiter: a Count of dryLimit requests per client per
 // second, named "login" in both zones.
-const dryLimit = 5
+const dryLimit = 3
 
 // helperDryFleet runs a prefork server on args[0] with args[3] children.
 // Each child opens the zones args[1] and args[2] on a clock that each
@@ -135,8 +135,8 @@ func TestDryRunUnderPrefork(t *testing.T) {
 	steps := make([]dryStep, requests)
 	at := int64(0)
 	for i := range steps {
-		at += int64(r.IntN(40)) // about 50 requests a second, over 3 clients of 5
-		steps[i] = dryStep{client: fmt.Sprintf("c%d", r.IntN(3)), at: at}
+		at += int64(r.IntN(80)) // about 25 requests a second, over 4 clients of 3
+		steps[i] = dryStep{client: fmt.Sprintf("c%d", r.IntN(4)), at: at}
 	}
 	dir := t.TempDir()
 	dryPath, enfPath := filepath.Join(dir, "dry.zone"), filepath.Join(dir, "enf.zone")

@@ -61,7 +61,10 @@
 // A limiter's numbers live in its zone. A construction with other numbers
 // replaces them for every process, and the setters (SetRate, SetLimit,
 // SetBurst, SetMax) set them live until UnsetLive. Each process's next
-// decision uses the numbers in force. In one process, a second live
+// decision uses the numbers in force. SetDryRun switches a dry run live
+// the same way: a middleware over the limiter then lets every request
+// through. AddDryRunRejected counts its would-be rejections in the zone,
+// for every process. In one process, a second live
 // limiter of a kind and name with other parameters is ErrNameClash. A decision waits for a shard at most
 // dict.Options.LockTimeout, then returns ErrLockTimeout.
 package limiter

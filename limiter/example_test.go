@@ -174,3 +174,29 @@ func ExampleCount_SetLimit() {
 	// limit 10: allowed true, 6 left
 	// limit 2: allowed false, 0 left
 }
+
+// A dry run switched on live, as shmctl limits set --dry-run on does. The
+// limiter decides as before. A middleware over it lets the rejected
+// request through, and counts it in the zone with AddDryRunRejected.
+func ExampleCount_SetDryRun() {
+	now := int64(1_700_000_000_000)
+	d, done := openZone(&now)
+	defer done()
+	l, _ := limiter.NewCount(d, "login", 1, time.Minute)
+	ctx := context.Background()
+	l.SetDryRun(true)
+	for range 3 {
+		dec, _ := l.Incoming(ctx, "alice", true)
+		if !dec.Allowed && l.DryRun() {
+			l.AddDryRunRejected(1) // what admit.Gate does
+		}
+		fmt.Printf("allowed %v, dry run %v\n", dec.Allowed, l.DryRun())
+	}
+	n, _ := l.DryRunRejected()
+	fmt.Println("dry-run rejections in the zone:", n)
+	// Output:
+	// allowed true, dry run true
+	// allowed false, dry run true
+	// allowed false, dry run true
+	// dry-run rejections in the zone: 2
+}

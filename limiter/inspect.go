@@ -34,6 +34,7 @@ type record struct {
 	LeaseMs  int64   `json:"lease_ms,omitempty"`  // a leased Conn's lease
 	Pid      int     `json:"pid,omitempty"`       // the process that built it
 	AtMs     int64   `json:"at_ms,omitempty"`     // when, Unix ms
+	dryRun   bool    // a live dry run is in force; never recorded
 }
 
 // numbers returns r without who built it and when.

@@ -10,12 +10,14 @@ import (
 
 // Numbers are a limiter's numbers. Each kind uses the fields its
 // constructor takes: Rate and Burst for Req and GCRA, Limit and Window for
-// Count and SlidingWindow, Limit (max) and Burst for Conn.
+// Count and SlidingWindow, Limit (max) and Burst for Conn. Every kind
+// takes DryRun, which only a live setting sets.
 type Numbers struct {
 	Rate   float64       // requests per second
 	Burst  float64       // requests
 	Limit  int64         // requests, or a Conn's max
 	Window time.Duration // a Count's or SlidingWindow's window
+	DryRun bool          // a live dry run: SetDryRun
 }
 
 // Fields says which Numbers a live setting sets.
@@ -27,6 +29,7 @@ const (
 	FieldLimit  Fields = liveLimit
 	FieldBurst  Fields = liveBurst
 	FieldWindow Fields = liveWindow
+	FieldDryRun Fields = liveDryRun
 )
 
 // Setting is one limiter's numbers as its zone holds them.
@@ -47,10 +50,14 @@ type Setting struct {
 	LiveFields Fields
 	LivePid    int
 	LiveAt     time.Time
+	// DryRunRejected is the zone's dry-run count of the limiter: the
+	// rejections a dry run let through, in every process. It is 0 for a
+	// limiter of Kind "?".
+	DryRunRejected int64
 }
 
 func numbersOf(r record) Numbers {
-	return Numbers{Rate: r.Rate, Burst: r.Burst, Limit: r.Limit, Window: time.Duration(r.WindowNs)}
+	return Numbers{Rate: r.Rate, Burst: r.Burst, Limit: r.Limit, Window: time.Duration(r.WindowNs), DryRun: r.dryRun}
 }
 
 // Settings returns the numbers of each limiter of d whose construction d
@@ -100,6 +107,7 @@ func Settings(d *dict.Dict) ([]Setting, error) {
 // settingOf returns the numbers d holds of the limiter of kind named name.
 func settingOf(d *dict.Dict, kind, name string) Setting {
 	s := Setting{Kind: kind, Name: name}
+	s.DryRunRejected, _ = DryRunRejectedOf(d, kind, name)
 	if b, ok := readBuilt(d, kind, name); ok {
 		s.Built, s.BuiltKnown, s.BuiltPid = numbersOf(b), true, b.Pid
 		if b.AtMs != 0 {
@@ -119,7 +127,9 @@ func settingOf(d *dict.Dict, kind, name string) Setting {
 
 // SetLive sets the live numbers of the limiter of kind named name in d:
 // the fields f of n. It is what the limiters' setters do, for a process
-// that did not build the limiter, such as shmctl. It checks the numbers in
+// that did not build the limiter, such as shmctl. FieldDryRun switches a
+// dry run on or off, as n.DryRun says. Bits of f beyond the Field
+// constants are ignored. It checks the numbers in
 // force with n as the limiter's constructor does, when d records its
 // construction, and each field alone otherwise.
 //
@@ -130,7 +140,8 @@ func SetLive(d *dict.Dict, kind, name string, n Numbers, f Fields) error {
 	if !isKind(kind) {
 		return fmt.Errorf("%w: no kind %q", ErrBadName, kind)
 	}
-	l := live{set: uint8(f), rate: n.Rate, limit: n.Limit, burst: n.Burst, win: int64(n.Window)}
+	f &= FieldRate | FieldLimit | FieldBurst | FieldWindow | FieldDryRun
+	l := live{set: uint8(f), rate: n.Rate, limit: n.Limit, burst: n.Burst, win: int64(n.Window), dry: n.DryRun}
 	if f&FieldRate != 0 && f&FieldLimit != 0 {
 		return fmt.Errorf("%w: a rate and a limit", ErrBadLimit)
 	}

@@ -26,11 +26,12 @@ import (
 // tuned is a limiter's numbers: what it was built with, and the numbers in
 // force, derived into N, the form its decisions use.
 type tuned[N any] struct {
-	d     *dict.Dict
-	kind  string
-	name  string
-	key   uint64 // the registry key: regKey(kind, name)
-	built record // this limiter's construction
+	d      *dict.Dict
+	kind   string
+	name   string
+	key    uint64 // the registry key: regKey(kind, name)
+	dryKey string // the zone key of the dry-run count: dryRunKey(kind, name)
+	built  record // this limiter's construction
 	// derive makes the decisions' form of a record's numbers. It returns
 	// an error for numbers the constructor refuses.
 	derive func(record) (N, error)
@@ -62,6 +63,7 @@ func regKey(kind, name string) uint64 {
 func (t *tuned[N]) init(d *dict.Dict, kind, name string, built record, derive func(record) (N, error)) {
 	t.d, t.kind, t.name, t.built, t.derive = d, kind, name, built, derive
 	t.key = regKey(kind, name)
+	t.dryKey = dryRunKey(kind, name)
 	if zb, ok := readBuilt(d, kind, name); !ok || zb.numbers() != built.numbers() {
 		before, known := inForceOf(d, kind, name, nil)
 		publish(d, kind, name, built, ok)
@@ -82,6 +84,16 @@ func (t *tuned[N]) nums() *N {
 		c = t.reload()
 	}
 	return &c.n
+}
+
+// dryRun reports whether a live dry run is in force. It costs what nums
+// costs.
+func (t *tuned[N]) dryRun() bool {
+	c := t.cur.Load()
+	if t.d.Generation() != c.gen {
+		c = t.reload()
+	}
+	return c.rec.dryRun
 }
 
 // numbers returns the numbers in force as a record.
@@ -194,7 +206,11 @@ const (
 	liveLimit              // word 0, an int64
 	liveBurst              // word 1, a float64
 	liveWindow             // word 2, nanoseconds
+	liveDryRun             // word 4, bit liveDryRunOn
 )
+
+// liveDryRunOn is the bit of word 4 that holds a live dry run's switch.
+const liveDryRunOn = 1 << 8
 
 // live is a limiter's live numbers, as the registry record holds them:
 //
@@ -202,9 +218,11 @@ const (
 //	word 1: Burst (float64 bits)
 //	word 2: WindowNs
 //	word 3: when, Unix ms
-//	word 4: the fields set (low 8 bits), the setter's pid (high 32)
+//	word 4: the fields set (low 8 bits), the dry run's switch (bit 8),
+//	        the setter's pid (high 32)
 type live struct {
 	set   uint8
+	dry   bool // the dry run's switch, when set has liveDryRun
 	rate  float64
 	limit int64
 	burst float64
@@ -224,11 +242,15 @@ func (l live) words() [shm.RecordWords]uint64 {
 	w[2] = uint64(l.win)
 	w[3] = uint64(l.at)
 	w[4] = uint64(l.set) | uint64(uint32(l.pid))<<32
+	if l.dry {
+		w[4] |= liveDryRunOn
+	}
 	return w
 }
 
 func liveOf(w [shm.RecordWords]uint64) live {
 	l := live{set: uint8(w[4]), burst: math.Float64frombits(w[1]), win: int64(w[2]), at: int64(w[3]), pid: int(w[4] >> 32)}
+	l.dry = l.set&liveDryRun != 0 && w[4]&liveDryRunOn != 0
 	if l.set&liveRate != 0 {
 		l.rate = math.Float64frombits(w[0])
 	} else {
@@ -255,6 +277,10 @@ func (l live) merge(n live) live {
 		l.win = n.win
 		l.set |= liveWindow
 	}
+	if n.set&liveDryRun != 0 {
+		l.dry = n.dry
+		l.set |= liveDryRun
+	}
 	l.at, l.pid = n.at, n.pid
 	return l
 }
@@ -272,6 +298,9 @@ func (l live) over(r record) record {
 	}
 	if l.set&liveWindow != 0 {
 		r.WindowNs = l.win
+	}
+	if l.set&liveDryRun != 0 {
+		r.dryRun = l.dry
 	}
 	return r
 }

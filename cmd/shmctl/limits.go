@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/shmzone/shmzone/dict"
 	"github.com/shmzone/shmzone/limiter"
 )
 
@@ -25,17 +26,24 @@ and the delay a Req or Conn would impose. STATE is over (the request would
 be rejected), delayed, ok, unknown, or the error of a key that no limiter
 wrote. A limiter's parameters come from the record its constructor leaves
 in the zone. A limiter without one is listed with its clients' keys alone,
-as unknown. Limits opens the zone read-only.
+as unknown. A limiter in a dry run, or with dry-run rejections counted,
+gets a line of its own: whether the dry run is on, and the count. Limits
+opens the zone read-only.
 
 Limits show lists each limiter's numbers in force, where they come from
 and when: "live" numbers an operator set, or "built" ones, the newest
-construction's. Live numbers hide the built ones, which BUILT shows. It
-opens the zone read-only.
+construction's. Live numbers hide the built ones, which BUILT shows.
+DRY RUN says whether an operator switched a dry run on. DRY-RUN REJECTED
+counts the requests that dry runs let through and the limiter rejected,
+in every process. A dry run of Options.DryRun is the process's own and
+shows only in that count. It opens the zone read-only.
 
 Limits set sets numbers live for every process of the zone, as the
 limiters' setters do: --rate and --burst for a req or gcra, --limit for a
-count or sw, --conn and --burst for a conn, --window for a count. They
-win over any construction until limits unset drops them. Each process's
+count or sw, --conn and --burst for a conn, --window for a count, and
+--dry-run on or off for any. A limiter in a dry run still decides, but its
+middleware lets every request through and counts those it would reject.
+They win over any construction until limits unset drops them. Each process's
 next decision uses them. A count's changed limit applies to its open
 windows at once. NAME is found among the limiters the zone knows of;
 --kind picks one when the name is ambiguous or unknown. A number the
@@ -58,7 +66,7 @@ live numbers. A zone named show, set or unset is ./show, ./set, ./unset.`,
 				return usagef("limits %s takes %d operands, got %d", sub, want, len(rest))
 			}
 			if sub != "set" && sf.any() {
-				return usagef("--rate, --burst, --limit, --conn and --window are for limits set")
+				return usagef("--rate, --burst, --limit, --conn, --window and --dry-run are for limits set")
 			}
 			switch sub {
 			case "show":
@@ -95,6 +103,9 @@ live numbers. A zone named show, set or unset is ./show, ./set, ./unset.`,
 			if err != nil {
 				return err
 			}
+			if err := addDryRuns(d, byID); err != nil {
+				return err
+			}
 			slices.SortFunc(ls, func(a, b *limitRow) int {
 				return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
 			})
@@ -117,6 +128,9 @@ live numbers. A zone named show, set or unset is ./show, ./set, ./unset.`,
 				if l.More > 0 {
 					fmt.Fprintf(tw, "%s\t%s\t(%d more)\t\t\t\t\n", l.Kind, humanKey(l.Name), l.More)
 				}
+				if l.DryRun || l.DryRunRejected > 0 {
+					fmt.Fprintf(tw, "%s\t%s\t(dry run %s, %d rejected)\t\t\t\t\n", l.Kind, humanKey(l.Name), onOff(l.DryRun), l.DryRunRejected)
+				}
 			}
 			return tw.Flush()
 		}
@@ -130,7 +144,28 @@ type limitRow struct {
 	Known   bool        `json:"known"` // the zone records its parameters
 	Clients []clientRow `json:"clients"`
 	More    int         `json:"more"` // clients left out by --top
-	all     []limiter.Client
+	// DryRun is a live dry run in force. DryRunRejected counts the
+	// requests dry runs let through that the limiter rejected.
+	DryRun         bool  `json:"dry_run"`
+	DryRunRejected int64 `json:"dry_run_rejected"`
+	all            []limiter.Client
+}
+
+// addDryRuns sets the dry run and its count of each limiter of byID.
+func addDryRuns(d *dict.Dict, byID map[string]*limitRow) error {
+	if len(byID) == 0 {
+		return nil
+	}
+	ss, err := limiter.Settings(d)
+	if err != nil {
+		return err
+	}
+	for _, s := range ss {
+		if l := byID[s.Kind+"|"+s.Name]; l != nil {
+			l.DryRun, l.DryRunRejected = s.InForce.DryRun, s.DryRunRejected
+		}
+	}
+	return nil
 }
 
 // clientRow is one client of limits. Without the limiter's parameters,

@@ -22,6 +22,7 @@ type limitSetFlags struct {
 	limit  *int64
 	conn   *int64
 	window *time.Duration
+	dryRun *string
 }
 
 func defineLimitSetFlags(fs *flag.FlagSet) *limitSetFlags {
@@ -32,12 +33,13 @@ func defineLimitSetFlags(fs *flag.FlagSet) *limitSetFlags {
 		limit:  fs.Int64("limit", 0, "set: a Count's or SlidingWindow's limit per window"),
 		conn:   fs.Int64("conn", 0, "set: a Conn's max requests at once"),
 		window: fs.Duration("window", 0, "set: a Count's window, for the windows that open after the change"),
+		dryRun: fs.String("dry-run", "", "set: on or off, a dry run of any limiter: its middleware lets every request through and counts those it would reject"),
 	}
 }
 
 // any reports whether a flag of set was given.
 func (f *limitSetFlags) any() bool {
-	return *f.rate != "" || *f.burst >= 0 || *f.limit != 0 || *f.conn != 0 || *f.window != 0
+	return *f.rate != "" || *f.burst >= 0 || *f.limit != 0 || *f.conn != 0 || *f.window != 0 || *f.dryRun != ""
 }
 
 // numbers returns the numbers the flags set, for a limiter of kind.
@@ -81,8 +83,15 @@ func (f *limitSetFlags) numbers(kind string) (limiter.Numbers, limiter.Fields, e
 		}
 		n.Window, set = *f.window, set|limiter.FieldWindow
 	}
+	switch *f.dryRun {
+	case "":
+	case "on", "off":
+		n.DryRun, set = *f.dryRun == "on", set|limiter.FieldDryRun
+	default:
+		return n, 0, usagef("bad --dry-run %q: want on or off", *f.dryRun)
+	}
 	if set == 0 {
-		return n, 0, usagef("limits set: no number to set: give --rate, --burst, --limit, --conn or --window")
+		return n, 0, usagef("limits set: nothing to set: give --rate, --burst, --limit, --conn, --window or --dry-run")
 	}
 	return n, set, nil
 }
@@ -169,6 +178,10 @@ type settingRow struct {
 	At      string  `json:"at,omitempty"`       // when, RFC 3339
 	Built   *string `json:"built,omitempty"`    // the built numbers, when live ones hide them
 	BuiltBy int     `json:"built_by,omitempty"` // the builder's pid
+	DryRun  bool    `json:"dry_run"`            // a live dry run is in force
+	// DryRunRejected counts the requests a dry run let through that the
+	// limiter rejected, in every process.
+	DryRunRejected int64 `json:"dry_run_rejected"`
 }
 
 // limitsShow is "limits show ZONE": the numbers of each limiter.
@@ -196,7 +209,7 @@ func limitsShow(e *env, zone, name string, asJSON bool) error {
 		return writeJSON(e.stdout, rows, true)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "KIND\tNAME\tIN FORCE\tFROM\tPID\tAT\tBUILT")
+	fmt.Fprintln(tw, "KIND\tNAME\tIN FORCE\tFROM\tPID\tAT\tBUILT\tDRY RUN\tDRY-RUN REJECTED")
 	for _, r := range rows {
 		built, pid, at := "-", "-", cmp.Or(r.At, "-")
 		if r.Built != nil {
@@ -208,15 +221,16 @@ func limitsShow(e *env, zone, name string, asJSON bool) error {
 		if r.Pid != 0 {
 			pid = fmt.Sprint(r.Pid)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Kind, humanKey(r.Name), r.InForce, r.From, pid, at, built)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", r.Kind, humanKey(r.Name), r.InForce, r.From, pid, at, built, onOff(r.DryRun), r.DryRunRejected)
 	}
 	return tw.Flush()
 }
 
 func newSettingRow(s limiter.Setting) settingRow {
-	r := settingRow{Kind: s.Kind, Name: s.Name, InForce: describeNumbers(s.Kind, s.InForce)}
+	r := settingRow{Kind: s.Kind, Name: s.Name, InForce: describeNumbers(s.Kind, s.InForce),
+		DryRun: s.InForce.DryRun, DryRunRejected: s.DryRunRejected}
 	switch {
-	case s.LiveFields != 0:
+	case s.LiveFields&^limiter.FieldDryRun != 0:
 		r.From, r.Pid, r.At = "live", s.LivePid, s.LiveAt.UTC().Format(time.RFC3339)
 		if s.BuiltKnown {
 			b := describeNumbers(s.Kind, s.Built)
@@ -231,6 +245,14 @@ func newSettingRow(s limiter.Setting) settingRow {
 		r.From = "unknown"
 	}
 	return r
+}
+
+// onOff says whether a dry run is on.
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
 }
 
 // describeNumbers says a limiter's numbers as its kind takes them.

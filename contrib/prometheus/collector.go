@@ -25,6 +25,8 @@ var dictDescs = func() []*prometheus.Desc {
 var (
 	descDecisions = prometheus.NewDesc("shmzone_limiter_decisions_total",
 		"Decisions of the limiter, by decision: allowed, rejected or error. This process's, or with CountHostIn the host's.", []string{"limiter", "decision"}, nil)
+	descDryRun = prometheus.NewDesc("shmzone_limiter_dryrun_rejected_total",
+		"Requests a dry run let through that the limiter rejected, in every process of the zone. Read from the zone at each scrape.", []string{"limiter"}, nil)
 	descForcible = prometheus.NewDesc("shmzone_limiter_forcible_total",
 		"Operations of this process's limiter whose write evicted other entries (limiter.Stats.Forcible).", []string{"limiter"}, nil)
 	descRetries = prometheus.NewDesc("shmzone_limiter_retries_total",
@@ -114,6 +116,7 @@ func (c *Collector) AddLimiter(name string, l limiter.Limiter) (limiter.Limiter,
 		return nil, fmt.Errorf("%w: limiter %q", ErrDuplicate, name)
 	}
 	w := &Limiter{name: name, l: l}
+	w.dry, _ = l.(dryRunner)
 	if c.host != nil {
 		if err := checkHostName(name); err != nil {
 			return nil, err
@@ -147,7 +150,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range dictDescs {
 		ch <- d
 	}
-	for _, d := range []*prometheus.Desc{descDecisions, descProcessDecisions, descForcible, descRetries, descEvicted} {
+	for _, d := range []*prometheus.Desc{descDecisions, descProcessDecisions, descDryRun, descForcible, descRetries, descEvicted} {
 		ch <- d
 	}
 }
@@ -168,6 +171,16 @@ func (c *Collector) metrics() []prometheus.Metric {
 	var ms []prometheus.Metric
 	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
 		ms = append(ms, prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...))
+	}
+	// The dry-run counts first: each is a read of its zone, which the
+	// zone's Stats then count.
+	for _, l := range c.limiters {
+		if l.dry == nil {
+			continue
+		}
+		if n, err := l.dry.DryRunRejected(); err == nil {
+			counter(descDryRun, uint64(n), l.name)
+		} // else the zone is closed: no series
 	}
 	for _, nd := range c.dicts {
 		if nd.d.Err() != nil {

@@ -11,6 +11,21 @@
 // shmfasthttp) writes the same headers and leaves a Conn's requests as
 // over the limiter itself.
 //
+// # Dry runs
+//
+// The wrapper passes on DryRun and AddDryRunRejected, so that middleware
+// over it runs dry when the limiter's live dry run is on. A limiter of
+// package limiter counts the rejections a dry run let through in its
+// zone. A scrape reads that count from the zone and exports it as
+// shmzone_limiter_dryrun_rejected_total{limiter}. It is the host's exact
+// count, whichever process answers, with or without CountHostIn.
+//
+// "rejected" in shmzone_limiter_decisions_total stays the limiter's own
+// decision. A dry run's would-be rejections are counted there too, since
+// the limiter rejected them. So dryrun_rejected is the part of rejected
+// that a dry run let through. Both count requests. A decision made with
+// commit false counts in rejected alone, since no Gate makes it.
+//
 // Invariants:
 //
 //	I1. Every decision of a wrapped limiter is counted once, as allowed,

@@ -27,7 +27,8 @@ import (
 
 func TestHelperProcess(t *testing.T) {
 	testutil.RunHelper(map[string]func(args []string) error{
-		"fleet": helperFleet,
+		"fleet":    helperFleet,
+		"dryfleet": helperDryFleet,
 	})
 }
 

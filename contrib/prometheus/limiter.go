@@ -14,6 +14,30 @@ type Limiter struct {
 	l                         limiter.Limiter
 	allowed, rejected, errors atomic.Uint64
 	host                      atomic.Pointer[hostHandles] // CountHostIn's counts, or nil
+	dry                       dryRunner                   // the wrapped limiter's dry run, or nil
+}
+
+// dryRunner is a limiter with a live dry run and a count of its dry-run
+// rejections in its zone, as those of package limiter.
+type dryRunner interface {
+	DryRun() bool
+	AddDryRunRejected(n int64) error
+	DryRunRejected() (int64, error)
+}
+
+// DryRun is the wrapped limiter's. It is false for a limiter without a
+// DryRun method.
+func (w *Limiter) DryRun() bool {
+	return w.dry != nil && w.dry.DryRun()
+}
+
+// AddDryRunRejected is the wrapped limiter's. It does nothing for a
+// limiter without one, which keeps no count.
+func (w *Limiter) AddDryRunRejected(n int64) error {
+	if w.dry == nil {
+		return nil
+	}
+	return w.dry.AddDryRunRejected(n)
 }
 
 // Incoming is the wrapped limiter's, counted.

@@ -36,7 +36,8 @@ type Options struct {
 	// DryRun decides and commits as usual but never rejects or delays.
 	// A would-be rejection lets the request through and is counted in
 	// Stats. A would-be delay is not waited. Rate limit headers are left
-	// out unless DryRunHeaders.
+	// out unless DryRunHeaders. A limiter with a DryRun() bool method, as
+	// those of package limiter, also runs dry while it returns true.
 	DryRun bool
 	// DryRunHeaders writes the rate limit headers in a dry run too.
 	// Retry-After is never written in a dry run.
@@ -87,7 +88,15 @@ type Gate struct {
 	policer  policer                      // the limiter's, when Options fixes none
 	leaver   leaver
 	resetter resetter
+	dry      dryRunner // the limiter's live dry run and zone count, or nil
 	stats    *Stats
+}
+
+// dryRunner is a limiter with a live dry run and a count of its dry-run
+// rejections in its zone, as those of package limiter.
+type dryRunner interface {
+	DryRun() bool
+	AddDryRunRejected(n int64) error
 }
 
 // leaver is a limiter whose counted requests must be ended (limiter.Conn).
@@ -210,6 +219,7 @@ func newGate(l limiter.Limiter, o Options) (*Gate, error) {
 	g.w.Store(&policyWriter{w: w, p: fixed})
 	g.leaver, _ = l.(leaver)
 	g.resetter, _ = l.(resetter)
+	g.dry, _ = l.(dryRunner)
 	if g.o.Wait == nil {
 		g.o.Wait = Sleep
 	}
@@ -307,8 +317,11 @@ type Admission struct {
 // NoDelay. A request cancelled while delayed gives its cost back. Decide
 // allocates nothing of its own, and a may live on the caller's stack.
 //
-// In a dry run, a rejection comes back allowed, with a.DryRunRejected
-// set. It is counted in Stats. A delay is not waited.
+// A dry run is in force when Options.DryRun is set, or when the limiter's
+// DryRun method returns true. In a dry run, a rejection comes back
+// allowed, with a.DryRunRejected set. It is counted in Stats, and in the
+// zone through the limiter's AddDryRunRejected, one per request. A delay
+// is not waited.
 //
 // Errors: the limiter's, limiter.ErrBadCost for n below 1 among them, for
 // the caller to answer as a failure. ErrCancelled with ctx's error when
@@ -322,12 +335,16 @@ func (g *Gate) Decide(ctx context.Context, key string, n int64, a *Admission) er
 	if err != nil {
 		return err
 	}
-	if !g.o.NoHeaders && (!g.o.DryRun || g.o.DryRunHeaders) {
+	dry := g.o.DryRun || g.dry != nil && g.dry.DryRun()
+	if !g.o.NoHeaders && (!dry || g.o.DryRunHeaders) {
 		g.headers(ctx, key, d, &a.Headers)
 	}
-	if g.o.DryRun && !d.Allowed {
+	if dry && !d.Allowed {
 		// A rejection commits nothing, so there is nothing to end (I1).
 		g.stats.dryRunRejected.Add(1)
+		if g.dry != nil {
+			g.dry.AddDryRunRejected(1) // the request passes all the same
+		}
 		a.Decision.Allowed, a.DryRunRejected = true, true
 		return nil
 	}
@@ -343,7 +360,7 @@ func (g *Gate) Decide(ctx context.Context, key string, n int64, a *Admission) er
 	case g.o.Refund != nil:
 		pass = Pass{u: g.l, ctx: ctx, key: key, n: n, refund: g.o.Refund}
 	}
-	if d.Delay > 0 && !g.o.NoDelay && !g.o.DryRun {
+	if d.Delay > 0 && !g.o.NoDelay && !dry {
 		if err := g.o.Wait(ctx, d.Delay); err != nil {
 			if pass.l != nil {
 				pass.Done()

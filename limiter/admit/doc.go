@@ -29,8 +29,11 @@
 //	I3. A rejection always carries Retry-After, whatever NoHeaders says.
 //
 // Options.DryRun tries a limit out: the limiter decides and commits, but
-// nothing is rejected or delayed. Stats counts the would-be rejections in
-// this process only. Each process of a server has its own count.
+// nothing is rejected or delayed. A limiter of package limiter also runs
+// dry while an operator switches its dry run on live (SetDryRun, shmctl
+// limits set --dry-run). Stats counts the would-be rejections in this
+// process only. A limiter of package limiter also counts them in its
+// zone, for every process: its DryRunRejected method.
 //
 // Concurrency: a Gate is safe for use by many goroutines; it keeps only the
 // headers' Writer of the last policy seen, and its Stats.

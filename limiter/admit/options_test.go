@@ -61,6 +61,9 @@ func TestDryRun(t *testing.T) {
 			if got := dry.Stats().DryRunRejected(); got != 7 {
 				t.Errorf("DryRunRejected() = %d, want 7", got)
 			}
+			if got, err := dl.DryRunRejected(); got != 7 || err != nil {
+				t.Errorf("zone's DryRunRejected() = %d, %v, want 7", got, err)
+			}
 			if rejected != 7 {
 				t.Errorf("enforcing rejections = %d, want 7", rejected)
 			}

@@ -47,7 +47,9 @@
 //	    middleware keys by.
 //	I3. A rejected request never reaches the next handler and always has
 //	    Retry-After, in whole seconds, at least 1. In a dry run it reaches
-//	    the handler without Retry-After, and Options.Stats counts it.
+//	    the handler without Retry-After, and Options.Stats counts it. A
+//	    dry run is Options.DryRun, or a limiter's live one (SetDryRun),
+//	    which also counts it in the zone.
 //	I4. A delay ends with the request's context: a cancelled request waits
 //	    no longer, reaches no handler, and gets 503.
 //

@@ -18,7 +18,7 @@ import (
 // with the numbers in force. A cost above the limit replies count 0 and
 // counts nothing.
 var countScript = redis.NewScript(luaState + countLive.script() + `
-local lv = liveNums(liveRead(5), {tonumber(ARGV[4]), tonumber(ARGV[1])}, 'BADLIVE')
+local lv = liveNums(liveRead(KEYS[2], 5), {tonumber(ARGV[4]), tonumber(ARGV[1])}, 'BADLIVE')
 local limit, window = lv[1], lv[2]
 local n, cost = nil, tonumber(ARGV[3])
 if cost > limit then return {0, 0, limit, window} end

@@ -20,7 +20,7 @@ import (
 // saturates it): a huge n waits beyond 2^63 µs, which Redis would reply as
 // LLONG_MIN.
 var gcraScript = redis.NewScript(luaNow(1, 1e6) + luaState + gcraLive.script() + `
-local lv = liveNums(liveRead(6), {tonumber(ARGV[2]), tonumber(ARGV[3])}, 'BADLIVE')
+local lv = liveNums(liveRead(KEYS[2], 6), {tonumber(ARGV[2]), tonumber(ARGV[3])}, 'BADLIVE')
 local T, b, n = lv[1], lv[2], tonumber(ARGV[4])
 local tau = T * b
 local tat = gcraState(KEYS[1], now) or now
@@ -40,7 +40,7 @@ return {1, math.floor((now - allow_at) / T), 0, new_tat - now, b}
 // T in force. ARGV now_us or "", n, T_us, burst, then the live T_us and
 // burst if the script does not read the hash.
 var gcraUncommitScript = redis.NewScript(luaNow(1, 1e6) + luaState + gcraLive.script() + `
-local T = liveNums(liveRead(5), {tonumber(ARGV[3]), tonumber(ARGV[4])}, 'BADLIVE')[1]
+local T = liveNums(liveRead(KEYS[2], 5), {tonumber(ARGV[3]), tonumber(ARGV[4])}, 'BADLIVE')[1]
 local tat = gcraState(KEYS[1], now)
 if tat == nil then return {0} end
 tat = tat - tonumber(ARGV[2]) * T

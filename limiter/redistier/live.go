@@ -45,8 +45,8 @@ func (k *liveKind) script() string {
 }
 
 // luaLive reads and checks live numbers. liveRead returns the live
-// strings, false where unset: from KEYS[2], or from the ARGV that start at
-// first.
+// strings, false where unset: from the hash key, or from the ARGV that
+// start at first when key is nil.
 const luaLive = `
 local function liveErr(tag, name, what)
   error({err = tag .. ' ' .. name .. ': ' .. what})
@@ -61,11 +61,11 @@ local function liveNum(tag, name, s, dflt, lo, hi, int)
   end
   return x
 end
-local function liveRead(first)
+local function liveRead(key, first)
   local v
-  if KEYS[2] then
-    v = redis.pcall('HMGET', KEYS[2], unpack(liveFields))
-    if v.err then liveErr('BADLIVE', 'hash', KEYS[2] .. ' is not a hash') end
+  if key then
+    v = redis.pcall('HMGET', key, unpack(liveFields))
+    if v.err then liveErr('BADLIVE', 'hash', key .. ' is not a hash') end
   else
     v = {}
     for i = 1, #liveFields do
@@ -86,7 +86,7 @@ local k, m = tonumber(ARGV[1]), tonumber(ARGV[2])
 local d, new = {}, {}
 for i = 1, m do d[i] = tonumber(ARGV[2 + k + i]) end
 for i = 1, k do new[i] = ARGV[2 + k + m + i] end
-local cur = liveRead(0)
+local cur = liveRead(KEYS[1], 0)
 liveNums(cur, d, 'BADLIVE')
 local v, hs = {}, {}
 for i = 1, k do
@@ -113,7 +113,7 @@ return 1
 const showLiveBody = `
 local d = {}
 for i = 1, #ARGV do d[i] = tonumber(ARGV[i]) end
-local cur = liveRead(0)
+local cur = liveRead(KEYS[1], 0)
 local x = liveNums(cur, d, 'BADLIVE')
 local out = {}
 for i = 1, #x do out[i] = string.format('%.17g', x[i]) end
@@ -153,6 +153,9 @@ func (b *base) initLive(k *liveKind, built ...any) {
 		b.o.LiveEvery = DefaultLiveEvery
 	}
 }
+
+// liveFieldsOf returns the names of the live fields.
+func (b *base) liveFieldsOf() []string { return b.live.kind.fields }
 
 // hashTag returns the hash tag of a Redis key, as Redis Cluster finds it:
 // what lies between the first "{" and the first "}" after it, if not empty.

@@ -39,7 +39,7 @@ import (
 // the script rejects before reading the key.
 var reqScript = redis.NewScript(luaNow(2, 1000) + luaState + reqLive.script() + `
 local key = KEYS[1]
-local lv = liveNums(liveRead(7), {tonumber(ARGV[1]), tonumber(ARGV[3])}, 'BADLIVE')
+local lv = liveNums(liveRead(KEYS[2], 7), {tonumber(ARGV[1]), tonumber(ARGV[3])}, 'BADLIVE')
 local rate, burst = lv[1], lv[2]
 local duration = tonumber(ARGV[4])
 local commit = ARGV[5] == '1'
@@ -132,9 +132,9 @@ type Req struct {
 // NewReq returns ErrNilClient, ErrNoContextTimeout or ErrNoLocal for a
 // client or Options it cannot use. It returns limiter.ErrBadRate for a
 // rate that limiter.ParseRate refuses, for a rate below a milli-request
-// per second, and for an infinite rate. It returns limiter.ErrBadBurst
-// for a burst that is negative, NaN or 1e12 or more. It returns
-// limiter.ErrBadWindow for a negative duration.
+// per second, and for one above 2^53 of them, such as an infinite rate.
+// It returns limiter.ErrBadBurst for a burst that is negative, NaN or 1e12
+// or more. It returns limiter.ErrBadWindow for a negative duration.
 func NewReq(c redis.UniversalClient, zone, rate string, burst float64, duration time.Duration, o Options) (*Req, error) {
 	n, per, err := limiter.ParseRateParts(rate)
 	if err != nil {
@@ -149,8 +149,11 @@ func NewReq(c redis.UniversalClient, zone, rate string, burst float64, duration 
 	l := &Req{durationS: int64(duration / time.Second)}
 	l.rateM, l.rateArg = luaArg(math.Floor(n * 1000 / per))
 	l.burstM, l.burstArg = luaArg(burst * 1000)
-	if !(l.rateM >= 1) || math.IsInf(l.rateM, 0) {
+	if !(l.rateM >= 1) {
 		return nil, fmt.Errorf("%w: %q is below a milli-request per second", limiter.ErrBadRate, rate)
+	}
+	if l.rateM > maxExact {
+		return nil, fmt.Errorf("%w: %q is above 2^53 milli-requests per second", limiter.ErrBadRate, rate)
 	}
 	l.most.Store(int64(math.Floor(l.burstM/1000)) + 1)
 	l.burstU = int64(l.burstM * 1000)

@@ -30,7 +30,7 @@ var reqLive = &liveKind{
 	fields: []string{"rate", "burst"},
 	nums: `
 local function liveNums(v, d, tag)
-  return {liveNum(tag, 'rate', v[1], d[1], 1, 1.7976931348623157e308, true),
+  return {liveNum(tag, 'rate', v[1], d[1], 1, 9007199254740992, true),
     liveNum(tag, 'burst', v[2], d[2], 0, 1e15, false)}
 end
 `,

@@ -20,7 +20,7 @@ import (
 // for a cost above it, which the script rejects before reading the key.
 var slidingScript = redis.NewScript(luaNow(1, 1000) + luaState + swLive.script() + `
 local w, cost = tonumber(ARGV[2]), tonumber(ARGV[6])
-local limit = liveNums(liveRead(7), {tonumber(ARGV[3]), w}, 'BADLIVE')[1]
+local limit = liveNums(liveRead(KEYS[2], 7), {tonumber(ARGV[3]), w}, 'BADLIVE')[1]
 if ARGV[5] ~= '-1' and cost > limit then return {2, 0, 0, 0, 0, limit} end
 local idx = math.floor(now / w)
 local v = redis.call('HMGET', KEYS[1], 'i', 'c', 'p')

@@ -49,6 +49,10 @@ return {redis.call('DECRBY', KEYS[1], ARGV[1])}
 // requests per window. A window starts at a key's first committed request.
 // The key holds the window's count, and expires with the window. The zero
 // value is not usable: create a Count with NewCount.
+//
+// SetLimit and SetWindow change the limit and the window live, for every
+// host. A key holds its count, not its allowance, so a new limit applies
+// to open windows at once.
 type Count struct {
 	base
 	limit  int64 // built
@@ -88,14 +92,17 @@ func (l *Count) Incoming(ctx context.Context, key string, commit bool) (limiter.
 // counted even if rejected, as in the Lua module. A dry run counts
 // nothing.
 //
-// A cost above limit is never admitted. IncomingN rejects it without
-// calling Redis, and counts nothing. RetryAfter is then the longest
+// A cost above limit is never admitted. The script rejects it with the
+// limit in force, and counts nothing. RetryAfter is then the longest
 // Duration.
 //
 // IncomingN returns limiter.ErrBadCost if n is below 1, and ErrBadKey for
 // an empty key. It returns ErrBadState for a state no Count writes, and
 // ErrScript for a script that failed. It returns ErrUnavailable under
 // FailError, and Options.Local's errors under FailLocal.
+//
+// IncomingN returns ErrBadLive for live numbers the limiter refuses. No
+// failure policy applies to it.
 func (l *Count) IncomingN(ctx context.Context, key string, n int64, commit bool) (limiter.Decision, error) {
 	if err := checkCost(n); err != nil {
 		return limiter.Decision{}, err
@@ -138,7 +145,8 @@ func (l *Count) Uncommit(ctx context.Context, key string) error { return l.uncom
 // past limit, unlike limiter.Count's. A count below 0 is a bad state: a key
 // holding one would admit more than limit requests.
 //
-// UncommitN returns limiter.ErrBadCost if n is below 1 or above limit, and
+// UncommitN returns limiter.ErrBadCost if n is below 1 or above limit,
+// with the limit in force at the limiter's last decision, and
 // ErrBadKey for an empty key. It returns ErrBadState for a state no Count
 // writes, and ErrScript for a script that failed. If Redis does not
 // answer, it returns ErrUnavailable, unless the policy is FailLocal.

@@ -53,6 +53,8 @@ return {1}
 // go-redis/redis_rate. It works in integer microseconds, on the server's
 // TIME by default. A fresh key of 10 per second with burst 10 reports
 // Remaining 9. The zero value is not usable: create a GCRA with NewGCRA.
+//
+// SetRate and SetBurst change the rate and the burst live, for every host.
 type GCRA struct {
 	base
 	t, burst int64 // built: µs, requests
@@ -102,6 +104,9 @@ func (l *GCRA) Incoming(ctx context.Context, key string, commit bool) (limiter.D
 // an empty key. It returns ErrBadState for a state no GCRA writes, and
 // ErrScript for a script that failed. It returns ErrUnavailable under
 // FailError, and Options.Local's errors under FailLocal.
+//
+// IncomingN returns ErrBadLive for live numbers the limiter refuses. No
+// failure policy applies to it.
 func (l *GCRA) IncomingN(ctx context.Context, key string, n int64, commit bool) (limiter.Decision, error) {
 	if err := checkCost(n); err != nil {
 		return limiter.Decision{}, err
@@ -132,7 +137,8 @@ func (l *GCRA) Uncommit(ctx context.Context, key string) error { return l.uncomm
 // UncommitN gives n requests back. The TAT moves back by n emission
 // intervals, but not before now.
 //
-// UncommitN returns limiter.ErrBadCost if n is below 1 or above burst, and
+// UncommitN returns limiter.ErrBadCost if n is below 1 or above burst,
+// with the burst in force at the limiter's last decision, and
 // ErrBadKey for an empty key. It returns ErrBadState for a state no GCRA
 // writes, and ErrScript for a script that failed. If Redis does not
 // answer, it returns ErrUnavailable, unless the policy is FailLocal.

@@ -113,6 +113,9 @@ return {1}
 // Req sends the Lua module's arguments, computed and formatted as it does.
 // So both decide alike on the key's state, call by call, whichever wrote
 // last. The package doc says where they differ.
+//
+// SetRate and SetBurst change the rate and the burst live, for every host.
+// The duration has no setter.
 type Req struct {
 	base
 	rateM, burstM float64 // milli-requests per second, milli-requests, as the script reads them
@@ -184,14 +187,18 @@ func (l *Req) Incoming(ctx context.Context, key string, commit bool) (limiter.De
 // written. A forbidden key is rejected, with RetryAfter and ResetAfter
 // its TTL.
 //
-// A cost above burst+1 is never admitted. IncomingN rejects it without
-// calling Redis, and does not make the key forbidden. RetryAfter is then
+// A cost above burst+1 is never admitted. The script rejects it with the
+// burst in force, before reading the key, and does not make the key
+// forbidden. RetryAfter is then
 // the longest Duration.
 //
 // IncomingN returns limiter.ErrBadCost if n is below 1, and ErrBadKey for
 // an empty key. It returns ErrBadState for a value no Req writes, and
 // ErrScript for a script that failed. It returns ErrUnavailable under
 // FailError, and Options.Local's errors under FailLocal.
+//
+// IncomingN returns ErrBadLive for live numbers the limiter refuses. No
+// failure policy applies to it.
 func (l *Req) IncomingN(ctx context.Context, key string, n int64, commit bool) (limiter.Decision, error) {
 	if err := checkCost(n); err != nil {
 		return limiter.Decision{}, err
@@ -258,6 +265,7 @@ func (l *Req) Uncommit(ctx context.Context, key string) error { return l.uncommi
 // it was. A key without state stays so.
 //
 // UncommitN returns limiter.ErrBadCost if n is below 1 or above burst+1,
+// with the burst in force at the limiter's last decision,
 // and ErrBadKey for an empty key. It returns ErrBadState for a value no
 // Req writes, and ErrScript for a script that failed. If Redis does not
 // answer, it returns ErrUnavailable, unless the policy is FailLocal.

@@ -51,6 +51,9 @@ return {0, left, e, c, p, limit}
 // exact under even traffic. A key is one hash, so one slot. SlidingWindow
 // uses the server's clock by default. The zero value is not usable: create
 // a SlidingWindow with NewSlidingWindow.
+//
+// SetLimit changes the limit live, for every host. The window has no
+// setter.
 type SlidingWindow struct {
 	base
 	limit, w int64 // built requests, ms
@@ -89,14 +92,18 @@ func (l *SlidingWindow) Incoming(ctx context.Context, key string, commit bool) (
 // the request is allowed, it counts n requests. A rejection counts
 // nothing. State is the estimated allowance left after the request.
 //
-// A cost above limit is never admitted. IncomingN rejects it without
-// calling Redis. RetryAfter is then the longest Duration.
+// A cost above limit is never admitted. The script rejects it with the
+// limit in force, before reading the key. RetryAfter is then the longest
+// Duration.
 //
 // IncomingN returns limiter.ErrBadCost if n is below 1, and ErrBadKey for
 // an empty key. It returns ErrBadState for a state no SlidingWindow
 // writes, and ErrScript for a script that failed. It returns
 // ErrUnavailable under FailError, and Options.Local's errors under
 // FailLocal.
+//
+// IncomingN returns ErrBadLive for live numbers the limiter refuses. No
+// failure policy applies to it.
 func (l *SlidingWindow) IncomingN(ctx context.Context, key string, n int64, commit bool) (limiter.Decision, error) {
 	if err := checkCost(n); err != nil {
 		return limiter.Decision{}, err
@@ -162,7 +169,8 @@ func (l *SlidingWindow) Uncommit(ctx context.Context, key string) error {
 // UncommitN gives a request of cost n back to key's current window. The
 // window's count does not drop below 0.
 //
-// UncommitN returns limiter.ErrBadCost if n is below 1 or above limit, and
+// UncommitN returns limiter.ErrBadCost if n is below 1 or above limit,
+// with the limit in force at the limiter's last decision, and
 // ErrBadKey for an empty key. It returns ErrBadState for a state no
 // SlidingWindow writes, and ErrScript for a script that failed. If Redis
 // does not answer, it returns ErrUnavailable, unless the policy is

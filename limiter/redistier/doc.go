@@ -55,8 +55,8 @@
 // The decision script reads the hash in the same call, with the key's
 // state. So each host's next decision uses a change, at no extra round
 // trip. On Redis Cluster the hash must then share the key's slot. It does
-// when the prefix holds a hash tag, such as "{api}". With a cluster client
-// and a prefix without one, a limiter reads the hash apart, at most once
+// when the prefix holds a hash tag, such as "{api}". With a client other
+// than *redis.Client, such as a cluster client, and a prefix without one, a limiter reads the hash apart, at most once
 // per Options.LiveEvery, and sends its numbers with each script run. A
 // change then takes up to LiveEvery to reach a host.
 //

@@ -68,8 +68,9 @@ type Options struct {
 	// Now is the caller's clock. nil means time.Now. Tests inject it.
 	Now func() time.Time
 	// LiveEvery is how often a limiter reads its live numbers when its
-	// script cannot read them: on a cluster client, with a prefix without
-	// hash tag. 0 or less means DefaultLiveEvery. It is measured on Now.
+	// script cannot read them: with a client other than *redis.Client,
+	// such as a cluster client, and a prefix without hash tag. 0 or less
+	// means DefaultLiveEvery. It is measured on Now.
 	LiveEvery time.Duration
 }
 

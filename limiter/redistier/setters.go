@@ -31,7 +31,7 @@ var reqLive = &liveKind{
 	nums: `
 local function liveNums(v, d, tag)
   return {liveNum(tag, 'rate', v[1], d[1], 1, 9007199254740992, true),
-    liveNum(tag, 'burst', v[2], d[2], 0, 1e15, false)}
+    liveNum(tag, 'burst', v[2], d[2], 0, 999999999999999.875, false)}
 end
 `,
 	numbers: func(x []float64) limiter.Numbers {

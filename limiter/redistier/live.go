@@ -77,7 +77,7 @@ local function liveRead(key, first)
 end
 `
 
-// setLiveScript writes live numbers after checking them over the numbers
+// setLiveBody writes live numbers after checking them over the numbers
 // in force. KEYS[1] the live hash; ARGV k, m, then k field names, m built
 // numbers, k new values ("" keeps the field), by, at. A hash that the
 // kind refuses already is BADLIVE; new numbers it refuses are BADNUM.
@@ -230,6 +230,7 @@ func liveErr(lk string, err error, set bool) error {
 	if errors.As(err, &re) {
 		msg := re.Error()
 		if rest, ok := strings.CutPrefix(msg, "BADNUM "); ok && set {
+			rest, _, _ = strings.Cut(rest, " script: ")
 			return fmt.Errorf("%w: %s", fieldErr(rest), rest)
 		}
 		if strings.HasPrefix(msg, "BADLIVE ") {

@@ -396,3 +396,21 @@ func TestLiveHostile(t *testing.T) {
 		}
 	}
 }
+
+// TestHashTag: the tag is what Redis Cluster hashes, so a prefix with one
+// puts its keys and its live hash in one slot.
+func TestHashTag(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"api", ""},
+		{"{api}", "api"},
+		{"x{api}y", "api"},
+		{"{}api", ""},
+		{"{api", ""},
+		{"a}{b}", "b"},
+		{"{a}{b}", "a"},
+	} {
+		if got := hashTag(tt.in); got != tt.want {
+			t.Errorf("hashTag(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -414,3 +414,58 @@ func TestHashTag(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveDecisionFields: a decision's durations and counts come from the
+// numbers in force, not the built ones.
+func TestLiveDecisionFields(t *testing.T) {
+	_, c := newClient(t)
+	ctx := context.Background()
+	clk := new(testutil.Clock)
+	r, err := NewReq(c, "df", "1r/s", 5, 0, fake(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	incoming(t, r, "a", true)
+	if d := incoming(t, r, "a", true); d.Delay != time.Second || d.Remaining != 4 {
+		t.Errorf("Req at 1r/s burst 5: second request %+v, want Delay 1s, Remaining 4", d)
+	}
+	if err := r.SetRate(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetBurst(ctx, 2.5); err != nil {
+		t.Fatal(err)
+	}
+	incoming(t, r, "b", true)
+	if d := incoming(t, r, "b", true); d.Delay != 500*time.Millisecond || d.Remaining != 1 {
+		t.Errorf("Req at 2r/s burst 2.5: second request %+v, want Delay 500ms, Remaining 1", d)
+	}
+	if d := incoming(t, r, "b", true); !d.Allowed {
+		t.Errorf("Req at burst 2.5: third request %+v, want allowed", d)
+	}
+	if d := incoming(t, r, "b", false); d.Allowed || d.RetryAfter != 250*time.Millisecond {
+		t.Errorf("Req at 2r/s burst 2.5: fourth request %+v, want a rejection for 250ms", d)
+	}
+	g, err := NewGCRA(c, "dg", 10, 10, fake(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetRate(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.SetBurst(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if d := incoming(t, g, "a", true); !d.Allowed || d.Remaining != 1 || d.ResetAfter != time.Second {
+		t.Errorf("GCRA at 1/s burst 2: first request %+v, want Remaining 1, ResetAfter 1s", d)
+	}
+	incoming(t, g, "a", true)
+	if d := incoming(t, g, "a", false); d.Allowed || d.RetryAfter != time.Second {
+		t.Errorf("GCRA at 1/s burst 2: third request %+v, want a rejection for 1s", d)
+	}
+	if err := g.UncommitN(ctx, "a", 2); err != nil {
+		t.Errorf("UncommitN(2) at the live burst 2: %v", err)
+	}
+	if err := g.UncommitN(ctx, "a", 3); !errors.Is(err, limiter.ErrBadCost) {
+		t.Errorf("UncommitN(3) at the live burst 2 = %v, want ErrBadCost", err)
+	}
+}

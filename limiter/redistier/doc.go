@@ -47,7 +47,8 @@
 // Req, Count, SlidingWindow and GCRA have setters named as package
 // limiter's: SetRate, SetBurst, SetLimit, SetWindow and UnsetLive. A
 // setter stores its numbers in Redis, in the hash "prefix|limits|kind",
-// with the host and pid that set them and when. Every host that uses the
+// with the host and pid that set them and when. kind is "req", "count",
+// "sliding" or "gcra". Every host that uses the
 // same Redis and prefix reads them. Live numbers win over every
 // construction until UnsetLive deletes the hash. Setting reads the numbers
 // in force, for tools.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/leak"
 	"github.com/shmzone/shmzone/internal/testutil"
 	"github.com/shmzone/shmzone/internal/zonetest"
 	"github.com/shmzone/shmzone/limiter"
@@ -305,8 +306,7 @@ func TestDurations(t *testing.T) {
 		{math.MaxInt64, math.MaxInt64, time.Second},
 		{9_300_000_000, 1, math.MaxInt64},
 	} {
-		r := &Req{rateM: float64(tt.rateM)}
-		if got := r.leakTime(float64(tt.excess)); got != tt.want {
+		if got := leak.Time(float64(tt.excess), float64(tt.rateM)); got != tt.want {
 			t.Errorf("leakTime(%d) at %d milli-requests/s = %d, want %d", tt.excess, tt.rateM, got, tt.want)
 		}
 	}

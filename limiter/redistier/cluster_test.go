@@ -4,6 +4,9 @@ import (
 	"context"
 	"strconv"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/shmzone/shmzone/internal/testutil"
 )
@@ -32,6 +35,7 @@ func TestSpecCluster(t *testing.T) {
 			}
 		}
 	})
+	t.Run("Live", func(t *testing.T) { testLiveCluster(t, rc) })
 	t.Run("Tiered", func(t *testing.T) { testTiered(t, true, rc.Addrs()) })
 	t.Run("TieredReset", func(t *testing.T) { testTieredReset(t, c) })
 	for _, n := range rc.Nodes {
@@ -47,4 +51,40 @@ func TestSpecCluster(t *testing.T) {
 	if err := c.Ping(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// testLiveCluster: on Redis Cluster, a live change made through one client
+// is in force at another's next decision. A prefix with a hash tag puts the
+// live hash in the keys' slot, and the script reads it. One without makes
+// each limiter read the hash apart, here at its first decision.
+func testLiveCluster(t *testing.T, rc *testutil.RedisCluster) {
+	ctx := context.Background()
+	for _, p := range []string{"{live}", "live"} {
+		a, err := NewCount(newClusterClientOf(t, rc), p, 1, time.Hour, Options{Timeout: callTimeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.SetLimit(ctx, 3); err != nil {
+			t.Fatalf("%s: SetLimit: %v", p, err)
+		}
+		b, err := NewCount(newClusterClientOf(t, rc), p, 1, time.Hour, Options{Timeout: callTimeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 10; i++ {
+			if got := fill(t, b, "k"+strconv.Itoa(i)); got != 3 {
+				t.Errorf("%s: key %d admitted %d, want the live 3", p, i, got)
+			}
+		}
+		if s, err := b.Setting(ctx); err != nil || s.InForce.Limit != 3 {
+			t.Errorf("%s: Setting() = %+v, %v; want limit 3", p, s, err)
+		}
+	}
+}
+
+// newClusterClientOf returns another client of rc.
+func newClusterClientOf(t *testing.T, rc *testutil.RedisCluster) redis.UniversalClient {
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: rc.Addrs(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { c.Close() })
+	return c
 }

@@ -11,11 +11,18 @@ import (
 
 // countScript is a fixed window: INCRBY, and PEXPIRE when the INCRBY opened
 // the window (or the key lost its TTL), in one script so that a key never
-// lives without its window. A dry run reads the count. KEYS[1] prefix:key;
-// ARGV window_ms, commit, cost. Reply {count with this request, pttl}.
-var countScript = redis.NewScript(luaState + `
-countState(KEYS[1])
+// lives without its window. A dry run reads the count. KEYS[1] prefix:key,
+// KEYS[2] the live hash if the script reads it; ARGV window_ms, commit,
+// cost, limit, then the live limit and window_ms if the script does not
+// read the hash. Reply {count with this request, pttl, limit, window_ms}
+// with the numbers in force. A cost above the limit replies count 0 and
+// counts nothing.
+var countScript = redis.NewScript(luaState + countLive.script() + `
+local lv = liveNums(liveRead(KEYS[2], 5), {tonumber(ARGV[4]), tonumber(ARGV[1])}, 'BADLIVE')
+local limit, window = lv[1], lv[2]
 local n, cost = nil, tonumber(ARGV[3])
+if cost > limit then return {0, 0, limit, window} end
+countState(KEYS[1])
 if ARGV[2] == '1' then
   n = redis.call('INCRBY', KEYS[1], cost)
 else
@@ -23,10 +30,10 @@ else
 end
 local ttl = redis.call('PTTL', KEYS[1])
 if ARGV[2] == '1' and (n == cost or ttl < 0) then
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  ttl = tonumber(ARGV[1])
+  redis.call('PEXPIRE', KEYS[1], string.format('%d', window))
+  ttl = window
 end
-return {n, ttl}
+return {n, ttl, limit, window}
 `)
 
 // countUncommitScript gives a cost back to an open window, down to a count
@@ -42,10 +49,14 @@ return {redis.call('DECRBY', KEYS[1], ARGV[1])}
 // requests per window. A window starts at a key's first committed request.
 // The key holds the window's count, and expires with the window. The zero
 // value is not usable: create a Count with NewCount.
+//
+// SetLimit and SetWindow change the limit and the window live, for every
+// host. A key holds its count, not its allowance, so a new limit applies
+// to open windows at once.
 type Count struct {
 	base
-	limit  int64
-	window int64 // ms
+	limit  int64 // built
+	window int64 // built, ms
 }
 
 // NewCount returns a fixed window on c of limit requests per window, under
@@ -65,6 +76,8 @@ func NewCount(c redis.UniversalClient, prefix string, limit int64, window time.D
 	if err := l.init(c, prefix, o, false); err != nil {
 		return nil, err
 	}
+	l.most.Store(limit)
+	l.initLive(countLive, min(limit, maxExact), l.window)
 	return l, nil
 }
 
@@ -79,14 +92,17 @@ func (l *Count) Incoming(ctx context.Context, key string, commit bool) (limiter.
 // counted even if rejected, as in the Lua module. A dry run counts
 // nothing.
 //
-// A cost above limit is never admitted. IncomingN rejects it without
-// calling Redis, and counts nothing. RetryAfter is then the longest
+// A cost above limit is never admitted. The script rejects it with the
+// limit in force, and counts nothing. RetryAfter is then the longest
 // Duration.
 //
 // IncomingN returns limiter.ErrBadCost if n is below 1, and ErrBadKey for
 // an empty key. It returns ErrBadState for a state no Count writes, and
 // ErrScript for a script that failed. It returns ErrUnavailable under
 // FailError, and Options.Local's errors under FailLocal.
+//
+// IncomingN returns ErrBadLive for live numbers the limiter refuses. No
+// failure policy applies to it.
 func (l *Count) IncomingN(ctx context.Context, key string, n int64, commit bool) (limiter.Decision, error) {
 	if err := checkCost(n); err != nil {
 		return limiter.Decision{}, err
@@ -95,23 +111,27 @@ func (l *Count) IncomingN(ctx context.Context, key string, n int64, commit bool)
 }
 
 func (l *Count) incoming(ctx context.Context, key string, cost int64, commit bool) (limiter.Decision, error) {
-	if cost > l.limit {
-		return tooCostly(), nil
-	}
-	r, err := l.runN(ctx, 2, countScript, key, l.window, flag(commit), cost)
+	r, err := l.runN(ctx, 4, countScript, key, l.window, flag(commit), cost, min(l.limit, maxExact))
 	if err != nil {
 		return l.fail(ctx, key, cost, commit, err)
 	}
-	n, ttl := r[0], max(r[1], 0)
-	if ttl == 0 && n == cost { // a dry run on a fresh key: the window it would open
-		ttl = l.window
+	n, ttl, limit, window := r[0], max(r[1], 0), r[2], r[3]
+	if limit == min(l.limit, maxExact) { // no count passes 2^53
+		limit = l.limit
 	}
-	d := limiter.Decision{State: float64(l.limit - n), ResetAfter: ms(ttl)}
-	if n > l.limit {
+	l.most.Store(limit)
+	if n == 0 {
+		return tooCostly(), nil
+	}
+	if ttl == 0 && n == cost { // a dry run on a fresh key: the window it would open
+		ttl = window
+	}
+	d := limiter.Decision{State: float64(limit - n), ResetAfter: ms(ttl)}
+	if n > limit {
 		d.RetryAfter = d.ResetAfter
 		return d, nil
 	}
-	d.Allowed, d.Committed, d.Remaining = true, commit, l.limit-n
+	d.Allowed, d.Committed, d.Remaining = true, commit, limit-n
 	return d, nil
 }
 
@@ -125,13 +145,14 @@ func (l *Count) Uncommit(ctx context.Context, key string) error { return l.uncom
 // past limit, unlike limiter.Count's. A count below 0 is a bad state: a key
 // holding one would admit more than limit requests.
 //
-// UncommitN returns limiter.ErrBadCost if n is below 1 or above limit, and
+// UncommitN returns limiter.ErrBadCost if n is below 1 or above limit,
+// with the limit in force at the limiter's last decision, and
 // ErrBadKey for an empty key. It returns ErrBadState for a state no Count
 // writes, and ErrScript for a script that failed. If Redis does not
 // answer, it returns ErrUnavailable, unless the policy is FailLocal.
 // FailLocal gives the request back to Options.Local instead.
 func (l *Count) UncommitN(ctx context.Context, key string, n int64) error {
-	if err := checkUncommit(n, l.limit); err != nil {
+	if err := checkUncommit(n, l.most.Load()); err != nil {
 		return err
 	}
 	return l.uncommit(ctx, key, n)

@@ -42,6 +42,33 @@
 // keys and the hosts' clocks may disagree. limiter/DESIGN.md, section 10,
 // gives the reasons for each difference.
 //
+// # Live numbers
+//
+// Req, Count, SlidingWindow and GCRA have setters named as package
+// limiter's: SetRate, SetBurst, SetLimit, SetWindow and UnsetLive. A
+// setter stores its numbers in Redis, in the hash "prefix|limits|kind",
+// with the host and pid that set them and when. kind is "req", "count",
+// "sliding" or "gcra". Every host that uses the
+// same Redis and prefix reads them. Live numbers win over every
+// construction until UnsetLive deletes the hash. Setting reads the numbers
+// in force, for tools.
+//
+// The decision script reads the hash in the same call, with the key's
+// state. So each host's next decision uses a change, at no extra round
+// trip. On Redis Cluster the hash must then share the key's slot. It does
+// when the prefix holds a hash tag, such as "{api}". With a client other
+// than *redis.Client, such as a cluster client, and a prefix without one, a limiter reads the hash apart, at most once
+// per Options.LiveEvery, and sends its numbers with each script run. A
+// change then takes up to LiveEvery to reach a host.
+//
+// Built numbers stay in each process. Redis holds no construction's
+// numbers. During a rolling deploy, each host decides on its own built
+// numbers until the deploy completes. Live numbers override them all.
+// The setters and the scripts check the numbers as the constructors do.
+// A hash with numbers a limiter refuses fails its decisions with
+// ErrBadLive, until UnsetLive or a setter replaces them. Tiered has no
+// live numbers.
+//
 // # Failures
 //
 // Each call to Redis has a timeout, Options.Timeout. If Redis does not
@@ -69,8 +96,9 @@
 //
 // # Invariants
 //
-//	I1. Each decision is one script run on one key, so one slot. It is
-//	    atomic on the server, and runs on Redis Cluster unchanged.
+//	I1. Each decision is one script run on one key, so one slot, and on
+//	    the live hash when it shares that slot. It is atomic on the
+//	    server, and runs on Redis Cluster unchanged.
 //	I2. A decision returns within Options.Timeout plus scheduling.
 //	I3. A decision reads the time once: the caller's clock, or the server's
 //	    TIME inside the script.
@@ -85,9 +113,11 @@
 //
 // # Concurrency
 //
-// Every limiter is safe for use by many goroutines. Its configuration is
+// Every limiter is safe for use by many goroutines. Its built numbers are
 // immutable, and its counters are atomic. Across processes and hosts,
 // limiters with the same parameters and prefix share each key's state
-// exactly, through Redis. Each decision is atomic on the server. Tiered
+// exactly, through Redis. Each decision is atomic on the server. A
+// decision that races a setter uses the numbers before or after it,
+// never a mix. Tiered
 // promises less across hosts, a bound stated on its type.
 package redistier

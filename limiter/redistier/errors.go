@@ -30,6 +30,11 @@ var (
 	// there. One errors.Is check covers both packages. It is not an outage,
 	// so no failure policy applies to it.
 	ErrBadState = limiter.ErrBadState
+	// ErrBadLive is returned, wrapped with the key, when a limiter's live
+	// hash holds numbers its constructor refuses, or is not a hash. It is
+	// not an outage, so no failure policy applies to it. UnsetLive clears
+	// it.
+	ErrBadLive = errors.New("redistier: bad live numbers")
 	// ErrBadKey is returned for an empty key.
 	ErrBadKey = errors.New("redistier: empty key")
 )

@@ -49,3 +49,15 @@ func ExampleFailure() {
 	// allowed=true error=false calls=1 errors=1 fallbacks=1
 	// allowed=false error=false calls=1 errors=1 fallbacks=1
 }
+
+// A setter refuses what the constructor refuses, before calling Redis.
+func ExampleCount_SetLimit() {
+	c := redis.NewClient(&redis.Options{Addr: deadAddr(), ContextTimeoutEnabled: true, MaxRetries: -1})
+	defer c.Close()
+	l, err := redistier.NewCount(c, "api", 100, time.Minute, redistier.Options{})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(l.SetLimit(context.Background(), 0))
+	// Output: limiter: bad limit: 0
+}

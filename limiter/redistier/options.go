@@ -67,6 +67,11 @@ type Options struct {
 	Clock Clock
 	// Now is the caller's clock. nil means time.Now. Tests inject it.
 	Now func() time.Time
+	// LiveEvery is how often a limiter reads its live numbers when its
+	// script cannot read them: with a client other than *redis.Client,
+	// such as a cluster client, and a prefix without hash tag. 0 or less
+	// means DefaultLiveEvery. It is measured on Now.
+	LiveEvery time.Duration
 }
 
 // Stats counts a limiter's calls to Redis, the calls that failed, and the
@@ -96,6 +101,8 @@ type base struct {
 	calls   atomic.Uint64
 	errs    atomic.Uint64
 	fallbck atomic.Uint64
+	live    live
+	most    atomic.Int64 // the largest cost admitted, as of the last decision
 }
 
 func (b *base) init(c redis.UniversalClient, prefix string, o Options, serverDefault bool) error {
@@ -152,8 +159,12 @@ func (b *base) run(ctx context.Context, s *redis.Script, key string, args ...any
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.o.Timeout)
 	defer cancel()
+	keys, args, err := b.scriptKeys(ctx, key, args)
+	if err != nil {
+		return nil, err
+	}
 	b.calls.Add(1)
-	cmd := s.Run(ctx, b.c, []string{b.key(key)}, args...)
+	cmd := s.Run(ctx, b.c, keys, args...)
 	r, err := cmd.Int64Slice()
 	if err == nil {
 		return r, nil

@@ -29,22 +29,30 @@ import (
 // requests at one time would, and the first request of a key is then
 // judged against the burst too.
 //
-// KEYS[1] zone:key; ARGV rate_m, now_ms or "", burst_m, duration_s, commit,
-// cost, the numbers as the Lua module sends them (Lua's tostring). Reply {code,
-// trunc(excess_m), pttl}: code 1 allowed, 2 rejected (pttl > 0 when the
-// rejection made the key forbidden), 3 forbidden (pttl its TTL).
-var reqScript = redis.NewScript(luaNow(2, 1000) + luaState + `
+// KEYS[1] zone:key, KEYS[2] the live hash if the script reads it; ARGV
+// rate_m, now_ms or "", burst_m, duration_s, commit, cost, the numbers as
+// the Lua module sends them (Lua's tostring), then the live rate_m and
+// burst_m if the script does not read the hash. The live numbers replace
+// ARGV's. Reply {code, trunc(excess_m), pttl, rate_m, trunc(burst_m·1000)}:
+// code 1 allowed, 2 rejected (pttl > 0 when the rejection made the key
+// forbidden), 3 forbidden (pttl its TTL), 4 a cost above burst+1, which
+// the script rejects before reading the key.
+var reqScript = redis.NewScript(luaNow(2, 1000) + luaState + reqLive.script() + `
 local key = KEYS[1]
-local rate = tonumber(ARGV[1])
-local burst = tonumber(ARGV[3])
+local lv = liveNums(liveRead(KEYS[2], 7), {tonumber(ARGV[1]), tonumber(ARGV[3])}, 'BADLIVE')
+local rate, burst = lv[1], lv[2]
 local duration = tonumber(ARGV[4])
 local commit = ARGV[5] == '1'
 local cost = tonumber(ARGV[6])
+local function reply(code, e, pttl)
+  return {code, e, pttl, rate, burst * 1000}
+end
+if (cost - 1) * 1000 > burst then return reply(4, 0, 0) end
 local excess, last, forbidden = 0, 0, 0
 local res = redis.call('GET', key)
 if not res and cost > 1 then
   excess = (cost - 1) * 1000
-  if excess > burst then return {2, excess, 0} end
+  if excess > burst then return reply(2, excess, 0) end
 end
 if res then
   local v = reqState(key, res, now)
@@ -52,7 +60,7 @@ if res then
     excess, last, forbidden = v[1], v[2], v[3]
   end
   if forbidden == 1 then
-    return {3, excess, redis.call('PTTL', key)}
+    return reply(3, excess, redis.call('PTTL', key))
   end
   local ms = now - last
   if ms < 0 then
@@ -64,9 +72,9 @@ if res then
   if excess > burst then
     if duration > 0 and commit then
       redis.call('SET', key, cjson.encode({excess, now, 1}), 'EX', duration)
-      return {2, excess, duration * 1000}
+      return reply(2, excess, duration * 1000)
     end
-    return {2, excess, 0}
+    return reply(2, excess, 0)
   end
 end
 if commit then
@@ -74,7 +82,7 @@ if commit then
   if ttl < 60 then ttl = 60 elseif ttl > 3153600000 then ttl = 3153600000 end
   redis.call('SET', key, cjson.encode({excess, now, 0}), 'EX', ttl)
 end
-return {1, excess, 0}
+return reply(1, excess, 0)
 `)
 
 // reqUncommitScript takes ARGV[2] requests off the stored excess, not
@@ -105,13 +113,16 @@ return {1}
 // Req sends the Lua module's arguments, computed and formatted as it does.
 // So both decide alike on the key's state, call by call, whichever wrote
 // last. The package doc says where they differ.
+//
+// SetRate and SetBurst change the rate and the burst live, for every host.
+// The duration has no setter.
 type Req struct {
 	base
 	rateM, burstM float64 // milli-requests per second, milli-requests, as the script reads them
 	rateArg       string  // rateM and burstM as sent
 	burstArg      string
+	burstU        int64 // trunc(burstM·1000), as the script replies it
 	durationS     int64 // seconds; 0 = rejections write nothing
-	most          int64 // the largest cost admitted at once: burst+1
 }
 
 // NewReq returns a leaky bucket on c under keys "zone:key". rate is a rate
@@ -124,9 +135,9 @@ type Req struct {
 // NewReq returns ErrNilClient, ErrNoContextTimeout or ErrNoLocal for a
 // client or Options it cannot use. It returns limiter.ErrBadRate for a
 // rate that limiter.ParseRate refuses, for a rate below a milli-request
-// per second, and for an infinite rate. It returns limiter.ErrBadBurst
-// for a burst that is negative, NaN or 1e12 or more. It returns
-// limiter.ErrBadWindow for a negative duration.
+// per second, and for one above 2^53 of them, such as an infinite rate.
+// It returns limiter.ErrBadBurst for a burst that is negative, NaN or 1e12
+// or more. It returns limiter.ErrBadWindow for a negative duration.
 func NewReq(c redis.UniversalClient, zone, rate string, burst float64, duration time.Duration, o Options) (*Req, error) {
 	n, per, err := limiter.ParseRateParts(rate)
 	if err != nil {
@@ -141,13 +152,18 @@ func NewReq(c redis.UniversalClient, zone, rate string, burst float64, duration 
 	l := &Req{durationS: int64(duration / time.Second)}
 	l.rateM, l.rateArg = luaArg(math.Floor(n * 1000 / per))
 	l.burstM, l.burstArg = luaArg(burst * 1000)
-	if !(l.rateM >= 1) || math.IsInf(l.rateM, 0) {
+	if !(l.rateM >= 1) {
 		return nil, fmt.Errorf("%w: %q is below a milli-request per second", limiter.ErrBadRate, rate)
 	}
-	l.most = int64(math.Floor(l.burstM/1000)) + 1
+	if l.rateM > maxExact {
+		return nil, fmt.Errorf("%w: %q is above 2^53 milli-requests per second", limiter.ErrBadRate, rate)
+	}
+	l.most.Store(int64(math.Floor(l.burstM/1000)) + 1)
+	l.burstU = int64(l.burstM * 1000)
 	if err := l.init(c, zone, o, false); err != nil {
 		return nil, err
 	}
+	l.initLive(reqLive, l.rateArg, l.burstArg)
 	return l, nil
 }
 
@@ -171,14 +187,18 @@ func (l *Req) Incoming(ctx context.Context, key string, commit bool) (limiter.De
 // written. A forbidden key is rejected, with RetryAfter and ResetAfter
 // its TTL.
 //
-// A cost above burst+1 is never admitted. IncomingN rejects it without
-// calling Redis, and does not make the key forbidden. RetryAfter is then
+// A cost above burst+1 is never admitted. The script rejects it with the
+// burst in force, before reading the key, and does not make the key
+// forbidden. RetryAfter is then
 // the longest Duration.
 //
 // IncomingN returns limiter.ErrBadCost if n is below 1, and ErrBadKey for
 // an empty key. It returns ErrBadState for a value no Req writes, and
 // ErrScript for a script that failed. It returns ErrUnavailable under
 // FailError, and Options.Local's errors under FailLocal.
+//
+// IncomingN returns ErrBadLive for live numbers the limiter refuses. No
+// failure policy applies to it.
 func (l *Req) IncomingN(ctx context.Context, key string, n int64, commit bool) (limiter.Decision, error) {
 	if err := checkCost(n); err != nil {
 		return limiter.Decision{}, err
@@ -187,14 +207,19 @@ func (l *Req) IncomingN(ctx context.Context, key string, n int64, commit bool) (
 }
 
 func (l *Req) incoming(ctx context.Context, key string, n int64, commit bool) (limiter.Decision, error) {
-	if n > l.most {
-		return tooCostly(), nil
-	}
-	r, err := l.runN(ctx, 3, reqScript, key, l.rateArg, l.now(1000), l.burstArg, l.durationS, flag(commit), n)
+	r, err := l.runN(ctx, 5, reqScript, key, l.rateArg, l.now(1000), l.burstArg, l.durationS, flag(commit), n)
 	if err != nil {
 		return l.fail(ctx, key, n, commit, err)
 	}
-	return l.decide(r[0], r[1], r[2], n, commit), nil
+	rateM, burstM := l.rateM, l.burstM
+	if r[3] != int64(l.rateM) || r[4] != l.burstU { // live numbers
+		rateM, burstM = float64(r[3]), float64(r[4])/1000
+	}
+	l.most.Store(int64(math.Floor(burstM/1000)) + 1)
+	if r[0] == 4 {
+		return tooCostly(), nil
+	}
+	return l.decide(rateM, burstM, r[0], r[1], r[2], n, commit), nil
 }
 
 // decide turns the script's reply into a Decision. The delay is the Lua
@@ -207,14 +232,14 @@ func (l *Req) incoming(ctx context.Context, key string, n int64, commit bool) (l
 // (excess − (n−1)·1000)/rate. A forbidden key (code 3, or code 2 with the
 // pttl of the rejection that forbade it) expires after pttl and is then
 // fresh.
-func (l *Req) decide(code, excess, pttl, n int64, commit bool) limiter.Decision {
+func (l *Req) decide(rateM, burstM float64, code, excess, pttl, n int64, commit bool) limiter.Decision {
 	d := limiter.Decision{State: float64(excess) / 1000}
 	switch code {
 	case 1:
 		d.Allowed, d.Committed = true, commit
-		d.Delay = l.leakTime(float64(excess))
-		d.ResetAfter = l.leakTime(float64(excess) + 1000)
-		if r := (l.burstM - float64(excess)) / 1000; r > 0 {
+		d.Delay = leak.Time(float64(excess), rateM)
+		d.ResetAfter = leak.Time(float64(excess)+1000, rateM)
+		if r := (burstM - float64(excess)) / 1000; r > 0 {
 			d.Remaining = int64(min(r, math.MaxInt64/2))
 		}
 	case 3:
@@ -226,15 +251,11 @@ func (l *Req) decide(code, excess, pttl, n int64, commit bool) limiter.Decision 
 			d.ResetAfter = d.RetryAfter
 			break
 		}
-		d.RetryAfter = l.leakTime(float64(excess) - l.burstM)
-		d.ResetAfter = l.leakTime(float64(excess) - float64(n-1)*1000)
+		d.RetryAfter = leak.Time(float64(excess)-burstM, rateM)
+		d.ResetAfter = leak.Time(float64(excess)-float64(n-1)*1000, rateM)
 	}
 	return d
 }
-
-// leakTime returns how long the bucket takes to leak excess
-// milli-requests (leak.Time).
-func (l *Req) leakTime(excess float64) time.Duration { return leak.Time(excess, l.rateM) }
 
 // Uncommit is UncommitN of one request.
 func (l *Req) Uncommit(ctx context.Context, key string) error { return l.uncommit(ctx, key, 1) }
@@ -244,12 +265,13 @@ func (l *Req) Uncommit(ctx context.Context, key string) error { return l.uncommi
 // it was. A key without state stays so.
 //
 // UncommitN returns limiter.ErrBadCost if n is below 1 or above burst+1,
+// with the burst in force at the limiter's last decision,
 // and ErrBadKey for an empty key. It returns ErrBadState for a value no
 // Req writes, and ErrScript for a script that failed. If Redis does not
 // answer, it returns ErrUnavailable, unless the policy is FailLocal.
 // FailLocal gives the request back to Options.Local instead.
 func (l *Req) UncommitN(ctx context.Context, key string, n int64) error {
-	if err := checkUncommit(n, l.most); err != nil {
+	if err := checkUncommit(n, l.most.Load()); err != nil {
 		return err
 	}
 	return l.uncommit(ctx, key, n)

@@ -119,6 +119,9 @@ func callErr(key string, call, reply error) error {
 	}
 	var re redis.Error
 	if errors.As(call, &re) {
+		if strings.HasPrefix(re.Error(), "BADLIVE ") {
+			return fmt.Errorf("%w: %s: %w", ErrBadLive, key, call)
+		}
 		for _, p := range badStatePrefixes {
 			if strings.HasPrefix(re.Error(), p) {
 				return fmt.Errorf("%w: %s: %w", ErrBadState, key, call)

@@ -62,11 +62,7 @@ func (t *tuned[N]) init(d *dict.Dict, kind, name string, built record, derive fu
 	t.d, t.kind, t.name, t.built, t.derive = d, kind, name, built, derive
 	t.key = regKey(kind, name)
 	if zb, ok := readBuilt(d, kind, name); !ok || zb.numbers() != built.numbers() {
-		before, known := inForceOf(d, kind, name, nil)
-		publish(d, kind, name, built, ok)
-		if after, _ := inForceOf(d, kind, name, &built); known {
-			applyNow(d, kind, name, before, after)
-		}
+		applyOnce(d, kind, name, &built, 0)
 	}
 	n, _ := derive(built)
 	t.cur.Store(&inForce[N]{gen: ^d.Generation(), n: n, rec: built})
@@ -120,7 +116,7 @@ func (t *tuned[N]) set(l live) error {
 	if err := setLive(t.d, t.key, l); err != nil {
 		return fmt.Errorf("limiter: set %s %q: %w", t.kind, t.name, err)
 	}
-	return applyNow(t.d, t.kind, t.name, before, t.numbers())
+	return applyOnce(t.d, t.kind, t.name, nil, before.Limit)
 }
 
 // unset drops the limiter's live numbers and reads the numbers in force.
@@ -129,7 +125,7 @@ func (t *tuned[N]) unset() error {
 	if _, err := t.d.DeleteRecord(t.key); err != nil {
 		return fmt.Errorf("limiter: unset %s %q: %w", t.kind, t.name, err)
 	}
-	return applyNow(t.d, t.kind, t.name, before, t.numbers())
+	return applyOnce(t.d, t.kind, t.name, nil, before.Limit)
 }
 
 // inForceOf returns the numbers in force of the limiter of kind named
@@ -148,13 +144,18 @@ func inForceOf(d *dict.Dict, kind, name string, fallback *record) (record, bool)
 		}
 		base = *fallback
 	}
-	base = base.numbers()
+	return overLive(d, kind, name, base.numbers()), true
+}
+
+// overLive returns base with the live numbers of the limiter of kind
+// named name over it, unless the kind refuses the result.
+func overLive(d *dict.Dict, kind, name string, base record) record {
 	if l, found := readLive(d, regKey(kind, name)); found {
-		if r := l.over(base); check(r) == nil {
-			return r, true
+		if r := l.over(base); kindChecks[kind](r) == nil {
+			return r
 		}
 	}
-	return base, true
+	return base
 }
 
 // kindChecks checks a record's numbers for each kind, as its constructor
@@ -292,26 +293,4 @@ func readBuilt(d *dict.Dict, kind, name string) (record, bool) {
 		return record{}, false
 	}
 	return r, true
-}
-
-// publish records r as the newest construction's numbers, and moves the
-// generation so that every process reads them. A replacement of other
-// numbers is stamped with this process's pid and the time. A first
-// construction's record holds the numbers alone, as small as it can be in
-// a zone that may be tiny. publish may evict a key to make room, as a
-// write does. It reads the record once written, which marks it used. A
-// read-only zone goes without.
-func publish(d *dict.Dict, kind, name string, r record, replaces bool) {
-	if replaces {
-		r.Pid, r.AtMs = os.Getpid(), d.Now()
-	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		return
-	}
-	k := metaKind + "|" + kind + "|" + name
-	if _, err := d.Set(k, dict.Bytes(b), 0, 0); err == nil {
-		d.Get(k)
-		d.BumpGeneration()
-	}
 }

@@ -3,7 +3,6 @@ package limiter
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/shmzone/shmzone/dict"
 )
@@ -20,14 +19,7 @@ func applyDelta(d *dict.Dict, kind, name string, delta int64) error {
 	if kind != kindCount || delta == 0 {
 		return nil
 	}
-	prefix := kind + "|" + name + "|"
-	var keys []string
-	err := d.Scan(func(it dict.Item) bool {
-		if strings.HasPrefix(it.Key, prefix) {
-			keys = append(keys, it.Key)
-		}
-		return true
-	})
+	keys, err := d.KeysWithPrefix(kind + "|" + name + "|")
 	if err != nil {
 		return fmt.Errorf("limiter: apply the limit of %s %q: %w", kind, name, err)
 	}

@@ -25,13 +25,13 @@ import (
 // as it ends, and Applied ends as the limit in force. The differences
 // claimed add up to the change from the first Applied to the last.
 
-// applyOnceStall is called by applyOnce between its reads and its swap. A test
-// sets it to replay an interleaving. It is nil otherwise.
+// applyOnceStall is called by applyOnce between its reads and its swap.
+// A test sets it to replay an interleaving. It is nil otherwise.
 var applyOnceStall func()
 
-// applyOnce publishes built, when it is not nil, as the newest construction's
-// numbers of the limiter of kind named name, unless the zone records them
-// already. For a Count, it then claims the change of the limit in force
+// applyOnce publishes built, when it is not nil, as the newest
+// construction's numbers of the limiter of kind named name, unless the
+// zone records them already. For a Count, it then claims the change of the limit in force
 // since the last claim, and adds it to the open windows. prior is the
 // limit in force before the caller's change, or 0 when unknown. It stands
 // for Applied in a record written before Applied was.

@@ -28,7 +28,8 @@
 //   - A list element may be a bool.
 //   - Reads take no lock. A write locks one shard, not the whole zone.
 //   - Lock waits are bounded. A dead holder's shard is repaired.
-//   - Added: Update, Mutate, CompareAndSwap, Scan, Check, Repair and more.
+//   - Added: Update, Mutate, CompareAndSwap, Scan, KeysWithPrefix, Check,
+//     Repair and more.
 //
 // # Invariants
 //

@@ -34,12 +34,14 @@ type record struct {
 	LeaseMs  int64   `json:"lease_ms,omitempty"`  // a leased Conn's lease
 	Pid      int     `json:"pid,omitempty"`       // the process that built it
 	AtMs     int64   `json:"at_ms,omitempty"`     // when, Unix ms
+	Applied  int64   `json:"applied,omitempty"`   // Count: the limit its open windows got last (applyonce.go)
+	Seq      uint64  `json:"seq,omitempty"`       // Count: the claims made (applyonce.go)
 	dryRun   bool    // a live dry run is in force; never recorded
 }
 
-// numbers returns r without who built it and when.
+// numbers returns r without who built it, when, and the claims made.
 func (r record) numbers() record {
-	r.Pid, r.AtMs = 0, 0
+	r.Pid, r.AtMs, r.Applied, r.Seq = 0, 0, 0, 0
 	return r
 }
 

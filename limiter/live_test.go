@@ -82,7 +82,7 @@ func TestLiveSetters(t *testing.T) {
 			if got := l.Policy(); got != tt.setP {
 				t.Errorf("Policy() after set = %+v, want %+v", got, tt.setP)
 			}
-			publish(d, tt.kind, "x", tt.other, true) // another process builds it anew
+			applyOnce(d, tt.kind, "x", &tt.other, 0) // another process builds it anew
 			if got := l.Policy(); got != tt.want {
 				t.Errorf("Policy() after a construction = %+v, want the live %+v", got, tt.want)
 			}

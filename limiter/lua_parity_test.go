@@ -76,7 +76,7 @@ func (l *luaReq) setExpiry(key string, ms int64) {
 
 // setRate is req.lua's set_rate at Unix ms. With the monotonic
 // differences, a lowered rate gives each record the TTL it drains in at
-// the new rate, as applyNow does.
+// the new rate, as applyLowerRate does.
 func (l *luaReq) setRate(rate float64, ms int64) {
 	lower := rate*1000 < l.rate
 	l.rate = rate * 1000

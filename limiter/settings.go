@@ -152,8 +152,8 @@ func SetLive(d *dict.Dict, kind, name string, n Numbers, f Fields) error {
 	if err := setLive(d, regKey(kind, name), l); err != nil {
 		return fmt.Errorf("limiter: set %s %q: %w", kind, name, err)
 	}
-	if after, ok := inForceOf(d, kind, name, nil); known && ok {
-		return applyNow(d, kind, name, before, after)
+	if known {
+		return applyChange(d, kind, name, before)
 	}
 	return nil
 }
@@ -192,8 +192,8 @@ func UnsetLive(d *dict.Dict, kind, name string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("limiter: unset %s %q: %w", kind, name, err)
 	}
-	if after, found := inForceOf(d, kind, name, nil); ok && known && found {
-		return true, applyNow(d, kind, name, before, after)
+	if ok && known {
+		return true, applyChange(d, kind, name, before)
 	}
 	return ok, nil
 }

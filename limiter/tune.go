@@ -66,9 +66,9 @@ func (t *tuned[N]) init(d *dict.Dict, kind, name string, built record, derive fu
 	t.dryKey = dryRunKey(kind, name)
 	if zb, ok := readBuilt(d, kind, name); !ok || zb.numbers() != built.numbers() {
 		before, known := inForceOf(d, kind, name, nil)
-		publish(d, kind, name, built, ok)
+		applyOnce(d, kind, name, &built, 0)
 		if after, _ := inForceOf(d, kind, name, &built); known {
-			applyNow(d, kind, name, before, after)
+			applyLowerRate(d, kind, name, before, after)
 		}
 	}
 	n, _ := derive(built)
@@ -137,7 +137,7 @@ func (t *tuned[N]) set(l live) error {
 	if err := setLive(t.d, t.key, l); err != nil {
 		return fmt.Errorf("limiter: set %s %q: %w", t.kind, t.name, err)
 	}
-	return applyNow(t.d, t.kind, t.name, before, t.numbers())
+	return t.applied(before)
 }
 
 // unset drops the limiter's live numbers and reads the numbers in force.
@@ -146,7 +146,16 @@ func (t *tuned[N]) unset() error {
 	if _, err := t.d.DeleteRecord(t.key); err != nil {
 		return fmt.Errorf("limiter: unset %s %q: %w", t.kind, t.name, err)
 	}
-	return applyNow(t.d, t.kind, t.name, before, t.numbers())
+	return t.applied(before)
+}
+
+// applied applies a change of the numbers in force, from before, to the
+// limiter's open states.
+func (t *tuned[N]) applied(before record) error {
+	if err := applyOnce(t.d, t.kind, t.name, nil, before.Limit); err != nil {
+		return err
+	}
+	return applyLowerRate(t.d, t.kind, t.name, before, t.numbers())
 }
 
 // inForceOf returns the numbers in force of the limiter of kind named
@@ -341,26 +350,4 @@ func readBuilt(d *dict.Dict, kind, name string) (record, bool) {
 		return record{}, false
 	}
 	return r, true
-}
-
-// publish records r as the newest construction's numbers, and moves the
-// generation so that every process reads them. A replacement of other
-// numbers is stamped with this process's pid and the time. A first
-// construction's record holds the numbers alone, as small as it can be in
-// a zone that may be tiny. publish may evict a key to make room, as a
-// write does. It reads the record once written, which marks it used. A
-// read-only zone goes without.
-func publish(d *dict.Dict, kind, name string, r record, replaces bool) {
-	if replaces {
-		r.Pid, r.AtMs = os.Getpid(), d.Now()
-	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		return
-	}
-	k := metaKind + "|" + kind + "|" + name
-	if _, err := d.Set(k, dict.Bytes(b), 0, 0); err == nil {
-		d.Get(k)
-		d.BumpGeneration()
-	}
 }

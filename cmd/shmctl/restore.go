@@ -32,7 +32,12 @@ or the first line that is not a key (a ttl_ms beyond 292 years, a number
 out of its kind's range, a value that is null or missing, a list of no
 elements, a key longer than 65535 bytes), and names that line. The keys of the lines before
 it are stored; the key that failed keeps the value it had (a list is built
-whole before it replaces the old one).`,
+whole before it replaces the old one).
+
+Restore stores the registry records of the dump's record lines, over the
+records of their keys. It stops with exit code 8 at a record line that is
+not a record, and names that line. A dump without record lines leaves the
+registry as it is.`,
 	min: 1, max: 2,
 	flags: func(fs *flag.FlagSet) func(*env, []string) error {
 		size := fs.String("size", "", "create ZONE with this size when it does not exist, e.g. 256M")
@@ -74,14 +79,14 @@ func runRestore(e *env, name string, o dict.Options, in io.Reader) error {
 	}
 	defer d.Close()
 	r := bufio.NewReader(in)
-	n := 0
+	n, recs := 0, 0
 	for line := 1; ; line++ {
 		b, rerr := r.ReadBytes('\n')
 		if rerr != nil && rerr != io.EOF {
 			return fmt.Errorf("line %d: %v", line, rerr)
 		}
 		if len(bytes.TrimSpace(b)) > 0 {
-			key, err := restoreLine(d, b)
+			key, isRec, err := restoreLine(d, b)
 			switch {
 			case errors.Is(err, dict.ErrNoMemory):
 				err = fmt.Errorf("zone full after %d keys: restore into a larger zone", n)
@@ -97,28 +102,44 @@ func runRestore(e *env, name string, o dict.Options, in io.Reader) error {
 			if err != nil {
 				return fmt.Errorf("line %d: %w", line, err)
 			}
-			n++
+			if isRec {
+				recs++
+			} else {
+				n++
+			}
 		}
 		if rerr == io.EOF {
 			break
 		}
 	}
+	if recs > 0 {
+		_, err = fmt.Fprintf(e.stdout, "restored %d keys and %d registry records into %s\n", n, recs, d.Path())
+		return err
+	}
 	_, err = fmt.Fprintf(e.stdout, "restored %d keys into %s\n", n, d.Path())
 	return err
 }
 
-// restoreLine decodes one line of a dump and stores its key; it returns the
-// key as far as it was read, for messages.
-func restoreLine(d *dict.Dict, b []byte) (key string, err error) {
-	var j jsonItem
+// restoreLine decodes one line of a dump and stores its key or registry
+// record. It returns the key as far as it was read, for messages, and
+// whether the line is a record.
+func restoreLine(d *dict.Dict, b []byte) (key string, isRec bool, err error) {
+	var j jsonLine
 	if err := json.Unmarshal(b, &j); err != nil {
-		return "", err
+		return "", false, err
+	}
+	if j.Record != nil {
+		r, err := j.record()
+		if err == nil {
+			err = restoreRecord(d, r)
+		}
+		return "", true, err
 	}
 	it, err := j.item()
 	if err == nil {
 		err = restoreItem(d, it)
 	}
-	return it.key, err
+	return it.key, false, err
 }
 
 // restoreItem stores one key without evicting others. A failed key keeps

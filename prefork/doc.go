@@ -30,9 +30,7 @@
 // when it first accepts, and says so through a pipe at fd 3.
 // Options.ExtraFiles hands each child more files, from ExtraFD on.
 //
-// A child has started once it is ready. A child fails to start when it
-// exits before it is ready, or is killed for not being ready within
-// Options.ReadyTimeout.
+// A child fails to start when it exits, or is killed, before it is ready.
 //
 // Before it binds, the master checks that no other socket listens on the
 // address. If one does, Run returns ErrAddrInUse. Options.Takeover skips

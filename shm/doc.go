@@ -27,8 +27,7 @@
 //
 // # Lock owners
 //
-// A lock word is a word in the zone that processes take with a CAS. It
-// names its owner by an owner slot and the slot's generation, not by a
+// Processes take a lock word in the zone with a CAS. It names its owner by an owner slot and the slot's generation, not by a
 // pid. A read-write Zone holds one slot of the header page's slot table
 // for as long as it is open. The kernel releases the slot when the
 // process dies. A read-only Zone holds no slot, and writes no lock word.
@@ -39,8 +38,8 @@
 // LockWithinAsking. Two zones of one process on one file are two owners.
 //
 // OwnerTag names an owner in 32 bits, for marks where a lock word does not
-// fit. TagReplaced judges a tag with no system call. TagGone also asks the
-// kernel. Neither ever judges an open zone's tag gone.
+// fit. TagReplaced and TagGone judge a tag. Neither ever judges an open
+// zone's tag gone.
 //
 // At most Slots zones can be open read-write on one file at once. The next
 // Open returns ErrNoSlot. A zone of format version 1 is ErrVersion.

@@ -56,10 +56,8 @@
 //	    FreeBytes the bytes of those pages plus those of the free chunks of
 //	    small pages.
 //
-// The bitmaps and the runs' descriptors are the only record of which
-// chunks are allocated. Rebuild keeps what they record and derives the
-// lists and counts from it again. This repairs a region whose writer died
-// in the middle of Alloc or Free.
+// The bitmaps and the runs' descriptors alone record which chunks are
+// allocated. Rebuild derives the lists and counts from them again.
 //
 // Concurrency: the package does no locking. The caller serialises calls on
 // one region, across goroutines and across processes alike. Only the

@@ -17,13 +17,13 @@
 // "prefix:k". IncomingN passes a cost to the script, as in package
 // limiter. A cost above what a limiter admits is rejected without a round
 // trip. Reset deletes the key. Tiered's Reset writes a reset marker in the
-// key's hash instead. Scripts run by EVALSHA, and by EVAL on NOSCRIPT,
-// through a redis.UniversalClient.
+// key's hash instead. Scripts run by EVALSHA through a
+// redis.UniversalClient.
 //
 // # Differences from lua-resty-redis-ratelimit
 //
-// Req computes and formats its script's arguments as the Lua module does.
-// So both decide alike on a shared key. Req differs on purpose in a few
+// Req's script arguments and arithmetic are the Lua module's. So both
+// decide alike on a shared key. Req differs on purpose in a few
 // places. A call stamped in the past leaks nothing. A rate below one
 // milli-request per second is refused. A dry run writes nothing. A reply
 // says how long a key stays forbidden. A value may live past 60 s.
@@ -50,8 +50,8 @@
 // first call after Redis returns reaches it. Reset returns ErrUnavailable
 // whatever the policy, and under FailLocal resets Options.Local's key too.
 //
-// Tiered's decisions never call Redis. Its type's doc says when the
-// policies apply.
+// Tiered's decisions never call Redis. Tiered says when the policies
+// apply.
 //
 // A key state that no limiter of its type writes is ErrBadState, and so
 // is a reply that is not the script's. Any other script error is

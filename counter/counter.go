@@ -48,9 +48,11 @@ type Counter struct {
 }
 
 // New returns a Counter that adds its increments to d. With syncInterval >
-// 0 a goroutine calls Sync at that interval until Close; with 0 the caller
-// calls Sync. Errors: ErrNilDict, ErrBadInterval. Close the Counter before
-// d: a Sync on a closed Dict fails (and keeps its deltas).
+// 0, a goroutine calls Sync at that interval until Close. With 0, the
+// caller calls Sync. Close the Counter before d. A Sync on a closed Dict
+// fails, and keeps its deltas.
+//
+// Errors: ErrNilDict, ErrBadInterval.
 func New(d *dict.Dict, syncInterval time.Duration) (*Counter, error) {
 	if d == nil {
 		return nil, ErrNilDict
@@ -78,12 +80,12 @@ func stripeCount(procs int) int {
 	return n
 }
 
-// Incr adds step to key's count in process memory; a later Sync adds it to
-// the dict. Incr of a key the Counter holds is a map read and one atomic
-// add, with no allocation; the key's first Incr after a Sync also puts it
-// on the pending list, under a mutex. A key's first Incr, or its first
-// after it was retired for being idle, takes a mutex and allocates. After
-// Close an increment is kept in memory but never synced.
+// Incr adds step to key's count in process memory. A later Sync adds it
+// to the dict. Incr of a key the Counter holds is a map read and one
+// atomic add. It does not allocate. The key's first Incr after a Sync also
+// puts it on the pending list, under a mutex. A key's first Incr takes a
+// mutex and allocates. So does its first after it was retired for being
+// idle. After Close an increment is kept in memory but never synced.
 func (c *Counter) Incr(key string, step int64) {
 	if e := c.idx.load(key); e != nil {
 		e.add(step)
@@ -126,12 +128,14 @@ func (c *Counter) entryFor(key string, pin bool) *entry {
 	return e
 }
 
-// Get returns key's count in the dict: the sum of what every process has
-// synced, without this process's unsynced increments. Errors are the
-// dict's (dict.ErrNotFound for an absent key), dict.ErrNotNumber for a key
-// that holds bytes or a bool, and ErrClosed. A float count is truncated
-// toward zero and clamped as dict.Value.Int clamps it: MaxInt64 at or
-// above 2^63, MinInt64 below -2^63, 0 for NaN.
+// Get returns key's count in the dict. That is the sum of what every
+// process has synced. It leaves out this process's unsynced increments. A
+// float count is truncated toward zero. It is clamped as dict.Value.Int
+// clamps it: MaxInt64 at or above 2^63, MinInt64 below -2^63, 0 for NaN.
+//
+// Errors are the dict's, such as dict.ErrNotFound for an absent key. Get
+// returns dict.ErrNotNumber for a key that holds bytes or a bool, and
+// ErrClosed.
 func (c *Counter) Get(key string) (int64, error) {
 	if c.closed.Load() {
 		return 0, ErrClosed
@@ -146,10 +150,11 @@ func (c *Counter) Get(key string) (int64, error) {
 	return v.Int(), nil
 }
 
-// Reset subtracts n from key's count in the dict, or sets an absent key to
-// 0, and returns the new count: IncrInit(key, −n, n, 0), as lua-resty-
-// counter's reset. Unsynced increments of the key stay in process memory
-// and are added by the next Sync. Errors are IncrInit's, and ErrClosed.
+// Reset subtracts n from key's count in the dict, and returns the new
+// count. It sets an absent key to 0. It is IncrInit(key, −n, n, 0), as
+// lua-resty-counter's reset. Unsynced increments of the key stay in
+// process memory. The next Sync adds them. Errors are IncrInit's, and
+// ErrClosed.
 func (c *Counter) Reset(key string, n int64) (int64, error) {
 	if c.closed.Load() {
 		return 0, ErrClosed
@@ -158,8 +163,9 @@ func (c *Counter) Reset(key string, n int64) (int64, error) {
 	return v, err
 }
 
-// Keys returns up to max keys of the dict (0 = all): dict.Keys, counters
-// and any other keys alike. Errors are the dict's, and ErrClosed.
+// Keys returns up to max keys of the dict, or all for max 0. It is
+// dict.Keys: counters and any other keys alike. Errors are the dict's, and
+// ErrClosed.
 func (c *Counter) Keys(max int) ([]string, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
@@ -167,8 +173,8 @@ func (c *Counter) Keys(max int) ([]string, error) {
 	return c.d.Keys(max)
 }
 
-// Close stops the sync goroutine, waits for it to return, and syncs once
-// more; it returns that sync's error. Deltas that sync could not write are
+// Close stops the sync goroutine and waits for it to return. It syncs once
+// more, and returns that sync's error. Deltas that sync could not write are
 // lost with the Counter (Stats().Pending counts them). Later calls return
 // nil. Increments made while Close runs may miss its sync.
 func (c *Counter) Close() error {

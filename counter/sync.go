@@ -12,17 +12,21 @@ import (
 // are counted in one more error.
 const maxSyncErrs = 8
 
-// Sync adds every key's unsynced delta to the dict with IncrInitNum(key,
-// delta, 0, 0) (IncrInit, but it adds to any number: it returns the sum
-// as the float64 it is stored as, where IncrInit refuses a float sum that
-// no int64 holds), once per key, and skips keys whose delta is 0. A write that fails
-// keeps its delta for the next Sync (dict.ErrNoMemory, dict.ErrNotNumber
-// for a key that holds bytes, …), except where the dict can never hold the
-// key (dict.ErrEmptyKey, dict.ErrKeyTooLong, dict.ErrValueTooLarge,
-// dict.ErrReadOnly): that delta is dropped. Sync returns the failures
-// joined (errors.Is finds the dict's sentinels; past maxSyncErrs keys they
-// are only counted), and ErrClosed after Close. Syncs do not overlap: a
-// Sync waits for one in progress.
+// Sync adds every key's unsynced delta to the dict, once per key. It
+// skips keys whose delta is 0. It writes with IncrInitNum(key, delta, 0,
+// 0). That is IncrInit, but it adds to any number. It returns the sum as
+// the float64 it is stored as. IncrInit refuses a float sum that no int64
+// holds.
+//
+// A write that fails keeps its delta for the next Sync. Examples are
+// dict.ErrNoMemory, or dict.ErrNotNumber for a key that holds bytes. The
+// dict may never hold the key: dict.ErrEmptyKey, dict.ErrKeyTooLong,
+// dict.ErrValueTooLarge or dict.ErrReadOnly. Then the delta is dropped.
+//
+// Sync returns the failures joined, and errors.Is finds the dict's
+// sentinels. Past maxSyncErrs keys the failures are only counted. Sync
+// returns ErrClosed after Close. Syncs do not overlap: a Sync waits for
+// one in progress.
 func (c *Counter) Sync() error {
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()

@@ -88,7 +88,7 @@ func (l *listener) open() error {
 	return l.err
 }
 
-// Accept waits for and returns the next connection; the first call
+// Accept waits for and returns the next connection. The first call
 // reports the child ready.
 func (l *listener) Accept() (net.Conn, error) {
 	if err := l.open(); err != nil {
@@ -97,8 +97,8 @@ func (l *listener) Accept() (net.Conn, error) {
 	return l.ln.Accept()
 }
 
-// Close closes the listener: the socket stays open in the master, and
-// what is queued on it waits for the slot's next child.
+// Close closes the listener. The socket stays open in the master. What is
+// queued on it waits for the slot's next child.
 func (l *listener) Close() error {
 	l.closeOnce.Do(func() {
 		l.once.Do(func() { l.err = net.ErrClosed }) // never opened: open no more

@@ -11,9 +11,9 @@ import (
 )
 
 // EnvChild is the environment variable the master sets in each child it
-// starts: its value is the master's process id. The package reads it, for
-// Run and IsChild, and removes it from the environment when the program
-// starts, so that the programs a child starts do not inherit it.
+// starts. Its value is the master's process id. Run and IsChild read it.
+// The package removes it from the environment when the program starts. So
+// the programs a child starts do not inherit it.
 const EnvChild = "PREFORK_CHILD"
 
 // The defaults of Options' zero fields.
@@ -27,7 +27,7 @@ const (
 	DefaultMaxStartFailures = 5
 )
 
-// Options configures the master. A child reads none of them: it gets its
+// Options configures the master. A child reads none of them. It gets its
 // socket from the master, whatever Options it is given.
 type Options struct {
 	// Addr is the TCP address every child listens on, as for net.Listen
@@ -98,8 +98,8 @@ type Options struct {
 }
 
 // IsChild reports whether this process is a child started by a prefork
-// master, so that a program may skip, in its children, what only the master
-// does (creating a zone file, checking its configuration).
+// master. A program may then skip, in its children, what only the master
+// does. Examples are creating a zone file and checking its configuration.
 func IsChild() bool { return masterPid != "" }
 
 // masterPid is the value of EnvChild this process started with. The
@@ -113,28 +113,30 @@ var masterPid = func() string {
 
 // Run runs the master, or, in a child it started (IsChild), the child.
 //
-// In the master, Run opens the sockets, starts o.Children children and
-// keeps them running until SIGTERM or SIGINT arrives or ctx ends; then it
+// In the master, Run opens the sockets and starts o.Children children. It
+// keeps them running until SIGTERM or SIGINT arrives or ctx ends. Then it
 // drains them and returns nil.
 //
 // Errors: Run returns ErrBadOptions for bad Options. It returns
 // ErrAddrInUse when another socket listens on o.Addr and o.Takeover is
-// false. It returns ErrStartFailed when o.MaxStartFailures children of one
-// slot in a row fail to start. It returns other errors when it cannot
-// listen on o.Addr or start the first children. Before any error, it stops
+// false. It returns ErrStartFailed when a slot's children fail to start
+// too often. It returns other errors when it cannot listen on o.Addr. It
+// does too when it cannot start the first children. Before any error, it stops
 // every child it started and closes its sockets.
 //
-// In a child, Run calls child with the child's listener and a context
-// that ends on SIGTERM or SIGINT (sent by the master to drain it, or when
-// the master dies), and returns what child returns; SIGHUP, meant for the
-// master, is ignored while child runs. child should serve ln until the
-// context ends and then finish its requests in flight. Serve does both for
-// an http.Server, ServeFunc for any server. The child is ready for the
-// master when it first calls ln's Accept (or Addr); one that never does is
-// killed after o.ReadyTimeout. Run returns ErrOrphan, without calling child, when the
-// master died before the child started. A master whose children take
-// another path to Run (Options.Args or Env choosing it) may pass a nil
-// child.
+// In a child, Run calls child with the child's listener and a context. The
+// context ends on SIGTERM or SIGINT. The master sends one to drain the
+// child, or the kernel when the master dies. Run returns what child
+// returns. SIGHUP, meant for the master, is ignored while child runs.
+//
+// child should serve ln until the context ends. It should then finish its
+// requests in flight. Serve does both for an http.Server, ServeFunc for
+// any server. The child is ready for the master when it first calls ln's
+// Accept or Addr. One that never does is killed after o.ReadyTimeout.
+//
+// Run returns ErrOrphan, without calling child, when the master died
+// before the child started. Some masters' children take another path to
+// Run, chosen by Options.Args or Env. Such a master may pass a nil child.
 func Run(ctx context.Context, o Options, child func(ctx context.Context, ln net.Listener) error) error {
 	if IsChild() {
 		return runChild(ctx, child)

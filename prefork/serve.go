@@ -10,15 +10,18 @@ import (
 	"time"
 )
 
-// Serve serves srv on ln until ctx ends, then drains: it stops accepting
-// (connections still queued on a prefork socket wait for the slot's other
-// children or its next child), lets each connection accepted bring its
-// first request to srv's handler, and shuts srv down, waiting up to drain
-// for the requests in flight. It returns nil after a full drain, the error
-// of srv.Serve if serving fails first, or an error wrapping
-// context.DeadlineExceeded when requests were still in flight after drain.
-// Serve sets srv.ConnState, srv.ConnContext and srv.Handler, each calling
-// the one srv had.
+// Serve serves srv on ln until ctx ends, then drains. To drain, it first
+// stops accepting. Connections still queued on a prefork socket wait for
+// the slot's other children or its next child. It lets each connection
+// accepted bring its first request to srv's handler. Then it shuts srv
+// down, waiting up to drain for the requests in flight. Serve sets
+// srv.ConnState, srv.ConnContext and srv.Handler, each calling the one srv
+// had.
+//
+// Serve returns nil after a full drain. It returns the error of srv.Serve
+// if serving fails first. It returns an error wrapping
+// context.DeadlineExceeded when requests were still in flight after
+// drain.
 func Serve(ctx context.Context, srv *http.Server, ln net.Listener, drain time.Duration) error {
 	fresh := &freshConns{conns: map[net.Conn]bool{}, next: srv.ConnState}
 	srv.ConnState = fresh.track
@@ -51,18 +54,17 @@ func Serve(ctx context.Context, srv *http.Server, ln net.Listener, drain time.Du
 // *fasthttp.Server they are srv.Serve and srv.ShutdownWithContext. For a
 // fiber app they are a call of app.Listener and app.ShutdownWithContext.
 //
-// serve is called once, in a goroutine of its own, and must return once ln
+// serve is called once, in a goroutine of its own. It must return once ln
 // is closed. When ctx ends, ServeFunc calls shutdown with a context that
-// ends drain later. shutdown should close ln and wait for the requests in
-// flight until its context ends. ServeFunc then closes ln, which may
-// already be closed, and waits for serve to return. Connections still
-// queued on a prefork socket wait for the slot's other children or its
-// next child.
+// ends drain later. shutdown should close ln. It should wait for the
+// requests in flight until its context ends. ServeFunc then closes ln,
+// which may already be closed. It waits for serve to return. Connections
+// still queued on a prefork socket wait for the slot's next child.
 //
-// ServeFunc returns nil after a full drain, and the error of serve if
-// serving fails first. When shutdown fails, it returns an error wrapping
-// shutdown's: context.DeadlineExceeded when requests were still in flight
-// after drain.
+// ServeFunc returns nil after a full drain. It returns the error of serve
+// if serving fails first. When shutdown fails, it returns an error
+// wrapping shutdown's. That is context.DeadlineExceeded when requests were
+// still in flight after drain.
 func ServeFunc(ctx context.Context, ln net.Listener, serve func(net.Listener) error, shutdown func(context.Context) error, drain time.Duration) error {
 	served := make(chan error, 1)
 	go func() { served <- serve(ln) }()

@@ -12,52 +12,38 @@
 // # Creating a zone
 //
 // Open creates a zone in an absent file, in an empty file, or in a file
-// that holds the marker of an unfinished creation. The marker is the
-// header of the intended zone under the magic "SHMZINIT", checksummed. It
-// is in a file no larger than the size it names. Open refuses every other
-// file that is not a zone with ErrNotZone, even if its first bytes are
-// zero. It leaves such a file byte for byte as it was.
+// that holds the marker of an unfinished creation. Open refuses every
+// other file that is not a zone with ErrNotZone. It leaves such a file
+// byte for byte as it was.
 //
 // A file that Open would create a zone in must belong to the effective
 // uid, root included. Group and others may write it only if Options.Perm
 // lets them. Otherwise Open returns ErrNotOwner.
 //
 // An Open that may not create, because it has no Size or is ReadOnly, may
-// find the file empty. A creator may have made the file and not yet locked
-// it. Open then opens the path again for up to 100ms. It attaches the zone
-// once a creator has begun it, and refuses a file still empty with
-// ErrNotZone.
-//
-// A creation that fails removes the file if its own O_EXCL made it.
-// Otherwise it leaves the file empty or holding the marker, as it found
-// it. An Open that waits on a removed file opens the path anew.
+// find the file empty. It then waits briefly for a creator to begin the
+// zone. A creation that fails leaves the file as it found it, or removes
+// the file if it made it. DESIGN.md, section 1, gives the details.
 //
 // # Lock owners
 //
-// A lock word is a word in the zone that processes take with a CAS. It
-// names its owner by an owner slot and the slot's generation, not by a pid.
-// So processes in different PID namespaces can share a zone. A read-write
-// Zone holds one slot of the header page's slot table for as long as it is
-// open. It holds the slot by an OFD lock on a byte of the file. The kernel
-// releases that lock when the process dies. A read-only Zone holds no slot
-// and writes no lock word in the zone.
+// Processes take a lock word in the zone with a CAS. It names its owner by an owner slot and the slot's generation, not by a
+// pid. A read-write Zone holds one slot of the header page's slot table
+// for as long as it is open. The kernel releases the slot when the
+// process dies. A read-only Zone holds no slot, and writes no lock word.
 //
-// A waiter checks the owner for life after a few milliseconds, or after
-// its whole timeout if that is shorter. The owner is dead if the word
-// names no slot or generation, or if the slot was claimed again since. It
-// is also dead if the kernel says that nobody holds the slot. A dead
+// A waiter checks the owner for life after a few milliseconds. A dead
 // owner's word is taken over, with LockRecovered. The zone's own word is
 // live, unless the caller tracks its goroutines' holds with Holders or
-// LockWithinAsking. Two zones of one process on one file hold two slots,
-// and are two owners.
+// LockWithinAsking. Two zones of one process on one file are two owners.
 //
 // OwnerTag names an owner in 32 bits, for marks where a lock word does not
-// fit. TagReplaced judges a tag with no system call. TagGone also asks the
-// kernel. Neither ever judges an open zone's tag gone.
+// fit. TagReplaced and TagGone judge a tag. Neither ever judges an open
+// zone's tag gone.
 //
 // At most Slots zones can be open read-write on one file at once. The next
-// Open returns ErrNoSlot. A zone of format version 1, which named owners
-// by pid, is refused with ErrVersion.
+// Open returns ErrNoSlot. A zone of format version 1 is ErrVersion.
+// DESIGN.md, section 2, says how a waiter judges an owner.
 //
 // # Invariants
 //

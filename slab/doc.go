@@ -1,62 +1,40 @@
 // Package slab allocates chunks from one fixed region of bytes, such as a
-// shard of a zone file that many processes map. Sizes up to 2040 bytes take
-// a chunk of one of 48 size classes, carved from a page that holds chunks of
-// that class only (at least two), with a bitmap of the chunks in use; larger
-// sizes take a run of whole pages. Every page starts with PageHdr bytes that
-// no chunk covers, its lock word (PageLock); a run's chunk starts after its
-// first page's. Freed pages merge with their free neighbours. A page's
-// first word is written only by the Alloc that takes the page for a class
-// or as a run's first page, which zeroes it, and as the page is freed
-// (Free, Rebuild, Format of a region in use), which writes FreeWord: a
-// free page's word is no lock a stale compare-and-swap can take. Format
-// does not touch the pages of a new region, whose words stay as the file
-// holds them.
+// shard of a zone file that many processes map. Sizes up to 2040 bytes
+// take a chunk of one of 48 size classes. A chunk is carved from a page
+// that holds chunks of its class only, with a bitmap of the chunks in use.
+// Larger sizes take a run of whole pages.
 //
-// Everything lives in the region, as offsets, never pointers (layout.go): a
-// header, a list head per class, a descriptor per page, then the pages. A
-// *Slab is only a view of the region's geometry, so any number of views in
-// any number of processes may attach the same region. Alloc returns an
-// offset relative to the region; offset 0 is the header, never a chunk, so
-// callers may use 0 as nil.
+// Every page starts with PageHdr bytes that no chunk covers: its lock word
+// (PageLock). The Alloc that takes a page zeroes that word, and freeing
+// the page writes FreeWord.
 //
-// Each view fills pages of its own (ownPage): once it has allocated, its
-// next chunks of a class come from a page it takes for itself, so that the
-// chunks of different processes share no page. A page a view takes names
-// the view's owner in its descriptor (SetOwner) until it is freed or left;
-// Mine tells a view's own pages by it, in any process, and AllocOwn
-// allocates from them alone: where a chunk that another view allocated
-// moves to when this view writes it (package dict).
+// Everything lives in the region, as offsets, never pointers (layout.go).
+// The region holds a header, a list head per class, a descriptor per page,
+// then the pages. A *Slab is only a view of the region's geometry. So any
+// number of views in any number of processes may attach the same region.
+// Alloc returns an offset relative to the region. Offset 0 is the header,
+// never a chunk, so callers may use 0 as nil.
 //
-// Pages never stay with a view that has left (owners.go). A view whose
-// Alloc needs a page of a class takes, in this order:
-//   - the page of the class it fills, while it has a free chunk;
-//   - a page of its own with a free chunk that it holds in a slot (leave);
-//   - a page of the class with a free chunk that names the view, no owner,
-//     or an owner gone (SetGone), among the first of the class's list;
-//   - a free page, while one is left;
-//   - any page of the class with a free chunk, whoever holds it.
+// Each view fills pages of its own, so the chunks of different processes
+// share no page. A page a view takes names the view's owner in its
+// descriptor (SetOwner) until it is freed or left. Mine tells a view's own
+// pages by it, in any process. AllocOwn allocates from them alone.
 //
-// A full page that has a chunk freed names no owner from then on, unless
-// its owner freed it and fills it, or holds it in one of two slots. So a
-// view holds at most three pages with room per class: the one it fills
-// and two it fills next. Release makes the pages of the
-// owners it is given name no owner: package dict releases a Dict's pages
-// as it closes, and those of owners gone. HeldPages counts the pages that
-// name live owners, and StrandedBytes the free chunks of pages in use.
-// Packable names a page whose chunks fit in the free chunks of the other
-// pages of its class (pack.go): moved there, they leave it free.
-// DESIGN.md gives the reasons for these rules.
+// Pages never stay with a view that has left (owners.go). Release makes
+// the pages of the owners it is given name no owner. HeldPages counts the
+// pages that name live owners. StrandedBytes counts the free chunks of
+// pages in use. Packable names a page whose chunks fit in the free chunks
+// of the other pages of its class (pack.go). DESIGN.md gives the order in
+// which a view takes pages, and the reasons for these rules.
 //
-// Format lays out an empty region; Attach checks a region's geometry (magic,
-// page size, page count and offset of page 0 against its length) and
-// returns a view without reading the rest. Alloc, Free and Size check the
-// links and offsets they follow and return ErrCorrupt for one out of place.
-// Check verifies the whole region; Rebuild recomputes its lists and counts
-// from the descriptors, and Restore also rewrites an overwritten header
-// (repair.go).
+// Format lays out an empty region. Attach checks a region's geometry
+// against its length, and returns a view without reading the rest. Alloc,
+// Free and Size check the links and offsets they follow. They return
+// ErrCorrupt for one out of place. Check verifies the whole region.
+// Rebuild recomputes its lists and counts from the descriptors. Restore
+// also rewrites an overwritten header (repair.go).
 //
-// Invariants, which Check verifies, returning the first one broken wrapped
-// in ErrCorrupt:
+// Invariants, which Check verifies:
 //
 //	I1. Every page belongs to exactly one of: a small page (chunks of one
 //	    class), an allocated run, a free run. A run's first page records its
@@ -78,20 +56,13 @@
 //	    FreeBytes the bytes of those pages plus those of the free chunks of
 //	    small pages.
 //
-// The bitmaps and the runs' descriptors are the only record of which chunks
-// are allocated; Rebuild keeps what they record and derives the lists and
-// counts from it again, which repairs a region whose writer died in the
-// middle of Alloc or Free.
+// The bitmaps and the runs' descriptors alone record which chunks are
+// allocated. Rebuild derives the lists and counts from them again.
 //
-// Concurrency: the package does no locking. Format, Attach, Restore and
-// every method but PageSize, Pages, Capacity, MaxAlloc, ChunkSize (which
-// read only the view's immutable geometry) and Mine (a hint that reads
-// a descriptor without the lock) read or write the region, and
-// the caller serialises them on one region, across goroutines and across
-// processes alike.
-// Package dict makes them only under the shard's lock (shm.Lock on a word
-// in the shard, shared by every process that writes the zone), and calls
-// Rebuild in the repair of a shard whose lock it took over from a dead
-// process. A read-only dict cannot write that word: it serialises its own
-// goroutines only, and may read a region that a writer is changing.
+// Concurrency: the package does no locking. The caller serialises calls on
+// one region, across goroutines and across processes alike. Only the
+// geometry methods PageSize, Pages, Capacity, MaxAlloc and ChunkSize, and
+// Mine, a hint, need no lock. Package dict calls the others under the
+// shard's lock, and calls Rebuild in the repair of a shard whose lock it
+// took over from a dead process.
 package slab

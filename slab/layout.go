@@ -52,21 +52,23 @@ const (
 	pageAlign     = 64
 	maxChunks     = 256 // bits in desc.Bitmap
 
-	// PageHdr is the bytes at the start of every page that no chunk
-	// covers: the page's lock word (PageLock). Chunks start after it.
+	// PageHdr is the bytes at the start of every page that no chunk covers.
+	// They hold the page's lock word (PageLock). Chunks start after it.
 	PageHdr = 8
 
-	// FreeWord is the first word of a free page that was ever taken: the
-	// region writes it when it frees a page (Free, Rebuild, Format), and
-	// only the Alloc that gives the page the role of a class page or a
-	// run's first page zeroes it. No lock owner writes it (a shm owner
-	// word names a slot below shm.Slots in its low 32 bits), so a
-	// compare-and-swap of 0 with an owner, made on a stale guess that the
-	// page still holds a chunk, fails on it, and so does one of the
-	// owner's word with 0 (shm.Zone.Unswap): the free page's word is no
-	// lock, and the Alloc that takes the page again zeroes a word nobody
-	// holds. A lock taken on a FreeWord left in an allocated page (a
-	// process killed in Free) judges it dead and takes it over.
+	// FreeWord is the first word of a free page that was ever taken. The
+	// region writes it when it frees a page: Free, Rebuild, Format. Only the
+	// Alloc that gives the page the role of a class page or a run's first page
+	// zeroes it.
+	//
+	// No lock owner writes FreeWord. A shm owner word names a slot below
+	// shm.Slots in its low 32 bits. A stale guess that the page still holds a
+	// chunk may lead to a compare-and-swap of 0 with an owner. It fails on
+	// FreeWord. So does a swap of the owner's word with 0 (shm.Zone.Unswap).
+	// So the free page's word is no lock. The Alloc that takes the page again
+	// zeroes a word nobody holds. A process killed in Free may leave FreeWord
+	// in an allocated page. A lock taken on it judges it dead and takes it
+	// over.
 	FreeWord = ^uint64(0)
 )
 

@@ -10,9 +10,9 @@ import (
 // allocated moves those to other pages of their class.
 
 // PageChunks calls fn with the offset of each allocated chunk of the small
-// page that holds off, in order, while fn returns true; it reports whether
-// off lies in a page of chunks of a class (not a run, not free, not a
-// corrupt descriptor).
+// page that holds off. It goes in order, while fn returns true. It reports
+// whether off lies in a page of chunks of a class. That excludes a run, a
+// free page and a corrupt descriptor.
 func (s *Slab) PageChunks(off uint32, fn func(chunk uint32) bool) bool {
 	p, ok := s.pageOf(off)
 	if !ok {
@@ -47,10 +47,15 @@ func (s *Slab) eachChunk(p uint32, d *desc, fn func(off uint32) bool) bool {
 	return true
 }
 
-// AllocAway is Alloc of a chunk of the class of size, which must be small,
-// in any page but the one that holds away: where a chunk of that page moves
-// to. Errors: ErrNoMemory when no other page has a free chunk of the class
-// and no page is free, ErrTooLarge for a size of no class, ErrCorrupt.
+// AllocAway is Alloc of a chunk of the class of size, which must be small.
+// It allocates in any page but the one that holds away. That is where a
+// chunk of that page moves to.
+//
+// Errors:
+//   - ErrNoMemory when no other page has a free chunk of the class and no
+//     page is free;
+//   - ErrTooLarge for a size of no class;
+//   - ErrCorrupt.
 func (s *Slab) AllocAway(size int, away uint32) (uint32, error) {
 	if size <= 0 {
 		size = 1
@@ -89,14 +94,18 @@ func (s *Slab) AllocAway(size int, away uint32) (uint32, error) {
 	return s.allocSmall(c, false, 0)
 }
 
-// AllocOwn is Alloc of a chunk of the class of size, which must be small,
-// in a page this view took for itself: the one it is filling (ownPage), or
-// a free page it takes while more than reserve pages are free. It is where
-// a chunk moves to whose page the view did not take (Mine), so that the
-// chunks a process writes lie in its own pages; reserve keeps free pages
-// for what needs them more. Errors: ErrNoMemory when the view fills no
-// page of the class with room and no more than reserve pages are free,
-// ErrTooLarge for a size of no class, ErrCorrupt.
+// AllocOwn is Alloc of a chunk of the class of size, which must be small.
+// It allocates in a page this view took for itself. That is the page it is
+// filling (ownPage), or a free page. It takes a free page only while more
+// than reserve pages are free. reserve keeps free pages for what needs them
+// more. A chunk whose page the view did not take (Mine) moves here. So the
+// chunks a process writes lie in its own pages.
+//
+// Errors:
+//   - ErrNoMemory when the view fills no page of the class with room, and
+//     no more than reserve pages are free;
+//   - ErrTooLarge for a size of no class;
+//   - ErrCorrupt.
 func (s *Slab) AllocOwn(size, reserve int) (uint32, error) {
 	if size <= 0 {
 		size = 1
@@ -107,31 +116,31 @@ func (s *Slab) AllocOwn(size, reserve int) (uint32, error) {
 	return s.allocSmall(classOf(size), true, uint32(max(reserve, 0)))
 }
 
-// InRun reports whether the chunk at off begins a run of pages, which holds
-// it alone (a size of no class): no chunk of another view shares its
-// pages, and AllocOwn, whose pages are small, could not take it. Like Mine
-// it reads the page's descriptor without the region's lock, as a hint, and
-// under the lock it is exact.
+// InRun reports whether the chunk at off begins a run of pages. A run holds
+// its chunk alone, for a size of no class. No chunk of another view shares
+// its pages. AllocOwn, whose pages are small, could not take it. Like Mine,
+// InRun reads the page's descriptor without the region's lock, as a hint.
+// Under the lock it is exact.
 func (s *Slab) InRun(off uint32) bool {
 	p, ok := s.pageOf(off)
 	return ok && s.desc(p).loadKind() == kindRun
 }
 
-// SetOwner names the view's owner for Mine: tag is written in the
-// descriptor of each page the view takes for its chunks, where every view,
-// in any process, reads it. Views that may allocate in the region at the
-// same time must have tags of their own (package dict gives a shard's view
-// its zone's shm.Zone.OwnerTag). A view without an owner (0, the default)
-// takes pages for itself all the same (ownPage), but Mine names none its
-// own.
+// SetOwner names the view's owner for Mine. tag is written in the
+// descriptor of each page the view takes for its chunks. Every view, in any
+// process, reads it there. Views that may allocate in the region at the
+// same time must have tags of their own. Package dict gives a shard's view
+// its zone's shm.Zone.OwnerTag. A view without an owner has tag 0, the
+// default. It takes pages for itself all the same (ownPage). But Mine names
+// none its own.
 func (s *Slab) SetOwner(tag uint32) { s.owner = tag }
 
-// Mine reports whether the chunk at off lies in a small page that this
-// view took for itself and that names it still (SetOwner): once the page is
-// freed, and whoever takes it next, it is this view's no more. It reads
-// the page's descriptor without the region's lock, as a hint: a page that
-// changes hands meanwhile may read as either owner's. Under the lock it is
-// exact. It loads the descriptor's words atomically.
+// Mine reports whether the chunk at off lies in a small page that this view
+// took for itself. The page must name the view still (SetOwner). Once the
+// page is freed, it is this view's no more, whoever takes it next. Mine
+// reads the page's descriptor without the region's lock, as a hint. A page
+// that changes hands meanwhile may read as either owner's. Under the lock
+// it is exact. It loads the descriptor's words atomically.
 func (s *Slab) Mine(off uint32) bool {
 	p, ok := s.pageOf(off)
 	if !ok || s.owner == 0 {

@@ -11,12 +11,13 @@ import "sync/atomic"
 // first.
 const adoptSteps = 64
 
-// SetGone gives the view a test of whether the view that a page's owner
-// tag names is gone for certain (package dict gives shm.Zone.TagReplaced).
-// A view with an owner (SetOwner) takes over the pages with room of a
-// gone owner, and those of no owner, before it takes a free page. The
-// test runs under the region's lock, once per page the view looks at; it
-// must be cheap. nil, the default, judges no owner gone.
+// SetGone gives the view a test of whether an owner is gone for certain.
+// The test takes the owner tag of a page. Package dict gives
+// shm.Zone.TagReplaced. A view with an owner (SetOwner) takes over the
+// pages with room of a gone owner before it takes a free page. It does so
+// with those of no owner too. The test runs under the region's lock, once
+// per page the view looks at. It must be cheap. nil, the default, judges no
+// owner gone.
 func (s *Slab) SetGone(gone func(tag uint32) bool) { s.gone = gone }
 
 // adoptPage returns a page of class c with a free chunk that the view may
@@ -116,13 +117,13 @@ func (s *Slab) holds(p uint32, c, n int) bool {
 	return d.Kind == kindSmall && int(d.Class) == c && int(d.Used) < n && d.Run == s.owner
 }
 
-// Release makes every small page whose owner tag fn names, 0 excepted,
-// name no owner, and moves those with a free chunk to the head of their
-// class's list, where views that need a page look first (adoptPage). It
-// returns how many pages it released. Package dict releases a Dict's
-// pages as it closes, and the pages of owners gone (shm.Zone.TagGone).
-// fn is called once per page that names an owner, under the region's
-// lock.
+// Release makes every small page whose owner tag fn names name no owner.
+// Tag 0 is excepted. Release moves those with a free chunk to the head of
+// their class's list. Views that need a page look there first (adoptPage).
+// It returns how many pages it released. Package dict releases a Dict's
+// pages as it closes. It also releases the pages of owners gone
+// (shm.Zone.TagGone). fn is called once per page that names an owner, under
+// the region's lock.
 func (s *Slab) Release(fn func(tag uint32) bool) int {
 	released := 0
 	for p := uint32(0); p < s.npages; p++ {
@@ -141,10 +142,10 @@ func (s *Slab) Release(fn func(tag uint32) bool) int {
 	return released
 }
 
-// HeldPages returns how many small pages name an owner, 0 excepted, that
-// live reports live: the pages that views hold for their own chunks.
-// live is called once per page that names an owner, under the region's
-// lock.
+// HeldPages returns how many small pages name an owner that live reports
+// live. Tag 0 is excepted. These are the pages that views hold for their
+// own chunks. live is called once per page that names an owner, under the
+// region's lock.
 func (s *Slab) HeldPages(live func(tag uint32) bool) int {
 	n := 0
 	for p := uint32(0); p < s.npages; p++ {
@@ -157,8 +158,8 @@ func (s *Slab) HeldPages(live func(tag uint32) bool) int {
 }
 
 // StrandedBytes returns the bytes of the free chunks of pages that also
-// hold chunks in use: free memory that only chunks of those pages' classes
-// can take. It is FreeBytes less the bytes of the free pages.
+// hold chunks in use. Only chunks of those pages' classes can take them. It
+// is FreeBytes less the bytes of the free pages.
 func (s *Slab) StrandedBytes() int64 {
 	h := s.hdr()
 	return int64(h.FreeBytes) - int64(h.FreePages)*int64(s.pageSize)

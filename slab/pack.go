@@ -8,15 +8,17 @@ package slab
 // packLook bounds the pages of each class's list that Packable looks at.
 const packLook = 16
 
-// Packable returns an offset in a small page whose chunks the free chunks
-// of other pages of its class can hold, for an Alloc of size bytes that
-// found no memory: the page, of the pages Packable looks at, with the
-// fewest chunks. Emptied, it is a free page, which serves size if size
-// takes one page at most. Packable looks at the first packLook pages of
-// each class's list but size's own, where an Alloc that found no memory
-// found no page. ok is false when none of them is such a page, or when
-// size takes a run of more than one page. It reads the region and changes
-// nothing; the answer holds while the caller holds the region's lock.
+// Packable returns an offset in a small page to empty, for an Alloc of size
+// bytes that found no memory. The free chunks of other pages of its class
+// can hold the page's chunks. Of the pages Packable looks at, it is the one
+// with the fewest chunks. Emptied, it is a free page. It serves size if
+// size takes one page at most.
+//
+// Packable looks at the first packLook pages of each class's list but
+// size's own. An Alloc that found no memory found no page there. ok is
+// false when none of them is such a page. It is false too when size takes a
+// run of more than one page. Packable reads the region and changes
+// nothing. The answer holds while the caller holds the region's lock.
 func (s *Slab) Packable(size int) (off uint32, ok bool) {
 	if size <= 0 {
 		size = 1

@@ -2,9 +2,9 @@ package slab
 
 import "math/bits"
 
-// ForEach calls fn for every allocated chunk, in page order, with its offset
-// and size, until fn returns false. Pages whose descriptors are inconsistent
-// are skipped; Rebuild makes them free.
+// ForEach calls fn for every allocated chunk, with its offset and size. It
+// goes in page order, until fn returns false. Pages whose descriptors are
+// inconsistent are skipped. Rebuild makes them free.
 func (s *Slab) ForEach(fn func(off uint32, size int) bool) {
 	for p := uint32(0); p < s.npages; p++ {
 		d := s.desc(p)
@@ -29,9 +29,9 @@ func (s *Slab) ForEach(fn func(off uint32, size int) bool) {
 	}
 }
 
-// Forget marks the chunk at off free without fixing any list or count: a
-// repair step, to be followed by Rebuild. An offset that is not an allocated
-// chunk is ignored.
+// Forget marks the chunk at off free without fixing any list or count. It
+// is a repair step, to be followed by Rebuild. An offset that is not an
+// allocated chunk is ignored.
 func (s *Slab) Forget(off uint32) {
 	if _, err := s.Size(off); err != nil {
 		return
@@ -47,11 +47,10 @@ func (s *Slab) Forget(off uint32) {
 }
 
 // Rebuild recomputes every list and count from the descriptors' kinds,
-// classes and bitmaps: the allocated chunks stay allocated, every other page
-// becomes free, and the free runs are merged. A page it frees that its
-// descriptor did not mark free gets FreeWord in its first word, as Free
-// would have written. It repairs a region whose owner
-// died in the middle of Alloc or Free.
+// classes and bitmaps. The allocated chunks stay allocated. Every other
+// page becomes free, and the free runs are merged. A page it frees gets
+// FreeWord in its first word, as Free would have written. Rebuild repairs a
+// region whose owner died in the middle of Alloc or Free.
 func (s *Slab) Rebuild() {
 	h := s.hdr()
 	for c := 0; c < numClasses; c++ {
@@ -127,11 +126,14 @@ func (s *Slab) Rebuild() {
 	}
 }
 
-// Check verifies the region's invariants: descriptors well formed, counts equal
-// to bitmaps, every page with free chunks in its class list exactly once and
-// no full page there, free runs maximal, linked once and counted, and
-// FreeBytes equal to what the pages hold. It returns the first problem found,
-// wrapped in ErrCorrupt.
+// Check verifies the region's invariants. It returns the first problem
+// found, wrapped in ErrCorrupt. It checks that:
+//   - descriptors are well formed;
+//   - counts equal bitmaps;
+//   - every page with free chunks is in its class list exactly once;
+//   - no full page is in a class list;
+//   - free runs are maximal, linked once and counted;
+//   - FreeBytes equals what the pages hold.
 func (s *Slab) Check() error {
 	h := s.hdr()
 	var freeBytes uint64
@@ -245,11 +247,12 @@ func (s *Slab) Check() error {
 	return nil
 }
 
-// Restore attaches the slab over mem after rewriting its header from the
-// geometry that pageSize and len(mem) determine, then rebuilds its lists from
-// the descriptors: it recovers a region whose header was overwritten without
-// losing the chunks its descriptors still record. The caller must hold the
-// region's lock and then check or repair what the chunks hold.
+// Restore rewrites the header of the slab over mem, and attaches it. The
+// geometry that pageSize and len(mem) determine gives the header. Then
+// Restore rebuilds the lists from the descriptors. It recovers a region
+// whose header was overwritten. It keeps the chunks its descriptors still
+// record. The caller must hold the region's lock. It must then check or
+// repair what the chunks hold.
 func Restore(mem []byte, pageSize int) (*Slab, error) {
 	s, err := geometry(mem, pageSize)
 	if err != nil {

@@ -10,11 +10,13 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// ClientAddr returns the address of the client that sent ctx's request, as
-// httplimit.ClientAddr does for net/http: the peer's address unless the
-// peer is a trusted proxy; then X-Forwarded-For is read from the right and
-// the first untrusted address is the client. Errors: ErrNoClientAddr when
-// the connection's remote address is no IP address.
+// ClientAddr returns the address of the client that sent ctx's request. It
+// works as httplimit.ClientAddr does for net/http. It is the peer's address
+// unless the peer is a trusted proxy. Then X-Forwarded-For is read from the
+// right. The first untrusted address is the client.
+//
+// Errors: ErrNoClientAddr when the connection's remote address is no IP
+// address.
 func ClientAddr(ctx *fasthttp.RequestCtx, trusted []netip.Prefix) (netip.Addr, error) {
 	ta, ok := ctx.RemoteAddr().(*net.TCPAddr)
 	if !ok {

@@ -9,22 +9,27 @@ import (
 	"github.com/shmzone/shmzone/limiter/httplimit"
 )
 
-// ClientAddr returns the address of the client that sent c's request, by
-// the app's own proxy settings and httplimit.ClientAddr's rule. It is the
-// peer's address (as fasthttp's RemoteIP has it: 0.0.0.0 for a Unix
-// socket) unless c.IsProxyTrusted() (the app's TrustProxy and
-// TrustProxyConfig) and the app has a ProxyHeader; then that header (every
-// line of it) is read from the right, skipping the addresses
-// TrustProxyConfig trusts (its Proxies, addresses or CIDRs, and the
-// loopback, private and link-local ranges its flags name), and the first
-// untrusted one is the client: the rightmost untrusted address, the only
-// one no client can forge, since a proxy appends the peer it saw to
-// whatever the client sent. When every address is trusted, the leftmost is
-// the client; an entry that is no address ends the walk at the trusted hop
-// that added it. This is not c.IP(), which is the header whole, or with
-// EnableIPValidation its first valid address: the client's own claim.
-// IPv4-mapped IPv6 addresses are unmapped and zones dropped. Errors:
-// ErrNoClientAddr when the peer's TCP address holds no IP address.
+// ClientAddr returns the address of the client that sent c's request. It
+// follows the app's own proxy settings and httplimit.ClientAddr's rule. It
+// is the peer's address, as fasthttp's RemoteIP has it. That is 0.0.0.0
+// for a Unix socket.
+//
+// The proxy rule applies when c.IsProxyTrusted() and the app has a
+// ProxyHeader. IsProxyTrusted follows the app's TrustProxy and
+// TrustProxyConfig. Every line of the header is read from the right. The
+// walk skips the addresses TrustProxyConfig trusts. These are its Proxies,
+// addresses or CIDRs, and the ranges its flags name: loopback, private and
+// link-local. The first untrusted address is the client. It is the only
+// one no client can forge. A proxy appends the peer it saw to whatever the
+// client sent. When every address is trusted, the leftmost is the client.
+// An entry that is no address ends the walk at the trusted hop that added
+// it.
+//
+// This is not c.IP(). That is the header whole, or with EnableIPValidation
+// its first valid address: the client's own claim. IPv4-mapped IPv6
+// addresses are unmapped and zones dropped.
+//
+// Errors: ErrNoClientAddr when the peer's TCP address holds no IP address.
 func ClientAddr(c fiber.Ctx) (netip.Addr, error) {
 	ip := c.RequestCtx().RemoteIP()
 	peer, ok := netip.AddrFromSlice(ip)

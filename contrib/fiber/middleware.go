@@ -12,9 +12,9 @@ import (
 )
 
 // Options configures the middleware, as httplimit.Options does net/http's.
-// The zero value keys requests by ClientAddr, writes the headers of the
-// limiter's policy, waits out delays, answers rejections with 429 and
-// errors with 500.
+// The zero value keys requests by ClientAddr. It writes the headers of the
+// limiter's policy, and waits out delays. It answers rejections with 429
+// and errors with 500.
 type Options struct {
 	// Options are the options every adapter shares: the headers' policy,
 	// delays, tiers, dry runs, exemptions and refunds. Exempt is compared
@@ -64,14 +64,18 @@ type Options struct {
 }
 
 // New returns fiber middleware that asks l about every request, with
-// commit: a rejected request gets o.Rejected, an allowed one waits out its
-// delay (unless o.NoDelay) and goes on with c.Next(); a Conn's request is
-// left (Leaving, with its latency) when the rest of the chain returns. One
-// decision is one atomic dictionary operation, so every prefork child over
-// the same zone admits from one budget. Errors: ErrNilLimiter,
-// ErrBadIPv6Prefix for an IPv6Prefix other than 0, 64, 56 or 48,
-// ErrBadPolicy for a bad PolicyName, a negative Policy or a bad tier
-// (admit.ErrBadTier), admit.ErrBadExempt for an invalid Exempt prefix.
+// commit. A rejected request gets o.Rejected. An allowed one waits out its
+// delay, unless o.NoDelay, and goes on with c.Next(). A Conn's request is
+// left when the rest of the chain returns, with Leaving and its latency.
+// One decision is one atomic dictionary operation. So every prefork child
+// over the same zone admits from one budget.
+//
+// Errors:
+//   - ErrNilLimiter;
+//   - ErrBadIPv6Prefix for an IPv6Prefix other than 0, 64, 56 or 48;
+//   - ErrBadPolicy for a bad PolicyName, a negative Policy or a bad tier
+//     (admit.ErrBadTier);
+//   - admit.ErrBadExempt for an invalid Exempt prefix.
 func New(l limiter.Limiter, o Options) (fiber.Handler, error) {
 	if l == nil {
 		return nil, ErrNilLimiter

@@ -16,7 +16,7 @@ import (
 const DefaultPrefix = "fiber:"
 
 // StorageOptions configures a Storage. The zero value namespaces the keys
-// under DefaultPrefix and lets a full zone evict its least recently used
+// under DefaultPrefix. It lets a full zone evict its least recently used
 // entries to make room, as a cache wants.
 type StorageOptions struct {
 	// Prefix is prepended to every key, so that several Storages (a
@@ -30,12 +30,12 @@ type StorageOptions struct {
 	NoEvict bool
 }
 
-// Storage is a fiber.Storage over a dict.Dict: every process that opens the
-// same zone file, each prefork child among them, sees the same keys. It is
-// safe for concurrent use by goroutines and processes; each method is one
-// dictionary operation (Reset is one per key).
+// Storage is a fiber.Storage over a dict.Dict. Every process that opens the
+// same zone file sees the same keys, each prefork child among them. It is
+// safe for concurrent use by goroutines and processes. Each method is one
+// dictionary operation; Reset is one per key.
 //
-// Storage does not own the Dict: Close stops the Storage, not the Dict,
+// Storage does not own the Dict. Close stops the Storage, not the Dict,
 // which its opener closes.
 type Storage struct {
 	d       *dict.Dict
@@ -147,9 +147,11 @@ func (s *Storage) Delete(key string) error {
 }
 
 // ResetWithContext deletes every key under the Storage's prefix, and no
-// other: the zone's other users keep theirs. It scans the zone, then deletes
-// the keys it found one by one, checking ctx between them; a key written
-// meanwhile may survive. Errors: ctx's, ErrClosed and the dictionary's.
+// other. The zone's other users keep theirs. It scans the zone, then
+// deletes the keys it found one by one. It checks ctx between them. A key
+// written meanwhile may survive.
+//
+// Errors: ctx's, ErrClosed and the dictionary's.
 func (s *Storage) ResetWithContext(ctx context.Context) error {
 	if err := s.usable(ctx); err != nil {
 		return err

@@ -15,12 +15,12 @@ import (
 	"unsafe"
 )
 
-// Addrs returns n distinct keys that look like the client addresses
-// a server limits or counts by, "203.0.113.7:51234": a random IPv4 address
-// and port each, drawn from rand.NewPCG(seed, stream). A multi-process
-// benchmark gives process i stream i, so that its keys are its own (two
-// streams share a key with odds of about n²/2⁴⁸) and spread over the zone
-// as a server's do, with no regard to hashes or shards.
+// Addrs returns n distinct keys that look like client addresses, such as
+// "203.0.113.7:51234". Each is a random IPv4 address and port. They are
+// drawn from rand.NewPCG(seed, stream). A multi-process benchmark gives
+// process i stream i, so that its keys are its own. Two streams share a
+// key with odds of about n²/2⁴⁸. The keys spread over the zone as a
+// server's do, with no regard to hashes or shards.
 func Addrs(seed, stream uint64, n int) []string {
 	r := rand.New(rand.NewPCG(seed, stream))
 	seen := make(map[string]bool, n)
@@ -44,12 +44,13 @@ type Arrival struct{ Proc, I int }
 const arrivalStream = 1<<32 + 1
 
 // Arrivals returns the order in which the n clients of each of procs
-// processes first arrive, a random interleaving drawn from seed. A server's
-// processes create their clients' entries as those arrive, all at once
-// (Turns); in a benchmark whose processes each created theirs in a burst
-// of their own, where the entries go would depend on how the processes'
-// starts fell, not on the zone alone. Each process's clients arrive in
-// the order of their index.
+// processes first arrive. It is a random interleaving drawn from seed.
+// Each process's clients arrive in the order of their index.
+//
+// A server's processes create their clients' entries as those arrive, all
+// at once (Turns). Suppose each process created its entries in a burst of
+// its own. Then where the entries go would depend on when the processes
+// started, not on the zone alone.
 func Arrivals(seed uint64, procs, n int) []Arrival {
 	r := rand.New(rand.NewPCG(seed, arrivalStream))
 	left := make([]int, procs) // clients of each process yet to arrive
@@ -71,20 +72,22 @@ func Arrivals(seed uint64, procs, n int) []Arrival {
 	return out
 }
 
-// Turns is a counter in a file that processes map shared, by which they
+// Turns is a counter in a file that processes map shared. By it, they
 // create their clients' entries in the order of Arrivals, each process its
-// own: the process whose client arrives j-th creates it once the counter
-// reaches j, then sets it to j+1. A server's processes create the entries
-// of the clients they serve as those arrive, so that the entries of
-// different processes are made in a mixed order, each by its own process;
-// where the zone puts them is then the zone's choice, as in a server.
+// own. The process whose client arrives j-th creates it once the counter
+// reaches j. It then sets the counter to j+1.
+//
+// A server's processes create the entries of their clients as those
+// arrive. So the entries of different processes are made in a mixed
+// order, each by its own process. Where the zone puts them is then the
+// zone's choice, as in a server.
 type Turns struct {
 	mem []byte
 	n   *atomic.Uint64
 }
 
-// OpenTurns maps the counter in the file at path, creating the file (at 0)
-// if absent.
+// OpenTurns maps the counter in the file at path. It creates the file, at
+// 0, if absent.
 func OpenTurns(path string) (*Turns, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -105,9 +108,9 @@ func OpenTurns(path string) (*Turns, error) {
 func (t *Turns) Close() error { return syscall.Munmap(t.mem) }
 
 // Take calls create(i) for each client i of process id among arrivals, in
-// its turn: after the clients that arrive before it, which other processes
-// create. It gives up with an error when a turn has not come within
-// timeout, as when the process whose turn it is has died.
+// its turn. A client's turn comes after the clients that arrive before it.
+// Take gives up with an error when a turn has not come within timeout. The
+// process whose turn it is may have died.
 func (t *Turns) Take(id int, arrivals []Arrival, timeout time.Duration, create func(i int) error) error {
 	for j, a := range arrivals {
 		if a.Proc != id {
@@ -128,15 +131,15 @@ func (t *Turns) Take(id int, arrivals []Arrival, timeout time.Duration, create f
 	return nil
 }
 
-// TurnTimeout is how long CreateInTurns waits for a turn: far longer than
-// any process takes to create its share of clients, so that only a process
+// TurnTimeout is how long CreateInTurns waits for a turn. It is far longer
+// than any process takes to create its share of clients. So only a process
 // that died or never started makes it give up.
 const TurnTimeout = time.Minute
 
-// CreateInTurns is what a benchmark process does before its start: it
-// creates its n clients, calling create(i) for its client i, in its turns
-// among procs processes whose clients arrive in the order Arrivals(seed,
-// procs, n) gives, by the counter in the file at path.
+// CreateInTurns is what a benchmark process does before its start. It
+// creates its n clients, calling create(i) for its client i. It does so in
+// its turns among procs processes, by the counter in the file at path. The
+// clients arrive in the order Arrivals(seed, procs, n) gives.
 func CreateInTurns(path string, seed uint64, id, procs, n int, create func(i int) error) error {
 	t, err := OpenTurns(path)
 	if err != nil {

@@ -11,19 +11,14 @@ import (
 	"unsafe"
 )
 
-// Sum is XXH3-64 of key with seed: XXH3_64bits_withSeed of xxHash 0.8, the
-// value a test pins against vectors from the reference library
-// (testdata/xxh3.txt). dict's Layout names it. A random seed per zone keeps
-// an outsider from choosing keys that share a bucket.
+// Sum is XXH3-64 of key with seed, as XXH3_64bits_withSeed of xxHash 0.8
+// computes it. A test pins it against vectors from the reference library
+// (testdata/xxh3.txt). dict's Layout names it. A random seed per zone
+// keeps an outsider from choosing keys that share a bucket.
 //
-// XXH3 rather than XXH64 because a lookup waits for its hash before it can
-// load anything: XXH64 of a 15-byte key is a chain of about a dozen
-// dependent multiplies, XXH3's is one 128-bit multiply and an avalanche
-// (dict/DESIGN.md, section 4, compares the two).
-//
-// Keys of up to 32 bytes, the common case, take a path without a call: an
-// address, a user id, or a limiter's key, which is its prefix and an
-// address.
+// Keys of up to 32 bytes take a path without a call. That is the common
+// case: an address, a user id, or a limiter's key. dict/DESIGN.md, section
+// 4, says why XXH3 was chosen over XXH64.
 func Sum(seed uint64, key string) uint64 {
 	b := stringBytes(key)
 	n := len(b)

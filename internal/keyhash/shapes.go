@@ -5,11 +5,13 @@ import (
 	"math/rand/v2"
 )
 
-// Shapes are the shapes of keys as servers make them: client addresses, alone or behind a
-// limiter's prefix ("kind|name|"), and IPv6 /64 prefixes behind one.
+// Shapes are the shapes of keys as servers make them. They are client
+// addresses, alone or behind a limiter's prefix ("kind|name|"). The last
+// is IPv6 /64 prefixes behind one.
 var Shapes = []string{"ipv4", "limiter-ipv4", "limiter-ipv6"}
 
-// Keys returns 4096 keys of a shape, for benchmarks, drawn at random with a fixed seed.
+// Keys returns 4096 keys of a shape, for benchmarks. They are drawn at
+// random with a fixed seed.
 func Keys(shape string) []string {
 	r := rand.New(rand.NewPCG(1, 2))
 	ks := make([]string, 4096)

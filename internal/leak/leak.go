@@ -8,10 +8,11 @@ import (
 	"time"
 )
 
-// Time returns how long a bucket that leaks rateM milli-requests a second
-// takes to leak excess milli-requests: excess/rate seconds, as the Lua
-// modules return their delay, to the nearest ns; none for excess <= 0 (or
-// NaN), saturating at the longest Duration.
+// Time returns how long a bucket takes to leak excess milli-requests. The
+// bucket leaks rateM milli-requests a second. The time is excess/rate
+// seconds, as the Lua modules return their delay. It is rounded to the
+// nearest ns. It is 0 for excess <= 0 or NaN. It saturates at the longest
+// Duration.
 func Time(excess, rateM float64) time.Duration {
 	if !(excess > 0) {
 		return 0

@@ -5,22 +5,22 @@ import (
 	"time"
 )
 
-// EpochMilli is where every Clock starts, in Unix ms: a fixed instant in the
-// past. A TTL measured on a Clock has long run out
-// on the system clock, and times since the Unix epoch have the magnitude
-// they have in production.
+// EpochMilli is where every Clock starts, in Unix ms. It is a fixed instant
+// in the past. A TTL measured on a Clock has long run out on the system
+// clock. Times since the Unix epoch have the magnitude they have in
+// production.
 const EpochMilli int64 = 1_700_000_000_000
 
 // Epoch is EpochMilli as a time.Time.
 var Epoch = time.UnixMilli(EpochMilli)
 
-// Clock is the tests' fake clock: it reads Epoch until the test moves it
-// (Set, SetMilli, Advance), and never moves on its own. Its zero value is
-// ready to use. A Clock is safe for concurrent use: one goroutine may move
-// it while others read it.
+// Clock is the tests' fake clock. It reads Epoch until the test moves it
+// with Set, SetMilli or Advance. It never moves on its own. Its zero value
+// is ready to use. A Clock is safe for concurrent use. One goroutine may
+// move it while others read it.
 //
-// Its views are what the code under test takes: UnixMilli is a
-// dict.Options.Clock, Now a time source such as redistier.Options.Now.
+// Its views are what the code under test takes. UnixMilli is a
+// dict.Options.Clock. Now is a time source such as redistier.Options.Now.
 type Clock struct {
 	off atomic.Int64 // ns after Epoch
 }

@@ -7,8 +7,8 @@ import (
 )
 
 // WaitGoroutines waits up to within for the process to be back to at most
-// before goroutines, and fails t with every goroutine's stack when it is not:
-// the check that what a test started has stopped.
+// before goroutines. If it is not, it fails t with every goroutine's
+// stack. It checks that what a test started has stopped.
 func WaitGoroutines(t testing.TB, before int, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)

@@ -18,11 +18,11 @@ const (
 )
 
 // Helper returns a command that runs the test binary as the helper called
-// name with args: it runs only TestHelperProcess, with the environment
-// naming the helper. The caller may set the command's Stdin, Stderr and Env
-// additions before passing it to Start. The helper dies with the test process
-// (Pdeathsig), and a race-enabled helper exits without the race detector's
-// pause of a second.
+// name with args. The command runs only TestHelperProcess. Its environment
+// names the helper. The caller may set the command's Stdin, Stderr and Env
+// additions before passing it to Start. The helper dies with the test
+// process (Pdeathsig). A race-enabled helper exits without the race
+// detector's pause of a second.
 func Helper(t testing.TB, name string, args ...string) *exec.Cmd {
 	t.Helper()
 	if args == nil {
@@ -64,9 +64,10 @@ func IsHelper() (name string, args []string, ok bool) {
 
 // RunHelper is the body of a package's TestHelperProcess. In an ordinary
 // test run it returns at once. In a helper process it runs the function
-// registered under the helper's name and exits: 0 when it returns nil, 1
-// with the error on stderr when it fails, 2 when no function has the name.
-// It never returns in a helper process.
+// registered under the helper's name, and exits. It exits 0 when the
+// function returns nil. It exits 1 with the error on stderr when it fails.
+// It exits 2 when no function has the name. It never returns in a helper
+// process.
 func RunHelper(helpers map[string]func(args []string) error) {
 	name, args, ok := IsHelper()
 	if !ok {
@@ -88,8 +89,8 @@ func RunHelper(helpers map[string]func(args []string) error) {
 	os.Exit(0)
 }
 
-// TempZone returns the path of a zone file that does not exist yet, in a
-// directory that the test removes when it ends.
+// TempZone returns the path of a zone file that does not exist yet. The
+// directory is removed when the test ends.
 func TempZone(t testing.TB) string {
 	t.Helper()
 	return filepath.Join(t.TempDir(), "test.zone")

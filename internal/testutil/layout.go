@@ -9,17 +9,18 @@ import (
 	"testing"
 )
 
-// Field is one field of an overlay struct as a layout test pins it: its
-// name ("_" for hand-written padding), offset and size in bytes.
+// Field is one field of an overlay struct as a layout test pins it. It has
+// a name, an offset and a size in bytes. The name "_" is hand-written
+// padding.
 type Field struct {
 	Name      string
 	Off, Size uintptr
 }
 
-// CheckFields fails t unless the struct v has exactly the fields of want,
-// in order, with the same names, offsets and sizes, and unless they cover
-// its bytes with no gap the compiler filled: a field added, removed, moved
-// or resized must change want too.
+// CheckFields fails t unless the struct v has exactly the fields of want.
+// They must be in order, with the same names, offsets and sizes. They must
+// cover its bytes with no gap the compiler filled. So a field added,
+// removed, moved or resized must change want too.
 func CheckFields(t testing.TB, v any, want []Field) {
 	t.Helper()
 	typ := reflect.TypeOf(v)
@@ -50,8 +51,8 @@ func CheckFields(t testing.TB, v any, want []Field) {
 	}
 }
 
-// Cell is one box of a layout drawing: the bytes [Off, End) and the label
-// written in the box (the first line of it, spaces trimmed).
+// Cell is one box of a layout drawing. It covers the bytes [Off, End). Its
+// label is the first line written in the box, spaces trimmed.
 type Cell struct {
 	Off, End int
 	Label    string
@@ -93,9 +94,10 @@ func Drawing(t testing.TB, path, first string) []Cell {
 }
 
 // CheckDrawing fails t unless the drawing of Drawing(t, path, first) shows
-// exactly the fields of the struct v: one box per field, at its offset and
-// of its size, labelled with the start of its name (any case; "(pad)" for
-// "_"; a trailing note such as "[4]uint64" or "(ms)" is ignored).
+// exactly the fields of the struct v. It wants one box per field, at its
+// offset and of its size. The box is labelled with the start of the
+// field's name, in any case. "(pad)" labels "_". A trailing note such as
+// "[4]uint64" or "(ms)" is ignored.
 func CheckDrawing(t testing.TB, path, first string, v any) {
 	t.Helper()
 	typ := reflect.TypeOf(v)

@@ -19,10 +19,10 @@ const stepDone = "\x00testutil-step-done "
 // stepWait bounds how long Step waits for every helper to finish a step.
 const stepWait = time.Minute
 
-// Lockstep drives helper processes through numbered steps together: Step(n)
-// sends n to every helper's stdin and returns once each has finished it. It
-// lets helpers share a simulated clock the test moves, so that time can run
-// faster than real time across processes.
+// Lockstep drives helper processes through numbered steps together.
+// Step(n) sends n to every helper's stdin. It returns once each has
+// finished it. Helpers can so share a simulated clock the test moves. Time
+// can then run faster than real time across processes.
 type Lockstep struct {
 	t     testing.TB
 	ws    []*os.File
@@ -33,8 +33,8 @@ type Lockstep struct {
 	close sync.Once
 }
 
-// NewLockstep returns a Lockstep without helpers; the helpers' stdin are
-// closed at the latest when the test ends, which ends FollowSteps.
+// NewLockstep returns a Lockstep without helpers. The helpers' stdin are
+// closed at the latest when the test ends. That ends FollowSteps.
 func NewLockstep(t testing.TB) *Lockstep {
 	t.Helper()
 	ls := &Lockstep{t: t, acks: make(chan int, 1024), dead: make(chan struct{})}
@@ -42,9 +42,9 @@ func NewLockstep(t testing.TB) *Lockstep {
 	return ls
 }
 
-// Start starts cmd (from Helper) as Start does, with a pipe from the
-// Lockstep as its stdin; the helper must run FollowSteps. onLine sees every
-// line but FollowSteps' acknowledgements.
+// Start starts cmd, from Helper, as Start does. Its stdin is a pipe from
+// the Lockstep. The helper must run FollowSteps. onLine sees every line but
+// FollowSteps' acknowledgements.
 func (ls *Lockstep) Start(cmd *exec.Cmd, onLine func(line string)) *Proc {
 	ls.t.Helper()
 	r, w, err := os.Pipe()
@@ -99,7 +99,7 @@ func (ls *Lockstep) Step(n int64) {
 	}
 }
 
-// Close closes every helper's stdin: FollowSteps returns in each.
+// Close closes every helper's stdin. FollowSteps returns in each.
 func (ls *Lockstep) Close() {
 	ls.close.Do(func() {
 		for _, w := range ls.ws {
@@ -108,11 +108,11 @@ func (ls *Lockstep) Close() {
 	})
 }
 
-// FollowSteps is called by a helper started by Lockstep.Start: it calls fn
-// with each step the test sends, in order, acknowledges it once fn returns,
-// and returns nil when the test closes the Lockstep, or fn's first error.
-// fn may print to stdout; its lines reach the test's onLine before the
-// acknowledgement.
+// FollowSteps is called by a helper started by Lockstep.Start. It calls fn
+// with each step the test sends, in order. It acknowledges a step once fn
+// returns. It returns nil when the test closes the Lockstep, or fn's first
+// error. fn may print to stdout. Its lines reach the test's onLine before
+// the acknowledgement.
 func FollowSteps(fn func(step int64) error) error {
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {

@@ -35,9 +35,10 @@ type Master struct {
 	changed chan struct{} // closed and replaced at each line
 }
 
-// StartMaster starts the helper name with args, which runs a prefork
-// master whose Logf writes each report as a line on stdout. It returns once
-// n children are ready, and fails the test if they are not within Hang.
+// StartMaster starts the helper name with args. The helper runs a prefork
+// master whose Logf writes each report as a line on stdout. StartMaster
+// returns once n children are ready. It fails the test if they are not
+// ready within Hang.
 func StartMaster(t testing.TB, n int, name string, args ...string) *Master {
 	t.Helper()
 	m := &Master{changed: make(chan struct{})}

@@ -7,11 +7,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Exit returns a channel that is closed when the process pid exits, whoever
-// its parent is. It watches the process through a pidfd opened now. Call it
-// while pid runs: a pid reused later is then not taken for it. A process
-// already gone gives a closed channel. Exit fails the test when the pidfd
-// cannot be opened. The watch ends with the test.
+// Exit returns a channel that is closed when the process pid exits. The
+// process's parent may be any process. Exit watches the process through a
+// pidfd opened now. Call it while pid runs. A pid reused later is then not
+// taken for it. A process already gone gives a closed channel. Exit fails
+// the test when the pidfd cannot be opened. The watch ends with the test.
 func Exit(t testing.TB, pid int) <-chan struct{} {
 	t.Helper()
 	exited := make(chan struct{})

@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// ReservePort returns a loopback address, "127.0.0.1:port", whose port no
-// other socket binds with port 0 until the test ends. It holds a socket
-// bound there with SO_REUSEADDR, and never listening: the kernel hands out
-// no port such a socket holds, while a listener with SO_REUSEADDR, as
+// ReservePort returns a loopback address, "127.0.0.1:port". No other socket
+// binding port 0 gets its port until the test ends. ReservePort holds a
+// socket bound there with SO_REUSEADDR, and never listening. The kernel
+// hands out no port such a socket holds. A listener with SO_REUSEADDR, as
 // net.Listen makes, binds it freely. A port from a listener closed at once
 // may be handed out again before the test binds it.
 func ReservePort(t testing.TB) string {

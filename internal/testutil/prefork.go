@@ -29,27 +29,29 @@ const (
 	PreforkFactor = 3   // requests sent per client: factor × limit
 )
 
-// PreforkServer is what a prefork test server reads from its environment:
-// the zone to open and the address to listen on.
+// PreforkServer is what a prefork test server reads from its environment.
+// It names the zone to open and the address to listen on.
 type PreforkServer struct {
 	Zone, Addr string
 	ready      string
 }
 
-// Ready tells the test that this child listens: a file named by its pid in
-// the ready directory.
+// Ready tells the test that this child listens. It makes a file named by
+// its pid in the ready directory.
 func (s PreforkServer) Ready() error {
 	return os.WriteFile(filepath.Join(s.ready, strconv.Itoa(os.Getpid())), nil, 0o644)
 }
 
 // PreforkMain is a TestMain's first step. The prefork server of the tests
-// runs in the test binary, re-executed by StartPrefork with prefix+"_HELPER"
-// set (the os/exec TestHelperProcess pattern), and the framework's prefork
-// re-executes it again, with the same arguments and environment, for each
-// child: there PreforkMain runs serve and exits; elsewhere it returns.
-// serve is the server of the tests: every request to "/" limited per client
-// address by a Count of PreforkLimit per minute, every answer naming the
-// child's pid in X-Pid, each child calling Ready once it listens.
+// runs in the test binary. StartPrefork re-executes the binary with
+// prefix+"_HELPER" set, as the os/exec TestHelperProcess pattern does. The
+// framework's prefork re-executes it again for each child, with the same
+// arguments and environment. There PreforkMain runs serve and exits.
+// Elsewhere it returns.
+//
+// serve is the server of the tests. Every request to "/" is limited per
+// client address by a Count of PreforkLimit per minute. Every answer names
+// the child's pid in X-Pid. Each child calls Ready once it listens.
 func PreforkMain(prefix string, serve func(PreforkServer) error) {
 	if os.Getenv(prefix+"_HELPER") != "prefork" {
 		return
@@ -63,10 +65,11 @@ func PreforkMain(prefix string, serve func(PreforkServer) error) {
 }
 
 // StartPrefork starts the prefork server (PreforkMain) over zone with
-// PreforkProcs children and returns its address and the children's pids
-// once every child listens. The frameworks start GOMAXPROCS children,
-// whatever the machine's cores: GOMAXPROCS in the master's environment sets
-// their number. The server's process group is killed when the test ends.
+// PreforkProcs children. It returns the server's address and the
+// children's pids once every child listens. The frameworks start
+// GOMAXPROCS children, whatever the machine's cores. GOMAXPROCS in the
+// master's environment sets their number. The server's process group is
+// killed when the test ends.
 func StartPrefork(t testing.TB, prefix, zone string) (addr string, pids []string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -112,7 +115,7 @@ func FreeAddr(t testing.TB) string {
 }
 
 // ClientFrom returns an HTTP client whose connections leave from the
-// loopback address src; keepAlive false makes each request a new
+// loopback address src. keepAlive false makes each request a new
 // connection.
 func ClientFrom(src string, keepAlive bool) *http.Client {
 	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: 10 * time.Second}
@@ -133,10 +136,10 @@ type preforkAnswer struct {
 	h      http.Header
 }
 
-// CheckPreforkLimit checks that the prefork server at addr, with children
-// pids, admits exactly the limit per client across all of them, each
-// client's requests spread over many connections and so over the children,
-// with the headers right.
+// CheckPreforkLimit checks the prefork server at addr, with children pids.
+// It must admit exactly the limit per client across all of them. Each
+// client's requests spread over many connections, and so over the
+// children. The headers must be right.
 func CheckPreforkLimit(t testing.TB, addr string, pids []string) {
 	t.Helper()
 	clients := []string{"127.0.0.1", "127.0.0.2"}
@@ -248,9 +251,9 @@ func CheckPreforkLimit(t testing.TB, addr string, pids []string) {
 	}
 }
 
-// StartGroup starts cmd, its output to the test's stderr, in a process
-// group of its own, which is killed, and waited for, when the test ends. It
-// returns what cmd's Wait returns once cmd has exited.
+// StartGroup starts cmd in a process group of its own. Its output goes to
+// the test's stderr. The group is killed, and waited for, when the test
+// ends. StartGroup returns what cmd's Wait returns once cmd has exited.
 func StartGroup(t testing.TB, cmd *exec.Cmd) <-chan error {
 	t.Helper()
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr

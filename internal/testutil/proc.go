@@ -22,11 +22,12 @@ type Proc struct {
 	err    error // Wait's result, set once
 }
 
-// Start starts cmd (usually from Helper) and calls onLine with each line it
-// writes to stdout, without the newline, from one goroutine, in order; a nil
-// onLine discards stdout. Unless the caller set cmd.Stderr, stderr is kept
-// for the error Wait returns. The process is killed when the test ends, if it
-// still runs then. Start fails the test when the command cannot start.
+// Start starts cmd, usually from Helper. It calls onLine with each line cmd
+// writes to stdout, without the newline. The calls come from one
+// goroutine, in order. A nil onLine discards stdout. Unless the caller set
+// cmd.Stderr, stderr is kept for the error Wait returns. The process is
+// killed when the test ends, if it still runs then. Start fails the test
+// when the command cannot start.
 func Start(t testing.TB, cmd *exec.Cmd, onLine func(line string)) *Proc {
 	t.Helper()
 	p := &Proc{cmd: cmd, eof: make(chan struct{})}
@@ -66,14 +67,15 @@ func Start(t testing.TB, cmd *exec.Cmd, onLine func(line string)) *Proc {
 func (p *Proc) Pid() int { return p.cmd.Process.Pid }
 
 // Done returns a channel that is closed once the process has closed its
-// stdout, normally by exiting, and onLine has seen every line.
+// stdout. It normally does so by exiting. By then onLine has seen every
+// line.
 func (p *Proc) Done() <-chan struct{} { return p.eof }
 
-// Wait waits for the process to exit and for onLine to see its last line, and
-// returns nil when it exited with status 0. Otherwise the error (an
-// *exec.ExitError, matched with errors.As) carries the process's stderr.
-// Wait reaps the process, so that its pid no longer counts as alive; it may
-// be called any number of times.
+// Wait waits for the process to exit and for onLine to see its last line.
+// It returns nil when the process exited with status 0. Otherwise the
+// error carries the process's stderr. It is an *exec.ExitError, matched
+// with errors.As. Wait reaps the process, so its pid no longer counts as
+// alive. It may be called any number of times.
 func (p *Proc) Wait() error {
 	p.once.Do(func() {
 		err := p.cmd.Wait()
@@ -88,9 +90,10 @@ func (p *Proc) Wait() error {
 	return p.err
 }
 
-// Kill sends SIGKILL and waits as Wait does. It returns nil when the process
-// died of the signal or had already exited with status 0, and Wait's error
-// when it had failed on its own before the signal came.
+// Kill sends SIGKILL and waits as Wait does. It returns nil when the
+// process died of the signal. It returns nil too when the process had
+// already exited with status 0. It returns Wait's error when the process
+// had failed on its own before the signal came.
 func (p *Proc) Kill() error {
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("testutil: kill %d: %w", p.Pid(), err)
@@ -123,15 +126,16 @@ func (b *syncBuffer) String() string {
 	return b.b.String()
 }
 
-// Gate holds helper processes at a common start line: each helper started
-// with the gate attached calls AwaitGate, which returns when the test calls
-// Open. It lets the helpers' start-up costs pass before their work overlaps.
+// Gate holds helper processes at a common start line. Each helper started
+// with the gate attached calls AwaitGate. AwaitGate returns when the test
+// calls Open. The helpers' start-up costs then pass before their work
+// overlaps.
 type Gate struct {
 	r, w *os.File
 	once sync.Once
 }
 
-// NewGate returns a closed gate; it is opened at the latest when the test
+// NewGate returns a closed gate. It is opened at the latest when the test
 // ends.
 func NewGate(t testing.TB) *Gate {
 	t.Helper()
@@ -144,7 +148,7 @@ func NewGate(t testing.TB) *Gate {
 	return g
 }
 
-// Attach makes the gate cmd's stdin; call it before Start.
+// Attach makes the gate cmd's stdin. Call it before Start.
 func (g *Gate) Attach(cmd *exec.Cmd) { cmd.Stdin = g.r }
 
 // Open lets every helper through: AwaitGate returns in each. Call it after
@@ -156,7 +160,7 @@ func (g *Gate) Open() {
 	})
 }
 
-// AwaitGate is called by a helper: it returns when the test opens the gate
+// AwaitGate is called by a helper. It returns when the test opens the gate
 // attached to the helper's stdin.
 func AwaitGate() error {
 	_, err := io.Copy(io.Discard, os.Stdin)

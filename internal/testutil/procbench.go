@@ -11,11 +11,11 @@ import (
 	"time"
 )
 
-// BenchProcs times procs helper processes that work at once: it starts the
-// helper name with args(i) for i in 0..procs-1, waits until each says
-// "ready", starts them all together, and reports their combined throughput
-// as ops/s, each having done opsPerProc operations. b's timer runs only while
-// they work. The helpers' side is BenchChild.
+// BenchProcs times procs helper processes that work at once. It starts the
+// helper name with args(i) for i in 0..procs-1. It waits until each says
+// "ready", then starts them all together. Each does opsPerProc operations.
+// BenchProcs reports their combined throughput as ops/s. b's timer runs
+// only while they work. The helpers' side is BenchChild.
 func BenchProcs(b *testing.B, procs int, name string, args func(i int) []string, opsPerProc int) {
 	b.Helper()
 	type child struct {
@@ -66,9 +66,9 @@ func BenchProcs(b *testing.B, procs int, name string, args func(i int) []string,
 	b.ReportMetric(float64(procs*opsPerProc)/slowest.Seconds(), "ops/s")
 }
 
-// BenchChild is a BenchProcs helper's side, once it is set up: it says
-// "ready", waits for the start (its stdin closing), calls run, and prints how
-// long run took in nanoseconds.
+// BenchChild is a BenchProcs helper's side, once it is set up. It says
+// "ready", and waits for the start: its stdin closing. It calls run, and
+// prints how long run took in nanoseconds.
 func BenchChild(run func() error) error {
 	fmt.Println("ready")
 	io.Copy(io.Discard, os.Stdin)
@@ -80,9 +80,9 @@ func BenchChild(run func() error) error {
 	return nil
 }
 
-// Picker picks indexes in a pseudo-random order: a xorshift64 generator,
-// cheap enough to sit in a benchmark's loop (its Next inlines). The zero
-// Picker is not valid; make one with NewPicker.
+// Picker picks indexes in a pseudo-random order. It is a xorshift64
+// generator, cheap enough to sit in a benchmark's loop. Its Next inlines.
+// The zero Picker is not valid. Make one with NewPicker.
 type Picker struct{ s uint64 }
 
 // NewPicker returns a Picker started from seed.
@@ -99,10 +99,11 @@ func (p *Picker) Next(n int) int {
 }
 
 // RunBenchmarks runs the benchmarks of this test binary that pattern
-// matches, in a process of their own, each for n iterations, and fails t
+// matches, in a process of their own. Each runs n iterations. It fails t
 // unless they all pass and at least want of them report. make test runs no
-// benchmark: this keeps the multi-process ones, whose helpers, turns and
-// checks make bench alone would otherwise exercise, working.
+// benchmark. The multi-process ones have helpers, turns and checks that
+// only make bench would otherwise exercise. RunBenchmarks keeps them
+// working.
 func RunBenchmarks(t *testing.T, pattern string, n, want int) {
 	t.Helper()
 	cmd := childCmd("-test.run=^$")

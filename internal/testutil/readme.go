@@ -6,11 +6,11 @@ import (
 	"testing"
 )
 
-// READMEShows checks that the README at readme shows, word for word and
-// indented as there, the lines of the Go file example between a line
-// "\t// README:" and a line "\t// README end." (the body of an Example,
-// which the README shows as a func main), so that the copy users paste is
-// the code the tests compile and run.
+// READMEShows checks that the README at readme shows lines of the Go file
+// example. They must be word for word, and indented as there. The lines
+// are those between a line "\t// README:" and a line "\t// README end.".
+// They are the body of an Example, which the README shows as a func main.
+// So the copy users paste is the code the tests compile and run.
 func READMEShows(t testing.TB, example, readme string) {
 	t.Helper()
 	src, err := os.ReadFile(example)

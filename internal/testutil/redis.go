@@ -33,8 +33,9 @@ type Redis struct {
 	stopped bool // SIGSTOPped and not yet continued
 }
 
-// RequireRedis fails the test unless redis-server is on PATH. It never skips:
-// a test that needs Redis and cannot run is a failure, in CI and elsewhere.
+// RequireRedis fails the test unless redis-server is on PATH. It never
+// skips. A test that needs Redis and cannot run is a failure, in CI and
+// elsewhere.
 func RequireRedis(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err == nil {
@@ -46,8 +47,8 @@ func RequireRedis(t testing.TB) {
 	t.Fatalf("testutil: redis-server is not on PATH: run `make test`, which installs it with apt (redis-server redis-tools)")
 }
 
-// StartRedis starts a standalone redis-server on a free loopback port, without
-// persistence, and returns once it answers PING.
+// StartRedis starts a standalone redis-server on a free loopback port,
+// without persistence. It returns once the server answers PING.
 func StartRedis(t testing.TB) *Redis {
 	t.Helper()
 	return startRedis(t, nil)
@@ -99,7 +100,7 @@ func (r *Redis) Log() string {
 	return string(b)
 }
 
-// Kill sends SIGKILL to the server and reaps it; the port is free again.
+// Kill sends SIGKILL to the server and reaps it. The port is free again.
 func (r *Redis) Kill() { r.kill() }
 
 func (r *Redis) kill() {
@@ -113,8 +114,8 @@ func (r *Redis) kill() {
 	r.cmd, r.stopped = nil, false
 }
 
-// Stop sends SIGSTOP: the server keeps its connections but answers nothing,
-// as a hung server does, until Cont.
+// Stop sends SIGSTOP. The server keeps its connections but answers
+// nothing, as a hung server does, until Cont.
 func (r *Redis) Stop() { r.signal(syscall.SIGSTOP, true) }
 
 // Cont sends SIGCONT to a stopped server.
@@ -132,10 +133,10 @@ func (r *Redis) signal(sig syscall.Signal, stopped bool) {
 	r.stopped = stopped
 }
 
-// Restart kills the server if it runs and starts it again on the same port
-// and directory (a cluster node keeps its nodes.conf, hence its identity and
-// slots), and returns once it answers PING. The data is gone: nothing is
-// persisted.
+// Restart kills the server if it runs, and starts it again on the same port
+// and directory. A cluster node keeps its nodes.conf, hence its identity
+// and slots. Restart returns once the server answers PING. The data is
+// gone: nothing is persisted.
 func (r *Redis) Restart() {
 	r.t.Helper()
 	r.kill()
@@ -157,9 +158,9 @@ func (c *RedisCluster) Addrs() []string {
 	return a
 }
 
-// StartRedisCluster starts n cluster-enabled servers, joins them with
-// `redis-cli --cluster create` (slots spread evenly, no replicas) and returns
-// once every node reports cluster_state:ok.
+// StartRedisCluster starts n cluster-enabled servers. It joins them with
+// `redis-cli --cluster create`, slots spread evenly, no replicas. It
+// returns once every node reports cluster_state:ok.
 func StartRedisCluster(t testing.TB, n int) *RedisCluster {
 	t.Helper()
 	RequireRedis(t)
@@ -197,10 +198,10 @@ func StartRedisCluster(t testing.TB, n int) *RedisCluster {
 	return c
 }
 
-// RedisDo sends one command to the server at addr on a new connection and
-// returns its reply: a status or bulk string, or an integer in decimal.
-// An error reply is returned as an error. It needs no client library, so
-// that only package redistier imports go-redis.
+// RedisDo sends one command to the server at addr on a new connection. It
+// returns the reply: a status or bulk string, or an integer in decimal. An
+// error reply is returned as an error. It needs no client library. So only
+// package redistier imports go-redis.
 func RedisDo(addr string, args ...string) (string, error) {
 	conn, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {

@@ -10,10 +10,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// NeedRoot skips a test that needs root (namespaces, other users) when the
-// process is not root, saying why; when the environment variable CI is
-// "true" it fails instead, since CI runs the tests as root and a skip there
-// would hide them.
+// NeedRoot skips a test that needs root when the process is not root. Such
+// a test uses namespaces or other users. NeedRoot says why it skips. When
+// the environment variable CI is "true", it fails instead. CI runs the
+// tests as root, and a skip there would hide them.
 func NeedRoot(t testing.TB, why string) {
 	t.Helper()
 	if os.Geteuid() == 0 {
@@ -29,11 +29,12 @@ func NeedRoot(t testing.TB, why string) {
 const envMountProc = "SHMZONE_HELPER_MOUNT_PROC"
 
 // InPIDNamespace makes cmd, a helper from Helper, start as pid 1 of a new
-// PID namespace (CLONE_NEWPID). With ownProc it also gets a mount namespace
-// of its own, where RunHelper mounts a /proc of its PID namespace before the
-// helper runs, as `unshare --pid --fork --mount-proc` does; without, it sees
-// the host's /proc, in which its own pid 1 is the host's init. The helper is
-// a direct child of the test, so Pid and signals reach it. Needs root.
+// PID namespace (CLONE_NEWPID). With ownProc it also gets a mount
+// namespace of its own. There RunHelper mounts a /proc of its PID
+// namespace before the helper runs, as `unshare --pid --fork --mount-proc`
+// does. Without ownProc, it sees the host's /proc. There its own pid 1 is
+// the host's init. The helper is a direct child of the test, so Pid and
+// signals reach it. Needs root.
 func InPIDNamespace(cmd *exec.Cmd, ownProc bool) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}

@@ -38,9 +38,9 @@ func servedBy(body string) (int, error) {
 	return pid, nil
 }
 
-// CheckRunLimit checks that the server of m at addr admits exactly limit
-// requests of one client, each on a new connection, across its children,
-// and that every ready child admits some.
+// CheckRunLimit checks the server of m at addr. It must admit exactly
+// limit requests of one client across its children. Each request goes on a
+// new connection. Every ready child must admit some.
 func CheckRunLimit(t testing.TB, m *Master, addr string, limit int) {
 	t.Helper()
 	pids := m.Pids(ReadyRE)
@@ -103,9 +103,9 @@ func CheckRunLimit(t testing.TB, m *Master, addr string, limit int) {
 }
 
 // CheckRunRollAndReplace checks that SIGHUP to the master of m replaces
-// each of its children, the old retired once the new are ready, and that
-// only the new children serve then. It then kills a new child and checks
-// that a replacement starts and serves.
+// each of its children. The old are retired once the new are ready. Only
+// the new children serve then. It then kills a new child. It checks that a
+// replacement starts and serves.
 func CheckRunRollAndReplace(t testing.TB, m *Master, addr string) {
 	t.Helper()
 	old := m.Pids(ReadyRE)
@@ -174,9 +174,9 @@ func running(m *Master) []int {
 	return pids
 }
 
-// CheckRunMasterKilled checks that every child of m exits once SIGKILL
-// has killed the master, and that no one answers at addr then. It waits for
-// the children's exits, for Hang at most.
+// CheckRunMasterKilled checks that every child of m exits once SIGKILL has
+// killed the master. No one answers at addr then. It waits for the
+// children's exits, for Hang at most.
 func CheckRunMasterKilled(t testing.TB, m *Master, addr string) {
 	t.Helper()
 	pids := running(m)
@@ -228,11 +228,12 @@ func waitExits(t testing.TB, pids []int, exits []<-chan struct{}, outlived strin
 	return ok
 }
 
-// CheckRunDrain checks that a request in flight is answered in full by a
-// child told to drain: by an old child when SIGHUP rolls, and at SIGTERM,
-// after which the master exits 0 and every child has exited. Each child of
-// m holds every request until it drains, and answers "drained pid=N",
-// having written "in flight pid=N" on stdout when the request came in.
+// CheckRunDrain checks that a child told to drain answers a request in
+// flight in full. It checks an old child when SIGHUP rolls. It checks again
+// at SIGTERM. After that the master exits 0, and every child has exited.
+// Each child of m holds every request until it drains. It answers
+// "drained pid=N". It has written "in flight pid=N" on stdout when the
+// request came in.
 func CheckRunDrain(t testing.TB, m *Master, addr string) {
 	t.Helper()
 	flight := regexp.MustCompile(`in flight pid=(\d+)`)

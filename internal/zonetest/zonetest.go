@@ -26,18 +26,19 @@ import (
 // DefaultSize is the size of the zones that Open creates when o.Size is 0.
 const DefaultSize = 1 << 20
 
-// Open creates a zone in a directory of the test's, with Options o, and
-// returns it with its clock: a new testutil.Clock unless o.Clock is set,
-// and then nil. A zero o.Size is DefaultSize. When the test ends, the zone
-// is checked (a Check error fails the test) and the Dict closed.
+// Open creates a zone in a directory of the test's, with Options o. It
+// returns the zone and its clock. The clock is a new testutil.Clock, or
+// nil when o.Clock is set. A zero o.Size is DefaultSize. When the test
+// ends, the zone is checked and the Dict closed. A Check error fails the
+// test.
 func Open(t testing.TB, o dict.Options) (*dict.Dict, *testutil.Clock) {
 	t.Helper()
 	return OpenAt(t, testutil.TempZone(t), o)
 }
 
-// OpenAt is Open of the zone file at path: created if it does not exist,
-// attached if it does (and keeping its size then), for a test that opens
-// one zone twice or hands its path to another process.
+// OpenAt is Open of the zone file at path. It creates the file if it does
+// not exist. Otherwise it attaches the zone and keeps its size. It is for
+// a test that opens one zone twice or hands its path to another process.
 func OpenAt(t testing.TB, path string, o dict.Options) (*dict.Dict, *testutil.Clock) {
 	t.Helper()
 	d, clk := open(t, path, o)
@@ -50,9 +51,9 @@ func OpenAt(t testing.TB, path string, o dict.Options) (*dict.Dict, *testutil.Cl
 	return d, clk
 }
 
-// OpenUnchecked is Open without the Check when the test ends, for a test
-// that leaves the zone broken on purpose: corrupted, truncated, or locked
-// by a process it killed.
+// OpenUnchecked is Open without the Check when the test ends. It is for a
+// test that leaves the zone broken on purpose. The zone may be corrupted,
+// truncated, or locked by a process the test killed.
 func OpenUnchecked(t testing.TB, o dict.Options) (*dict.Dict, *testutil.Clock) {
 	t.Helper()
 	d, clk := open(t, testutil.TempZone(t), o)

@@ -8,13 +8,14 @@ import (
 )
 
 // ClientAddr returns the address of the client that sent r. It is the
-// peer's address (r.RemoteAddr) unless the peer is a trusted proxy; then
-// X-Forwarded-For is read from the right, skipping trusted addresses, and
-// the first untrusted one is the client: the rightmost untrusted address,
-// the only one no client can forge. When every address is trusted, the
-// leftmost is the client; an entry that is no address ends the walk at the
-// trusted hop that added it. IPv4-mapped IPv6 addresses are unmapped and
-// zones dropped. Errors: ErrNoClientAddr when RemoteAddr is no address.
+// peer's address, r.RemoteAddr, unless the peer is a trusted proxy. Then
+// X-Forwarded-For is read from the right, skipping trusted addresses. The
+// first untrusted one is the client. It is the only one no client can
+// forge. When every address is trusted, the leftmost is the client. An
+// entry that is no address ends the walk at the trusted hop that added it.
+// IPv4-mapped IPv6 addresses are unmapped and zones dropped.
+//
+// Errors: ErrNoClientAddr when RemoteAddr is no address.
 func ClientAddr(r *http.Request, trusted []netip.Prefix) (netip.Addr, error) {
 	peer, ok := parseAddr(r.RemoteAddr)
 	if !ok {
@@ -26,16 +27,20 @@ func ClientAddr(r *http.Request, trusted []netip.Prefix) (netip.Addr, error) {
 	return Forwarded(peer, r.Header.Values("X-Forwarded-For"), func(a netip.Addr) bool { return isTrusted(a, trusted) }), nil
 }
 
-// Forwarded returns the client behind peer, a proxy that trusted accepts,
-// from the lines of the forwarding header it sent (X-Forwarded-For's
-// comma-separated addresses, each line as received, in order): the lines
-// are read from the right, skipping the addresses trusted accepts, and the
-// first it does not is the client, the only one no client can forge, since
-// a proxy appends the peer it saw to whatever the client sent. When every
-// address is trusted, the leftmost is the client; an entry that is no
-// address (with or without a port) ends the walk at the trusted hop that
-// added it. IPv4-mapped IPv6 addresses are unmapped and zones dropped.
-// ClientAddr is Forwarded with trusted prefixes; adapters of other servers
+// Forwarded returns the client behind peer, a proxy that trusted accepts.
+// It reads the lines of the forwarding header the proxy sent. These are
+// X-Forwarded-For's comma-separated addresses, each line as received, in
+// order. The lines are read from the right, skipping the addresses trusted
+// accepts. The first it does not accept is the client. It is the only one
+// no client can forge. A proxy appends the peer it saw to whatever the
+// client sent.
+//
+// When every address is trusted, the leftmost is the client. An entry that
+// is no address, with or without a port, ends the walk. The client is then
+// the trusted hop that added it. IPv4-mapped IPv6 addresses are unmapped
+// and zones dropped.
+//
+// ClientAddr is Forwarded with trusted prefixes. Adapters of other servers
 // call it with their own proxy settings.
 func Forwarded(peer netip.Addr, lines []string, trusted func(netip.Addr) bool) netip.Addr {
 	client := peer
@@ -87,23 +92,24 @@ func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
 	return false
 }
 
-// AddrKey returns the limiter key of a client address: the address for
-// IPv4, its /64 for IPv6, since one IPv6 host commonly holds a whole /64
-// ("2001:db8:1:2::/64"). It is the function AddrKeyFunc(64) returns.
+// AddrKey returns the limiter key of a client address. It is the address
+// for IPv4. It is the /64 for IPv6, such as "2001:db8:1:2::/64". One IPv6
+// host commonly holds a whole /64. AddrKey is the function AddrKeyFunc(64)
+// returns.
 func AddrKey(a netip.Addr) string { return addrKey(a, DefaultIPv6Prefix) }
 
-// DefaultIPv6Prefix is the prefix length by which a client address key
-// folds an IPv6 client, unless told otherwise.
+// DefaultIPv6Prefix is the prefix length of an IPv6 client's address key,
+// unless told otherwise.
 const DefaultIPv6Prefix = 64
 
 // AddrKeyFunc returns the function that makes a client address a limiter
-// key: the address for IPv4, and its /bits for IPv6, with an IPv4-mapped
-// address taken as IPv4 and a zone dropped. bits is 64, 56 or 48; 0
-// means DefaultIPv6Prefix. A host commonly holds a /64, a site a /56 or a
-// /48. A wider prefix folds a flood from one network into one key, and
-// also the clients that share that network with it. The function keeps the
-// keys of the last few thousand addresses, so that a returning client's
-// key allocates nothing. Any goroutine may call it.
+// key. The key is the address for IPv4, and its /bits for IPv6. An
+// IPv4-mapped address is taken as IPv4, and a zone is dropped. bits is 64,
+// 56 or 48. 0 means DefaultIPv6Prefix. A host commonly holds a /64, a site
+// a /56 or a /48. A wider prefix folds a flood from one network into one
+// key. It also folds the clients that share that network. The function
+// keeps the keys of the last few thousand addresses. So a returning
+// client's key allocates nothing. Any goroutine may call it.
 //
 // Errors: ErrBadIPv6Prefix for any other bits.
 func AddrKeyFunc(bits int) (func(netip.Addr) string, error) {

@@ -11,9 +11,10 @@ import (
 	"github.com/shmzone/shmzone/limiter/headers"
 )
 
-// Options configures the middleware. The zero value keys requests by client
-// address (no proxies trusted), writes the headers of the limiter's policy,
-// waits out delays, answers rejections with 429 and errors with 500.
+// Options configures the middleware. The zero value keys requests by
+// client address, with no proxies trusted. It writes the headers of the
+// limiter's policy, and waits out delays. It answers rejections with 429
+// and errors with 500.
 type Options struct {
 	// Options are the options every adapter shares: the headers' policy,
 	// delays, tiers, dry runs, exemptions and refunds. Exempt is compared
@@ -56,14 +57,18 @@ type Options struct {
 	Cost func(r *http.Request) (int64, error)
 }
 
-// New returns middleware that asks l about every request, with commit:
-// a rejected request gets o.Rejected, an allowed one waits out its delay
-// (unless o.NoDelay) and goes on to the next handler; a Conn's request is
-// left (Leaving, with its latency) when the next handler returns. Errors:
-// ErrNilLimiter, ErrBadProxy for an invalid TrustedProxies prefix,
-// ErrBadIPv6Prefix for an IPv6Prefix other than 0, 64, 56 or 48,
-// ErrBadPolicy for a bad PolicyName, a negative Policy or a bad tier
-// (admit.ErrBadTier), admit.ErrBadExempt for an invalid Exempt prefix.
+// New returns middleware that asks l about every request, with commit. A
+// rejected request gets o.Rejected. An allowed one waits out its delay,
+// unless o.NoDelay, and goes on to the next handler. A Conn's request is
+// left when the next handler returns, with Leaving and its latency.
+//
+// Errors:
+//   - ErrNilLimiter;
+//   - ErrBadProxy for an invalid TrustedProxies prefix;
+//   - ErrBadIPv6Prefix for an IPv6Prefix other than 0, 64, 56 or 48;
+//   - ErrBadPolicy for a bad PolicyName, a negative Policy or a bad tier
+//     (admit.ErrBadTier);
+//   - admit.ErrBadExempt for an invalid Exempt prefix.
 func New(l limiter.Limiter, o Options) (func(http.Handler) http.Handler, error) {
 	if l == nil {
 		return nil, ErrNilLimiter

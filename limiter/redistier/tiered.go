@@ -288,42 +288,6 @@ func (l *Tiered) incoming(ctx context.Context, key string, cost int64, commit bo
 	return d, nil
 }
 
-// health returns nil while the host considers Redis reachable, an error
-// wrapping ErrUnavailable when it considers it failed (see Tiered), or the
-// dictionary's.
-func (l *Tiered) health(now int64) error {
-	ok, err := l.intAt(l.hk)
-	switch {
-	case err != nil:
-		return err
-	case ok < 0:
-		return fmt.Errorf("%w: tiered %s: flushes failed", ErrUnavailable, l.prefix)
-	case ok > 0 && now-ok > l.stale:
-		if live, err := l.flusherLive(now); live || err != nil {
-			return err
-		}
-		return fmt.Errorf("%w: tiered %s: no answer to a flush for %d ms, and no flusher", ErrUnavailable, l.prefix, now-ok)
-	}
-	return nil
-}
-
-// flusherLive reports whether a flush will come: Run runs in this
-// instance, or its Flush was called in the stale time, or some process of
-// the host holds the flusher lease.
-func (l *Tiered) flusherLive(now int64) (bool, error) {
-	if l.runs.Load() > 0 || now-l.called.Load() <= l.stale {
-		return true, nil
-	}
-	_, _, err := l.d.Get(l.zp + "lease")
-	switch {
-	case errors.Is(err, dict.ErrNotFound):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("redistier: tiered lease: %w", err)
-	}
-	return true, nil
-}
-
 // list adds key to its window's list of keys to flush, once per window. A
 // list that finds its shard full (a list never evicts) leaves the key out
 // for the window: the decision stands on the host's count, and the key is

@@ -340,8 +340,8 @@ func TestTieredBadState(t *testing.T) {
 	ctx := context.Background()
 	d, clk := zonetest.Open(t, dict.Options{})
 	const interval = 100 * time.Millisecond
-	window := time.Minute
-	o := Options{Timeout: time.Second, OnFailure: FailOpen, Now: clk.Now}
+	window := time.Hour // the test's clock stays in one window past the staleness limit
+	o := Options{Timeout: callTimeout, OnFailure: FailOpen, Now: clk.Now}
 	var cases []badCase
 	for _, h := range hostiles() {
 		cases = append(cases, badCase{"key " + h.name, h.put})
@@ -388,8 +388,12 @@ func TestTieredBadState(t *testing.T) {
 			}
 			before := snapshot(t, c, rk)
 			// Past the staleness limit (5 intervals plus the timeout), with a
-			// flush every interval.
-			for step := time.Duration(0); step <= 5*interval+o.Timeout+interval; step += interval {
+			// flush every interval for 6 intervals, then one past the limit.
+			limit := 5*interval + o.Timeout
+			for step := time.Duration(0); step <= limit+interval; step += interval {
+				if step == 7*interval {
+					step = limit + interval
+				}
 				clk.Set(step)
 				if _, err := l.Flush(ctx); !errors.Is(err, ErrBadState) || errors.Is(err, ErrUnavailable) {
 					t.Fatalf("Flush at %v = %v, want ErrBadState and not ErrUnavailable", step, err)
@@ -441,7 +445,7 @@ func TestUncommitKeepsGoodState(t *testing.T) {
 
 	d, zclk := zonetest.Open(t, dict.Options{})
 	window := time.Minute
-	l, err := NewTiered(d, c, "tu", 10, window, 100*time.Millisecond, Options{Timeout: time.Second, Now: zclk.Now})
+	l, err := NewTiered(d, c, "tu", 10, window, 100*time.Millisecond, Options{Timeout: callTimeout, Now: zclk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

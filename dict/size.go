@@ -20,12 +20,18 @@ func (d *Dict) Capacity() int64 { return d.Size() }
 // a zone created with it would not have the size of the zone at path, of
 // header h. Open rounds a new zone's size down to whole shards
 // (shm.Geometry). So the size a zone was created with matches, and so does
-// the size it has.
+// the size it has, also for a zone made when shards were rounded to
+// shm.ShardAlign.
 func checkSize(path string, size int64, h shm.Header) error {
 	if size == 0 {
 		return nil
 	}
 	if g, err := shm.Geometry(size, h.Shards, 0); err == nil && g.Size == h.Size {
+		return nil
+	}
+	// A zone made before shards were whole pages has shards of size
+	// rounded down to shm.ShardAlign.
+	if size > shm.HeaderSize && (size-shm.HeaderSize)/int64(h.Shards)&^(shm.ShardAlign-1) == h.ShardSize {
 		return nil
 	}
 	q := path

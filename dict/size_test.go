@@ -121,3 +121,40 @@ func TestOpenSizeCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenCacheLineShards opens a zone made when shards were rounded to
+// shm.ShardAlign, not to pages (testdata/cacheline-shards.zone: two shards
+// of 65,600 bytes, and the key "made"). The Size it was made with still
+// attaches, and the zone is sound. A Size that makes shards of whole
+// pages is another size.
+func TestOpenCacheLineShards(t *testing.T) {
+	const made = 4096 + 2*(65536+64)
+	src, err := os.ReadFile("testdata/cacheline-shards.zone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "old.zone")
+	if err := os.WriteFile(path, src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dict.Open(path, dict.Options{Size: 4096 + 2*65536}); !errors.Is(err, dict.ErrSizeMismatch) {
+		t.Errorf("Open(Size of whole-page shards) = %v, want ErrSizeMismatch", err)
+	}
+	d, err := dict.Open(path, dict.Options{Size: made})
+	if err != nil {
+		t.Fatalf("Open(Size it was made with) = %v", err)
+	}
+	defer d.Close()
+	if d.Size() != made || d.Header().ShardSize != 65536+64 {
+		t.Errorf("Size() = %d, ShardSize %d; want %d, %d", d.Size(), d.Header().ShardSize, made, 65536+64)
+	}
+	if v, _, err := d.Get("made"); err != nil || string(v.Bytes()) != "with shards of cache lines" {
+		t.Errorf("Get(made) = %v, %v", v, err)
+	}
+	if _, err := d.Set("new", dict.Int(1), 0, 0); err != nil {
+		t.Errorf("Set on the old zone: %v", err)
+	}
+	if err := d.Check(); err != nil {
+		t.Errorf("Check() = %v", err)
+	}
+}

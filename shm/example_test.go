@@ -49,6 +49,6 @@ func Example() {
 	fmt.Printf("created: %v, shard 0 begins %q\n", z.Created(), z.Shard(0)[:5])
 	// Output:
 	// created: true
-	// 4194304 bytes: a 4096-byte header page and 4 shards of 1047552 bytes
+	// 4182016 bytes: a 4096-byte header page and 4 shards of 1044480 bytes
 	// created: false, shard 0 begins "hello"
 }

@@ -18,7 +18,7 @@ type Header struct {
 	Shards    int    // a power of two
 	IndexSize int    // index slots per shard, a power of two
 	ShardOff  int64  // the offset of shard 0
-	ShardSize int64  // bytes per shard, a multiple of ShardAlign
+	ShardSize int64  // bytes per shard, a multiple of ShardAlign; Geometry makes whole pages
 	Seed      uint64 // the hash seed
 	Clock     uint32 // the clock kind, ClockUnixMs
 	CreatedAt int64  // Unix ms
@@ -166,7 +166,7 @@ func (h Header) validate(fileSize int64) error {
 // Geometry chooses the shard count, shard size and index size of a zone of
 // size bytes. It returns them in a Header, with no Layout, Seed or
 // CreatedAt. The zone's size is rounded down so that each shard is a
-// multiple of ShardAlign bytes.
+// whole number of pages (DESIGN.md, section 1a).
 //
 // shards is the shard count, a power of two. 0 chooses it from the size:
 // one shard per 512 KiB, a power of two from 1 to 64. bytesPerSlot is the
@@ -191,7 +191,7 @@ func Geometry(size int64, shards int, bytesPerSlot int64) (Header, error) {
 	if shards < 1 || shards > MaxShards || bits.OnesCount(uint(shards)) != 1 {
 		return Header{}, fmt.Errorf("%w: shard count %d is not a power of two from 1 to %d", ErrBadOptions, shards, MaxShards)
 	}
-	shardSize := avail / int64(shards) &^ (ShardAlign - 1)
+	shardSize := avail / int64(shards) &^ (PageSize - 1)
 	if shardSize < MinShardSize {
 		return Header{}, fmt.Errorf("%w: %d shards of %d bytes; a shard needs %d", ErrBadOptions, shards, shardSize, MinShardSize)
 	}

@@ -181,8 +181,10 @@ func TestGeometry(t *testing.T) {
 	}{
 		{HeaderSize + MinShardSize, 0, Header{Size: HeaderSize + MinShardSize, Shards: 1, ShardSize: MinShardSize, IndexSize: 1024}},
 		{HeaderSize + MinShardSize + ShardAlign - 1, 1, Header{Size: HeaderSize + MinShardSize, Shards: 1, ShardSize: MinShardSize, IndexSize: 1024}},
-		{HeaderSize + MinShardSize + PageSize - 1, 1, Header{Size: HeaderSize + MinShardSize + PageSize - ShardAlign, Shards: 1, ShardSize: MinShardSize + PageSize - ShardAlign, IndexSize: 1024}},
-		{HeaderSize + 10<<20 - 1, 2, Header{Size: HeaderSize + 10<<20 - 2*ShardAlign, Shards: 2, ShardSize: 5<<20 - ShardAlign, IndexSize: 1 << 16}},
+		{HeaderSize + MinShardSize + PageSize - 1, 1, Header{Size: HeaderSize + MinShardSize, Shards: 1, ShardSize: MinShardSize, IndexSize: 1024}},
+		{HeaderSize + MinShardSize + PageSize, 1, Header{Size: HeaderSize + MinShardSize + PageSize, Shards: 1, ShardSize: MinShardSize + PageSize, IndexSize: 1024}},
+		{HeaderSize + 10<<20 - 1, 2, Header{Size: HeaderSize + 10<<20 - 2*PageSize, Shards: 2, ShardSize: 5<<20 - PageSize, IndexSize: 1 << 16}},
+		{10 << 20, 0, Header{Size: HeaderSize + 16*159*PageSize, Shards: 16, ShardSize: 159 * PageSize, IndexSize: 8192}},
 		{1 << 20, 0, Header{Size: HeaderSize + 255*PageSize, Shards: 1, ShardSize: 255 * PageSize, IndexSize: 16384}},
 		{1<<20 + 12345, 2, Header{Size: HeaderSize + 2*129*PageSize, Shards: 2, ShardSize: 129 * PageSize, IndexSize: 8192}},
 		{HeaderSize + 1<<20, 0, Header{Size: HeaderSize + 1<<20, Shards: 2, ShardSize: 1 << 19, IndexSize: 8192}},

@@ -72,9 +72,10 @@ const (
 	initMagic = "SHMZINIT" // the magic of an unfinished creation's marker (zone.go)
 	orderMark = 0x01020304
 
-	// ShardAlign is the alignment in bytes of every shard, and of its size.
-	// It is a cache line, so that no two shards share one. A zone loses
-	// less than ShardAlign bytes per shard to rounding.
+	// ShardAlign is the alignment in bytes that a zone's shards must have:
+	// a cache line, so that no two shards share one. Geometry makes shards
+	// of whole pages. Zones whose shards are multiples of ShardAlign alone
+	// still attach.
 	ShardAlign = 64
 
 	// MinShardSize is the smallest shard, in bytes.

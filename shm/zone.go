@@ -35,8 +35,8 @@ func Path(name string) string {
 type Options struct {
 	// Size is the size in bytes of a zone to create. Open creates the zone
 	// if Size > 0 and the file is absent, empty or an unfinished creation.
-	// Size is rounded down so that every shard is a multiple of ShardAlign
-	// bytes. An existing zone keeps its size. A negative Size is
+	// Size is rounded down so that every shard is a whole number of pages:
+	// a zone loses less than a page a shard. An existing zone keeps its size. A negative Size is
 	// ErrBadOptions.
 	Size int64
 	// Shards is the shard count of a new zone, a power of two. 0 chooses

@@ -109,9 +109,9 @@ func TestOpenSizeRounding(t *testing.T) {
 		want   int64
 	}{
 		{smallSize, 2, smallSize},
-		{smallSize + 2*ShardAlign - 1, 2, smallSize},
-		{smallSize + 2*ShardAlign, 2, smallSize + 2*ShardAlign},
-		{smallSize + PageSize - 1, 2, smallSize + PageSize - 2*ShardAlign},
+		{smallSize + 2*PageSize - 1, 2, smallSize},
+		{smallSize + 2*PageSize, 2, smallSize + 2*PageSize},
+		{smallSize + 2*ShardAlign, 2, smallSize},
 		{HeaderSize + MinShardSize + 5, 1, HeaderSize + MinShardSize},
 		{1 << 20, 0, HeaderSize + 255*PageSize},
 	}

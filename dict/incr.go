@@ -19,7 +19,7 @@ func (d *Dict) IncrInitNum(key string, delta, init int64, initTTL time.Duration)
 	if d.guard {
 		return d.guardedIncrInitNum(key, delta, init, initTTL)
 	}
-	_, sum, out, err = d.incrInit(key, delta, init, initTTL, incrNum)
+	_, sum, out, err = d.incrInit(key, delta, init, initTTL, incrOp{mode: incrNum})
 	return sum, out, err
 }
 
@@ -27,7 +27,7 @@ func (d *Dict) IncrInitNum(key string, delta, init int64, initTTL time.Duration)
 // guardedIncr).
 func (d *Dict) guardedIncrInitNum(key string, delta, init int64, initTTL time.Duration) (sum float64, out Outcome, err error) {
 	defer d.catchFault(&err, shm.GuardFaults())
-	_, sum, out, err = d.incrInit(key, delta, init, initTTL, incrNum)
+	_, sum, out, err = d.incrInit(key, delta, init, initTTL, incrOp{mode: incrNum})
 	return sum, out, err
 }
 
@@ -86,35 +86,37 @@ func (d *Dict) IncrInit(key string, delta, init int64, initTTL time.Duration) (n
 	if d.guard {
 		return d.guardedIncrInit(key, delta, init, initTTL)
 	}
-	n, _, out, err := d.incrInit(key, delta, init, initTTL, incrToInt)
+	n, _, out, err := d.incrInit(key, delta, init, initTTL, incrOp{mode: incrToInt})
 	return n, out.Forcible, err
 }
 
 // guardedIncrInit is IncrInit with Options.GuardFaults (as guardedIncr).
 func (d *Dict) guardedIncrInit(key string, delta, init int64, initTTL time.Duration) (n int64, forcible bool, err error) {
 	defer d.catchFault(&err, shm.GuardFaults())
-	n, _, out, err := d.incrInit(key, delta, init, initTTL, incrToInt)
+	n, _, out, err := d.incrInit(key, delta, init, initTTL, incrOp{mode: incrToInt})
 	return n, out.Forcible, err
 }
 
-// incrInit is IncrInit (mode incrToInt) and IncrInitNum (incrNum): the sum
-// as an int and as a float. A live key's increment is incr's; creating it,
+// incrInit is IncrInit (op.mode incrToInt) and IncrInitNum (incrNum): the
+// sum as an int and as a float. op's mode and exp say how; incrInit fills
+// in its deltas. A live key's increment is incr's; creating it,
 // createInit's.
-func (d *Dict) incrInit(key string, delta, init int64, initTTL time.Duration, mode incrMode) (int64, float64, Outcome, error) {
+func (d *Dict) incrInit(key string, delta, init int64, initTTL time.Duration, op incrOp) (int64, float64, Outcome, error) {
 	if initTTL < 0 {
 		return 0, 0, Outcome{}, ErrBadTTL
 	}
-	n, f, found, err := d.incr(key, incrOp{i: delta, f: float64(delta), mode: mode})
+	op.i, op.f = delta, float64(delta)
+	n, f, found, err := d.incr(key, op)
 	if err != nil || found {
 		return n, f, Outcome{}, err
 	}
-	return d.createInit(key, delta, init, initTTL, mode)
+	return d.createInit(key, init, initTTL, op)
 }
 
 // createInit is incrInit of a key incr found absent or expired, under the
 // shard's lock (a function of its own, so that incrInit has no deferred
 // call to pay for when the key is live).
-func (d *Dict) createInit(key string, delta, init int64, initTTL time.Duration, mode incrMode) (n int64, f float64, out Outcome, err error) {
+func (d *Dict) createInit(key string, init int64, initTTL time.Duration, op incrOp) (n int64, f float64, out Outcome, err error) {
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
 	if err := d.lock(s); err != nil {
@@ -122,7 +124,7 @@ func (d *Dict) createInit(key string, delta, init int64, initTTL time.Duration, 
 	}
 	defer d.unlock(s)
 	// Another process may have created it since: add to it then.
-	n, f, found, err := d.incrInShard(place{s, key, h}, incrOp{i: delta, f: float64(delta), mode: mode})
+	n, f, found, err := d.incrInShard(place{s, key, h}, op)
 	if err != nil || found {
 		return n, f, out, err
 	}
@@ -130,11 +132,14 @@ func (d *Dict) createInit(key string, delta, init int64, initTTL time.Duration, 
 	if err != nil {
 		return 0, 0, out, err
 	}
-	out, err = d.findStoreInShard(s, key, h, put{v: Int(init + delta), expiry: expiry, evict: true})
+	out, err = d.findStoreInShard(s, key, h, put{v: Int(init + op.i), expiry: expiry, evict: true})
 	if err != nil {
 		return 0, 0, out, err
 	}
-	return init + delta, float64(init + delta), out, nil
+	if op.exp != nil {
+		*op.exp = expiry
+	}
+	return init + op.i, float64(init + op.i), out, nil
 }
 
 // incr adds to key's live number (incrEntry): under the entry's page lock
@@ -154,6 +159,9 @@ func (d *Dict) incr(key string, op incrOp) (int64, float64, bool, error) {
 			if p := d.plainInt(s, off, len(key), op.mode); p != nil {
 				n := int64(atomic.LoadUint64(p)) + op.i
 				atomic.StoreUint64(p, uint64(n)) // one aligned store: whole even if the process dies here
+				if op.exp != nil {
+					*op.exp = expiryOf(s.entryAt(off).ver())
+				}
 				c, slow := s.entryCounted(off, tIncrs)
 				s.unpin(off, pw)
 				if slow {
@@ -297,6 +305,7 @@ type incrOp struct {
 	i    int64   // added to an int
 	f    float64 // added to a float
 	mode incrMode
+	exp  *int64 // when not nil, a done increment stores the entry's expiry here
 }
 
 // A place is where a key lives: the key, its hash and its shard.
@@ -358,6 +367,9 @@ func (d *Dict) incrEntry(s *shard, off uint32, op incrOp) (int64, float64, incrR
 		atomic.StoreUint64(p, math.Float64bits(f))
 	}
 	e.use()
+	if op.exp != nil {
+		*op.exp = expiryOf(w)
+	}
 	return n, f, incrDone
 }
 

@@ -92,9 +92,10 @@ func (l *Count) Incoming(ctx context.Context, key string, commit bool) (dec Deci
 //
 // A committed request is counted even when it is rejected. The stored
 // allowance then goes negative, as in the Lua module. A dry run, with
-// commit false, counts nothing. Remaining is never negative. A rejection
-// reads the key's TTL into RetryAfter and ResetAfter. An allowed request
-// leaves ResetAfter 0: Count.ResetAfter reads it.
+// commit false, counts nothing. Remaining is never negative. ResetAfter is
+// the key's TTL, and a rejection's RetryAfter too. A committed request
+// reads it with the increment. A dry run's allowed request leaves
+// ResetAfter 0: Count.ResetAfter reads it.
 //
 // A cost above limit is never admitted. It is rejected without reading the
 // key, and counts nothing. Its RetryAfter is the longest Duration.
@@ -125,11 +126,12 @@ func (l *Count) incomingAt(dec *Decision, _ int64, key string, cost int64, commi
 	// fractional keeps its fraction (2.5 less 1 is 1.5), as in the Lua
 	// module, whose numbers are all doubles.
 	var rem float64
+	reset := time.Duration(-1) // not read yet
 	if commit {
-		n, out, err := l.d.IncrInitNum(zk, -cost, p.limit, p.window)
+		n, ttl, out, err := l.d.IncrInitNumTTL(zk, -cost, p.limit, p.window)
 		if out != (dict.Outcome{}) || err != nil {
 			err = l.settle(l.d, out, err, func() (o dict.Outcome, err error) {
-				n, o, err = l.d.IncrInitNum(zk, -cost, p.limit, p.window)
+				n, ttl, o, err = l.d.IncrInitNumTTL(zk, -cost, p.limit, p.window)
 				return o, err
 			})
 		}
@@ -139,7 +141,7 @@ func (l *Count) incomingAt(dec *Decision, _ int64, key string, cost int64, commi
 		if err := checkCount(l.d, zk, n, -cost); err != nil {
 			return err
 		}
-		rem = n
+		rem, reset = n, ttl
 	} else {
 		v, found, err := read(l.d, zk, nil, isNumber)
 		if err != nil {
@@ -154,14 +156,17 @@ func (l *Count) incomingAt(dec *Decision, _ int64, key string, cost int64, commi
 		}
 	}
 	if rem < 0 {
-		reset, err := l.resetAfter(zk)
-		if err != nil {
-			return err
+		if reset < 0 {
+			var err error
+			if reset, err = l.resetAfter(zk); err != nil {
+				return err
+			}
 		}
 		dec.State, dec.RetryAfter, dec.ResetAfter = rem, reset, reset
 		return nil
 	}
 	dec.Allowed, dec.State, dec.Remaining, dec.Committed = true, rem, floorCount(rem), commit
+	dec.ResetAfter = max(reset, 0)
 	return nil
 }
 

@@ -11,8 +11,8 @@ import (
 // Decision is a limiter's answer to one request.
 //
 // The zero Decision rejects. A field that a limiter cannot know is zero. A
-// Conn has no RetryAfter. A Count reports ResetAfter only when it rejects.
-// Count.ResetAfter reads it on demand.
+// Conn has no RetryAfter. A Count's dry run reports ResetAfter only when
+// it rejects. Count.ResetAfter reads it on demand.
 type Decision struct {
 	// Allowed reports whether the request may go on. A rejection is a
 	// Decision with Allowed false, never an error.

@@ -112,3 +112,34 @@ func TestCountResetAfter(t *testing.T) {
 		t.Errorf("ResetAfter at +4 s = %v, %v; want 6s", got, err)
 	}
 }
+
+// TestCountDecisionResetAfter: a committed decision, allowed or rejected,
+// carries the window's time left, as ResetAfter reads it. A dry run's
+// allowed decision leaves it to ResetAfter.
+func TestCountDecisionResetAfter(t *testing.T) {
+	d, clk := zonetest.Open(t, dict.Options{})
+	l, _ := NewCount(d, "t", 2, 10*time.Second)
+	ctx := context.Background()
+	steps := []struct {
+		at      int64 // ms since the first request
+		commit  bool
+		allowed bool
+		reset   time.Duration
+	}{
+		{0, true, true, 10 * time.Second},
+		{2500, false, true, 0},
+		{2500, true, true, 7500 * time.Millisecond},
+		{4000, true, false, 6 * time.Second},
+		{4000, false, false, 6 * time.Second},
+	}
+	for _, s := range steps {
+		clk.SetMilli(s.at)
+		got, err := l.Incoming(ctx, "k", s.commit)
+		if err != nil || got.Allowed != s.allowed || got.ResetAfter != s.reset {
+			t.Errorf("Incoming(commit %v) at +%d ms = %+v, %v; want allowed %v, ResetAfter %v", s.commit, s.at, got, err, s.allowed, s.reset)
+		}
+		if read, err := l.ResetAfter(ctx, "k"); s.reset != 0 && (err != nil || read != s.reset) {
+			t.Errorf("ResetAfter at +%d ms = %v, %v; want %v as the decision said", s.at, read, err, s.reset)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package shmfasthttp_test
 import (
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,6 +103,40 @@ func TestOptionsAllocateNothing(t *testing.T) {
 		}
 		if got := ctx.Response.StatusCode(); got != 200 {
 			t.Errorf("%s: status %d, want 200", tc.name, got)
+		}
+	}
+}
+
+// TestProxiedRequestAllocatesNothing: a request from a trusted proxy, whose
+// client comes from X-Forwarded-For, allocates nothing, for IPv4 and IPv6
+// clients.
+func TestProxiedRequestAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop buffers")
+	}
+	d, _ := zonetest.Open(t, dict.Options{})
+	count, _ := limiter.NewCount(d, "count", 1<<40, time.Hour)
+	o := shmfasthttp.Options{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}
+	h := wrap(t, count, o, ok)
+	proxy := &net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 1234}
+	for _, xff := range []string{"203.0.113.9, 10.0.0.7", "2001:db8:1:2::9, 10.0.0.7"} {
+		var r fasthttp.Request
+		r.SetRequestURI("http://x/")
+		r.Header.Set("X-Forwarded-For", xff)
+		var ctx fasthttp.RequestCtx
+		ctx.Init(&r, proxy, nil) // allocates its fake connection
+		run := func() {
+			ctx.Response.Reset()
+			h(&ctx)
+		}
+		run()
+		run()
+		if n := testing.AllocsPerRun(200, run); n != 0 {
+			t.Errorf("client behind %q: %v allocations a request, want 0", xff, n)
+		}
+		a, err := shmfasthttp.ClientAddr(&ctx, o.TrustedProxies)
+		if want := netip.MustParseAddr(xff[:strings.IndexByte(xff, ',')]); err != nil || a != want {
+			t.Errorf("ClientAddr behind %q = %v, %v; want %v", xff, a, err, want)
 		}
 	}
 }

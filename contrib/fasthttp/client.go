@@ -3,7 +3,6 @@ package shmfasthttp
 import (
 	"fmt"
 	"net"
-	"net/http"
 	"net/netip"
 
 	"github.com/shmzone/shmzone/limiter/httplimit"
@@ -27,24 +26,20 @@ func ClientAddr(ctx *fasthttp.RequestCtx, trusted []netip.Prefix) (netip.Addr, e
 	if !peer.IsValid() {
 		return netip.Addr{}, fmt.Errorf("%w: %v", ErrNoClientAddr, ctx.RemoteAddr())
 	}
-	trustedPeer := false
-	for _, p := range trusted {
-		if p.Contains(peer) {
-			trustedPeer = true
-			break
-		}
-	}
-	if !trustedPeer {
+	if !isTrusted(peer, trusted) {
 		return peer, nil
 	}
 	// A trusted proxy: httplimit walks its X-Forwarded-For.
-	r := &http.Request{RemoteAddr: peer.String(), Header: http.Header{}}
-	for _, v := range ctx.Request.Header.PeekAll(fasthttp.HeaderXForwardedFor) {
-		r.Header.Add(fasthttp.HeaderXForwardedFor, string(v))
+	lines := ctx.Request.Header.PeekAll(fasthttp.HeaderXForwardedFor)
+	return httplimit.ForwardedBytes(peer, lines, func(a netip.Addr) bool { return isTrusted(a, trusted) }), nil
+}
+
+// isTrusted reports whether one of the trusted prefixes holds a.
+func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
+	for _, p := range trusted {
+		if p.Contains(a) {
+			return true
+		}
 	}
-	a, err := httplimit.ClientAddr(r, trusted)
-	if err != nil {
-		return netip.Addr{}, fmt.Errorf("%w: %w", ErrNoClientAddr, err)
-	}
-	return a, nil
+	return false
 }

@@ -3,6 +3,7 @@ package shmfiber_test
 import (
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,6 +86,63 @@ func TestRequestAllocatesNothing(t *testing.T) {
 			if status != tc.status {
 				t.Errorf("%s, client %v: status %d, want %d", tc.name, addr, status, tc.status)
 			}
+		}
+	}
+}
+
+// TestProxiedRequestAllocatesNothing: behind a proxy the app trusts, a
+// request whose client comes from X-Forwarded-For allocates nothing beyond
+// what the app alone does, for IPv4 and IPv6 clients.
+func TestProxiedRequestAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop buffers")
+	}
+	d, _ := zonetest.Open(t, dict.Options{})
+	count, _ := limiter.NewCount(d, "count", 1<<40, time.Hour)
+	proxy := &net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 1234}
+	for _, xff := range []string{"203.0.113.9, 10.0.0.7", "2001:db8:1:2::9, 10.0.0.7"} {
+		allocs := func(mw fiber.Handler) (float64, string) {
+			app := fiber.New(fiber.Config{
+				TrustProxy:       true,
+				ProxyHeader:      fiber.HeaderXForwardedFor,
+				TrustProxyConfig: fiber.TrustProxyConfig{Proxies: []string{"10.0.0.0/8"}},
+			})
+			if mw != nil {
+				app.Use(mw)
+			}
+			var client string
+			app.Get("/", func(c fiber.Ctx) error {
+				a, err := shmfiber.ClientAddr(c)
+				client = a.String()
+				if err != nil {
+					client = err.Error()
+				}
+				return c.SendString("ok")
+			})
+			h := app.Handler()
+			var r fasthttp.Request
+			r.SetRequestURI("/")
+			r.Header.Set("X-Forwarded-For", xff)
+			var ctx fasthttp.RequestCtx
+			ctx.Init(&r, proxy, nil) // allocates its fake connection
+			run := func() {
+				ctx.Response.Reset()
+				h(&ctx)
+			}
+			run()
+			return testing.AllocsPerRun(200, run), client
+		}
+		base, _ := allocs(nil)
+		mw, err := shmfiber.New(count, shmfiber.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, client := allocs(mw)
+		if n != base {
+			t.Errorf("client behind %q: %v allocations a request, the app alone %v", xff, n, base)
+		}
+		if want := xff[:strings.IndexByte(xff, ',')]; client != want {
+			t.Errorf("ClientAddr behind %q = %s, want %s", xff, client, want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package shmfiber
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"strings"
 
@@ -37,20 +38,26 @@ func ClientAddr(c fiber.Ctx) (netip.Addr, error) {
 		return netip.Addr{}, fmt.Errorf("%w: %v", ErrNoClientAddr, c.RequestCtx().RemoteAddr())
 	}
 	client := peer.Unmap().WithZone("")
-	if !c.IsProxyTrusted() {
-		return client, nil
-	}
 	cfg := c.App().Config()
-	if cfg.ProxyHeader == "" {
+	if !cfg.TrustProxy || cfg.ProxyHeader == "" {
 		return client, nil
 	}
 	tc := &cfg.TrustProxyConfig
-	peeked := c.Request().Header.PeekAll(cfg.ProxyHeader)
-	lines := make([]string, len(peeked))
-	for i, l := range peeked {
-		lines[i] = string(l)
+	// IsProxyTrusted's rule, without the string it makes of the peer.
+	switch c.RequestCtx().RemoteAddr().(type) {
+	case *net.UnixAddr:
+		if !tc.UnixSocket {
+			return client, nil
+		}
+	case *net.TCPAddr, *net.UDPAddr:
+		if !isTrusted(client, tc) {
+			return client, nil
+		}
+	default:
+		return client, nil
 	}
-	return httplimit.Forwarded(client, lines, func(a netip.Addr) bool { return isTrusted(a, tc) }), nil
+	lines := c.Request().Header.PeekAll(cfg.ProxyHeader)
+	return httplimit.ForwardedBytes(client, lines, func(a netip.Addr) bool { return isTrusted(a, tc) }), nil
 }
 
 // isTrusted reports whether tc trusts a as a proxy, as fiber's

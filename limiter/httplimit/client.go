@@ -45,25 +45,48 @@ func ClientAddr(r *http.Request, trusted []netip.Prefix) (netip.Addr, error) {
 func Forwarded(peer netip.Addr, lines []string, trusted func(netip.Addr) bool) netip.Addr {
 	client := peer
 	for i := len(lines) - 1; i >= 0; i-- {
-		list := lines[i]
-		for list != "" {
-			var item string
-			if j := strings.LastIndexByte(list, ','); j >= 0 {
-				list, item = list[:j], list[j+1:]
-			} else {
-				list, item = "", list
-			}
-			addr, ok := parseAddr(strings.TrimSpace(item))
-			if !ok {
-				return client // forged or broken: trust the hop that added it
-			}
-			client = addr
-			if !trusted(addr) {
-				return client
-			}
+		var done bool
+		if client, done = walkLine(client, lines[i], trusted); done {
+			return client
 		}
 	}
 	return client
+}
+
+// ForwardedBytes is Forwarded of lines held as bytes, as fasthttp's
+// PeekAll returns them. It allocates nothing. It keeps no part of lines.
+func ForwardedBytes(peer netip.Addr, lines [][]byte, trusted func(netip.Addr) bool) netip.Addr {
+	client := peer
+	for i := len(lines) - 1; i >= 0; i-- {
+		var done bool
+		if client, done = walkLine(client, view(lines[i]), trusted); done {
+			return client
+		}
+	}
+	return client
+}
+
+// walkLine walks one line of a forwarding header from the right, as
+// Forwarded does. client is the client so far. done reports that the walk
+// ends in this line.
+func walkLine(client netip.Addr, list string, trusted func(netip.Addr) bool) (_ netip.Addr, done bool) {
+	for list != "" {
+		var item string
+		if j := strings.LastIndexByte(list, ','); j >= 0 {
+			list, item = list[:j], list[j+1:]
+		} else {
+			list, item = "", list
+		}
+		addr, ok := parseAddr(strings.TrimSpace(item))
+		if !ok {
+			return client, true // forged or broken: trust the hop that added it
+		}
+		if !trusted(addr) {
+			return addr, true
+		}
+		client = addr
+	}
+	return client, false
 }
 
 // parseAddr parses an address with or without a port ("192.0.2.1",

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/shmzone/shmzone/internal/testutil"
@@ -53,6 +54,22 @@ func TestClientAddr(t *testing.T) {
 			got, err := ClientAddr(r, trusted)
 			if err != nil || got != netip.MustParseAddr(tt.want) {
 				t.Errorf("ClientAddr(%s, XFF %q) = %v, %v; want %s", tt.remote, tt.xff, got, err, tt.want)
+			}
+			peer, _ := parseAddr(tt.remote)
+			if !isTrusted(peer, trusted) {
+				return
+			}
+			// A trusted peer: the walk of the lines as strings and as bytes.
+			lines := make([][]byte, len(tt.xff))
+			for i, v := range tt.xff {
+				lines[i] = []byte(v)
+			}
+			trust := func(a netip.Addr) bool { return isTrusted(a, trusted) }
+			if got := Forwarded(peer, tt.xff, trust); got != netip.MustParseAddr(tt.want) {
+				t.Errorf("Forwarded(%v, %q) = %v, want %s", peer, tt.xff, got, tt.want)
+			}
+			if got := ForwardedBytes(peer, lines, trust); got != netip.MustParseAddr(tt.want) {
+				t.Errorf("ForwardedBytes(%v, %q) = %v, want %s", peer, tt.xff, got, tt.want)
 			}
 		})
 	}
@@ -167,6 +184,22 @@ func TestKeyCache(t *testing.T) {
 		key(a)
 		if n := testing.AllocsPerRun(100, func() { key(a) }); n != 0 {
 			t.Errorf("/%d: a returning client's key: %v allocations, want 0", bits, n)
+		}
+	}
+}
+
+// TestForwardedBytesAllocatesNothing: the walk of X-Forwarded-For held as
+// bytes allocates nothing, for IPv4 and IPv6 clients behind two proxies.
+func TestForwardedBytesAllocatesNothing(t *testing.T) {
+	trusted, _ := ParsePrefixes("10.0.0.0/8")
+	trust := func(a netip.Addr) bool { return isTrusted(a, trusted) }
+	peer := netip.MustParseAddr("10.1.2.3")
+	for _, line := range []string{"203.0.113.9, 10.0.0.7", "2001:db8:1:2::9, 10.0.0.7"} {
+		lines := [][]byte{[]byte("198.51.100.1"), []byte(line)}
+		want := netip.MustParseAddr(line[:strings.IndexByte(line, ',')])
+		var got netip.Addr
+		if n := testing.AllocsPerRun(100, func() { got = ForwardedBytes(peer, lines, trust) }); n != 0 || got != want {
+			t.Errorf("ForwardedBytes(%q) = %v with %v allocations; want %v with 0", lines, got, n, want)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/gofiber/fiber/v3"
@@ -37,6 +38,7 @@ type config struct {
 	zone      string
 	addr      string
 	children  int
+	proxies   []netip.Prefix // trusted proxies, whose X-Forwarded-For names the client
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -61,8 +63,16 @@ Flags:
 	fs.StringVar(&c.zone, "zone", "/dev/shm/e2eserver.zone", "the zone file the children share, created if missing")
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "the TCP address every child listens on; its port may not be 0")
 	fs.IntVar(&c.children, "children", 2, "the children serving at once")
+	proxy := fs.String("proxy", "", "a trusted proxy, an address or a CIDR: the middleware keys its requests by their X-Forwarded-For client")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if *proxy != "" {
+		ps, err := httplimit.ParsePrefixes(*proxy)
+		if err != nil {
+			return c, fmt.Errorf("-proxy: %w", err)
+		}
+		c.proxies = ps
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -116,22 +126,23 @@ func serve(ctx context.Context, ln net.Listener, c config) error {
 	}
 	switch c.framework {
 	case "fasthttp":
-		return serveFasthttp(ctx, ln, l, !c.headers)
+		return serveFasthttp(ctx, ln, l, c)
 	case "fiber":
-		return serveFiber(ctx, ln, l, !c.headers)
+		return serveFiber(ctx, ln, l, c)
 	default:
-		return serveNetHTTP(ctx, ln, l, !c.headers)
+		return serveNetHTTP(ctx, ln, l, c)
 	}
 }
 
 // serveNetHTTP serves ln with net/http, behind httplimit's middleware over
 // l unless l is nil.
-func serveNetHTTP(ctx context.Context, ln net.Listener, l limiter.Limiter, noHeaders bool) error {
+func serveNetHTTP(ctx context.Context, ln net.Listener, l limiter.Limiter, c config) error {
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "ok")
 	})
 	if l != nil {
-		mw, err := httplimit.New(l, httplimit.Options{Options: admit.Options{NoHeaders: noHeaders}})
+		o := httplimit.Options{Options: admit.Options{NoHeaders: !c.headers}, TrustedProxies: c.proxies}
+		mw, err := httplimit.New(l, o)
 		if err != nil {
 			return err
 		}
@@ -143,10 +154,11 @@ func serveNetHTTP(ctx context.Context, ln net.Listener, l limiter.Limiter, noHea
 
 // serveFasthttp serves ln with fasthttp, behind shmfasthttp's middleware
 // over l unless l is nil.
-func serveFasthttp(ctx context.Context, ln net.Listener, l limiter.Limiter, noHeaders bool) error {
-	h := func(c *fasthttp.RequestCtx) { c.SetBodyString("ok") }
+func serveFasthttp(ctx context.Context, ln net.Listener, l limiter.Limiter, c config) error {
+	h := func(rc *fasthttp.RequestCtx) { rc.SetBodyString("ok") }
 	if l != nil {
-		mw, err := shmfasthttp.New(l, shmfasthttp.Options{Options: admit.Options{NoHeaders: noHeaders}})
+		o := shmfasthttp.Options{Options: admit.Options{NoHeaders: !c.headers}, TrustedProxies: c.proxies}
+		mw, err := shmfasthttp.New(l, o)
 		if err != nil {
 			return err
 		}
@@ -159,10 +171,15 @@ func serveFasthttp(ctx context.Context, ln net.Listener, l limiter.Limiter, noHe
 
 // serveFiber serves ln with a fiber app, behind shmfiber's middleware over
 // l unless l is nil.
-func serveFiber(ctx context.Context, ln net.Listener, l limiter.Limiter, noHeaders bool) error {
-	app := fiber.New()
+func serveFiber(ctx context.Context, ln net.Listener, l limiter.Limiter, c config) error {
+	var fc fiber.Config
+	if len(c.proxies) > 0 {
+		fc.TrustProxy, fc.ProxyHeader = true, fiber.HeaderXForwardedFor
+		fc.TrustProxyConfig.Proxies = []string{c.proxies[0].String()}
+	}
+	app := fiber.New(fc)
 	if l != nil {
-		mw, err := shmfiber.New(l, shmfiber.Options{Options: admit.Options{NoHeaders: noHeaders}})
+		mw, err := shmfiber.New(l, shmfiber.Options{Options: admit.Options{NoHeaders: !c.headers}})
 		if err != nil {
 			return err
 		}

@@ -108,6 +108,56 @@ func TestServe(t *testing.T) {
 	}
 }
 
+// TestServeProxy: with -proxy, each framework's middleware keys a request
+// by the client its X-Forwarded-For names, so two clients behind the same
+// proxy have a limit each.
+func TestServeProxy(t *testing.T) {
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: testutil.Hang}
+	status := func(t *testing.T, url, xff string) int {
+		t.Helper()
+		req, err := http.NewRequest("GET", url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Forwarded-For", xff)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, framework := range []string{"nethttp", "fasthttp", "fiber"} {
+		t.Run("framework="+framework, func(t *testing.T) {
+			addr := freeAddr(t)
+			m := testutil.StartMaster(t, 2, "e2eserver", "-framework", framework, "-zone", testutil.TempZone(t),
+				"-addr", addr, "-limit", "1", "-proxy", "127.0.0.0/8")
+			m.WaitFor(t, "ready line", func() bool { return readyLineRE.MatchString(m.String()) })
+			url := "http://" + addr + "/"
+			for i, step := range []struct {
+				xff  string
+				want int
+			}{
+				{"203.0.113.1", http.StatusOK},
+				{"203.0.113.2", http.StatusOK},
+				{"203.0.113.1", http.StatusTooManyRequests},
+				{"198.51.100.9, 203.0.113.2", http.StatusTooManyRequests},
+			} {
+				if got := status(t, url, step.xff); got != step.want {
+					t.Errorf("GET %d with X-Forwarded-For %q = %d, want %d", i+1, step.xff, got, step.want)
+				}
+			}
+			if err := syscall.Kill(m.Pid(), syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Wait(); err != nil {
+				t.Errorf("master after SIGTERM: %v; output:\n%s", err, m)
+			}
+		})
+	}
+}
+
 // TestReadiness: the ready line comes once, when every slot has had a
 // child ready, and names the last child ready in each slot.
 func TestReadiness(t *testing.T) {
@@ -138,6 +188,7 @@ func TestFlags(t *testing.T) {
 		{"-limiter", "req"},
 		{"-limit", "0"},
 		{"-children", "0"},
+		{"-proxy", "nonsense"},
 		{"stray"},
 		{"-nosuch"},
 	} {

@@ -13,7 +13,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/shmzone/shmzone/internal/clients"
 )
 
 // e2eStep is what the end-to-end section measured.
@@ -112,6 +115,44 @@ const (
 // e2eChildren is e2eserver's -children.
 const e2eChildren = 2
 
+// e2eClients is the number of client addresses wrk's requests come from,
+// and e2eProxy the proxy e2eserver trusts to name them: wrk itself.
+const (
+	e2eClients = 1000
+	e2eProxy   = "127.0.0.1"
+)
+
+// e2eScript is wrk's script, clients.lua. Each request names a client in
+// X-Forwarded-For, drawn at random from the addresses.
+const e2eScript = `-- clients.lua: each request comes from a client drawn at random.
+local addrs = {%s}
+local reqs = {}
+function init(args)
+  for i, a in ipairs(addrs) do
+    reqs[i] = wrk.format(nil, nil, {["X-Forwarded-For"] = a})
+  end
+end
+function request()
+  return reqs[math.random(#reqs)]
+end
+`
+
+// writeScript writes wrk's script into dir and returns its path. The
+// addresses are clients.Addrs' first e2eClients of seed 1, without their
+// ports.
+func writeScript(dir string) (string, error) {
+	var b strings.Builder
+	for i, a := range clients.Addrs(1, 0, e2eClients) {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		host, _, _ := net.SplitHostPort(a)
+		b.WriteString(strconv.Quote(host))
+	}
+	path := filepath.Join(dir, "clients.lua")
+	return path, os.WriteFile(path, []byte(fmt.Sprintf(e2eScript, b.String())), 0o644)
+}
+
 // e2eSkip says why the end-to-end section does not run, or "" if it does.
 func (m *measurer) e2eSkip() string {
 	if _, err := m.look("wrk"); err != nil {
@@ -146,9 +187,14 @@ func (m *measurer) e2e(ctx context.Context, res *results) error {
 		Build:    build,
 		Rounds:   m.c.e2eRounds,
 		Duration: dur.String(),
-		Server:   "e2eserver -framework FRAMEWORK FLAGS -zone ZONE -addr 127.0.0.1:PORT -children " + strconv.Itoa(e2eChildren),
-		Wrk:      shellJoin(wrkArgs("PORT", dur)),
+		Server:   "e2eserver -framework FRAMEWORK FLAGS -zone ZONE -addr 127.0.0.1:PORT -children " + strconv.Itoa(e2eChildren) + " -proxy " + e2eProxy,
+		Wrk:      shellJoin(wrkArgs("PORT", dur, "clients.lua")),
 	}
+	script, err := writeScript(m.tmp)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(script)
 	bin := filepath.Join(m.tmp, "e2eserver")
 	m.prog.step(build)
 	if _, err := m.run(ctx, filepath.Join(m.c.root, "contrib", "fleet"), nil, "go", "build", "-o", bin, "./cmd/e2eserver"); err != nil {
@@ -157,7 +203,7 @@ func (m *measurer) e2e(ctx context.Context, res *results) error {
 	zone := filepath.Join(m.tmp, "e2e.zone")
 	for r := range m.c.e2eRounds {
 		for _, c := range e2eOrder(r) {
-			run, err := m.e2eRun(ctx, bin, zone, r, c)
+			run, err := m.e2eRun(ctx, bin, script, zone, r, c)
 			if err != nil {
 				return err
 			}
@@ -169,10 +215,10 @@ func (m *measurer) e2e(ctx context.Context, res *results) error {
 	return nil
 }
 
-// wrkArgs are wrk's arguments against a port.
-func wrkArgs(port string, d time.Duration) []string {
+// wrkArgs are wrk's arguments against a port, with a script.
+func wrkArgs(port string, d time.Duration, script string) []string {
 	return []string{"-t" + strconv.Itoa(wrkThreads), "-c" + strconv.Itoa(wrkConns), "-d" + wrkDuration(d),
-		"http://127.0.0.1:" + port + "/"}
+		"-s", script, "http://127.0.0.1:" + port + "/"}
 }
 
 // wrkDuration writes d as wrk reads it: whole seconds.
@@ -182,7 +228,7 @@ func wrkDuration(d time.Duration) string {
 
 // e2eRun starts the server of case c on a fresh zone, loads it with wrk,
 // and stops it.
-func (m *measurer) e2eRun(ctx context.Context, bin, zone string, round int, c e2eCase) (e2eRun, error) {
+func (m *measurer) e2eRun(ctx context.Context, bin, script, zone string, round int, c e2eCase) (e2eRun, error) {
 	fw, cfg := e2eFrameworks[c.framework], e2eConfigs[c.config]
 	run := e2eRun{Round: round, Framework: fw.id, Config: cfg.id}
 	port, err := freePort()
@@ -190,7 +236,7 @@ func (m *measurer) e2eRun(ctx context.Context, bin, zone string, round int, c e2
 		return run, err
 	}
 	args := append([]string{"-framework", fw.id}, cfg.args...)
-	args = append(args, "-zone", zone, "-addr", net.JoinHostPort("127.0.0.1", port), "-children", strconv.Itoa(e2eChildren))
+	args = append(args, "-zone", zone, "-addr", net.JoinHostPort("127.0.0.1", port), "-children", strconv.Itoa(e2eChildren), "-proxy", e2eProxy)
 	what := fmt.Sprintf("wrk: %s, %s (round %d of %d)", fw.name, cfg.name, round+1, m.c.e2eRounds)
 	m.prog.step(what)
 	// A zone of an earlier run would hold its counts.
@@ -212,7 +258,7 @@ func (m *measurer) e2eRun(ctx context.Context, bin, zone string, round int, c e2
 	if err != nil {
 		return run, err
 	}
-	out, err := m.run(ctx, m.c.root, nil, "wrk", wrkArgs(port, m.c.e2eDuration)...)
+	out, err := m.run(ctx, m.c.root, nil, "wrk", wrkArgs(port, m.c.e2eDuration, script)...)
 	if err != nil {
 		return run, err
 	}
@@ -238,7 +284,7 @@ func (m *measurer) e2eRun(ctx context.Context, bin, zone string, round int, c e2
 
 // checkRejected checks that a run rejected what its configuration must:
 // nothing under a limit no client reaches, and, under a 429 flood, every
-// request but the first of each minute's window.
+// request but each client's first of each minute's window.
 func checkRejected(r e2eRun, d time.Duration) error {
 	if r.Config != "flood" {
 		if r.Rejected != 0 {
@@ -246,9 +292,9 @@ func checkRejected(r e2eRun, d time.Duration) error {
 		}
 		return nil
 	}
-	// A run of d spans at most d/minute+1 windows, whose first requests
-	// pass, one in each.
-	windows := int64(d/time.Minute) + 2
+	// A run of d spans at most d/minute+1 windows of each client, whose
+	// first requests pass, one in each.
+	windows := (int64(d/time.Minute) + 2) * e2eClients
 	if allowed := r.Requests - r.Rejected; allowed > windows {
 		return fmt.Errorf("%d of %d responses were 2xx or 3xx under a limit of 1 a minute, want at most %d", allowed, r.Requests, windows)
 	}

@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -166,11 +169,11 @@ func TestCheckRejected(t *testing.T) {
 	}{
 		{"none", 1000, 0, time.Second, true},
 		{"headers", 1000, 1, time.Second, false},
-		{"flood", 1000, 999, time.Second, true},
-		{"flood", 1000, 998, time.Second, true}, // a minute's window ended
-		{"flood", 1000, 997, time.Second, false},
-		{"flood", 1000, 997, time.Minute, true},
-		{"flood", 1000, 0, time.Second, false},
+		{"flood", 100000, 100000 - e2eClients, time.Second, true},   // each client's first request passed
+		{"flood", 100000, 100000 - 2*e2eClients, time.Second, true}, // a minute's window ended
+		{"flood", 100000, 100000 - 2*e2eClients - 1, time.Second, false},
+		{"flood", 100000, 100000 - 3*e2eClients, time.Minute, true},
+		{"flood", 100000, 0, time.Second, false},
 	} {
 		r := e2eRun{Config: tc.config, Requests: tc.requests, Rejected: tc.rejected}
 		if err := checkRejected(r, tc.d); (err == nil) != tc.ok {
@@ -309,7 +312,7 @@ func TestMeasureE2E(t *testing.T) {
 	if x, ok := s.medianRatio("fiber", "headers", cpuPerReq); !ok || fmt.Sprintf("%.2f", x) != "1.10" {
 		t.Errorf("fiber's CPU per request, headers over none = %v, %v; want 1.10", x, ok)
 	}
-	if s.Wrk != "-t2 -c64 -d2s http://127.0.0.1:PORT/" || !strings.HasPrefix(s.Server, "e2eserver -framework FRAMEWORK FLAGS -zone ZONE") {
+	if s.Wrk != "-t2 -c64 -d2s -s clients.lua http://127.0.0.1:PORT/" || !strings.HasPrefix(s.Server, "e2eserver -framework FRAMEWORK FLAGS -zone ZONE") {
 		t.Errorf("commands: wrk %q, server %q", s.Wrk, s.Server)
 	}
 	if !strings.Contains(log.String(), fmt.Sprintf("[%d/%d ", n+1, n+1)) {
@@ -520,5 +523,36 @@ func TestOnlyE2EWantsResults(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Errorf("files written: %v", ents)
+	}
+}
+
+// TestWriteScript: wrk's script names e2eClients distinct addresses,
+// without ports, each quoted once.
+func TestWriteScript(t *testing.T) {
+	path, err := writeScript(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := regexp.MustCompile(`local addrs = \{(.*)\}`).FindSubmatch(b)
+	if list == nil {
+		t.Fatalf("no addrs table in:\n%s", b)
+	}
+	seen := map[string]bool{}
+	for _, q := range strings.Split(string(list[1]), ", ") {
+		a, err := strconv.Unquote(q)
+		if err != nil {
+			t.Fatalf("entry %s: %v", q, err)
+		}
+		if _, err := netip.ParseAddr(a); err != nil {
+			t.Errorf("entry %q is no bare address: %v", a, err)
+		}
+		seen[a] = true
+	}
+	if len(seen) != e2eClients {
+		t.Errorf("%d distinct addresses, want %d", len(seen), e2eClients)
 	}
 }

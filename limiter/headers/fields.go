@@ -130,19 +130,30 @@ func (w *Writer) Append(fs *Fields, d limiter.Decision, reset time.Duration) {
 		fs.f[fs.n], fs.f[fs.n+1] = FieldPolicy, FieldLimit
 		fs.n += 2
 	}
+	// Each number is formatted once, into RateLimit's value, and the
+	// fields of their own copy it from there.
 	var b [fieldsBuf]byte
 	v := append(b[:0], w.quoted...)
 	v = append(v, ";r="...)
+	r := len(v)
 	v = strconv.AppendInt(v, d.Remaining, 10)
+	remaining := v[r:]
 	next := reset // until more quota: the reset, or the retry when rejected
 	if !d.Allowed && d.RetryAfter > 0 {
 		next = d.RetryAfter
 	}
+	var t []byte
 	if next > 0 {
 		v = append(v, ";t="...)
+		r = len(v)
 		v = strconv.AppendInt(v, ceilSeconds(next), 10)
+		t = v[r:]
 	}
 	fs.add(FieldRateLimit, v)
-	fs.add(FieldRemaining, strconv.AppendInt(b[:0], d.Remaining, 10))
-	fs.add(FieldReset, strconv.AppendInt(b[:0], ceilSeconds(reset), 10))
+	fs.add(FieldRemaining, remaining)
+	if next != reset || next <= 0 {
+		var rb [20]byte
+		t = strconv.AppendInt(rb[:0], ceilSeconds(reset), 10)
+	}
+	fs.add(FieldReset, t)
 }

@@ -32,17 +32,39 @@ import (
 //
 // Errors: ErrNoClientAddr when the peer's TCP address holds no IP address.
 func ClientAddr(c fiber.Ctx) (netip.Addr, error) {
+	return clientAddr(c, ruleOf(c.App()))
+}
+
+// proxyRule is what ClientAddr reads of an app's config. An app's config
+// does not change once the app is made.
+type proxyRule struct {
+	app    *fiber.App
+	header string // ProxyHeader when TrustProxy, else ""
+	tc     fiber.TrustProxyConfig
+}
+
+// ruleOf returns app's proxyRule.
+func ruleOf(app *fiber.App) *proxyRule {
+	cfg := app.Config()
+	r := &proxyRule{app: app, tc: cfg.TrustProxyConfig}
+	if cfg.TrustProxy {
+		r.header = cfg.ProxyHeader
+	}
+	return r
+}
+
+// clientAddr is ClientAddr under the proxy rule of c's app.
+func clientAddr(c fiber.Ctx, rule *proxyRule) (netip.Addr, error) {
 	ip := c.RequestCtx().RemoteIP()
 	peer, ok := netip.AddrFromSlice(ip)
 	if !ok || !peer.IsValid() {
 		return netip.Addr{}, fmt.Errorf("%w: %v", ErrNoClientAddr, c.RequestCtx().RemoteAddr())
 	}
 	client := peer.Unmap().WithZone("")
-	cfg := c.App().Config()
-	if !cfg.TrustProxy || cfg.ProxyHeader == "" {
+	if rule.header == "" {
 		return client, nil
 	}
-	tc := &cfg.TrustProxyConfig
+	tc := &rule.tc
 	// IsProxyTrusted's rule, without the string it makes of the peer.
 	switch c.RequestCtx().RemoteAddr().(type) {
 	case *net.UnixAddr:
@@ -56,7 +78,7 @@ func ClientAddr(c fiber.Ctx) (netip.Addr, error) {
 	default:
 		return client, nil
 	}
-	lines := c.Request().Header.PeekAll(cfg.ProxyHeader)
+	lines := c.Request().Header.PeekAll(rule.header)
 	return httplimit.ForwardedBytes(client, lines, func(a netip.Addr) bool { return isTrusted(a, tc) }), nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync/atomic"
 
 	"github.com/gofiber/fiber/v3"
 	"github.com/shmzone/shmzone/limiter"
@@ -106,13 +107,24 @@ type middleware struct {
 	g       *admit.Gate
 	o       Options
 	addrKey func(netip.Addr) string
+	rule    atomic.Pointer[proxyRule] // of the app last served
+}
+
+// clientAddr is ClientAddr, with the proxy rule of c's app read once.
+func (m *middleware) clientAddr(c fiber.Ctx) (netip.Addr, error) {
+	rule := m.rule.Load()
+	if app := c.App(); rule == nil || rule.app != app {
+		rule = ruleOf(app)
+		m.rule.Store(rule)
+	}
+	return clientAddr(c, rule)
 }
 
 // key returns the limiter key of c's request, and exempt true for a
 // request that Exempt lets through.
 func (m *middleware) key(c fiber.Ctx) (key string, exempt bool, err error) {
 	if m.o.Key == nil {
-		a, err := ClientAddr(c)
+		a, err := m.clientAddr(c)
 		if err != nil {
 			return "", false, err
 		}
@@ -122,7 +134,7 @@ func (m *middleware) key(c fiber.Ctx) (key string, exempt bool, err error) {
 		return m.addrKey(a), false, nil
 	}
 	if m.g.Exempts() {
-		if a, err := ClientAddr(c); err == nil && m.g.Exempt(a) {
+		if a, err := m.clientAddr(c); err == nil && m.g.Exempt(a) {
 			return "", true, nil
 		}
 	}

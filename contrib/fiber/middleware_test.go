@@ -455,3 +455,42 @@ func TestMiddlewareDelayAndConn(t *testing.T) {
 		}
 	}
 }
+
+// TestMiddlewareTwoApps: one middleware in two apps follows each app's own
+// proxy settings, request by request.
+func TestMiddlewareTwoApps(t *testing.T) {
+	d, _ := zonetest.Open(t, dict.Options{})
+	l, _ := limiter.NewCount(d, "two", 1, time.Minute)
+	mw, err := shmfiber.New(l, shmfiber.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := func(cfg fiber.Config) *fiber.App {
+		a := fiber.New(cfg)
+		a.Use(mw)
+		a.Get("/", func(c fiber.Ctx) error { return c.SendString("ok") })
+		return a
+	}
+	trusting := app(fiber.Config{
+		TrustProxy:       true,
+		ProxyHeader:      fiber.HeaderXForwardedFor,
+		TrustProxyConfig: fiber.TrustProxyConfig{Proxies: []string{"0.0.0.0"}}, // app.Test's peer
+	})
+	untrusting := app(fiber.Config{ProxyHeader: fiber.HeaderXForwardedFor})
+	for i, step := range []struct {
+		app  *fiber.App
+		xff  string
+		want int
+	}{
+		{trusting, "192.0.2.1", 200},
+		{untrusting, "192.0.2.2", 200}, // keyed by the peer, 0.0.0.0
+		{trusting, "192.0.2.2", 200},
+		{untrusting, "192.0.2.3", 429},
+		{trusting, "192.0.2.3", 200},
+		{trusting, "192.0.2.1", 429},
+	} {
+		if r := do(t, step.app, "X-Forwarded-For", step.xff); r.StatusCode != step.want {
+			t.Errorf("request %d, X-Forwarded-For %s = %d, want %d", i+1, step.xff, r.StatusCode, step.want)
+		}
+	}
+}

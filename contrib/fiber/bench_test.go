@@ -1,6 +1,7 @@
 package shmfiber_test
 
 import (
+	"context"
 	"math/rand/v2"
 	"net"
 	"path/filepath"
@@ -21,8 +22,10 @@ import (
 // BenchmarkMiddleware measures a request through a fiber app's handler, in
 // process (no network), with no limiter, with New over a Count on a zone,
 // with and without the rate limit headers, and with fiber's own limiter
-// middleware over its memory storage, all with a limit no client reaches. Each request comes from a client address
-// drawn at random from 1,000, as a server's do. The overhead per request
+// middleware over its memory storage, all with a limit no client reaches.
+// mw=shmfiber-flood's limit is 1 an hour instead, so that every request is
+// rejected, as in a flood. Each request comes from a client address drawn
+// at random from 1,000, as a server's do. The overhead per request
 // of a limiter is its ns/op less mw=none's. goroutines=1 is one request at
 // a time; goroutines=GOMAXPROCS is RunParallel's.
 func BenchmarkMiddleware(b *testing.B) {
@@ -49,14 +52,29 @@ func BenchmarkMiddleware(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	flood, err := limiter.NewCount(d, "flood", 1, time.Hour)
+	if err != nil {
+		b.Fatal(err)
+	}
+	floodMW, err := shmfiber.New(flood, shmfiber.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, a := range addrs { // each flood client's first request is admitted
+		if _, err := flood.Incoming(context.Background(), a.(*net.TCPAddr).IP.String(), true); err != nil {
+			b.Fatal(err)
+		}
+	}
 	mws := []struct {
-		name string
-		mw   fiber.Handler
+		name   string
+		mw     fiber.Handler
+		status int
 	}{
-		{"none", nil},
-		{"shmfiber", shm},
-		{"shmfiber-noheaders", bare},
-		{"fiberlimiter", fiberlimiter.New(fiberlimiter.Config{Max: 1 << 30, Expiration: time.Minute})},
+		{"none", nil, 200},
+		{"shmfiber", shm, 200},
+		{"shmfiber-noheaders", bare, 200},
+		{"shmfiber-flood", floodMW, 429},
+		{"fiberlimiter", fiberlimiter.New(fiberlimiter.Config{Max: 1 << 30, Expiration: time.Minute}), 200},
 	}
 	for _, parallel := range []bool{false, true} {
 		for _, m := range mws {
@@ -82,7 +100,7 @@ func BenchmarkMiddleware(b *testing.B) {
 						ctx.Response.Reset()
 						ctx.SetRemoteAddr(addrs[rand.IntN(clients)])
 						h(&ctx)
-						if ctx.Response.StatusCode() != 200 {
+						if ctx.Response.StatusCode() != m.status {
 							b.Errorf("status %d", ctx.Response.StatusCode())
 							return
 						}

@@ -196,9 +196,24 @@ func setHeaders(h http.Header, fs *headers.Fields) {
 	}
 }
 
+// tooManyRequests answers a rejection as http.Error does, with values
+// made once: a flood of rejections allocates no header of its own.
 func tooManyRequests(w http.ResponseWriter, r *http.Request, d limiter.Decision) {
-	http.Error(w, http.StatusText(http.StatusTooManyRequests), http.StatusTooManyRequests)
+	h := w.Header()
+	delete(h, "Content-Length")
+	h["Content-Type"] = textPlain[:1:1]
+	h["X-Content-Type-Options"] = noSniff[:1:1]
+	w.WriteHeader(http.StatusTooManyRequests)
+	w.Write(tooManyBody)
 }
+
+// The values of tooManyRequests. Each header value is capped, so that an
+// Add copies it.
+var (
+	textPlain   = []string{"text/plain; charset=utf-8"}
+	noSniff     = []string{"nosniff"}
+	tooManyBody = []byte(http.StatusText(http.StatusTooManyRequests) + "\n")
+)
 
 func internalError(w http.ResponseWriter, r *http.Request, err error) {
 	http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)

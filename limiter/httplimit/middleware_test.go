@@ -102,8 +102,9 @@ func TestHeaders(t *testing.T) {
 			} else if calls.Load() != wantCalls {
 				t.Errorf("handler called for a rejected request")
 			}
-			if tt.want.code == 429 && w.Body.String() != "Too Many Requests\n" {
-				t.Errorf("429 body = %q", w.Body.String())
+			if tt.want.code == 429 && (w.Body.String() != "Too Many Requests\n" ||
+				h.Get("Content-Type") != "text/plain; charset=utf-8" || h.Get("X-Content-Type-Options") != "nosniff") {
+				t.Errorf("429 body = %q, headers %v; want http.Error's", w.Body.String(), h)
 			}
 			if tt.after != nil {
 				tt.after(t)

@@ -92,10 +92,32 @@ func (v *view) e2eTargets() {
 		got = ratio(fl, 1, ok)
 		v.target("end to end, "+fw.name+": req/s under a 429 flood over none", fmt.Sprintf("≥ %.2f×", e2eMinFlood), got, shown(got) >= e2eMinFlood, ok)
 	}
+	const prefix, suffix = "BenchmarkMiddleware/mw=", "/goroutines=1"
+	for _, m := range e2eMiddleware {
+		val := func(mw string) (float64, bool) { return v.goVal(m.step, prefix+mw+suffix, "ns/op") }
+		none, ok1 := val("none")
+		with, ok2 := val(m.mw)
+		bare, ok3 := val(m.mw + "-noheaders")
+		ok := ok1 && ok2 && ok3 && bare > none
+		var x float64
+		if ok {
+			x = (with - bare) / (bare - none)
+		}
+		got := ratio(x, 1, ok)
+		v.target("in process, "+m.framework+": the headers' ns over the decision's", "≤ 1.00×", got, shown(got) <= 1, ok)
+		if m.framework == "net/http" {
+			continue // http.Header's values allocate
+		}
+		a, ok := v.goVal(m.step, prefix+m.mw+suffix, "allocs/op")
+		v.target("in process, "+m.framework+": allocations of an admitted request", "0", fmt.Sprintf("%g", a), a == 0, ok)
+	}
 }
 
 // e2eMiddleware are the mw= cases of each middleware benchmark, by step:
-// none, the middleware, and the middleware without headers.
+// none, the middleware, the middleware without headers, and the
+// middleware under a flood of rejections. The headers' cost is the
+// middleware's ns/op less its ns/op without headers. The decision's is
+// the latter less none's.
 var e2eMiddleware = []struct{ framework, step, mw string }{
 	{"net/http", "httplimit", "httplimit"},
 	{"fasthttp", "fasthttp", "shmfasthttp"},
@@ -148,7 +170,7 @@ func (v *view) e2eTables() {
 		const prefix = "BenchmarkMiddleware/mw="
 		const suffix = "/goroutines=1"
 		base, bok := v.goVal(m.step, prefix+"none"+suffix, "ns/op")
-		for _, mw := range []string{"none", m.mw, m.mw + "-noheaders"} {
+		for _, mw := range []string{"none", m.mw, m.mw + "-noheaders", m.mw + "-flood"} {
 			name := prefix + mw + suffix
 			n, ok := v.goVal(m.step, name, "ns/op")
 			b, bytesOK := v.goVal(m.step, name, "B/op")

@@ -43,17 +43,8 @@ func TestRequestAllocatesNothing(t *testing.T) {
 	} {
 		h := wrap(t, tc.l, shmfasthttp.Options{Options: admit.Options{NoDelay: true}}, ok)
 		for _, addr := range clients {
-			var r fasthttp.Request
-			r.SetRequestURI("http://x/")
-			var ctx fasthttp.RequestCtx
-			ctx.Init(&r, addr, nil) // allocates its fake connection
-			run := func() {
-				ctx.Response.Reset()
-				h(&ctx)
-			}
-			run()
-			run()
-			if n := testing.AllocsPerRun(200, run); n != 0 {
+			n, ctx := requestAllocs(h, addr)
+			if n != 0 {
 				t.Errorf("%s, client %v: %v allocations a request, want 0", tc.name, addr, n)
 			}
 			if got := ctx.Response.StatusCode(); got != tc.status {
@@ -88,17 +79,8 @@ func TestOptionsAllocateNothing(t *testing.T) {
 		{"refund", count, shmfasthttp.Options{Options: admit.Options{Refund: refund}}},
 	} {
 		h := wrap(t, tc.l, tc.o, ok)
-		var r fasthttp.Request
-		r.SetRequestURI("http://x/")
-		var ctx fasthttp.RequestCtx
-		ctx.Init(&r, &net.TCPAddr{IP: net.IPv4(198, 51, 100, 7), Port: 1234}, nil)
-		run := func() {
-			ctx.Response.Reset()
-			h(&ctx)
-		}
-		run()
-		run()
-		if n := testing.AllocsPerRun(200, run); n != 0 {
+		n, ctx := requestAllocs(h, &net.TCPAddr{IP: net.IPv4(198, 51, 100, 7), Port: 1234})
+		if n != 0 {
 			t.Errorf("%s: %v allocations a request, want 0", tc.name, n)
 		}
 		if got := ctx.Response.StatusCode(); got != 200 {
@@ -120,23 +102,32 @@ func TestProxiedRequestAllocatesNothing(t *testing.T) {
 	h := wrap(t, count, o, ok)
 	proxy := &net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 1234}
 	for _, xff := range []string{"203.0.113.9, 10.0.0.7", "2001:db8:1:2::9, 10.0.0.7"} {
-		var r fasthttp.Request
-		r.SetRequestURI("http://x/")
-		r.Header.Set("X-Forwarded-For", xff)
-		var ctx fasthttp.RequestCtx
-		ctx.Init(&r, proxy, nil) // allocates its fake connection
-		run := func() {
-			ctx.Response.Reset()
-			h(&ctx)
-		}
-		run()
-		run()
-		if n := testing.AllocsPerRun(200, run); n != 0 {
+		n, ctx := requestAllocs(h, proxy, "X-Forwarded-For", xff)
+		if n != 0 {
 			t.Errorf("client behind %q: %v allocations a request, want 0", xff, n)
 		}
-		a, err := shmfasthttp.ClientAddr(&ctx, o.TrustedProxies)
+		a, err := shmfasthttp.ClientAddr(ctx, o.TrustedProxies)
 		if want := netip.MustParseAddr(xff[:strings.IndexByte(xff, ',')]); err != nil || a != want {
 			t.Errorf("ClientAddr behind %q = %v, %v; want %v", xff, a, err, want)
 		}
 	}
+}
+
+// requestAllocs runs h on a request from addr with the header pairs kv,
+// and returns the allocations of one request and the last one's context.
+func requestAllocs(h fasthttp.RequestHandler, addr net.Addr, kv ...string) (float64, *fasthttp.RequestCtx) {
+	var r fasthttp.Request
+	r.SetRequestURI("http://x/")
+	for i := 0; i+1 < len(kv); i += 2 {
+		r.Header.Set(kv[i], kv[i+1])
+	}
+	ctx := new(fasthttp.RequestCtx)
+	ctx.Init(&r, addr, nil) // allocates its fake connection
+	run := func() {
+		ctx.Response.Reset()
+		h(ctx)
+	}
+	run()
+	run()
+	return testing.AllocsPerRun(200, run), ctx
 }

@@ -109,8 +109,8 @@ type leaverN interface {
 	LeavingN(ctx context.Context, key string, n int64, latency time.Duration) (int64, error)
 }
 
-// resetter is a limiter that reads a key's reset on demand (limiter.Count,
-// which leaves Decision.ResetAfter 0 when it allows).
+// resetter is a limiter that reads a key's reset on demand. limiter.Count
+// is one: its dry runs leave Decision.ResetAfter 0 when they allow.
 type resetter interface {
 	ResetAfter(ctx context.Context, key string) (time.Duration, error)
 }

@@ -133,12 +133,9 @@ func (d *Dict) SetList(key string, elems []Value, ttl time.Duration) (err error)
 	}
 	// Every element fits: replace the old value with an empty list entry
 	// (an old list's nodes are freed), then hang the elements on it.
-	if _, err := d.storeInShard(s, key, h, off, put{v: Value{kind: KindList}, expiry: expiry}); err != nil {
+	if off, _, err = d.storeInShard(s, key, h, off, put{v: Value{kind: KindList}, expiry: expiry}); err != nil {
 		hd.Drop = dropUnreachable
 		return d.abandonChainInShard(s, first, err)
-	}
-	if off, _, err = s.findInShard(key, h); err != nil || off == 0 {
-		return d.corruptInShard(s, "index")
 	}
 	e := s.entryAt(off)
 	if e.VLen != uint32(listHdrSize) || !s.okBytes(off, e) {
@@ -189,11 +186,8 @@ func (d *Dict) lockPush(key string, v Value, head bool, need int) (int, error) {
 	}
 	created := false
 	if off == 0 {
-		if _, err := d.storeInShard(s, key, h, 0, put{v: Value{kind: KindList}}); err != nil {
+		if off, _, err = d.storeInShard(s, key, h, 0, put{v: Value{kind: KindList}}); err != nil {
 			return 0, err
-		}
-		if off, _, err = s.findInShard(key, h); err != nil || off == 0 {
-			return 0, d.corruptInShard(s, "index")
 		}
 		created = true
 	}

@@ -135,11 +135,8 @@ func (d *Dict) lockMutate(key string, size int, ttl time.Duration, fn mutateFn, 
 	if err != nil {
 		return err
 	}
-	if *out, err = d.storeInShard(s, key, h, off, put{v: Bytes(zeros[:size]), expiry: expiry, evict: true}); err != nil {
+	if off, *out, err = d.storeInShard(s, key, h, off, put{v: Bytes(zeros[:size]), expiry: expiry, evict: true}); err != nil {
 		return err
-	}
-	if off, _, err = s.findInShard(key, h); err != nil || off == 0 {
-		return d.corruptInShard(s, "index")
 	}
 	keep, err := d.mutateInShard(s, off, false, fn)
 	if err != nil {

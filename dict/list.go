@@ -212,13 +212,27 @@ func (d *Dict) lockPush(key string, v Value, head bool, need int) (int, error) {
 	}
 	n := s.putNodeInShard(noff, v)
 	l := s.listOf(off, e)
-	// Link the node; the store that makes it reachable from the head is the
-	// commit point, and Drop (dropUnreachable) until then frees it on repair.
+	if !s.linkNodeInShard(l, noff, n, head) {
+		return 0, d.corruptInShard(s, "list")
+	}
+	hd.Drop = dropNone
+	if !created {
+		e.use() // a push onto a list is a use; creating the list is not
+	}
+	d.tally(s, tWrites)
+	return int(l.Len), nil
+}
+
+// linkNodeInShard links the node n at noff into l, at its head when head,
+// and counts it. The store that makes it reachable from the head is the
+// commit point. Until then Drop, dropUnreachable, frees it on repair. It
+// reports false for a corrupt list.
+func (s *shard) linkNodeInShard(l *listHdr, noff uint32, n *node, head bool) bool {
 	if head {
 		n.Next = l.Head
 		if l.Head != 0 {
 			if !s.okNode(l.Head) {
-				return 0, d.corruptInShard(s, "list")
+				return false
 			}
 			s.nodeAt(l.Head).Prev = noff
 		} else {
@@ -229,7 +243,7 @@ func (d *Dict) lockPush(key string, v Value, head bool, need int) (int, error) {
 		n.Prev = l.Tail
 		if l.Tail != 0 {
 			if !s.okNode(l.Tail) {
-				return 0, d.corruptInShard(s, "list")
+				return false
 			}
 			s.nodeAt(l.Tail).Next = noff
 		} else {
@@ -238,12 +252,7 @@ func (d *Dict) lockPush(key string, v Value, head bool, need int) (int, error) {
 		l.Tail = noff
 	}
 	l.Len++
-	hd.Drop = dropNone
-	if !created {
-		e.use() // a push onto a list is a use; creating the list is not
-	}
-	d.tally(s, tWrites)
-	return int(l.Len), nil
+	return true
 }
 
 func (d *Dict) pop(key string, head bool) (_ Value, err error) {

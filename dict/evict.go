@@ -38,6 +38,10 @@ const (
 	balanceSteps = 8
 )
 
+// clearsAt reports whether allocInShard tries to free a page before its
+// round: every clearRound rounds, from the clearRound-th.
+func clearsAt(round int) bool { return round > 0 && round%clearRound == 0 }
+
 // AttemptsToEmpty returns how many tries of one write empty any shard of
 // d. A try that fails with ErrNoMemory ran every round of eviction, or
 // found nothing left to free. Each of its rounds freed an entry at least.
@@ -414,35 +418,4 @@ func (s *shard) pageEntriesInShard(off, pin uint32, offs *[maxPageChunks]uint32)
 		return -1
 	}
 	return n
-}
-
-// clearStep is one step of clearPageInShard as shard.clears records it: a
-// try begun, a key and what became of it, or the page cleared.
-type clearStep struct {
-	key  string
-	what byte // stepTry, stepExpired, stepEvicted, stepMoved, stepCleared
-}
-
-const (
-	stepTry     = 't'
-	stepExpired = 'x'
-	stepEvicted = 'e'
-	stepMoved   = 'm'
-	stepCleared = 'c'
-)
-
-// clearsAt reports whether allocInShard tries to free a page before its
-// round: every clearRound rounds, from the clearRound-th.
-func clearsAt(round int) bool { return round > 0 && round%clearRound == 0 }
-
-// logClear records a step in s.clears, when it is set.
-func (s *shard) logClear(off uint32, e *entry, what byte) {
-	if s.clears == nil {
-		return
-	}
-	step := clearStep{what: what}
-	if e != nil {
-		step.key = string(s.keyOf(off, e))
-	}
-	*s.clears = append(*s.clears, step)
 }

@@ -1,7 +1,6 @@
 package dict
 
 import (
-	"strings"
 	"time"
 
 	"github.com/shmzone/shmzone/shm"
@@ -260,10 +259,7 @@ func (d *Dict) storeInShard(s *shard, key string, h uint64, off uint32, p put) (
 	if recalled {
 		// A key evicted while in use is back: it joins the protected
 		// segment, unreferenced, where it is demoted first.
-		if s.recalls != nil {
-			// A copy: key itself must not escape (allocation-free writes).
-			*s.recalls = append(*s.recalls, recall{strings.Clone(key), hd.Count})
-		}
+		s.logRecall(key, hd.Count)
 		if !s.enqueueRecalledInShard(noff, ne) {
 			return out, d.corruptInShard(s, "queue")
 		}

@@ -50,14 +50,14 @@ func (d *Dict) AttemptsToEmpty() int {
 	return int(d.Header().ShardSize/int64(maxRounds*entryHdrSize)) + 1
 }
 
-// allocInShard allocates size bytes. When the slab is full it first packs a
-// page of another size (packInShard), then reclaims expired
-// entries from the queue's tail and, if evict, evicts live ones too, in up to
-// maxRounds rounds of up to roundFrees entries as nginx does; forcible
-// reports a live eviction.
-// pin is an entry that must survive (the one the caller is replacing). While
-// it runs, Drop says that entries the index does not reach are to be dropped
-// by a repair: an evicted entry may be half unlinked.
+// allocInShard allocates size bytes. When the slab is full, it first packs
+// a page of another size (packInShard). It then reclaims expired entries
+// from the queue's tail and, if evict, evicts live ones too. It does so in
+// up to maxRounds rounds of up to roundFrees entries, as nginx does.
+// forcible reports a live eviction. pin is an entry that must survive: the
+// one the caller is replacing. While it runs, Drop says that entries the
+// index does not reach are to be dropped by a repair: an evicted entry may
+// be half unlinked.
 func (s *shard) allocInShard(size int, evict bool, pin uint32, now func() int64) (off uint32, forcible bool, err error) {
 	s.sweepInShard()
 	h := s.hdr()

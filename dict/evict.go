@@ -18,8 +18,8 @@ import (
 //     (secondChanceInShard). The entry moves to the protected segment.
 //   - The hand evicts a protected entry only when no probation entry is
 //     left. An expired protected entry goes first (evictAtHandInShard).
-//   - The protected segment leaves probation one entry in probationShare
-//     (balanceInShard).
+//   - The protected segment's hand leaves probation one entry in
+//     probationShare (balanceInShard).
 //   - Every clearRound rounds, the write first tries to free the page of
 //     the queue's tail (clearPageInShard). That serves a size that
 //     eviction from the tail does not.
@@ -294,13 +294,14 @@ func (s *shard) evictAtHandInShard(off uint32, e *entry, pin uint32, now func() 
 	return false, s.evictLiveInShard(off, e)
 }
 
-// balanceInShard keeps the protected segment to at most seven eighths of
-// the shard's entries (probationShare), so that new keys always have a
-// probation segment to prove themselves in, and the traces recognise
-// them when they come back after it: while it holds more, the segment's last entry gets
-// a second chance if it was used since the hand passed, and otherwise
-// becomes probation's first (a demotion: it stays where it is, and ProtTail
-// moves past it). It looks at balanceSteps entries a call at most.
+// balanceInShard runs the protected segment's hand. It keeps the segment
+// to at most seven eighths of the shard's entries, as probationShare says.
+// So new keys always have a probation segment to prove themselves in, and
+// the traces recognise them when they come back after it. While the
+// segment holds more, its last entry gets a second chance if it was used
+// since the hand passed. Otherwise that entry becomes probation's first, a
+// demotion: it stays where it is, and ProtTail moves past it. It looks at
+// balanceSteps entries a call at most.
 func (s *shard) balanceInShard(pin uint32) error {
 	h := s.hdr()
 	for i := 0; i < balanceSteps && h.ProtCount > h.Count-h.Count/probationShare && h.ProtTail != 0; i++ {

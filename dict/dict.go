@@ -150,12 +150,9 @@ type shardFields struct {
 	pages   []pageTally   // this process's counts of entry writes, per slab page (tally.go)
 	// pagesOff and pageShift are the slab's PageGeometry, for pages.
 	pagesOff, pageShift uint32
-	// clears, when not nil, records what clearPageInShard does, for the
-	// model test (export_test.go); nil otherwise.
-	clears *[]clearStep
-	// recalls, when not nil, records the keys whose new entry found their
-	// trace (storeInShard), for the model test; nil otherwise.
-	recalls *[]recall
+	// shardHooks are the records that tests built with the dicthooks tag
+	// keep, and nothing otherwise (hooks.go).
+	shardHooks
 	// lastMoved is the hash of the key whose entry this process last moved
 	// to a page of its own (move.go); atomic.
 	lastMoved uint64

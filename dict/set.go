@@ -1,7 +1,6 @@
 package dict
 
 import (
-	"strings"
 	"time"
 
 	"github.com/shmzone/shmzone/shm"
@@ -276,10 +275,7 @@ func (d *Dict) insertInShard(k place, off uint32, p *put) (uint32, Outcome, erro
 	}
 	// A key evicted while in use is back: it joins the protected
 	// segment, unreferenced, where it is demoted first.
-	if s.recalls != nil {
-		// A copy: key itself must not escape (allocation-free writes).
-		*s.recalls = append(*s.recalls, recall{strings.Clone(k.key), hd.Count})
-	}
+	s.logRecall(k.key, hd.Count)
 	if !s.enqueueRecalledInShard(noff, ne) {
 		return 0, out, d.corruptInShard(s, "queue")
 	}

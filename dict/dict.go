@@ -271,7 +271,7 @@ func (d *Dict) lookup(key string, write bool) (s *shard, h uint64, off uint32, e
 	}
 	if write {
 		off, err = d.findDrainedInShard(s, key, h)
-	} else if off, _, err = s.findInShard(key, h); err != nil {
+	} else if off, err = s.findInShard(key, h); err != nil {
 		err = d.corruptInShard(s, "index")
 	}
 	if err != nil {
@@ -285,7 +285,7 @@ func (d *Dict) lookup(key string, write bool) (s *shard, h uint64, off uint32, e
 // 0. It drains the entry's page (drainInShard), so that the entry is the
 // caller's to read and change while it holds the shard's lock.
 func (d *Dict) findDrainedInShard(s *shard, key string, h uint64) (uint32, error) {
-	off, _, err := s.findInShard(key, h)
+	off, err := s.findInShard(key, h)
 	if err != nil {
 		return 0, d.corruptInShard(s, "index")
 	}

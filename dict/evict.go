@@ -119,7 +119,6 @@ func (s *shard) allocInShard(size int, evict bool, pin uint32, now func() int64)
 // expiration when it has expired, else as an eviction, which leaves a
 // trace; live reports the latter.
 func (s *shard) evictInShard(off uint32, e *entry, now func() int64) (live bool, err error) {
-	h := s.hdr()
 	if !expired(e, now) {
 		s.logClear(off, e, stepEvicted)
 		if err := s.evictLiveInShard(off, e); err != nil {
@@ -128,22 +127,18 @@ func (s *shard) evictInShard(off uint32, e *entry, now func() int64) (live bool,
 		return true, nil
 	}
 	s.logClear(off, e, stepExpired)
-	if err := s.dropInShard(off, e); err != nil {
+	if err := s.dropInShard(off, exitExpired); err != nil {
 		return false, err
 	}
-	h.Count--
-	h.Expirations++
 	return false, nil
 }
 
 // evictLiveInShard drops the live entry at off, which passed okBytes and
 // whose page the caller drained under this hold of the lock, for room: it
-// leaves a trace of the key (traceInShard) and counts an eviction.
+// leaves a trace of the key (traceInShard) and counts an eviction
+// (dropInShard).
 func (s *shard) evictLiveInShard(off uint32, e *entry) error {
-	k := s.keyOf(off, e)
-	kh := hashKey(s.seed, bytesString(k))
-	s.traceInShard(kh, e.expiry())
-	return s.removeEvictedInShard(off, e, kh)
+	return s.dropInShard(off, exitEvicted)
 }
 
 // evictAwayInShard frees a chunk of like's size outside the page whose
@@ -236,11 +231,9 @@ func (s *shard) reclaimInShard(evict bool, pin uint32, now func() int64) (freed 
 			}
 			continue
 		case isExpired:
-			if err := s.dropInShard(off, e); err != nil {
+			if err := s.dropInShard(off, exitExpired); err != nil {
 				return freed, live, err
 			}
-			h.Count--
-			h.Expirations++
 		default:
 			other, err := s.evictAtHandInShard(off, e, pin, now)
 			if err != nil {
@@ -406,7 +399,7 @@ func (s *shard) pageEntriesInShard(off, pin uint32, offs *[maxPageChunks]uint32)
 			return false
 		}
 		k := s.keyOf(off, e)
-		found, _, err := s.findInShard(bytesString(k), hashKey(s.seed, bytesString(k)))
+		found, err := s.findInShard(bytesString(k), hashKey(s.seed, bytesString(k)))
 		if err != nil || found != off {
 			n = -1
 			return false

@@ -156,7 +156,7 @@ func buildFuzzBase() (*baseZone, error) {
 		for _, key := range group {
 			h := hashKey(d.seed, key)
 			s := d.shardFor(h)
-			off, _, err := s.findInShard(key, h)
+			off, err := s.findInShard(key, h)
 			if err != nil || off == 0 {
 				d.Close()
 				return nil, fmt.Errorf("key %q not found: %v", key, err)

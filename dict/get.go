@@ -110,7 +110,7 @@ type readResult struct {
 // getInShard reads key's entry into r; need >= 0 asks the caller for a dst of
 // that capacity and a second call.
 func (d *Dict) getInShard(s *shard, key string, h uint64, r *readResult) (need int, err error) {
-	off, _, err := s.findInShard(key, h)
+	off, err := s.findInShard(key, h)
 	if err != nil {
 		return -1, d.corruptInShard(s, "index")
 	}

@@ -98,15 +98,14 @@ func (d *Dict) SetList(key string, elems []Value, ttl time.Duration) (err error)
 	if off != 0 && expired(s.entryAt(off), d.clock) {
 		// The key's own expired entry holds nothing to keep: free its
 		// memory for the elements, as lockPush does.
-		if err := s.removeInShard(off); err != nil {
+		if err := s.removeInShard(off, exitExpired); err != nil {
 			return d.failInShard(s, err, "remove")
 		}
-		hd.Expirations++
 		off = 0
 	}
 	if len(elems) == 0 {
 		if off != 0 {
-			if err := s.removeInShard(off); err != nil {
+			if err := s.removeInShard(off, exitDeleted); err != nil {
 				return d.failInShard(s, err, "remove")
 			}
 			d.tally(s, tWrites)
@@ -175,10 +174,9 @@ func (d *Dict) lockPush(key string, v Value, head bool, need int) (int, error) {
 	if off != 0 {
 		e := s.entryAt(off)
 		if expired(e, d.clock) {
-			if err := s.removeInShard(off); err != nil {
+			if err := s.removeInShard(off, exitExpired); err != nil {
 				return 0, d.failInShard(s, err, "remove")
 			}
-			s.hdr().Expirations++
 			off = 0
 		} else if e.kind() != KindList {
 			return 0, ErrNotList
@@ -201,7 +199,7 @@ func (d *Dict) lockPush(key string, v Value, head bool, need int) (int, error) {
 		hd.Drop = dropNone
 		if created {
 			// Do not leave an empty list behind.
-			if rerr := s.removeInShard(off); rerr != nil {
+			if rerr := s.removeInShard(off, exitDeleted); rerr != nil {
 				return 0, d.corruptInShard(s, "remove")
 			}
 		}
@@ -279,7 +277,7 @@ func (d *Dict) pop(key string, head bool) (_ Value, err error) {
 }
 
 func (d *Dict) popInShard(s *shard, key string, h uint64, head bool, dst []byte) (Value, int, error) {
-	off, _, err := s.findInShard(key, h)
+	off, err := s.findInShard(key, h)
 	if err != nil {
 		return Value{}, -1, d.corruptInShard(s, "index")
 	}
@@ -323,7 +321,7 @@ func (d *Dict) popInShard(s *shard, key string, h uint64, head bool, dst []byte)
 	}
 	hd := s.hdr()
 	if l.Len <= 1 {
-		if err := s.removeInShard(off); err != nil {
+		if err := s.removeInShard(off, exitDeleted); err != nil {
 			return Value{}, -1, d.failInShard(s, err, "remove")
 		}
 		d.tally(s, tWrites)

@@ -143,7 +143,7 @@ func (d *Dict) lockMutate(key string, size int, ttl time.Duration, fn mutateFn, 
 		return err // removed
 	}
 	if !keep {
-		if err := s.removeInShard(off); err != nil {
+		if err := s.removeInShard(off, exitDeleted); err != nil {
 			return d.failInShard(s, err, "remove")
 		}
 	}
@@ -226,7 +226,7 @@ func (d *Dict) mutateInShard(s *shard, off uint32, found bool, fn mutateFn) (boo
 			return
 		}
 		if !found {
-			if s.removeInShard(off) != nil {
+			if s.removeInShard(off, exitDeleted) != nil {
 				d.corruptInShard(s, "remove") // repairs the shard
 			}
 			return

@@ -79,7 +79,9 @@ func (s *shard) repairInShard() error {
 	}
 	entries := s.reindexInShard(drop)
 	nodes := s.relinkListsInShard(entries)
-	s.unindexEmptyListsInShard(entries)
+	if err := s.unindexEmptyListsInShard(entries); err != nil {
+		return err
+	}
 	s.slab.ForEach(func(off uint32, size int) bool {
 		if !entries.has(off) && !nodes.has(off) {
 			if size >= entryHdrSize {
@@ -141,7 +143,7 @@ func (s *shard) reindexInShard(drop uint32) bitset {
 		k := s.keyOf(off, e)
 		key := bytesString(k)
 		h := hashKey(s.seed, key)
-		if dup, _, err := s.findInShard(key, h); err != nil || dup != 0 {
+		if dup, err := s.findInShard(key, h); err != nil || dup != 0 {
 			return true
 		}
 		slot := &s.index[s.bucket(h)]
@@ -184,25 +186,24 @@ func (s *shard) relinkListsInShard(entries bitset) bitset {
 	return nodes
 }
 
-// unindexEmptyListsInShard takes the empty lists out of the index and out
-// of entries: an empty list is no entry.
-func (s *shard) unindexEmptyListsInShard(entries bitset) {
-	hd := s.hdr()
+// unindexEmptyListsInShard takes the empty lists out of the index
+// (exitEmptied) and out of entries: an empty list is no entry.
+func (s *shard) unindexEmptyListsInShard(entries bitset) error {
 	for b := range s.index {
-		p := &s.index[b]
-		for *p != 0 {
-			e := s.entryAt(*p)
-			if e.kind() == KindList && s.listOf(*p, e).Len == 0 {
-				off := *p
-				*p = e.Next
-				e.Next = 0
+		for off := s.index[b]; off != 0; {
+			e := s.entryAt(off)
+			next := e.Next
+			if e.kind() == KindList && s.listOf(off, e).Len == 0 {
+				h, _ := s.keyHash(off, e) // the index holds valid entries only
+				if err := s.unlinkInShard(off, h, exitEmptied, 0); err != nil {
+					return err
+				}
 				entries[off>>9] &^= 1 << (off >> 3 & 63)
-				hd.Count--
-				continue
 			}
-			p = &e.Next
+			off = next
 		}
 	}
+	return nil
 }
 
 // requeueAllInShard rebuilds the eviction queue of the indexed entries:

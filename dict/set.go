@@ -209,20 +209,10 @@ func (d *Dict) replaceInShard(k place, off uint32, p *put) (uint32, Outcome, err
 		return 0, out, err
 	}
 	ne := s.entryAt(noff)
-	// Replace the old entry in its chain; eviction may have changed the
-	// chain since findInShard, so walk it again.
-	link := &s.index[s.bucket(k.h)]
-	for n := 0; *link != off; n++ {
-		if *link == 0 || !s.okEntry(*link) || n > s.maxSteps() {
-			return 0, out, d.corruptInShard(s, "chain")
-		}
-		link = &s.entryAt(*link).Next
-	}
-	ne.Next = e.Next
-	*link = noff // the commit point: from here repair keeps the new entry
-	hd.Drop = off
-	if !s.unqueueInShard(off, e) {
-		return 0, out, d.corruptInShard(s, "queue")
+	// Eviction may have changed the chain since findInShard: unlinkInShard
+	// walks it again.
+	if err := s.unlinkInShard(off, k.h, exitReplaced, noff); err != nil {
+		return 0, out, d.corruptInShard(s, "chain")
 	}
 	if err := s.freeEntryInShard(off, e); err != nil {
 		return 0, out, d.corruptInShard(s, "free")
@@ -246,7 +236,7 @@ func (d *Dict) insertInShard(k place, off uint32, p *put) (uint32, Outcome, erro
 	prot := uint8(0)
 	if off != 0 {
 		prot = s.entryAt(off).bits() & protBit
-		if err := s.removeInShard(off); err != nil {
+		if err := s.removeInShard(off, exitDeleted); err != nil {
 			return 0, Outcome{}, d.failInShard(s, err, "remove")
 		}
 	}

@@ -88,7 +88,7 @@ func (d *Dict) lockUpdate(key string, fn func(cur Value, ok bool) (next Value, t
 	}
 	if !keep {
 		if off != 0 {
-			if err := s.removeInShard(off); err != nil {
+			if err := s.removeInShard(off, exitDeleted); err != nil {
 				return d.failInShard(s, err, "remove")
 			}
 			d.tally(s, tWrites)

@@ -54,17 +54,22 @@ deps:
 TIMEOUT ?= 30m
 
 ## unit also runs dict's tests that stall goroutines at chosen points
-## (dict/stall.go), which need the dictstall tag.
+## (dict/stall.go), which need the dictstall tag, and those that read what
+## eviction records (dict/hooks.go), which need the dicthooks tag. race
+## runs the latter too.
+HOOKTESTS := '^(TestModel|TestCrashEvict|TestEvValue)$$'
 unit: deps
 	$(KEEP); \
 	run $(GO) test -count=1 -timeout $(TIMEOUT) $(PKGS); \
 	run $(GO) test -count=1 -timeout $(TIMEOUT) -tags dictstall -run StalePin ./dict; \
+	run $(GO) test -count=1 -timeout $(TIMEOUT) -tags dicthooks -run $(HOOKTESTS) ./dict; \
 	contrib $(GO) test -count=1 -timeout $(TIMEOUT) ./...; \
 	$(DONE)
 
 race: deps
 	$(KEEP); \
 	run $(GO) test -race -count=1 -timeout $(TIMEOUT) $(PKGS); \
+	run $(GO) test -race -count=1 -timeout $(TIMEOUT) -tags dicthooks -run $(HOOKTESTS) ./dict; \
 	contrib $(GO) test -race -count=1 -timeout $(TIMEOUT) ./...; \
 	$(DONE)
 

@@ -23,6 +23,7 @@ const (
 	maxPackageWords  = 700
 	maxFileLines     = 450
 	maxDocMeanWords  = 15
+	maxFuncLines     = 80
 )
 
 // oldSuffixes are the function-name suffixes that dict.go's legend
@@ -133,6 +134,27 @@ func TestFileLength(t *testing.T) {
 			if n := fset.Position(f.End()).Line; n > maxFileLines {
 				t.Errorf("%s has %d lines, want at most %d: split it by concern",
 					filepath.Join(dir, name), n, maxFileLines)
+			}
+		}
+	}
+}
+
+// TestFunctionLength checks that no non-test function of dict or prefork
+// has more than maxFuncLines lines, from func to its closing brace.
+func TestFunctionLength(t *testing.T) {
+	for _, dir := range []string{"dict", "prefork"} {
+		fset, files := parseDir(t, dir)
+		for name, f := range files {
+			for _, d := range f.Decls {
+				fd, ok := d.(*ast.FuncDecl)
+				if !ok {
+					continue
+				}
+				n := fset.Position(fd.End()).Line - fset.Position(fd.Pos()).Line + 1
+				if n > maxFuncLines {
+					t.Errorf("%s: %s has %d lines, want at most %d: split it",
+						filepath.Join(dir, name), fd.Name.Name, n, maxFuncLines)
+				}
 			}
 		}
 	}

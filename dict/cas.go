@@ -80,7 +80,7 @@ func (d *Dict) lockCAS(key string, old, new Value, expiry int64) (bool, error) {
 	if !s.equalValue(off, e, old) {
 		return false, nil
 	}
-	if _, err := d.storeInShard(s, key, h, off, put{v: new, expiry: expiry, evict: true, keepFlags: true}); err != nil {
+	if _, _, err := d.storeInShard(s, key, h, off, put{v: new, expiry: expiry, evict: true, keepFlags: true}); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -26,105 +26,132 @@ func newScratch(arenaLen int) *scratch {
 
 func (b bitset) reset() { clear(b) }
 
+// problems collects a shard's problems for checkInShard.
+type problems struct {
+	id   int // the shard's
+	max  int // how many are worth reporting
+	list []string
+}
+
+// add records a problem and reports whether more are worth looking for.
+func (p *problems) add(format string, args ...any) bool {
+	p.list = append(p.list, fmt.Sprintf("shard %d: "+format, append([]any{p.id}, args...)...))
+	return len(p.list) < p.max
+}
+
 // checkInShard returns the shard's problems, at most max of them; sc's sets
 // must be sized for the arena. copied says s is a view of a copy taken
 // while entry writers ran (snapshot.go): an entry's Ver may be odd there
 // without any writer having died, so a write in progress is no problem.
 func (s *shard) checkInShard(max int, sc *scratch, copied bool) []string {
-	var probs []string
-	add := func(format string, args ...any) bool {
-		probs = append(probs, fmt.Sprintf("shard %d: "+format, append([]any{s.id}, args...)...))
-		return len(probs) < max
-	}
+	p := &problems{id: s.id, max: max}
 	hd := s.hdr()
-	shards := 1 << s.shift
 	if hd.Drop != dropNone {
-		if !add("unfinished write (drop %#x)", hd.Drop) {
-			return probs
+		if !p.add("unfinished write (drop %#x)", hd.Drop) {
+			return p.list
 		}
 	}
 	if err := s.slab.Check(); err != nil {
-		if !add("%v", err) {
-			return probs
-		}
-		return probs // the chunks themselves cannot be trusted
+		p.add("%v", err)
+		return p.list // the chunks themselves cannot be trusted
 	}
 	sc.entries.reset()
 	sc.nodes.reset()
 	sc.linked.reset()
-	entries, nodes, linked := sc.entries, sc.nodes, sc.linked
-	count := 0
+	count, more := s.checkIndexInShard(p, sc, copied)
+	if !more {
+		return p.list
+	}
+	if int(hd.Count) != count {
+		if !p.add("count %d, index holds %d", hd.Count, count) {
+			return p.list
+		}
+	}
+	n, more := s.checkQueueInShard(p, sc)
+	if !more {
+		return p.list
+	}
+	if q := s.checkSegmentsInShard(); q != "" && !p.add("%s", q) {
+		return p.list
+	}
+	if n != count {
+		if !p.add("queue holds %d entries, index %d", n, count) {
+			return p.list
+		}
+	}
+	s.slab.ForEach(func(off uint32, size int) bool {
+		if !sc.entries.has(off) && !sc.nodes.has(off) {
+			return p.add("chunk %#x (%d bytes) allocated but unreachable", off, size)
+		}
+		return true
+	})
+	return p.list
+}
+
+// checkIndexInShard checks the index's chains and the lists they hold, and
+// marks their entries and nodes in sc. It returns how many entries the
+// index holds, and more false when checkInShard is to stop.
+func (s *shard) checkIndexInShard(p *problems, sc *scratch, copied bool) (count int, more bool) {
+	shards := 1 << s.shift
 	for b := range s.index {
 		off := s.index[b]
 		for steps := 0; off != 0; steps++ {
 			size, err := s.slab.Size(off)
 			if err != nil || !s.validEntryInShard(off, size, shards, copied) {
-				add("bucket %d: %#x is not a valid entry", b, off)
-				return probs
+				p.add("bucket %d: %#x is not a valid entry", b, off)
+				return count, false
 			}
-			if entries.has(off) {
-				add("bucket %d: cycle at %#x", b, off)
-				return probs
+			if sc.entries.has(off) {
+				p.add("bucket %d: cycle at %#x", b, off)
+				return count, false
 			}
 			e := s.entryAt(off)
 			k := s.keyOf(off, e)
 			if h := hashKey(s.seed, bytesString(k)); s.bucket(h) != uint32(b) {
-				if !add("entry %#x in bucket %d, its hash says %d", off, b, s.bucket(h)) {
-					return probs
+				if !p.add("entry %#x in bucket %d, its hash says %d", off, b, s.bucket(h)) {
+					return count, false
 				}
 			}
-			entries.set(off)
+			sc.entries.set(off)
 			count++
 			if e.kind() == KindList {
-				if p := s.checkListInShard(off, e, nodes); p != "" && !add("%s", p) {
-					return probs
+				if q := s.checkListInShard(off, e, sc.nodes); q != "" && !p.add("%s", q) {
+					return count, false
 				}
 			}
 			off = e.Next
 		}
 	}
-	if int(hd.Count) != count {
-		if !add("count %d, index holds %d", hd.Count, count) {
-			return probs
-		}
-	}
+	return count, true
+}
+
+// checkQueueInShard checks the eviction queue's links against the entries
+// marked in sc and marks the entries it links. It returns how many entries
+// the queue holds, and more false when checkInShard is to stop.
+func (s *shard) checkQueueInShard(p *problems, sc *scratch) (n int, more bool) {
+	hd := s.hdr()
 	var prev uint32
-	n := 0
 	for off := hd.QueueHead; off != 0; {
-		if !s.okEntry(off) || !entries.has(off) || linked.has(off) {
-			add("queue: %#x after %#x is not an indexed entry, or a cycle", off, prev)
-			return probs
+		if !s.okEntry(off) || !sc.entries.has(off) || sc.linked.has(off) {
+			p.add("queue: %#x after %#x is not an indexed entry, or a cycle", off, prev)
+			return n, false
 		}
 		e := s.entryAt(off)
 		if e.QPrev != prev {
-			if !add("queue: %#x prev %#x, want %#x", off, e.QPrev, prev) {
-				return probs
+			if !p.add("queue: %#x prev %#x, want %#x", off, e.QPrev, prev) {
+				return n, false
 			}
 		}
-		linked.set(off)
+		sc.linked.set(off)
 		n++
 		prev, off = off, e.QNext
 	}
 	if prev != hd.QueueTail {
-		if !add("queue: tail %#x, list ends at %#x", hd.QueueTail, prev) {
-			return probs
+		if !p.add("queue: tail %#x, list ends at %#x", hd.QueueTail, prev) {
+			return n, false
 		}
 	}
-	if p := s.checkSegmentsInShard(); p != "" && !add("%s", p) {
-		return probs
-	}
-	if n != count {
-		if !add("queue holds %d entries, index %d", n, count) {
-			return probs
-		}
-	}
-	s.slab.ForEach(func(off uint32, size int) bool {
-		if !entries.has(off) && !nodes.has(off) {
-			return add("chunk %#x (%d bytes) allocated but unreachable", off, size)
-		}
-		return true
-	})
-	return probs
+	return n, true
 }
 
 // checkListInShard checks one list's nodes and marks them; "" when sound.

@@ -1,3 +1,5 @@
+//go:build dicthooks
+
 package dict_test
 
 import (
@@ -200,6 +202,8 @@ const (
 
 // The words end before the log: a compile-time guard.
 var _ [evAckLog - evAckCounts - 8*evCounters]struct{}
+
+func init() { helperProcs["crash-evict"] = helperEvictHammer }
 
 // helperEvictHammer is one process of TestCrashEvict: args are the zone
 // path, the ack file, the test's seed, the helper's number, which is its

@@ -1,3 +1,5 @@
+//go:build dicthooks
+
 package dict_test
 
 import (
@@ -22,7 +24,8 @@ import (
 // move entries, and the SIGKILLs land inside all of that. Afterwards the
 // zone must pass Check, every value left must be one some helper wrote
 // whole for its key with the TTL it wrote it with, and no counter may
-// exceed the increments made to it.
+// exceed the increments made to it. Its helpers record page clearings
+// (dict.LogClears), so it builds only with the dicthooks tag.
 //
 // What eviction may legitimately lose cannot be told apart from what a
 // crash would lose, so the acknowledged increments are no lower bound here:

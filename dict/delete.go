@@ -15,7 +15,7 @@ func (d *Dict) Delete(key string) (err error) {
 	if off == 0 {
 		return nil
 	}
-	if err := s.removeFoundInShard(off, h); err != nil {
+	if err := s.removeFoundInShard(off, h, exitDeleted); err != nil {
 		return d.failInShard(s, err, "remove")
 	}
 	d.tally(s, tWrites)

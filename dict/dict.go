@@ -150,12 +150,9 @@ type shardFields struct {
 	pages   []pageTally   // this process's counts of entry writes, per slab page (tally.go)
 	// pagesOff and pageShift are the slab's PageGeometry, for pages.
 	pagesOff, pageShift uint32
-	// clears, when not nil, records what clearPageInShard does, for the
-	// model test (export_test.go); nil otherwise.
-	clears *[]clearStep
-	// recalls, when not nil, records the keys whose new entry found their
-	// trace (storeInShard), for the model test; nil otherwise.
-	recalls *[]recall
+	// shardHooks are the records that tests built with the dicthooks tag
+	// keep, and nothing otherwise (hooks.go).
+	shardHooks
 	// lastMoved is the hash of the key whose entry this process last moved
 	// to a page of its own (move.go); atomic.
 	lastMoved uint64
@@ -272,28 +269,30 @@ func (d *Dict) lookup(key string, write bool) (s *shard, h uint64, off uint32, e
 	if err := d.lock(s); err != nil {
 		return nil, 0, 0, err
 	}
-	if off, _, err = s.findInShard(key, h); err != nil {
+	if write {
+		off, err = d.findDrainedInShard(s, key, h)
+	} else if off, err = s.findInShard(key, h); err != nil {
 		err = d.corruptInShard(s, "index")
+	}
+	if err != nil {
 		d.unlock(s)
 		return nil, 0, 0, err
 	}
-	if write && off != 0 {
-		// Entry writers inside its page finish first; one that died
-		// there lost the entry (settleInShard).
-		err := s.drainPage(off)
-		if err != nil {
-			err = d.failInShard(s, err, "page")
-		} else if gone, serr := d.settleInShard(s, off); serr != nil {
-			err = serr
-		} else if gone {
-			off = 0
-		}
-		if err != nil {
-			d.unlock(s)
-			return nil, 0, 0, err
-		}
-	}
 	return s, h, off, nil
+}
+
+// findDrainedInShard returns the offset of key's entry, expired or not, or
+// 0. It drains the entry's page (drainInShard), so that the entry is the
+// caller's to read and change while it holds the shard's lock.
+func (d *Dict) findDrainedInShard(s *shard, key string, h uint64) (uint32, error) {
+	off, err := s.findInShard(key, h)
+	if err != nil {
+		return 0, d.corruptInShard(s, "index")
+	}
+	if off == 0 {
+		return 0, nil
+	}
+	return d.drainInShard(s, off)
 }
 
 // expiryFor converts a TTL to an absolute expiry in Unix ms: 0 for never, and

@@ -1,3 +1,5 @@
+//go:build dicthooks
+
 package dict
 
 import "unsafe"
@@ -6,7 +8,7 @@ import "unsafe"
 // process: its shards record each step of a clearing in memory that the
 // helper maps from its ack file, so that every step taken before a SIGKILL
 // is in the file afterwards, and the test can tell a helper killed inside
-// a clearing. It exists only in test builds.
+// a clearing. It exists only in test builds with the dicthooks tag.
 
 // ClearRecSize is the bytes that one recorded step takes.
 const ClearRecSize = int(unsafe.Sizeof(clearStep{}))

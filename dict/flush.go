@@ -91,10 +91,9 @@ func (d *Dict) flushExpiredInShard(s *shard, left int, all bool) (int, error) {
 		e := s.entryAt(off)
 		prev := e.QPrev
 		if expired(e, d.clock) {
-			if err := s.removeInShard(off); err != nil {
+			if err := s.removeInShard(off, exitExpired); err != nil {
 				return n, d.failInShard(s, err, "remove")
 			}
-			hd.Expirations++
 			n++
 		}
 		off = prev

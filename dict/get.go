@@ -110,7 +110,7 @@ type readResult struct {
 // getInShard reads key's entry into r; need >= 0 asks the caller for a dst of
 // that capacity and a second call.
 func (d *Dict) getInShard(s *shard, key string, h uint64, r *readResult) (need int, err error) {
-	off, _, err := s.findInShard(key, h)
+	off, err := s.findInShard(key, h)
 	if err != nil {
 		return -1, d.corruptInShard(s, "index")
 	}
@@ -119,15 +119,12 @@ func (d *Dict) getInShard(s *shard, key string, h uint64, r *readResult) (need i
 		return -1, ErrNotFound
 	}
 	if !d.readOnly {
-		if err := s.drainPage(off); err != nil {
-			return -1, d.failInShard(s, err, "page")
-		}
-		if gone, err := d.settleInShard(s, off); err != nil || gone {
-			if err == nil {
-				d.tally(s, tMisses)
-				err = ErrNotFound
-			}
+		if off, err = d.drainInShard(s, off); err != nil {
 			return -1, err
+		}
+		if off == 0 {
+			d.tally(s, tMisses)
+			return -1, ErrNotFound
 		}
 	}
 	e := s.entryAt(off)

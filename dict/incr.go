@@ -124,7 +124,11 @@ func (d *Dict) createInit(key string, init int64, initTTL time.Duration, op incr
 	}
 	defer d.unlock(s)
 	// Another process may have created it since: add to it then.
-	n, f, found, err := d.incrInShard(place{s, key, h}, op)
+	off, err := d.findDrainedInShard(s, key, h)
+	if err != nil {
+		return 0, 0, out, err
+	}
+	n, f, found, err := d.incrAtInShard(s, off, op)
 	if err != nil || found {
 		return n, f, out, err
 	}
@@ -132,7 +136,7 @@ func (d *Dict) createInit(key string, init int64, initTTL time.Duration, op incr
 	if err != nil {
 		return 0, 0, out, err
 	}
-	out, err = d.findStoreInShard(s, key, h, put{v: Int(init + op.i), expiry: expiry, evict: true})
+	_, out, err = d.storeInShard(s, key, h, off, put{v: Int(init + op.i), expiry: expiry, evict: true})
 	if err != nil {
 		return 0, 0, out, err
 	}
@@ -269,23 +273,19 @@ func (d *Dict) lockIncr(k place, op incrOp) (int64, float64, bool, error) {
 
 // incrInShard is incr under the shard's lock.
 func (d *Dict) incrInShard(k place, op incrOp) (int64, float64, bool, error) {
-	s := k.s
-	off, _, err := s.findInShard(k.key, k.h)
+	off, err := d.findDrainedInShard(k.s, k.key, k.h)
 	if err != nil {
-		return 0, 0, false, d.corruptInShard(s, "index")
+		return 0, 0, false, err
 	}
+	return d.incrAtInShard(k.s, off, op)
+}
+
+// incrAtInShard is incrInShard of the entry at off, 0 when absent, as
+// findDrainedInShard found it under this hold of the lock.
+func (d *Dict) incrAtInShard(s *shard, off uint32, op incrOp) (int64, float64, bool, error) {
 	if off == 0 {
 		d.tally(s, tMisses)
 		return 0, 0, false, nil
-	}
-	if err := s.drainPage(off); err != nil {
-		return 0, 0, false, d.failInShard(s, err, "page")
-	}
-	if gone, err := d.settleInShard(s, off); err != nil || gone {
-		if err == nil {
-			d.tally(s, tMisses)
-		}
-		return 0, 0, false, err
 	}
 	n, f, res := d.incrEntry(s, off, op)
 	switch res {

@@ -22,7 +22,7 @@ func (d *Dict) IncrInitNumTTL(key string, delta, init int64, initTTL time.Durati
 	if err != nil {
 		return 0, 0, out, err
 	}
-	return sum, ttlAfter(expiry, d.Now()), out, nil
+	return sum, ttlOfExpiry(expiry, d.Now()), out, nil
 }
 
 // guardedIncrInitNumTTL is IncrInitNumTTL with Options.GuardFaults (as
@@ -34,13 +34,13 @@ func (d *Dict) guardedIncrInitNumTTL(key string, delta, init int64, initTTL time
 	if err != nil {
 		return 0, 0, out, err
 	}
-	return sum, ttlAfter(expiry, d.Now()), out, nil
+	return sum, ttlOfExpiry(expiry, d.Now()), out, nil
 }
 
-// ttlAfter is the TTL of an entry that ends at expiry and was live just
+// ttlOfExpiry is the TTL of an entry that ends at expiry and was live just
 // now: 0 for none, and at least a millisecond for one whose expiry the
 // clock has reached since.
-func ttlAfter(expiry, now int64) time.Duration {
+func ttlOfExpiry(expiry, now int64) time.Duration {
 	if expiry == 0 {
 		return 0
 	}

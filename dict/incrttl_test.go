@@ -56,9 +56,9 @@ func TestIncrInitNumTTL(t *testing.T) {
 	}
 }
 
-// TestTTLAfter: an expiry the clock reached since the increment reads as a
+// TestTTLOfExpiry: an expiry the clock reached since the increment reads as a
 // millisecond left, not as none.
-func TestTTLAfter(t *testing.T) {
+func TestTTLOfExpiry(t *testing.T) {
 	for _, tt := range []struct {
 		expiry, now int64
 		want        time.Duration
@@ -68,8 +68,8 @@ func TestTTLAfter(t *testing.T) {
 		{10, 10, time.Millisecond},
 		{10, 12, time.Millisecond},
 	} {
-		if got := ttlAfter(tt.expiry, tt.now); got != tt.want {
-			t.Errorf("ttlAfter(%d, %d) = %v, want %v", tt.expiry, tt.now, got, tt.want)
+		if got := ttlOfExpiry(tt.expiry, tt.now); got != tt.want {
+			t.Errorf("ttlOfExpiry(%d, %d) = %v, want %v", tt.expiry, tt.now, got, tt.want)
 		}
 	}
 }

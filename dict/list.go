@@ -98,15 +98,14 @@ func (d *Dict) SetList(key string, elems []Value, ttl time.Duration) (err error)
 	if off != 0 && expired(s.entryAt(off), d.clock) {
 		// The key's own expired entry holds nothing to keep: free its
 		// memory for the elements, as lockPush does.
-		if err := s.removeInShard(off); err != nil {
+		if err := s.removeInShard(off, exitExpired); err != nil {
 			return d.failInShard(s, err, "remove")
 		}
-		hd.Expirations++
 		off = 0
 	}
 	if len(elems) == 0 {
 		if off != 0 {
-			if err := s.removeInShard(off); err != nil {
+			if err := s.removeInShard(off, exitDeleted); err != nil {
 				return d.failInShard(s, err, "remove")
 			}
 			d.tally(s, tWrites)
@@ -133,12 +132,9 @@ func (d *Dict) SetList(key string, elems []Value, ttl time.Duration) (err error)
 	}
 	// Every element fits: replace the old value with an empty list entry
 	// (an old list's nodes are freed), then hang the elements on it.
-	if _, err := d.storeInShard(s, key, h, off, put{v: Value{kind: KindList}, expiry: expiry}); err != nil {
+	if off, _, err = d.storeInShard(s, key, h, off, put{v: Value{kind: KindList}, expiry: expiry}); err != nil {
 		hd.Drop = dropUnreachable
 		return d.abandonChainInShard(s, first, err)
-	}
-	if off, _, err = s.findInShard(key, h); err != nil || off == 0 {
-		return d.corruptInShard(s, "index")
 	}
 	e := s.entryAt(off)
 	if e.VLen != uint32(listHdrSize) || !s.okBytes(off, e) {
@@ -178,10 +174,9 @@ func (d *Dict) lockPush(key string, v Value, head bool, need int) (int, error) {
 	if off != 0 {
 		e := s.entryAt(off)
 		if expired(e, d.clock) {
-			if err := s.removeInShard(off); err != nil {
+			if err := s.removeInShard(off, exitExpired); err != nil {
 				return 0, d.failInShard(s, err, "remove")
 			}
-			s.hdr().Expirations++
 			off = 0
 		} else if e.kind() != KindList {
 			return 0, ErrNotList
@@ -189,11 +184,8 @@ func (d *Dict) lockPush(key string, v Value, head bool, need int) (int, error) {
 	}
 	created := false
 	if off == 0 {
-		if _, err := d.storeInShard(s, key, h, 0, put{v: Value{kind: KindList}}); err != nil {
+		if off, _, err = d.storeInShard(s, key, h, 0, put{v: Value{kind: KindList}}); err != nil {
 			return 0, err
-		}
-		if off, _, err = s.findInShard(key, h); err != nil || off == 0 {
-			return 0, d.corruptInShard(s, "index")
 		}
 		created = true
 	}
@@ -207,7 +199,7 @@ func (d *Dict) lockPush(key string, v Value, head bool, need int) (int, error) {
 		hd.Drop = dropNone
 		if created {
 			// Do not leave an empty list behind.
-			if rerr := s.removeInShard(off); rerr != nil {
+			if rerr := s.removeInShard(off, exitDeleted); rerr != nil {
 				return 0, d.corruptInShard(s, "remove")
 			}
 		}
@@ -218,13 +210,27 @@ func (d *Dict) lockPush(key string, v Value, head bool, need int) (int, error) {
 	}
 	n := s.putNodeInShard(noff, v)
 	l := s.listOf(off, e)
-	// Link the node; the store that makes it reachable from the head is the
-	// commit point, and Drop (dropUnreachable) until then frees it on repair.
+	if !s.linkNodeInShard(l, noff, n, head) {
+		return 0, d.corruptInShard(s, "list")
+	}
+	hd.Drop = dropNone
+	if !created {
+		e.use() // a push onto a list is a use; creating the list is not
+	}
+	d.tally(s, tWrites)
+	return int(l.Len), nil
+}
+
+// linkNodeInShard links the node n at noff into l, at its head when head,
+// and counts it. The store that makes it reachable from the head is the
+// commit point. Until then Drop, dropUnreachable, frees it on repair. It
+// reports false for a corrupt list.
+func (s *shard) linkNodeInShard(l *listHdr, noff uint32, n *node, head bool) bool {
 	if head {
 		n.Next = l.Head
 		if l.Head != 0 {
 			if !s.okNode(l.Head) {
-				return 0, d.corruptInShard(s, "list")
+				return false
 			}
 			s.nodeAt(l.Head).Prev = noff
 		} else {
@@ -235,7 +241,7 @@ func (d *Dict) lockPush(key string, v Value, head bool, need int) (int, error) {
 		n.Prev = l.Tail
 		if l.Tail != 0 {
 			if !s.okNode(l.Tail) {
-				return 0, d.corruptInShard(s, "list")
+				return false
 			}
 			s.nodeAt(l.Tail).Next = noff
 		} else {
@@ -244,12 +250,7 @@ func (d *Dict) lockPush(key string, v Value, head bool, need int) (int, error) {
 		l.Tail = noff
 	}
 	l.Len++
-	hd.Drop = dropNone
-	if !created {
-		e.use() // a push onto a list is a use; creating the list is not
-	}
-	d.tally(s, tWrites)
-	return int(l.Len), nil
+	return true
 }
 
 func (d *Dict) pop(key string, head bool) (_ Value, err error) {
@@ -276,7 +277,7 @@ func (d *Dict) pop(key string, head bool) (_ Value, err error) {
 }
 
 func (d *Dict) popInShard(s *shard, key string, h uint64, head bool, dst []byte) (Value, int, error) {
-	off, _, err := s.findInShard(key, h)
+	off, err := s.findInShard(key, h)
 	if err != nil {
 		return Value{}, -1, d.corruptInShard(s, "index")
 	}
@@ -320,7 +321,7 @@ func (d *Dict) popInShard(s *shard, key string, h uint64, head bool, dst []byte)
 	}
 	hd := s.hdr()
 	if l.Len <= 1 {
-		if err := s.removeInShard(off); err != nil {
+		if err := s.removeInShard(off, exitDeleted); err != nil {
 			return Value{}, -1, d.failInShard(s, err, "remove")
 		}
 		d.tally(s, tWrites)

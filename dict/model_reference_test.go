@@ -1,3 +1,5 @@
+//go:build dicthooks
+
 package dict
 
 import (
@@ -162,7 +164,7 @@ func (m *mdlModel) balance(sh int, pin *mdlEntry) { m.balanceAt(sh, pin, m.queue
 // balanceAt is balance with the shard's Count as the dict had it, which
 // a new list's allocation may have lowered before the model's.
 func (m *mdlModel) balanceAt(sh int, pin *mdlEntry, count int) {
-	for i := 0; i < 8 && m.protCount[sh] > count-count/probationShare && m.protTail[sh] != nil; i++ {
+	for i := 0; i < balanceSteps && m.protCount[sh] > count-count/probationShare && m.protTail[sh] != nil; i++ {
 		t := m.protTail[sh]
 		if t.ref && t != pin && m.protCount[sh] > 1 {
 			t.ref = false
@@ -186,10 +188,11 @@ func (m *mdlModel) expiryFor(ttl time.Duration) int64 {
 	return m.now() + int64((ttl+time.Millisecond-1)/time.Millisecond)
 }
 
-// round is one reclaimInShard: up to 3 entries from the tail of shard sh.
+// round is one reclaimInShard: up to roundFrees entries from the tail of
+// shard sh.
 func (m *mdlModel) round(sh int, evict bool, pin *mdlEntry) (freed int, live bool) {
 	q := m.queues[sh]
-	for el := q.Back(); el != nil && freed < 3; {
+	for el := q.Back(); el != nil && freed < roundFrees; {
 		e := el.Value.(*mdlEntry)
 		// The entry's element now: a relink (balance's second chance)
 		// gives it a new one, where the dict's walk follows the entry.
@@ -270,7 +273,7 @@ func (h *mdlRun) alloc(sh, size int, evict bool, pin *mdlEntry) (forcible bool, 
 				m.used[sh]++
 				return forcible, nil
 			}
-			if rounds == 30 {
+			if rounds == maxRounds {
 				return forcible, ErrNoMemory
 			}
 			if evict && clearsAt(rounds) {
@@ -299,8 +302,8 @@ func (h *mdlRun) alloc(sh, size int, evict bool, pin *mdlEntry) (forcible bool, 
 			m.expirations[sh]++
 		}
 		if h.noMemory {
-			// The last round freed nothing (or 30 rounds of 3 were spent).
-			if e := m.nextExpired(sh, pin); e != nil && h.budget < 90 {
+			// The last round freed nothing, or every round freed roundFrees.
+			if e := m.nextExpired(sh, pin); e != nil && h.budget < maxRounds*roundFrees {
 				h.failf("ErrNoMemory though %q has expired at the tail", short(e.key))
 			}
 			return false, ErrNoMemory
@@ -309,8 +312,8 @@ func (h *mdlRun) alloc(sh, size int, evict bool, pin *mdlEntry) (forcible bool, 
 	}
 	rounds := 0
 	for h.budget > 0 {
-		if rounds == 30 {
-			h.failf("the dict reclaimed %d entries after 30 rounds", h.budget)
+		if rounds == maxRounds {
+			h.failf("the dict reclaimed %d entries after %d rounds", h.budget, maxRounds)
 		}
 		if evict && clearsAt(rounds) {
 			cleared, live := h.replayClear()

@@ -1,3 +1,5 @@
+//go:build dicthooks
+
 package dict
 
 import (
@@ -19,14 +21,15 @@ import (
 // The model test: random operations on a Dict and on a reference model (a
 // map, a CLOCK queue per shard, TTLs on a fake clock), compared after every
 // operation. The seed comes from testutil.Seed: a failing run prints the
-// command that replays it.
+// command that replays it. It reads what the dict's eviction records
+// (hooks.go), so it builds only with the dicthooks tag.
 //
 // The model follows the eviction of DESIGN.md, section 5, exactly: entries
 // sit in a queue per shard, new keys at the head and unreferenced; reads and writes of a live
 // key set a reference bit; a failed allocation reclaims from the tail in rounds
-// of up to 3 entries (expired ones, and with eviction the first unreferenced
+// of up to roundFrees entries (expired ones, and with eviction the first unreferenced
 // live one, giving referenced ones a second chance at the head), never the
-// key's own entry, up to 30 rounds. A new key that finds its trace joins the
+// key's own entry, up to maxRounds rounds. A new key that finds its trace joins the
 // protected segment at its tail: the model takes which keys did from the
 // dict (shard.recalls), and checks that each was evicted while live. Which allocation fails depends on the
 // slab, so:
@@ -262,25 +265,6 @@ func mdlRunTest(t *testing.T, cfg mdlConfig, seed uint64) {
 	case cfg.mode != mdlSpread && st.Evictions < 100:
 		t.Fatalf("only %d evictions: the zone is too large for the run", st.Evictions)
 	}
-}
-
-// openSeeded creates a zone at path with o and hashSeed as its hash seed.
-// A zone's hash seed is random; a test that draws it from its own seed
-// puts every key in the same shard and index slot when it is replayed.
-func openSeeded(t *testing.T, path string, o Options, hashSeed uint64) *Dict {
-	t.Helper()
-	d, err := Open(path, o)
-	if err != nil {
-		t.Fatalf("Open(%q) = %v", path, err)
-	}
-	d.Close()
-	if err := fixSeed(path, hashSeed); err != nil {
-		t.Fatal(err)
-	}
-	if d, err = Open(path, o); err != nil {
-		t.Fatalf("Open(%q) after setting its hash seed = %v", path, err)
-	}
-	return d
 }
 
 func (h *mdlRun) failf(format string, args ...any) {

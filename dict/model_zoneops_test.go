@@ -1,3 +1,5 @@
+//go:build dicthooks
+
 package dict
 
 import (

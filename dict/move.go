@@ -78,7 +78,7 @@ func (d *Dict) moveToOwn(s *shard, key string, h uint64, off uint32) {
 		return // another process tried in this millisecond
 	}
 	atomic.StoreUint32(&hd.MovedAt, now)
-	off, _, err := s.findInShard(key, h)
+	off, err := s.findInShard(key, h)
 	if err != nil {
 		_ = d.corruptInShard(s, "index")
 		return
@@ -162,36 +162,11 @@ func (s *shard) moveInShard(off uint32, e *entry, own bool) (moved bool, err err
 		}
 		return false, errCorruptArena
 	}
-	h := s.hdr()
 	copy(s.arena[noff:int(noff)+size], s.arena[off:int(off)+size])
 	ne := s.entryAt(noff)
-	k := s.keyOf(noff, ne)
-	p := &s.index[s.bucket(hashKey(s.seed, bytesString(k)))]
-	for n := 0; *p != off; n++ {
-		if *p == 0 || !s.okEntry(*p) || n > s.maxSteps() {
-			return false, errCorruptArena
-		}
-		p = &s.entryAt(*p).Next
-	}
-	*p = noff // the commit point: repair keeps the copy from here
-	if ne.QPrev != 0 {
-		if !s.okEntry(ne.QPrev) {
-			return false, errCorruptArena
-		}
-		s.entryAt(ne.QPrev).QNext = noff
-	} else {
-		h.QueueHead = noff
-	}
-	if ne.QNext != 0 {
-		if !s.okEntry(ne.QNext) {
-			return false, errCorruptArena
-		}
-		s.entryAt(ne.QNext).QPrev = noff
-	} else {
-		h.QueueTail = noff
-	}
-	if h.ProtTail == off {
-		h.ProtTail = noff
+	h := hashKey(s.seed, bytesString(s.keyOf(noff, ne)))
+	if err := s.unlinkInShard(off, h, exitMoved, noff); err != nil {
+		return false, err
 	}
 	e.setBits(0) // a freed chunk never looks like an entry to repair
 	if err := s.slab.Free(off); err != nil {

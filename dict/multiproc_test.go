@@ -23,28 +23,31 @@ import (
 // optimistic_test.go, size_multiproc_test.go) and
 // benchmarks (procs_bench_test.go); in an ordinary test run it does nothing.
 func TestHelperProcess(t *testing.T) {
-	testutil.RunHelper(map[string]func(args []string) error{
-		"incr":         helperIncr,
-		"add":          helperAdd,
-		"crash-hammer": helperHammer,
-		"crash-lock":   helperHoldLock,
-		"crash-evict":  helperEvictHammer,
-		"crash-move":   helperMove,
-		"hold-update":  helperHoldUpdate,
-		"hold-entry":   helperHoldEntry,
-		"wait-incr":    helperWaitIncr,
-		"open-hold":    helperOpenHold,
-		"ns-hammer":    helperNSHammer,
-		"spec-reopen":  dict.HelperSpecReopen,
-		"bench-procs":  dict.HelperBenchProcs,
-		"fault-incr":   helperFaultIncr,
-		"clock-idle":   dict.HelperClockIdle,
-		"live-writer":  helperLiveWriter,
-		"opt-writer":   helperOptWriter,
-		"short-writer": helperShortWriter,
-		"replaced":     helperReplacedWriter,
-		"size-open":    helperSizeOpen,
-	})
+	testutil.RunHelper(helperProcs)
+}
+
+// helperProcs are the helpers that TestHelperProcess runs, by name. A file
+// built only with a tag adds its helpers in an init.
+var helperProcs = map[string]func(args []string) error{
+	"incr":         helperIncr,
+	"add":          helperAdd,
+	"crash-hammer": helperHammer,
+	"crash-lock":   helperHoldLock,
+	"crash-move":   helperMove,
+	"hold-update":  helperHoldUpdate,
+	"hold-entry":   helperHoldEntry,
+	"wait-incr":    helperWaitIncr,
+	"open-hold":    helperOpenHold,
+	"ns-hammer":    helperNSHammer,
+	"spec-reopen":  dict.HelperSpecReopen,
+	"bench-procs":  dict.HelperBenchProcs,
+	"fault-incr":   helperFaultIncr,
+	"clock-idle":   dict.HelperClockIdle,
+	"live-writer":  helperLiveWriter,
+	"opt-writer":   helperOptWriter,
+	"short-writer": helperShortWriter,
+	"replaced":     helperReplacedWriter,
+	"size-open":    helperSizeOpen,
 }
 
 const (

@@ -135,18 +135,15 @@ func (d *Dict) lockMutate(key string, size int, ttl time.Duration, fn mutateFn, 
 	if err != nil {
 		return err
 	}
-	if *out, err = d.storeInShard(s, key, h, off, put{v: Bytes(zeros[:size]), expiry: expiry, evict: true}); err != nil {
+	if off, *out, err = d.storeInShard(s, key, h, off, put{v: Bytes(zeros[:size]), expiry: expiry, evict: true}); err != nil {
 		return err
-	}
-	if off, _, err = s.findInShard(key, h); err != nil || off == 0 {
-		return d.corruptInShard(s, "index")
 	}
 	keep, err := d.mutateInShard(s, off, false, fn)
 	if err != nil {
 		return err // removed
 	}
 	if !keep {
-		if err := s.removeInShard(off); err != nil {
+		if err := s.removeInShard(off, exitDeleted); err != nil {
 			return d.failInShard(s, err, "remove")
 		}
 	}
@@ -229,7 +226,7 @@ func (d *Dict) mutateInShard(s *shard, off uint32, found bool, fn mutateFn) (boo
 			return
 		}
 		if !found {
-			if s.removeInShard(off) != nil {
+			if s.removeInShard(off, exitDeleted) != nil {
 				d.corruptInShard(s, "remove") // repairs the shard
 			}
 			return

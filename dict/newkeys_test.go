@@ -25,7 +25,7 @@ func refOf(t *testing.T, d *Dict, key string) (ref, prot bool) {
 		t.Fatal(err)
 	}
 	defer d.unlock(s)
-	off, _, err := s.findInShard(key, h)
+	off, err := s.findInShard(key, h)
 	if err != nil || off == 0 {
 		t.Fatalf("no entry of %q: %v", key, err)
 	}

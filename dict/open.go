@@ -73,6 +73,33 @@ func Open(path string, o Options) (d *Dict, err error) {
 	if o.LockTimeout == 0 {
 		d.lockTimeout = DefaultLockTimeout
 	}
+	if err := d.attachShards(path, h); err != nil {
+		return nil, err
+	}
+	pages := 0
+	for i := range d.shards {
+		pages += len(d.shards[i].pages)
+	}
+	d.pageTicks = uint64(max(1, pages/pagesPerCheck))
+	d.word = &stopped
+	if d.clock == nil {
+		d.clock, d.word = coarseclock.Now, coarseclock.Word()
+	}
+	if !o.ReadOnly {
+		// The coarse clock's ticker adds the Dict's counts to the zone
+		// (tally.go), whatever clock the Dict's TTLs use.
+		coarseclock.Acquire()
+		registerTallies(d)
+		d.onTicker = true
+	}
+	return d, nil
+}
+
+// attachShards attaches the slab of each of the zone's shards and sets up
+// the shard's fields. A writable Dict restores a shard whose slab header
+// fails validation (reformatShard).
+func (d *Dict) attachShards(path string, h shm.Header) error {
+	z, readOnly := d.z, d.readOnly
 	shift := uint(0)
 	for 1<<shift < h.Shards {
 		shift++
@@ -97,46 +124,30 @@ func Open(path string, o Options) (d *Dict, err error) {
 			tally:   &d.tallies[i],
 			holds:   &d.holds[i].Holders,
 		}}
-		if o.ReadOnly {
+		if readOnly {
 			sh.lockw = new(uint64)
 		}
 		sl, err := slab.Attach(sh.arena)
-		if err != nil && !o.ReadOnly {
+		if err != nil && !readOnly {
 			sl, err = reformatShard(z, mem, h, sh, d.lockTimeout)
 		}
 		if err != nil {
 			z.Close()
-			return nil, fmt.Errorf("dict: %s shard %d: %w: %v", path, i, ErrCorrupt, err)
+			return fmt.Errorf("dict: %s shard %d: %w: %v", path, i, ErrCorrupt, err)
 		}
 		sl.Share(&d.proc)
 		sl.SetOwner(z.OwnerTag())
-		if !o.ReadOnly {
+		if !readOnly {
 			sl.SetGone(z.TagReplaced)
 		}
 		sh.slab = sl
-		if !o.ReadOnly {
+		if !readOnly {
 			sh.pages = make([]pageTally, sl.Pages())
 			sh.pagesOff, sh.pageShift = sl.PageGeometry()
 		}
 		d.maxEntry = sl.MaxAlloc()
 	}
-	pages := 0
-	for i := range d.shards {
-		pages += len(d.shards[i].pages)
-	}
-	d.pageTicks = uint64(max(1, pages/pagesPerCheck))
-	d.word = &stopped
-	if d.clock == nil {
-		d.clock, d.word = coarseclock.Now, coarseclock.Word()
-	}
-	if !o.ReadOnly {
-		// The coarse clock's ticker adds the Dict's counts to the zone
-		// (tally.go), whatever clock the Dict's TTLs use.
-		coarseclock.Acquire()
-		registerTallies(d)
-		d.onTicker = true
-	}
-	return d, nil
+	return nil
 }
 
 // reformatShard restores a shard whose slab header fails validation, under

@@ -40,7 +40,7 @@ func placeOf(t *testing.T, d *Dict, key string) (*shard, uint32) {
 		t.Fatal(err)
 	}
 	defer d.unlock(s)
-	off, _, err := s.findInShard(key, h)
+	off, err := s.findInShard(key, h)
 	if err != nil {
 		t.Fatalf("find %q: %v", key, err)
 	}

@@ -343,6 +343,20 @@ func (d *Dict) settleInShard(s *shard, off uint32) (gone bool, err error) {
 	return true, nil
 }
 
+// drainInShard drains the page of the entry at off, found under this hold
+// of the shard's lock, and settles the entry (settleInShard). It returns
+// off, or 0 when a writer that died inside the page lost the entry. No
+// writer enters the page again until the lock is released (I8).
+func (d *Dict) drainInShard(s *shard, off uint32) (uint32, error) {
+	if err := s.drainPage(off); err != nil {
+		return 0, d.failInShard(s, err, "page")
+	}
+	if gone, err := d.settleInShard(s, off); err != nil || gone {
+		return 0, err
+	}
+	return off, nil
+}
+
 // spinSink keeps backoff's loop from being optimised away.
 var spinSink atomic.Uint32
 

@@ -12,7 +12,7 @@ func keyEntry(t *testing.T, d *Dict, key string) (*shard, uint32) {
 	t.Helper()
 	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
-	off, _, err := s.findInShard(key, h)
+	off, err := s.findInShard(key, h)
 	if err != nil || off == 0 {
 		t.Fatalf("findInShard(%q) = %#x, %v", key, off, err)
 	}

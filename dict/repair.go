@@ -63,18 +63,10 @@ func (s *shard) repairInShard() error {
 		return err
 	}
 	hd := s.hdr()
-	shards := 1 << s.shift
 	drop := hd.Drop
 	var reach bitset
 	if drop == dropUnreachable {
-		reach = newBitset(len(s.arena))
-		for b := range s.index {
-			off := s.index[b]
-			for steps := 0; off != 0 && s.okEntry(off) && !reach.has(off) && steps <= s.maxSteps(); steps++ {
-				reach.set(off)
-				off = s.entryAt(off).Next
-			}
-		}
+		reach = s.reachableInShard()
 	}
 	// Make the slab's descriptors consistent first, so that the chunks
 	// ForEach and Size report are the ones the final Rebuild keeps: a run
@@ -82,32 +74,76 @@ func (s *shard) repairInShard() error {
 	// and then be freed under it.
 	s.slab.Rebuild()
 	if reach != nil {
-		// A repair may be killed too. Unmark the entries the index does not
-		// reach while the index still says which they are, and only then
-		// clear Drop: a repair after a killed one must not judge
-		// reachability from a half-rebuilt index, which drops live entries.
-		s.slab.ForEach(func(off uint32, size int) bool {
-			if !reach.has(off) && s.validEntryInShard(off, size, shards, false) {
-				s.entryAt(off).Bits = 0
-			}
-			return true
-		})
-		hd.Drop = dropNone
-		drop, reach = dropNone, nil
+		s.unmarkUnreachableInShard(reach)
+		drop = dropNone
 	}
-	oldHead := hd.QueueHead
+	entries := s.reindexInShard(drop)
+	nodes := s.relinkListsInShard(entries)
+	if err := s.unindexEmptyListsInShard(entries); err != nil {
+		return err
+	}
+	s.slab.ForEach(func(off uint32, size int) bool {
+		if !entries.has(off) && !nodes.has(off) {
+			if size >= entryHdrSize {
+				s.entryAt(off).Bits = 0 // never resurrected by a later repair
+			}
+			s.slab.Forget(off)
+		}
+		return true
+	})
+	s.slab.Rebuild()
+	s.requeueAllInShard(entries)
+	hd.Drop = dropNone
+	return nil
+}
+
+// reachableInShard returns the set of entries that the index reaches.
+func (s *shard) reachableInShard() bitset {
+	reach := newBitset(len(s.arena))
+	for b := range s.index {
+		off := s.index[b]
+		for steps := 0; off != 0 && s.okEntry(off) && !reach.has(off) && steps <= s.maxSteps(); steps++ {
+			reach.set(off)
+			off = s.entryAt(off).Next
+		}
+	}
+	return reach
+}
+
+// unmarkUnreachableInShard unmarks the well-formed entries that reach does
+// not hold, then clears Drop. A repair may be killed too. It unmarks the
+// entries while the index still says which they are, and only then clears
+// Drop: a repair after a killed one must not judge reachability from a
+// half-rebuilt index, which drops live entries.
+func (s *shard) unmarkUnreachableInShard(reach bitset) {
+	shards := 1 << s.shift
+	s.slab.ForEach(func(off uint32, size int) bool {
+		if !reach.has(off) && s.validEntryInShard(off, size, shards, false) {
+			s.entryAt(off).Bits = 0
+		}
+		return true
+	})
+	s.hdr().Drop = dropNone
+}
+
+// reindexInShard rebuilds the index and Count from the well-formed entries
+// of the slab, but for the one at drop and a later duplicate of a key. It
+// returns the set of entries it kept.
+func (s *shard) reindexInShard(drop uint32) bitset {
+	hd := s.hdr()
+	shards := 1 << s.shift
 	clear(s.index)
 	hd.Count = 0
 	entries := newBitset(len(s.arena))
 	s.slab.ForEach(func(off uint32, size int) bool {
-		if off == drop || reach != nil && !reach.has(off) || !s.validEntryInShard(off, size, shards, false) {
+		if off == drop || !s.validEntryInShard(off, size, shards, false) {
 			return true
 		}
 		e := s.entryAt(off)
 		k := s.keyOf(off, e)
 		key := bytesString(k)
 		h := hashKey(s.seed, key)
-		if dup, _, err := s.findInShard(key, h); err != nil || dup != 0 {
+		if dup, err := s.findInShard(key, h); err != nil || dup != 0 {
 			return true
 		}
 		slot := &s.index[s.bucket(h)]
@@ -117,8 +153,13 @@ func (s *shard) repairInShard() error {
 		hd.Count++
 		return true
 	})
+	return entries
+}
 
-	// Lists: keep the nodes reachable from each kept list's head.
+// relinkListsInShard keeps the nodes reachable from each indexed list's
+// head, relinks them both ways and sets the list's tail and length. It
+// returns the set of nodes it kept.
+func (s *shard) relinkListsInShard(entries bitset) bitset {
 	nodes := newBitset(len(s.arena))
 	for b := range s.index {
 		for off := s.index[b]; off != 0; off = s.entryAt(off).Next {
@@ -142,34 +183,35 @@ func (s *shard) repairInShard() error {
 			l.Tail, l.Len = prev, count
 		}
 	}
-	// An empty list is no entry.
+	return nodes
+}
+
+// unindexEmptyListsInShard takes the empty lists out of the index
+// (exitEmptied) and out of entries: an empty list is no entry.
+func (s *shard) unindexEmptyListsInShard(entries bitset) error {
 	for b := range s.index {
-		p := &s.index[b]
-		for *p != 0 {
-			e := s.entryAt(*p)
-			if e.kind() == KindList && s.listOf(*p, e).Len == 0 {
-				off := *p
-				*p = e.Next
-				e.Next = 0
+		for off := s.index[b]; off != 0; {
+			e := s.entryAt(off)
+			next := e.Next
+			if e.kind() == KindList && s.listOf(off, e).Len == 0 {
+				h, _ := s.keyHash(off, e) // the index holds valid entries only
+				if err := s.unlinkInShard(off, h, exitEmptied, 0); err != nil {
+					return err
+				}
 				entries[off>>9] &^= 1 << (off >> 3 & 63)
-				hd.Count--
-				continue
 			}
-			p = &e.Next
+			off = next
 		}
 	}
-	s.slab.ForEach(func(off uint32, size int) bool {
-		if !entries.has(off) && !nodes.has(off) {
-			if size >= entryHdrSize {
-				s.entryAt(off).Bits = 0 // never resurrected by a later repair
-			}
-			s.slab.Forget(off)
-		}
-		return true
-	})
-	s.slab.Rebuild()
+	return nil
+}
 
-	// The queue: the old order first, as far as its links hold, then the rest.
+// requeueAllInShard rebuilds the eviction queue of the indexed entries:
+// the old order first, as far as its links hold, then the rest. Every entry
+// starts again in probation. The traces stay: a wrong one costs a count and
+// a place in the protected segment, never a value.
+func (s *shard) requeueAllInShard(entries bitset) {
+	hd := s.hdr()
 	linked := newBitset(len(s.arena))
 	var head, tail uint32
 	appendQueue := func(off uint32) {
@@ -183,7 +225,7 @@ func (s *shard) repairInShard() error {
 		tail = off
 		linked.set(off)
 	}
-	for cur, steps := oldHead, 0; cur != 0 && s.okEntry(cur) && !linked.has(cur) && steps <= s.maxSteps(); steps++ {
+	for cur, steps := hd.QueueHead, 0; cur != 0 && s.okEntry(cur) && !linked.has(cur) && steps <= s.maxSteps(); steps++ {
 		next := s.entryAt(cur).QNext
 		if entries.has(cur) {
 			appendQueue(cur)
@@ -198,14 +240,10 @@ func (s *shard) repairInShard() error {
 		}
 	}
 	hd.QueueHead, hd.QueueTail = head, tail
-	// Every entry starts again in probation; the traces stay (a wrong one
-	// costs a count and a place in the protected segment, never a value).
 	for off := head; off != 0; off = s.entryAt(off).QNext {
 		s.entryAt(off).setProt(false)
 	}
 	hd.ProtTail, hd.ProtCount = 0, 0
-	hd.Drop = dropNone
-	return nil
 }
 
 // Repair rebuilds every shard that fails its check, as the recovery from a

@@ -125,36 +125,3 @@ func (s *shard) requeueInShard(off uint32, e *entry, protect bool) bool {
 	}
 	return s.enqueueInShard(off, e)
 }
-
-// probationShare is the share of a shard's entries, one in probationShare,
-// that the protected segment leaves to probation at least.
-const probationShare = 8
-
-// balanceInShard keeps the protected segment to at most seven eighths of
-// the shard's entries (probationShare), so that new keys always have a
-// probation segment to prove themselves in, and the traces recognise
-// them when they come back after it: while it holds more, the segment's last entry gets
-// a second chance if it was used since the hand passed, and otherwise
-// becomes probation's first (a demotion: it stays where it is, and ProtTail
-// moves past it). It looks at a few entries a call.
-func (s *shard) balanceInShard(pin uint32) error {
-	h := s.hdr()
-	for i := 0; i < 8 && h.ProtCount > h.Count-h.Count/probationShare && h.ProtTail != 0; i++ {
-		t := h.ProtTail
-		if !s.okEntry(t) {
-			return errCorruptArena
-		}
-		e := s.entryAt(t)
-		if e.bits()&refBit != 0 && t != pin && h.ProtCount > 1 {
-			e.unuse()
-			if !s.requeueInShard(t, e, false) {
-				return errCorruptArena
-			}
-			continue
-		}
-		h.ProtTail = e.QPrev
-		h.ProtCount--
-		e.setProt(false)
-	}
-	return nil
-}

@@ -266,7 +266,7 @@ func TestCheckSettlesDeadWriter(t *testing.T) {
 	specSet(t, d, "dead", Int(1), 0, 0)
 	specSet(t, d, "alive", Int(2), 0, 0)
 	s := &d.shards[0]
-	off, _, err := s.findInShard("dead", hashKey(d.seed, "dead"))
+	off, err := s.findInShard("dead", hashKey(d.seed, "dead"))
 	if err != nil || off == 0 {
 		t.Fatalf("findInShard = %d, %v", off, err)
 	}

@@ -1,7 +1,6 @@
 package dict
 
 import (
-	"strings"
 	"time"
 
 	"github.com/shmzone/shmzone/shm"
@@ -121,11 +120,12 @@ func (d *Dict) lockStore(k place, v *Value, expiry int64, flags uint32, m mode) 
 
 // findStoreInShard finds key's entry and writes p under it (storeInShard).
 func (d *Dict) findStoreInShard(s *shard, key string, h uint64, p put) (Outcome, error) {
-	off, _, err := s.findInShard(key, h)
+	off, err := d.findDrainedInShard(s, key, h)
 	if err != nil {
-		return Outcome{}, d.corruptInShard(s, "index")
+		return Outcome{}, err
 	}
-	return d.storeInShard(s, key, h, off, p)
+	_, out, err := d.storeInShard(s, key, h, off, p)
+	return out, err
 }
 
 // put is what storeInShard writes and how.
@@ -138,143 +138,170 @@ type put struct {
 	keepFlags bool   // keep a live entry's flags (CompareAndSwap, Update); a new entry gets 0
 }
 
-// storeInShard writes p.v under key, whose entry is at off (0 when absent) as
-// findInShard found it under this hold of the lock.
-func (d *Dict) storeInShard(s *shard, key string, h uint64, off uint32, p put) (out Outcome, err error) {
-	v, expiry, flags, m, evict, keepFlags := p.v, p.expiry, p.flags, p.mode, p.evict, p.keepFlags
-	if off != 0 {
-		// Writers already in the entry's page finish before it changes;
-		// one that died there lost it.
-		if err := s.drainPage(off); err != nil {
-			return out, d.failInShard(s, err, "page")
-		}
-		if gone, err := d.settleInShard(s, off); err != nil {
-			return out, err
-		} else if gone {
-			off = 0
-		}
-	}
-	var e *entry
-	live := false
-	if off != 0 {
-		e = s.entryAt(off)
-		live = !expired(e, d.clock)
-		if keepFlags && live {
-			flags = e.Flags
-		}
-	}
+// storeInShard writes p.v under key and returns the offset of the entry
+// that holds it. off is key's entry, 0 when absent, as findDrainedInShard
+// found it under this hold of the lock. An entry of p.v's chunk size is
+// written in place. A live entry of another size is replaced in its chain.
+// Otherwise a new entry joins the chain.
+func (d *Dict) storeInShard(s *shard, key string, h uint64, off uint32, p put) (uint32, Outcome, error) {
+	live := off != 0 && !expired(s.entryAt(off), d.clock)
 	switch {
-	case m == modeAdd && live:
-		return out, ErrExists
-	case m == modeReplace && !live:
-		return out, ErrNotFound
+	case p.mode == modeAdd && live:
+		return 0, Outcome{}, ErrExists
+	case p.mode == modeReplace && !live:
+		return 0, Outcome{}, ErrNotFound
 	}
-	if keepFlags && !live {
-		flags = 0
+	if p.keepFlags {
+		p.flags = 0
+		if live {
+			p.flags = s.entryAt(off).Flags
+		}
 	}
-	vlen := storedLen(v)
-	need := entrySize(len(key), vlen)
+	k := place{s, key, h}
+	switch {
+	case off != 0 && s.fitsInPlace(off, entrySize(len(key), storedLen(p.v))):
+		return off, Outcome{}, d.rewriteInShard(s, off, &p)
+	case live:
+		return d.replaceInShard(k, off, &p)
+	default:
+		return d.insertInShard(k, off, &p)
+	}
+}
+
+// fitsInPlace reports whether an entry of need bytes fits the chunk of the
+// entry at off. The arena's bound matters only in a corrupt arena, where
+// off may be no chunk.
+func (s *shard) fitsInPlace(off uint32, need int) bool {
+	e := s.entryAt(off)
+	return s.slab.ChunkSize(need) == s.slab.ChunkSize(entrySize(int(e.KLen), int(e.VLen))) &&
+		int(off)+need <= len(s.arena)
+}
+
+// rewriteInShard writes p in place in the entry at off, whose chunk it
+// fits. Drop names the entry while it is half written.
+func (d *Dict) rewriteInShard(s *shard, off uint32, p *put) error {
 	hd := s.hdr()
-	if off != 0 && s.slab.ChunkSize(need) == s.slab.ChunkSize(entrySize(int(e.KLen), int(e.VLen))) && int(off)+need <= len(s.arena) {
-		// The new value fits the entry's chunk: write it in place. (The
-		// bound matters only in a corrupt arena, where off may be no chunk.)
-		hd.Drop = off
-		if e.kind() == KindList {
-			if err := s.freeNodesInShard(off, e); err != nil {
-				return out, d.corruptInShard(s, "list")
-			}
+	e := s.entryAt(off)
+	hd.Drop = off
+	if e.kind() == KindList {
+		if err := s.freeNodesInShard(off, e); err != nil {
+			return d.corruptInShard(s, "list")
 		}
-		e.Flags, e.VLen = flags, uint32(vlen)
-		e.setExpiry(expiry)
-		e.setKindUsed(v.kind)
-		s.putValue(off, e, v)
-		hd.Drop = dropNone
-		e.use()
-		d.tally(s, tWrites)
-		return out, nil
 	}
-	fresh := off == 0 // the key had no entry: it may have lost one to eviction, and left a trace
+	e.Flags, e.VLen = p.flags, uint32(storedLen(p.v))
+	e.setExpiry(p.expiry)
+	e.setKindUsed(p.v.kind)
+	s.putValue(off, e, p.v)
+	hd.Drop = dropNone
+	e.use()
+	d.tally(s, tWrites)
+	return nil
+}
+
+// replaceInShard writes p in a new entry that takes the place of key's live
+// entry at off, of another size, in its chain and frees the old one. The
+// new entry keeps the old one's segment and is marked used.
+func (d *Dict) replaceInShard(k place, off uint32, p *put) (uint32, Outcome, error) {
+	s, hd := k.s, k.s.hdr()
+	e := s.entryAt(off)
+	noff, out, err := d.allocEntryInShard(k, off, p, refBit) // a rewritten key was just used
+	if err != nil {
+		return 0, out, err
+	}
+	ne := s.entryAt(noff)
+	// Eviction may have changed the chain since findInShard: unlinkInShard
+	// walks it again.
+	if err := s.unlinkInShard(off, k.h, exitReplaced, noff); err != nil {
+		return 0, out, d.corruptInShard(s, "chain")
+	}
+	if err := s.freeEntryInShard(off, e); err != nil {
+		return 0, out, d.corruptInShard(s, "free")
+	}
+	hd.Drop = dropNone
+	if !s.enqueueInShard(noff, ne) {
+		return 0, out, d.corruptInShard(s, "queue")
+	}
+	d.tally(s, tWrites)
+	return noff, out, nil
+}
+
+// insertInShard writes p in a new entry at the head of key's chain. An
+// expired entry of key at off, of another size, is freed first, so that its
+// memory serves the new value before any live entry is evicted. The new
+// entry keeps that entry's segment. A key that had no entry may find the
+// trace of one evicted while in use: its new entry then joins the
+// protected segment.
+func (d *Dict) insertInShard(k place, off uint32, p *put) (uint32, Outcome, error) {
+	s, hd := k.s, k.s.hdr()
 	prot := uint8(0)
-	if !live && off != 0 {
-		// An expired entry of another size: free it first so that its
-		// memory serves the new value before any live entry is evicted.
-		prot = e.bits() & protBit
-		if err := s.removeInShard(off); err != nil {
-			return out, d.failInShard(s, err, "remove")
+	if off != 0 {
+		prot = s.entryAt(off).bits() & protBit
+		if err := s.removeInShard(off, exitDeleted); err != nil {
+			return 0, Outcome{}, d.failInShard(s, err, "remove")
 		}
-		off = 0
 	}
+	var out Outcome
 	recalled := false
-	if fresh {
-		recalled, out.Lost = s.recallInShard(h, d.clock)
+	if off == 0 {
+		recalled, out.Lost = s.recallInShard(k.h, d.clock)
 	}
-	noff, forcible, err := s.allocInShard(need, evict, off, d.clock)
-	out.Forcible = forcible
+	noff, aout, err := d.allocEntryInShard(k, 0, p, prot)
+	out.Forcible = aout.Forcible
+	if err != nil {
+		return 0, out, err
+	}
+	ne := s.entryAt(noff)
+	slot := &s.index[s.bucket(k.h)]
+	ne.Next = *slot
+	*slot = noff // the commit point
+	hd.Drop = dropNone
+	hd.Count++
+	if !recalled {
+		if !s.enqueueInShard(noff, ne) {
+			return 0, out, d.corruptInShard(s, "queue")
+		}
+		d.tally(s, tWrites)
+		return noff, out, nil
+	}
+	// A key evicted while in use is back: it joins the protected
+	// segment, unreferenced, where it is demoted first.
+	s.logRecall(k.key, hd.Count)
+	if !s.enqueueRecalledInShard(noff, ne) {
+		return 0, out, d.corruptInShard(s, "queue")
+	}
+	if err := s.balanceInShard(0); err != nil {
+		return 0, out, d.corruptInShard(s, "queue")
+	}
+	d.tally(s, tWrites)
+	return noff, out, nil
+}
+
+// allocEntryInShard allocates an entry for p under key and writes it
+// unlinked and unqueued, with bits added to its kind. The entry at pin, 0
+// for none, survives the allocation, and the new entry takes its segment as
+// the allocation left it. A new key starts unreferenced, in probation. Drop
+// names the new entry: a repair frees it until the caller links it.
+func (d *Dict) allocEntryInShard(k place, pin uint32, p *put, bits uint8) (uint32, Outcome, error) {
+	s, hd := k.s, k.s.hdr()
+	vlen := storedLen(p.v)
+	noff, forcible, err := s.allocInShard(entrySize(len(k.key), vlen), p.evict, pin, d.clock)
+	out := Outcome{Forcible: forcible}
 	if err != nil {
 		hd.Drop = dropNone
 		if err == errCorruptArena {
-			return out, d.corruptInShard(s, "alloc")
+			return 0, out, d.corruptInShard(s, "alloc")
 		}
-		return out, err
+		return 0, out, err
 	}
 	hd.Drop = noff // half written: drop it
+	if pin != 0 {
+		bits |= s.entryAt(pin).bits() & protBit
+	}
 	ne := s.entryAt(noff)
-	bits := uint8(v.kind) // a new key starts unreferenced, in probation
-	if live {
-		bits |= refBit // a rewritten one was just used
-	}
-	if off != 0 {
-		bits |= e.bits() & protBit // and keeps its segment
-	}
-	bits |= prot
-	*ne = entry{Flags: flags, Ver: uint64(expiry), VLen: uint32(vlen), KLen: uint16(len(key)), Tag: tagOf(h), Bits: bits}
-	copy(s.keyOf(noff, ne), key)
-	s.putValue(noff, ne, v)
-	if off == 0 {
-		slot := &s.index[s.bucket(h)]
-		ne.Next = *slot
-		*slot = noff // the commit point
-		hd.Drop = dropNone
-		hd.Count++
-	} else {
-		// Replace the old entry in its chain; eviction may have changed the
-		// chain since findInShard, so walk it again.
-		p := &s.index[s.bucket(h)]
-		for n := 0; *p != off; n++ {
-			if *p == 0 || !s.okEntry(*p) || n > s.maxSteps() {
-				return out, d.corruptInShard(s, "chain")
-			}
-			p = &s.entryAt(*p).Next
-		}
-		ne.Next = e.Next
-		*p = noff // the commit point: from here repair keeps the new entry
-		hd.Drop = off
-		if !s.unqueueInShard(off, e) {
-			return out, d.corruptInShard(s, "queue")
-		}
-		if err := s.freeEntryInShard(off, e); err != nil {
-			return out, d.corruptInShard(s, "free")
-		}
-		hd.Drop = dropNone
-	}
-	if recalled {
-		// A key evicted while in use is back: it joins the protected
-		// segment, unreferenced, where it is demoted first.
-		if s.recalls != nil {
-			// A copy: key itself must not escape (allocation-free writes).
-			*s.recalls = append(*s.recalls, recall{strings.Clone(key), hd.Count})
-		}
-		if !s.enqueueRecalledInShard(noff, ne) {
-			return out, d.corruptInShard(s, "queue")
-		}
-		if err := s.balanceInShard(0); err != nil {
-			return out, d.corruptInShard(s, "queue")
-		}
-	} else if !s.enqueueInShard(noff, ne) {
-		return out, d.corruptInShard(s, "queue")
-	}
-	d.tally(s, tWrites)
-	return out, nil
+	*ne = entry{Flags: p.flags, Ver: uint64(p.expiry), VLen: uint32(vlen), KLen: uint16(len(k.key)), Tag: tagOf(k.h), Bits: uint8(p.v.kind) | bits}
+	copy(s.keyOf(noff, ne), k.key)
+	s.putValue(noff, ne, p.v)
+	return noff, out, nil
 }
 
 const (

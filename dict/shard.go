@@ -20,27 +20,42 @@ func tagOf(h uint64) uint8              { return uint8(h >> 24) }
 // maxSteps bounds every walk of a chain or list: no arena holds more entries.
 func (s *shard) maxSteps() int { return s.steps }
 
-// findInShard returns the offset of key's entry, expired or not, and of its
-// predecessor in the bucket chain (0 when the entry heads the chain), or 0.
-func (s *shard) findInShard(key string, h uint64) (off, prev uint32, err error) {
-	tag := tagOf(h)
-	off = s.index[s.bucket(h)]
-	for n := 0; off != 0; n++ {
-		if !s.okEntry(off) || n > s.maxSteps() {
-			return 0, 0, errCorruptArena
-		}
-		e := s.entryAt(off)
-		if e.Tag == tag && int(e.KLen) == len(key) {
-			if !s.okBytes(off, e) {
-				return 0, 0, errCorruptArena
-			}
-			if string(s.keyOf(off, e)) == key {
-				return off, prev, nil
-			}
-		}
-		prev, off = off, e.Next
+// findInShard returns the offset of key's entry, expired or not, or 0.
+func (s *shard) findInShard(key string, h uint64) (uint32, error) {
+	link, err := s.linkInShard(h, key, 0)
+	if err != nil {
+		return 0, err
 	}
-	return 0, 0, nil
+	return *link, nil
+}
+
+// linkInShard walks the chain of the bucket of hash h and returns the link
+// that points at the entry sought: the entry at off, or key's entry when off
+// is 0. When the chain does not hold it, the link is the chain's last,
+// which holds 0. It is the one walk of a chain that writers make.
+func (s *shard) linkInShard(h uint64, key string, off uint32) (*uint32, error) {
+	tag := tagOf(h)
+	link := &s.index[s.bucket(h)]
+	for n := 0; *link != 0; n++ {
+		cur := *link
+		if cur == off {
+			return link, nil
+		}
+		if !s.okEntry(cur) || n > s.maxSteps() {
+			return nil, errCorruptArena
+		}
+		e := s.entryAt(cur)
+		if off == 0 && e.Tag == tag && int(e.KLen) == len(key) {
+			if !s.okBytes(cur, e) {
+				return nil, errCorruptArena
+			}
+			if string(s.keyOf(cur, e)) == key {
+				return link, nil
+			}
+		}
+		link = &e.Next
+	}
+	return link, nil
 }
 
 // expired reports whether an entry has expired at the time now returns; the
@@ -57,90 +72,6 @@ func expired(e *entry, now func() int64) bool {
 // passes through probation and is evicted there, while the entries of
 // keys in use wait in the protected segment (reclaimInShard).
 
-// unchainInShard removes an entry from its bucket chain.
-func (s *shard) unchainInShard(off uint32, e *entry) bool {
-	if !s.okBytes(off, e) {
-		return false
-	}
-	k := s.keyOf(off, e)
-	return s.unchainHashedInShard(off, e, hashKey(s.seed, bytesString(k)))
-}
-
-// unchainHashedInShard is unchainInShard for a caller that knows the
-// hash h of the entry's key.
-func (s *shard) unchainHashedInShard(off uint32, e *entry, h uint64) bool {
-	p := &s.index[s.bucket(h)]
-	for n := 0; *p != 0; n++ {
-		if *p == off {
-			*p = e.Next
-			e.Next = 0
-			return true
-		}
-		if !s.okEntry(*p) || n > s.maxSteps() {
-			return false
-		}
-		p = &s.entryAt(*p).Next
-	}
-	return false
-}
-
-// removeInShard unlinks an entry from its chain and the eviction queue and frees it
-// with its list nodes. Drop marks it for repair while it is half removed.
-func (s *shard) removeInShard(off uint32) error {
-	if err := s.drainPage(off); err != nil {
-		return err
-	}
-	h := s.hdr()
-	e := s.entryAt(off)
-	h.Drop = off
-	if !s.unchainInShard(off, e) {
-		return errCorruptArena
-	}
-	return s.removeUnlinkedInShard(off, e)
-}
-
-// removeFoundInShard is removeInShard of the entry at off that the caller
-// found under this hold of the lock, with key hash h, and whose page it has
-// drained since (lookup): it neither drains nor hashes again.
-func (s *shard) removeFoundInShard(off uint32, h uint64) error {
-	hd := s.hdr()
-	e := s.entryAt(off)
-	hd.Drop = off
-	if !s.unchainHashedInShard(off, e, h) {
-		return errCorruptArena
-	}
-	return s.removeUnlinkedInShard(off, e)
-}
-
-// removeUnlinkedInShard ends a removal once the entry is out of its chain,
-// with Drop naming it: it leaves the queue and is freed.
-func (s *shard) removeUnlinkedInShard(off uint32, e *entry) error {
-	if !s.unqueueInShard(off, e) {
-		return errCorruptArena
-	}
-	if err := s.freeEntryInShard(off, e); err != nil {
-		return err
-	}
-	h := s.hdr()
-	h.Count--
-	h.Drop = dropNone
-	return nil
-}
-
-// freeEntryInShard frees an unlinked entry's chunk and, for a list, its nodes.
-func (s *shard) freeEntryInShard(off uint32, e *entry) error {
-	if e.kind() == KindList {
-		if err := s.freeNodesInShard(off, e); err != nil {
-			return err
-		}
-	}
-	e.setBits(0) // a freed chunk never looks like an entry to repair
-	if err := s.slab.Free(off); err != nil {
-		return errCorruptArena
-	}
-	return nil
-}
-
 // drainBeforeJudging: the hand (reclaimInShard, freeExpiredInShard,
 // evictAwayInShard, clearPageInShard) drains an entry's page before it reads
 // the entry's expiry or refBit, and drops it on what it read then. An
@@ -151,16 +82,6 @@ func (s *shard) freeEntryInShard(off uint32, e *entry) error {
 // or unused. After the drain no writer enters the page until the lock is
 // released (I8), so what the hand read holds until it drops the entry. It
 // costs a compare-and-swap of the page's word per entry the hand looks at.
-
-// dropInShard unlinks and frees an entry, whose page the caller drained
-// under this hold of the lock, without touching Drop: for eviction, inside
-// allocInShard, where Drop is already dropUnreachable.
-func (s *shard) dropInShard(off uint32, e *entry) error {
-	if !s.unchainInShard(off, e) || !s.unqueueInShard(off, e) {
-		return errCorruptArena
-	}
-	return s.freeEntryInShard(off, e)
-}
 
 // hashKey is the hash of key in a zone of this seed (keyhash.Sum).
 func hashKey(seed uint64, key string) uint64 { return keyhash.Sum(seed, key) }

@@ -33,7 +33,7 @@ func snapOpen(t *testing.T, timeout time.Duration) (d, ro *Dict) {
 func entryOf(t *testing.T, d *Dict, key string) (uint32, *entry) {
 	t.Helper()
 	s := &d.shards[0]
-	off, _, err := s.findInShard(key, hashKey(d.seed, key))
+	off, err := s.findInShard(key, hashKey(d.seed, key))
 	if err != nil || off == 0 {
 		t.Fatalf("findInShard(%q) = %#x, %v", key, off, err)
 	}

@@ -37,7 +37,7 @@ func TestStalePinKeepsSiblingsPageLock(t *testing.T) {
 		LockShard(d, 0)
 		defer d.unlock(s)
 		d.beginChange(s)
-		off, _, _ := s.findInShard(key, hashKey(d.seed, key))
+		off, _ := s.findInShard(key, hashKey(d.seed, key))
 		return off
 	}
 	specSet(t, d, "a", val('a'), 0, 0)

@@ -167,10 +167,3 @@ func (s *shard) clearTracesInShard() {
 	hd.TraceGen, hd.TraceFill, hd.TraceSwept = 0, 0, 0
 	clear(hd.TraceExp[:])
 }
-
-// recall is a new entry that found its key's trace, and the shard's Count
-// with it, as shard.recalls records it.
-type recall struct {
-	key   string
-	count uint32
-}

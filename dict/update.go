@@ -88,7 +88,7 @@ func (d *Dict) lockUpdate(key string, fn func(cur Value, ok bool) (next Value, t
 	}
 	if !keep {
 		if off != 0 {
-			if err := s.removeInShard(off); err != nil {
+			if err := s.removeInShard(off, exitDeleted); err != nil {
 				return d.failInShard(s, err, "remove")
 			}
 			d.tally(s, tWrites)
@@ -99,7 +99,7 @@ func (d *Dict) lockUpdate(key string, fn func(cur Value, ok bool) (next Value, t
 	if err != nil {
 		return err
 	}
-	*out, err = d.storeInShard(s, key, h, off, put{v: next, expiry: expiry, evict: true, keepFlags: true})
+	_, *out, err = d.storeInShard(s, key, h, off, put{v: next, expiry: expiry, evict: true, keepFlags: true})
 	return err
 }
 

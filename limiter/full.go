@@ -7,19 +7,17 @@ import (
 )
 
 // A full zone. A write that does not fit in its key's shard makes the
-// dictionary evict: expired entries, then live ones used once, then the
-// least used, in up to 30 rounds of up to 3 entries (package dict), and it
-// clears a whole slab page when the shard's pages hold entries of other
-// sizes. A write that needs a run of pages (a key of pages) may still find
-// none after those rounds, and the dictionary answers ErrNoMemory while it
-// is evicting. A decision must not fail so: the limiter tries the write
-// again, each attempt evicting more, until it fits. An attempt that fails
-// freed at least 30 entries, or found nothing left to free, so attempts
-// beyond the entries a shard can hold (each takes at least 32 bytes) would
-// free nothing more: the write fails, with ErrNoMemory, only when its entry
-// does not fit in an empty shard (or the shard is refilled by others as
-// fast as it is emptied). An entry larger than any shard is
-// dict.ErrValueTooLarge at once.
+// dictionary evict in rounds, as dict's DESIGN.md, section 5, describes.
+// It evicts expired entries, then live ones used once, then the least
+// used. It clears a whole slab page when the shard's pages hold entries of
+// other sizes. A write that needs a run of pages, a key of pages, may still
+// find none after those rounds. The dictionary then answers ErrNoMemory
+// while it is evicting. A decision must not fail so. The limiter tries the
+// write again, each attempt evicting more, until it fits. After
+// Dict.AttemptsToEmpty attempts, the shard holds nothing more to free. So
+// the write fails with ErrNoMemory only when its entry does not fit in an
+// empty shard, or when others refill the shard as fast as it is emptied. An
+// entry larger than any shard is dict.ErrValueTooLarge at once.
 
 // Stats are a limiter's counts of its writes that met a full zone. They
 // count in this process, since the limiter was built.
@@ -52,14 +50,14 @@ func (sp *space) Stats() Stats {
 }
 
 // settle finishes a write whose Outcome was out and error err: while err
-// is ErrNoMemory it calls again, the same write, up to attemptsOf(d)
+// is ErrNoMemory it calls again, the same write, up to d.AttemptsToEmpty()
 // times; it counts the operation in Forcible when any attempt evicted, in
 // Evicted when one found its key's state evicted, and returns the last
 // error. Callers call it only when out is not zero or err is not nil, so
 // that a write that fits costs nothing more.
 func (sp *space) settle(d *dict.Dict, out dict.Outcome, err error, again func() (dict.Outcome, error)) error {
 	if errors.Is(err, dict.ErrNoMemory) {
-		for n := attemptsOf(d); n > 0; n-- {
+		for n := d.AttemptsToEmpty(); n > 0; n-- {
 			sp.counts.retries.Add(1)
 			var o dict.Outcome
 			o, err = again()
@@ -77,10 +75,4 @@ func (sp *space) settle(d *dict.Dict, out dict.Outcome, err error, again func() 
 		sp.counts.evicted.Add(1)
 	}
 	return err
-}
-
-// attemptsOf returns how many attempts of one write empty any shard of d:
-// one per 30 entries of 32 bytes, and one more.
-func attemptsOf(d *dict.Dict) int {
-	return int(d.Header().ShardSize/(30*32)) + 1
 }

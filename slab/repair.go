@@ -136,9 +136,30 @@ func (s *Slab) Rebuild() {
 //   - FreeBytes equals what the pages hold.
 func (s *Slab) Check() error {
 	h := s.hdr()
-	var freeBytes uint64
-	var freePages uint32
 	inList := make([]uint8, s.npages)
+	if err := s.checkClassLists(inList); err != nil {
+		return err
+	}
+	if err := s.checkFreeRunList(inList); err != nil {
+		return err
+	}
+	freePages, freeBytes, err := s.checkPages(inList)
+	if err != nil {
+		return err
+	}
+	if freePages != h.FreePages {
+		return s.corrupt("free pages %d, counted %d", h.FreePages, freePages)
+	}
+	if freeBytes != h.FreeBytes {
+		return s.corrupt("free bytes %d, counted %d", h.FreeBytes, freeBytes)
+	}
+	return nil
+}
+
+// checkClassLists walks every class list. It checks each page's kind,
+// class and back link, and that no page is linked twice. It sets inList to
+// 1 for each page it finds.
+func (s *Slab) checkClassLists(inList []uint8) error {
 	for c := 0; c < numClasses; c++ {
 		prev := uint32(0)
 		for link, steps := *s.classHead(c), uint32(0); link != 0; steps++ {
@@ -160,8 +181,15 @@ func (s *Slab) Check() error {
 			prev, link = link, d.Next
 		}
 	}
+	return nil
+}
+
+// checkFreeRunList walks the free-run list. It checks each run's head,
+// length and back link, and that no page is linked twice. It sets inList
+// to 2 for each run's first page.
+func (s *Slab) checkFreeRunList(inList []uint8) error {
 	prev := uint32(0)
-	for link, steps := h.FreeRuns, uint32(0); link != 0; steps++ {
+	for link, steps := s.hdr().FreeRuns, uint32(0); link != 0; steps++ {
 		p := link - 1
 		if p >= s.npages || steps > s.npages {
 			return s.corrupt("free-run list: link %d", link)
@@ -179,72 +207,108 @@ func (s *Slab) Check() error {
 		inList[p] = 2
 		prev, link = link, d.Next
 	}
+	return nil
+}
+
+// checkPages checks every page's descriptor in page order, against the
+// lists that inList records. It returns the free pages and the free bytes
+// that the pages hold.
+func (s *Slab) checkPages(inList []uint8) (freePages uint32, freeBytes uint64, err error) {
 	for p := uint32(0); p < s.npages; p++ {
 		d := s.desc(p)
 		switch d.Kind {
 		case kindSmall:
-			if int(d.Class) >= numClasses {
-				return s.corrupt("page %d class %d", p, d.Class)
+			n, err := s.checkSmallPage(p, d, inList[p])
+			if err != nil {
+				return 0, 0, err
 			}
-			n := chunksPerPage(int(d.Class), s.pageSize)
-			used := 0
-			for w, word := range d.Bitmap {
-				if lo := w * 64; lo >= n && word != 0 || lo < n && lo+64 > n && word>>(n-lo) != 0 {
-					return s.corrupt("page %d bitmap has bits past chunk %d", p, n)
-				}
-				used += bits.OnesCount64(word)
-			}
-			if used != int(d.Used) || used == 0 {
-				return s.corrupt("page %d used %d, bitmap has %d", p, d.Used, used)
-			}
-			if (used < n) != (inList[p] == 1) {
-				return s.corrupt("page %d with %d of %d chunks used: in class list = %v", p, used, n, inList[p] == 1)
-			}
-			freeBytes += uint64(n-used) * uint64(classSizes[d.Class])
+			freeBytes += n
 		case kindRun:
-			if d.Run == 0 || d.Run > s.npages-p || inList[p] != 0 {
-				return s.corrupt("run at page %d of %d pages", p, d.Run)
-			}
-			for i := uint32(1); i < d.Run; i++ {
-				if b := s.desc(p + i); b.Kind != kindRunBody || b.Run != p {
-					return s.corrupt("page %d of run %d: kind %d head %d", p+i, p, b.Kind, b.Run)
-				}
+			if err := s.checkRun(p, d, inList[p]); err != nil {
+				return 0, 0, err
 			}
 			p += d.Run - 1
 		case kindFree:
-			if inList[p] != 2 {
-				return s.corrupt("free run %d not linked", p)
-			}
-			n := d.Run
-			for i := uint32(1); i < n; i++ {
-				b := s.desc(p + i)
-				// Inner pages are marked free; only the last one names
-				// the first (Alloc and Free do not rewrite inner pages).
-				want := uint8(kindFreeBody)
-				if i == n-1 {
-					want = kindFreeTail
-				}
-				if b.Kind != want || want == kindFreeTail && b.Run != p {
-					return s.corrupt("page %d of free run %d: kind %d head %d", p+i, p, b.Kind, b.Run)
-				}
-			}
-			if end := p + n; end < s.npages && s.desc(end).Kind == kindFree {
-				return s.corrupt("free runs %d and %d not merged", p, end)
+			n, err := s.checkFreeRun(p, d, inList[p])
+			if err != nil {
+				return 0, 0, err
 			}
 			freePages += n
 			freeBytes += uint64(n) * uint64(s.pageSize)
 			p += n - 1
 		default:
-			return s.corrupt("page %d of kind %d outside any run", p, d.Kind)
+			return 0, 0, s.corrupt("page %d of kind %d outside any run", p, d.Kind)
 		}
 	}
-	if freePages != h.FreePages {
-		return s.corrupt("free pages %d, counted %d", h.FreePages, freePages)
+	return freePages, freeBytes, nil
+}
+
+// checkSmallPage checks page p of small chunks, with descriptor d. Its
+// bitmap must hold no bits past its last chunk and must agree with Used.
+// The page must be in its class list exactly when it has a free chunk.
+// listed is the page's mark from the list walks. checkSmallPage returns
+// the bytes of the page's free chunks.
+func (s *Slab) checkSmallPage(p uint32, d *desc, listed uint8) (uint64, error) {
+	if int(d.Class) >= numClasses {
+		return 0, s.corrupt("page %d class %d", p, d.Class)
 	}
-	if freeBytes != h.FreeBytes {
-		return s.corrupt("free bytes %d, counted %d", h.FreeBytes, freeBytes)
+	n := chunksPerPage(int(d.Class), s.pageSize)
+	used := 0
+	for w, word := range d.Bitmap {
+		if lo := w * 64; lo >= n && word != 0 || lo < n && lo+64 > n && word>>(n-lo) != 0 {
+			return 0, s.corrupt("page %d bitmap has bits past chunk %d", p, n)
+		}
+		used += bits.OnesCount64(word)
+	}
+	if used != int(d.Used) || used == 0 {
+		return 0, s.corrupt("page %d used %d, bitmap has %d", p, d.Used, used)
+	}
+	if (used < n) != (listed == 1) {
+		return 0, s.corrupt("page %d with %d of %d chunks used: in class list = %v", p, used, n, listed == 1)
+	}
+	return uint64(n-used) * uint64(classSizes[d.Class]), nil
+}
+
+// checkRun checks the allocated run that starts at page p, with descriptor
+// d. It must fit in the region and be in no list. Each of its other pages
+// must name p as its head. listed is the page's mark from the list walks.
+func (s *Slab) checkRun(p uint32, d *desc, listed uint8) error {
+	if d.Run == 0 || d.Run > s.npages-p || listed != 0 {
+		return s.corrupt("run at page %d of %d pages", p, d.Run)
+	}
+	for i := uint32(1); i < d.Run; i++ {
+		if b := s.desc(p + i); b.Kind != kindRunBody || b.Run != p {
+			return s.corrupt("page %d of run %d: kind %d head %d", p+i, p, b.Kind, b.Run)
+		}
 	}
 	return nil
+}
+
+// checkFreeRun checks the free run that starts at page p, with descriptor
+// d. It must be in the free-run list, and its pages must be marked as Free
+// marks them. No free run may follow it. listed is the page's mark from
+// the list walks. checkFreeRun returns the run's length in pages.
+func (s *Slab) checkFreeRun(p uint32, d *desc, listed uint8) (uint32, error) {
+	if listed != 2 {
+		return 0, s.corrupt("free run %d not linked", p)
+	}
+	n := d.Run
+	for i := uint32(1); i < n; i++ {
+		b := s.desc(p + i)
+		// Inner pages are marked free; only the last one names
+		// the first (Alloc and Free do not rewrite inner pages).
+		want := uint8(kindFreeBody)
+		if i == n-1 {
+			want = kindFreeTail
+		}
+		if b.Kind != want || want == kindFreeTail && b.Run != p {
+			return 0, s.corrupt("page %d of free run %d: kind %d head %d", p+i, p, b.Kind, b.Run)
+		}
+	}
+	if end := p + n; end < s.npages && s.desc(end).Kind == kindFree {
+		return 0, s.corrupt("free runs %d and %d not merged", p, end)
+	}
+	return n, nil
 }
 
 // Restore rewrites the header of the slab over mem, and attaches it. The

@@ -127,33 +127,56 @@ func (l *Tiered) relist(win int64, key string) error {
 // (tieredlost.go), which it lists again. A key whose count or reset marker
 // cannot be read is left out (a previous window's stays listed), with the first error.
 func (l *Tiered) collect(win int64) (items []flushItem, first error) {
-	keep := func(err error) {
-		if err != nil && first == nil {
-			first = err
-		}
-	}
-	add := func(w int64, key string, prev bool) {
-		ok := l.zkey(w, key, "|c|o")
-		c, err := l.intAt(ok[:len(ok)-2])
-		var r int64
-		if err == nil {
-			r, err = l.intAt(ok[:len(ok)-4] + "|r")
-		}
-		if err != nil {
-			keep(err)
-			if prev {
-				keep(l.relist(w, key))
-			}
-			return
-		}
-		// A count below 0 is an overdraft that take has not yet given back:
-		// Redis holds no count below 0 (tieredScript).
-		items = append(items, flushItem{key: key, others: ok, win: w, n: max(c, 0), mark: r, prev: prev, pos: len(items)})
-	}
+	var c collection
 	seen := l.seen
-	lk := l.zkey(win-1, "keys", "")
+	l.collectPrevious(&c, win-1, seen)
+	l.collectCurrent(&c, win, seen)
+	return c.items, c.first
+}
+
+// collection is what collect gathers: the items to send and the first
+// error.
+type collection struct {
+	items []flushItem
+	first error
+}
+
+// keep records err unless an error came before.
+func (c *collection) keep(err error) {
+	if err != nil && c.first == nil {
+		c.first = err
+	}
+}
+
+// collectKey adds key of window w to c, with its count and reset marker.
+// prev says the key is of the previous window. A key whose count or marker
+// cannot be read is left out, and listed again if prev.
+func (l *Tiered) collectKey(c *collection, w int64, key string, prev bool) {
+	ok := l.zkey(w, key, "|c|o")
+	n, err := l.intAt(ok[:len(ok)-2])
+	var r int64
+	if err == nil {
+		r, err = l.intAt(ok[:len(ok)-4] + "|r")
+	}
+	if err != nil {
+		c.keep(err)
+		if prev {
+			c.keep(l.relist(w, key))
+		}
+		return
+	}
+	// A count below 0 is an overdraft that take has not yet given back:
+	// Redis holds no count below 0 (tieredScript).
+	c.items = append(c.items, flushItem{key: key, others: ok, win: w, n: max(n, 0), mark: r, prev: prev, pos: len(c.items)})
+}
+
+// collectPrevious pops the list of window win, the previous one, and adds
+// its keys to c. If seen shows that the list lost keys, it adds those the
+// zone counts too.
+func (l *Tiered) collectPrevious(c *collection, win int64, seen listSeen) {
+	lk := l.zkey(win, "keys", "")
 	n, err := l.d.LLen(lk)
-	keep(listErr(err))
+	c.keep(listErr(err))
 	var popped []string
 	for ; n > 0; n-- {
 		v, err := l.d.LPop(lk)
@@ -163,55 +186,69 @@ func (l *Tiered) collect(win int64) (items []flushItem, first error) {
 		popped = append(popped, v.String())
 	}
 	for _, k := range popped {
-		add(win-1, k, true)
+		l.collectKey(c, win, k, true)
 	}
-	if seen.win == win-1 && listErr(err) == nil && seen.lost(popped) {
-		lost, err := l.lostKeys(win-1, popped)
-		keep(err)
+	if seen.win == win && listErr(err) == nil && seen.lost(popped) {
+		lost, err := l.lostKeys(win, popped)
+		c.keep(err)
 		l.relisted.Add(uint64(len(lost)))
 		for _, k := range lost {
-			add(win-1, k, true) // listed again unless Redis gets its count
+			l.collectKey(c, win, k, true) // listed again unless Redis gets its count
 		}
 	}
-	lk = l.zkey(win, "keys", "")
+}
+
+// collectCurrent adds to c every key listed for window win, the current
+// one, and records the list in l.seen. If seen shows that the list lost
+// keys, it adds those the zone counts too, and lists them again.
+func (l *Tiered) collectCurrent(c *collection, win int64, seen listSeen) {
+	lk := l.zkey(win, "keys", "")
 	cur, err := l.d.LRange(lk)
 	if err = listErr(err); err != nil {
-		keep(err)
+		c.keep(err)
 		if seen.win != win { // a previous window's, whose list is popped
 			l.seen = listSeen{}
 		}
-		return items, first
+		return
 	}
 	listed := strs(cur)
 	for _, k := range listed {
-		add(win, k, false)
+		l.collectKey(c, win, k, false)
 	}
 	l.seen = listSeen{win: win, n: len(listed), sum: listSum(listed)}
 	if seen.win != win || !seen.lost(listed) {
-		return items, first
+		return
 	}
+	l.collectRelisted(c, win, lk, listed)
+}
+
+// collectRelisted adds to c the keys of window win that the zone counts
+// but listed lacks. listed is the window's list lk as collectCurrent read
+// it. collectRelisted pushes those keys back onto lk. It then reads lk
+// again and records it in l.seen.
+func (l *Tiered) collectRelisted(c *collection, win int64, lk string, listed []string) {
 	lost, err := l.lostKeys(win, listed)
-	keep(err)
+	c.keep(err)
 	l.relisted.Add(uint64(len(lost)))
 	short := err != nil
 	for _, k := range lost {
-		add(win, k, false)
+		l.collectKey(c, win, k, false)
 		if err := l.relist(win, k); err != nil {
 			short = true
 			if !errors.Is(err, dict.ErrNoMemory) { // a full shard: the next flush scans again
-				keep(err)
+				c.keep(err)
 			}
 		}
 	}
 	// What the next flush must find first: the list with the keys pushed
 	// back, and any a decision pushed meanwhile.
-	if cur, err = l.d.LRange(lk); listErr(err) != nil {
-		keep(listErr(err))
+	cur, err := l.d.LRange(lk)
+	if listErr(err) != nil {
+		c.keep(listErr(err))
 		cur, short = nil, true
 	}
 	listed = strs(cur)
 	l.seen = listSeen{win: win, n: len(listed), sum: listSum(listed), short: short}
-	return items, first
 }
 
 func listErr(err error) error {

@@ -147,10 +147,39 @@ type tripResult struct {
 // zone's work overlaps Redis's. It stops at the first round trip that fails
 // or once the lease has lapsed, and returns once the sender has ended.
 func (l *Tiered) send(ctx context.Context, host string, seq int64, items []flushItem) (sent []bool, first error) {
-	sent = make([]bool, len(items))
+	s := sending{sent: make([]bool, len(items))}
 	ts := trips(l.scripts(slices.Clone(items)))
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
+	results := l.sendTrips(ctx, host, seq, ts)
+	defer func() {
+		cancel()
+		for range results { // the round trip under way, if any, is cut short
+		}
+	}()
+	ttl := time.Duration(2*l.window) * time.Millisecond
+	for res := range results {
+		if res.err != nil {
+			return s.sent, errors.Join(s.first, l.tripFailed(parent, res))
+		}
+		if more, err := l.storeTrip(&s, res, ttl); !more {
+			return s.sent, errors.Join(s.first, err)
+		}
+	}
+	return s.sent, s.first
+}
+
+// sending is what send records: which items Redis got, by position, and
+// the first error of a script run or a key.
+type sending struct {
+	sent  []bool
+	first error
+}
+
+// sendTrips starts a goroutine that runs the round trips ts one after
+// another. It passes each one's result on the channel it returns. It stops
+// after the first round trip that fails, and closes the channel.
+func (l *Tiered) sendTrips(ctx context.Context, host string, seq int64, ts [][][]flushItem) <-chan tripResult {
 	results := make(chan tripResult)
 	go func() {
 		defer close(results)
@@ -163,69 +192,81 @@ func (l *Tiered) send(ctx context.Context, host string, seq int64, items []flush
 			}
 		}
 	}()
-	defer func() {
-		cancel()
-		for range results { // the round trip under way, if any, is cut short
-		}
-	}()
-	ttl := time.Duration(2*l.window) * time.Millisecond
-	for res := range results {
-		if res.err != nil {
-			err := res.err
-			if parent.Err() != nil {
-				return sent, errors.Join(first, err) // the caller's, not Redis's
+	return results
+}
+
+// tripFailed returns the error of res, a round trip that failed. If parent,
+// the caller's context, is still live, Redis failed. tripFailed then marks
+// Redis failed for the host once judge says so.
+func (l *Tiered) tripFailed(parent context.Context, res tripResult) error {
+	err := res.err
+	if parent.Err() != nil {
+		return err // the caller's, not Redis's
+	}
+	if l.judge(res.start, err) {
+		err = errors.Join(err, l.mark(false))
+	}
+	return err
+}
+
+// storeTrip stores the answers of res, a round trip that Redis answered.
+// It first renews the lease and marks Redis healthy. It records in s which
+// items Redis got, and the first error of a script run or a bad key. It
+// returns more false when send is to stop, with the error that stopped it.
+// A lease that lapsed stops it without an error.
+func (l *Tiered) storeTrip(s *sending, res tripResult, ttl time.Duration) (more bool, err error) {
+	l.fails = 0
+	if held, err := l.renewLease(); !held || err != nil {
+		return false, err
+	}
+	if err := l.mark(true); err != nil {
+		return false, err
+	}
+	if err := l.noteTime(res.replies); err != nil {
+		return false, err
+	}
+	for r, run := range res.trip {
+		if res.errs[r] != nil {
+			if s.first == nil {
+				s.first = res.errs[r]
 			}
-			if l.judge(res.start, err) {
-				err = errors.Join(err, l.mark(false))
-			}
-			return sent, errors.Join(first, err)
+			continue
 		}
-		l.fails = 0
-		if held, err := l.renewLease(); !held || err != nil {
-			return sent, errors.Join(first, err)
-		}
-		if err := l.mark(true); err != nil {
-			return sent, errors.Join(first, err)
-		}
-		if err := l.noteTime(res.replies); err != nil {
-			return sent, errors.Join(first, err)
-		}
-		for r, run := range res.trip {
-			if res.errs[r] != nil {
-				if first == nil {
-					first = res.errs[r]
+		rep := res.replies[r]
+		for j, it := range run {
+			if held, err := l.storeAnswer(s, it, rep[4*j:4*j+4], ttl); err != nil || !held {
+				if err != nil {
+					err = fmt.Errorf("redistier: tiered %s: %w", it.key, err)
 				}
-				continue
-			}
-			rep := res.replies[r]
-			for j, it := range run {
-				var held bool
-				var err error
-				switch {
-				case rep[4*j] != 1:
-					if first == nil {
-						first = fmt.Errorf("%w: tiered %s: its Redis hash holds a state no flush writes", ErrBadState, l.redisKey(it))
-					}
-					held, err = l.markBad(it)
-				case it.prev:
-					sent[it.pos] = true
-					continue
-				default:
-					sent[it.pos] = true
-					if held, err = l.learn(it, rep[4*j+3]); held && err == nil {
-						held, err = l.fencedSet(it.others, dict.Int(rep[4*j+1]), ttl)
-					}
-				}
-				if err != nil || !held {
-					if err != nil {
-						err = fmt.Errorf("redistier: tiered %s: %w", it.key, err)
-					}
-					return sent, errors.Join(first, err)
-				}
+				return false, err
 			}
 		}
 	}
-	return sent, first
+	return true, nil
+}
+
+// storeAnswer stores a, the script's answer for it. A key in a bad state
+// is marked bad in the zone. A current key learns its reset marker, and
+// the other hosts' count is stored. storeAnswer records in s that Redis
+// got the key, unless its state is bad. It reports whether the lease is
+// still held.
+func (l *Tiered) storeAnswer(s *sending, it flushItem, a []int64, ttl time.Duration) (held bool, err error) {
+	switch {
+	case a[0] != 1:
+		if s.first == nil {
+			s.first = fmt.Errorf("%w: tiered %s: its Redis hash holds a state no flush writes", ErrBadState, l.redisKey(it))
+		}
+		return l.markBad(it)
+	case it.prev:
+		s.sent[it.pos] = true
+		return true, nil
+	default:
+		s.sent[it.pos] = true
+		if held, err = l.learn(it, a[3]); held && err == nil {
+			held, err = l.fencedSet(it.others, dict.Int(a[1]), ttl)
+		}
+		return held, err
+	}
 }
 
 // roundTrip runs the scripts of trip in one pipeline within the timeout

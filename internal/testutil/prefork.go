@@ -143,6 +143,17 @@ type preforkAnswer struct {
 func CheckPreforkLimit(t testing.TB, addr string, pids []string) {
 	t.Helper()
 	clients := []string{"127.0.0.1", "127.0.0.2"}
+	answers := preforkAnswers(t, addr, clients)
+	for _, src := range clients {
+		checkPreforkClient(t, src, answers[src], pids)
+	}
+}
+
+// preforkAnswers sends PreforkFactor × PreforkLimit requests from each of
+// clients to the server at addr. Each client spreads them over
+// PreforkConns connections. preforkAnswers returns the answers by client.
+func preforkAnswers(t testing.TB, addr string, clients []string) map[string][]preforkAnswer {
+	t.Helper()
 	answers := make(map[string][]preforkAnswer)
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -182,72 +193,93 @@ func CheckPreforkLimit(t testing.TB, addr string, pids []string) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	rateLimit := regexp.MustCompile(`^"default";r=(\d+);t=(\d+)$`)
-	// A reset or retry is at most the 60 s window, rounded up to whole
-	// seconds: 61 when the child that reads the key's TTL has a zone clock
-	// a little behind the one that started the window (each process's
-	// coarse clock ticks on its own).
-	const maxReset = 61
-	for _, src := range clients {
-		as := answers[src]
-		if len(as) != PreforkFactor*PreforkLimit {
-			t.Fatalf("%s: %d answers, want %d", src, len(as), PreforkFactor*PreforkLimit)
+	return answers
+}
+
+// preforkRateLimit matches the RateLimit header of an answer.
+var preforkRateLimit = regexp.MustCompile(`^"default";r=(\d+);t=(\d+)$`)
+
+// preforkMaxReset is the most seconds a reset or retry may give. The
+// window is 60 s, rounded up to whole seconds. A reset is 61 when the child
+// that reads the key's TTL has a zone clock a little behind the one that
+// started the window. Each process's coarse clock ticks on its own.
+const preforkMaxReset = 61
+
+// checkPreforkClient checks as, the answers to client src. Exactly
+// PreforkLimit must be admitted, each with a remaining quota of its own.
+// Each child in pids must have served some.
+func checkPreforkClient(t testing.TB, src string, as []preforkAnswer, pids []string) {
+	t.Helper()
+	if len(as) != PreforkFactor*PreforkLimit {
+		t.Fatalf("%s: %d answers, want %d", src, len(as), PreforkFactor*PreforkLimit)
+	}
+	var remaining []int
+	served := map[string]int{}
+	rejected := 0
+	for _, a := range as {
+		served[a.pid]++
+		if rem, admitted := checkPreforkAnswer(t, src, a); admitted {
+			remaining = append(remaining, rem)
+		} else {
+			rejected++
 		}
-		var remaining []int
-		served := map[string]int{}
-		rejected := 0
-		for _, a := range as {
-			served[a.pid]++
-			h := a.h
-			if p := h.Get("RateLimit-Policy"); p != `"default";q=300;w=60` {
-				t.Fatalf("%s: RateLimit-Policy %q", src, p)
-			}
-			if v := h.Get("X-RateLimit-Limit"); v != "300" {
-				t.Fatalf("%s: X-RateLimit-Limit %q", src, v)
-			}
-			rem, err1 := strconv.Atoi(h.Get("X-RateLimit-Remaining"))
-			reset, err2 := strconv.Atoi(h.Get("X-RateLimit-Reset"))
-			m := rateLimit.FindStringSubmatch(h.Get("RateLimit"))
-			if err1 != nil || err2 != nil || m == nil || m[1] != strconv.Itoa(rem) || reset < 1 || reset > maxReset {
-				t.Fatalf("%s: bad headers %v", src, h)
-			}
-			switch a.status {
-			case http.StatusOK:
-				remaining = append(remaining, rem)
-				if m[2] != strconv.Itoa(reset) {
-					t.Fatalf("%s: RateLimit t=%s, X-RateLimit-Reset %d", src, m[2], reset)
-				}
-			case http.StatusTooManyRequests:
-				rejected++
-				ra, err := strconv.Atoi(h.Get("Retry-After"))
-				if err != nil || ra < 1 || ra > maxReset || rem != 0 || m[2] != strconv.Itoa(ra) {
-					t.Fatalf("%s: rejection with Retry-After %q, remaining %d, RateLimit %q", src, h.Get("Retry-After"), rem, h.Get("RateLimit"))
-				}
-			default:
-				t.Fatalf("%s: status %d", src, a.status)
-			}
+	}
+	if len(remaining) != PreforkLimit || rejected != len(as)-PreforkLimit {
+		t.Errorf("%s: admitted %d, rejected %d; want exactly %d admitted", src, len(remaining), rejected, PreforkLimit)
+	}
+	// Each admission is one atomic decision: the remaining quotas
+	// the allowed requests saw are limit-1 … 0, each once.
+	slices.Sort(remaining)
+	for i, r := range remaining {
+		if r != i {
+			t.Errorf("%s: allowed requests saw remaining %v…, want 0…%d each once", src, remaining[:min(len(remaining), i+3)], PreforkLimit-1)
+			break
 		}
-		if len(remaining) != PreforkLimit || rejected != len(as)-PreforkLimit {
-			t.Errorf("%s: admitted %d, rejected %d; want exactly %d admitted", src, len(remaining), rejected, PreforkLimit)
+	}
+	for _, pid := range pids {
+		if served[pid] == 0 {
+			t.Errorf("%s: child %s served none of %d connections (served: %v)", src, pid, PreforkConns, served)
 		}
-		// Each admission is one atomic decision: the remaining quotas
-		// the allowed requests saw are limit-1 … 0, each once.
-		slices.Sort(remaining)
-		for i, r := range remaining {
-			if r != i {
-				t.Errorf("%s: allowed requests saw remaining %v…, want 0…%d each once", src, remaining[:min(len(remaining), i+3)], PreforkLimit-1)
-				break
-			}
+	}
+	if len(served) != PreforkProcs {
+		t.Errorf("%s: served by %v, want the %d children %v", src, served, PreforkProcs, pids)
+	}
+	t.Logf("%s: %d admitted, %d rejected, per child %v", src, len(remaining), rejected, served)
+}
+
+// checkPreforkAnswer checks the status and headers of a, an answer to
+// client src. It returns the remaining quota that a reports, and whether
+// a admits the request.
+func checkPreforkAnswer(t testing.TB, src string, a preforkAnswer) (rem int, admitted bool) {
+	t.Helper()
+	h := a.h
+	if p := h.Get("RateLimit-Policy"); p != `"default";q=300;w=60` {
+		t.Fatalf("%s: RateLimit-Policy %q", src, p)
+	}
+	if v := h.Get("X-RateLimit-Limit"); v != "300" {
+		t.Fatalf("%s: X-RateLimit-Limit %q", src, v)
+	}
+	rem, err1 := strconv.Atoi(h.Get("X-RateLimit-Remaining"))
+	reset, err2 := strconv.Atoi(h.Get("X-RateLimit-Reset"))
+	m := preforkRateLimit.FindStringSubmatch(h.Get("RateLimit"))
+	if err1 != nil || err2 != nil || m == nil || m[1] != strconv.Itoa(rem) || reset < 1 || reset > preforkMaxReset {
+		t.Fatalf("%s: bad headers %v", src, h)
+	}
+	switch a.status {
+	case http.StatusOK:
+		if m[2] != strconv.Itoa(reset) {
+			t.Fatalf("%s: RateLimit t=%s, X-RateLimit-Reset %d", src, m[2], reset)
 		}
-		for _, pid := range pids {
-			if served[pid] == 0 {
-				t.Errorf("%s: child %s served none of %d connections (served: %v)", src, pid, PreforkConns, served)
-			}
+		return rem, true
+	case http.StatusTooManyRequests:
+		ra, err := strconv.Atoi(h.Get("Retry-After"))
+		if err != nil || ra < 1 || ra > preforkMaxReset || rem != 0 || m[2] != strconv.Itoa(ra) {
+			t.Fatalf("%s: rejection with Retry-After %q, remaining %d, RateLimit %q", src, h.Get("Retry-After"), rem, h.Get("RateLimit"))
 		}
-		if len(served) != PreforkProcs {
-			t.Errorf("%s: served by %v, want the %d children %v", src, served, PreforkProcs, pids)
-		}
-		t.Logf("%s: %d admitted, %d rejected, per child %v", src, len(remaining), rejected, served)
+		return rem, false
+	default:
+		t.Fatalf("%s: status %d", src, a.status)
+		return rem, false
 	}
 }
 

@@ -13,10 +13,10 @@ import (
 )
 
 // The shape the code keeps so that the next reader can find their way:
-// small files in every package, short parameter lists in dict, one naming
-// scheme for the locks an internal function needs, unsafe in two files of
-// dict, short package docs, short sentences in exported docs, and no
-// benchmark figures or dates in Go comments.
+// small files and short functions in every package, short parameter lists
+// in dict, one naming scheme for the locks an internal function needs,
+// unsafe in two files of dict, short package docs, short sentences in
+// exported docs, and no benchmark figures or dates in Go comments.
 const (
 	maxDictFileLines = 450
 	maxDictParams    = 5
@@ -139,10 +139,11 @@ func TestFileLength(t *testing.T) {
 	}
 }
 
-// TestFunctionLength checks that no non-test function of dict or prefork
-// has more than maxFuncLines lines, from func to its closing brace.
+// TestFunctionLength checks that no non-test function of the core module
+// outside bench/ has more than maxFuncLines lines, from func to its
+// closing brace.
 func TestFunctionLength(t *testing.T) {
-	for _, dir := range []string{"dict", "prefork"} {
+	for _, dir := range corePackages(t) {
 		fset, files := parseDir(t, dir)
 		for name, f := range files {
 			for _, d := range f.Decls {

@@ -100,14 +100,15 @@ func (d *Dict) mutate(key string, size int, ttl time.Duration, fn mutateFn, out 
 		}
 		return err
 	}
-	return d.lockMutate(key, size, ttl, fn, out)
+	return d.lockMutate(key, KindBytes, size, ttl, fn, out)
 }
 
-// lockMutate is mutate under the shard's lock. It is a function of its own
+// lockMutate is mutate under the shard's lock, of a value of kind: bytes
+// of size bytes, or for Revise an int. It is a function of its own
 // so that mutate's defers stay few enough for the compiler to open-code:
 // a deferred call kept on the stack costs several nanoseconds at every
 // return, taken or not.
-func (d *Dict) lockMutate(key string, size int, ttl time.Duration, fn mutateFn, out *Outcome) error {
+func (d *Dict) lockMutate(key string, kind Kind, size int, ttl time.Duration, fn mutateFn, out *Outcome) error {
 	s, h, off, err := d.lookup(key, true)
 	if err != nil {
 		return err
@@ -116,7 +117,7 @@ func (d *Dict) lockMutate(key string, size int, ttl time.Duration, fn mutateFn, 
 	if off != 0 {
 		e := s.entryAt(off)
 		if !expired(e, d.clock) {
-			if e.kind() != KindBytes || e.vlen() != size {
+			if e.kind() != kind || e.vlen() != size {
 				return ErrWrongShape
 			}
 			if !s.okBytes(off, e) {
@@ -131,11 +132,14 @@ func (d *Dict) lockMutate(key string, size int, ttl time.Duration, fn mutateFn, 
 		}
 	}
 	zv := Bytes(zeros[:size])
+	if kind == KindInt {
+		zv = Int(0)
+	}
 	expiry, err := d.checkValue(key, &zv, ttl)
 	if err != nil {
 		return err
 	}
-	if off, *out, err = d.storeInShard(s, key, h, off, put{v: Bytes(zeros[:size]), expiry: expiry, evict: true}); err != nil {
+	if off, *out, err = d.storeInShard(s, key, h, off, put{v: zv, expiry: expiry, evict: true}); err != nil {
 		return err
 	}
 	keep, err := d.mutateInShard(s, off, false, fn)

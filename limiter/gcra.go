@@ -141,29 +141,30 @@ func (l *GCRA) incomingAt(dec *Decision, now int64, key string, n int64, commit 
 		p.decide(dec, nowNs, stored, n, false)
 		return nil
 	}
+	// fn decides on the TAT read without a lock (dict.ReviseInt): a
+	// rejection takes no lock and writes nothing. It may run again, so each
+	// call starts afresh. A TAT in the past means no more than none.
 	var bad foreign
-	fn := func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
-		stored = nowNs // fn may run twice (dict.Update), and again on a retry: each call starts afresh
+	fn := func(cur int64, found bool) (int64, bool, time.Duration) {
+		stored, bad = nowNs, foreign{}
 		if found {
-			if bad = checkTAT(cur, nowNs); bad.found() {
-				return dict.Value{}, 0, true // leave it as it is
+			if why := badTAT(cur, nowNs); why != "" {
+				bad = badOf(dict.Int(cur), why)
+				return cur, false, 0 // leave it as it is
 			}
-			stored = cur.Int()
+			stored = cur
 		}
 		if newTat, ok := p.next(nowNs, stored, n); ok {
-			return dict.Int(newTat), time.Duration(newTat - nowNs), true
+			return newTat, true, time.Duration(newTat - nowNs)
 		}
-		if stored > nowNs {
-			return dict.Value{}, 0, true // unchanged, TTL and all
-		}
-		return cur, 0, false // a TAT in the past is no state
+		return cur, false, 0 // rejected: unchanged, TTL and all
 	}
-	out, err := l.d.UpdateOutcome(zk, fn)
+	out, err := l.d.ReviseInt(zk, fn)
 	if out != (dict.Outcome{}) || err != nil {
-		err = l.settle(l.d, out, err, func() (dict.Outcome, error) { return l.d.UpdateOutcome(zk, fn) })
+		err = l.settle(l.d, out, err, func() (dict.Outcome, error) { return l.d.ReviseInt(zk, fn) })
 	}
 	if err != nil {
-		return dictErr(zk, err)
+		return shapeErr(l.d, zk, err)
 	}
 	if bad.found() {
 		return bad.err(zk)

@@ -174,23 +174,25 @@ func (l *Req) step(p *reqNums, ms int64, key string, n int64, commit bool) (exce
 		excess, ok = p.leak(s, true, now, n)
 		return excess, ok, nil
 	}
-	// The state changes in place under the key's lock: nothing is copied,
-	// and a rejection writes nothing. An allowed request's state expires
+	// fn decides on a copy of the state, read without a lock (dict.Revise).
+	// A rejection takes no lock and writes nothing. An admission stores the
+	// state under the key's lock if it is still the one fn was given;
+	// otherwise fn runs again on the new one. An allowed request's state expires
 	// when it has drained (drainedAfter), so the zone can tell it means
 	// nothing from then on. A state no Req writes is left as it is, and
 	// excess is -1, which no decision computes.
-	fn := func(b []byte, found bool) (bool, time.Duration) {
+	fn := func(v dict.State, found bool) (dict.State, bool, time.Duration) {
 		var s reqState
 		if found {
-			s = getReq(b)
+			s = getReq(v[:])
 			if reqBad(s, reqLatest(ms)) {
 				excess = -1
-				return false, 0
+				return v, false, 0
 			}
 		}
 		excess, ok = p.leak(s, found, now, n)
 		if !ok {
-			return false, 0
+			return v, false, 0
 		}
 		// The time never goes back either, or the next decision would
 		// leak the lag again.
@@ -199,15 +201,15 @@ func (l *Req) step(p *reqNums, ms int64, key string, n int64, commit bool) (exce
 			last = max(last, s.last)
 		}
 		st := reqState{excess: truncExcess(excess), last: last}
-		putReq(b, st)
-		return true, p.drainedAfter(st, ms)
+		putReq(v[:], st)
+		return v, true, p.drainedAfter(st, ms)
 	}
-	out, err := l.d.MutateOutcome(zk, reqSize, fn)
+	out, err := l.d.Revise(zk, reqSize, fn)
 	if out != (dict.Outcome{}) || err != nil {
-		err = l.settle(l.d, out, err, func() (dict.Outcome, error) { return l.d.MutateOutcome(zk, reqSize, fn) })
+		err = l.settle(l.d, out, err, func() (dict.Outcome, error) { return l.d.Revise(zk, reqSize, fn) })
 	}
 	if err != nil {
-		return 0, false, dictErr(zk, err)
+		return 0, false, shapeErr(l.d, zk, err)
 	}
 	if excess < 0 {
 		return 0, false, l.badState(zk, ms)

@@ -133,14 +133,14 @@ func (l *SlidingWindow) incomingAt(dec *Decision, now int64, key string, n int64
 		tooCostly(dec)
 		return nil
 	}
-	buf := bufs.Get().(*[bufSize]byte)
-	defer bufs.Put(buf)
 	win := floorDiv(now, p.w)
 	elapsed := min(now-win*p.w, p.w)
 	var kb keyBuf
 	zk := l.key(&kb, key)
 	var pre swState // the state the request is decided on
 	if !commit {
+		buf := bufs.Get().(*[bufSize]byte)
+		defer bufs.Put(buf)
 		v, found, err := read(l.d, zk, buf[:], isSWState)
 		if err != nil {
 			return err
@@ -155,35 +155,39 @@ func (l *SlidingWindow) incomingAt(dec *Decision, now int64, key string, n int64
 		p.decide(dec, pre, elapsed, n, false)
 		return nil
 	}
+	// fn decides on a copy of the state, read without a lock
+	// (dict.Revise): a rejection takes no lock and writes nothing. It may
+	// run again, so each call starts afresh.
 	var bad foreign
-	fn := func(cur dict.Value, found bool) (dict.Value, time.Duration, bool) {
+	fn := func(v dict.State, found bool) (dict.State, bool, time.Duration) {
 		var s swState
+		bad = foreign{}
 		if found {
-			if bad = checkSW(cur, now, p.w); bad.found() {
-				return dict.Value{}, 0, true // leave it as it is
+			s = getSW(v[:swSize])
+			if why := badSW(s, now, p.w); why != "" {
+				bad = foreign{kind: dict.KindBytes, n: swSize, bad: why}
+				return v, false, 0 // leave it as it is
 			}
-			s = getSW(cur.Bytes())
 		}
 		pre = p.roll(s, win)
-		if p.left(pre, elapsed, n) >= 0 {
-			s = pre
-			s.cur += n
-		} else if !found {
-			return cur, 0, false
-		} // else rejected: s unchanged
+		if p.left(pre, elapsed, n) < 0 {
+			return v, false, 0 // rejected: unchanged, TTL and all
+		}
+		s = pre
+		s.cur += n
 		ttl := (s.window+2)*p.w - now // to the end of the next window
 		if ttl <= 0 {
-			return cur, 0, false
+			return v, false, 0
 		}
-		putSW(buf[:], s)
-		return dict.Bytes(buf[:swSize]), time.Duration(ttl) * time.Millisecond, true
+		putSW(v[:swSize], s)
+		return v, true, time.Duration(ttl) * time.Millisecond
 	}
-	out, err := l.d.UpdateOutcome(zk, fn)
+	out, err := l.d.Revise(zk, swSize, fn)
 	if out != (dict.Outcome{}) || err != nil {
-		err = l.settle(l.d, out, err, func() (dict.Outcome, error) { return l.d.UpdateOutcome(zk, fn) })
+		err = l.settle(l.d, out, err, func() (dict.Outcome, error) { return l.d.Revise(zk, swSize, fn) })
 	}
 	if err != nil {
-		return dictErr(zk, err)
+		return shapeErr(l.d, zk, err)
 	}
 	if bad.found() {
 		return bad.err(zk)

@@ -59,6 +59,18 @@ func (f foreign) err(key string) error {
 	return fmt.Errorf("%w: key %q holds %s of %d bytes", ErrAbused, k, f.kind, f.n)
 }
 
+// shapeErr is dictErr for a decision's write to zone key zk. A value of
+// another kind or size, which the write refuses with dict.ErrWrongShape,
+// is read again off the decision's path to say what it is.
+func shapeErr(d *dict.Dict, zk string, err error) error {
+	if errors.Is(err, dict.ErrWrongShape) {
+		if v, _, gerr := d.Get(zk); gerr == nil {
+			return foreignOf(v).err(zk)
+		}
+	}
+	return dictErr(zk, err)
+}
+
 // dictErr wraps an error of the dictionary for key; a list, a non-number or
 // a value of another shape under the key is ErrAbused.
 func dictErr(key string, err error) error {

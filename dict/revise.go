@@ -1,0 +1,209 @@
+package dict
+
+import (
+	"bytes"
+	"encoding/binary"
+	"runtime"
+	"time"
+
+	"github.com/shmzone/shmzone/shm"
+)
+
+// MaxStateSize is the largest value Revise works on.
+const MaxStateSize = 32
+
+// A State is a small bytes value that Revise passes by value. A value of
+// size n is its first n bytes; the others are zero.
+type State [MaxStateSize]byte
+
+// ReviseFunc is Revise's fn. It gets s, a copy of a value, and found. It
+// returns the value to store, whether to store it, and a TTL as
+// MutateOutcome's fn does. Bytes of next beyond the value's size are
+// ignored.
+type ReviseFunc func(s State, found bool) (next State, store bool, ttl time.Duration)
+
+// Revise changes a fixed-size bytes value as MutateOutcome does, but fn
+// works on a copy, outside any lock. The value is a State: up to
+// MaxStateSize bytes, passed by value, so that no copy is allocated. It is the read-modify-write for a
+// state that is often only read, such as a rate limiter's rejections.
+//
+// Revise reads key's value without a lock and calls fn with a copy of it
+// and found true. When key is absent or expired, fn gets size zero bytes
+// and found false. When fn returns false, Revise writes nothing and takes
+// no lock. When fn returns true, Revise stores b under the entry's lock if
+// the value is still the one fn was given. If it is not, Revise calls fn
+// again with the value it now finds. So fn may run more than once. Each
+// call must depend on its arguments alone. The last call's result is the
+// one that counts.
+//
+// A stored value keeps its TTL and flags when fn returns a TTL of 0. A new
+// entry has flags 0, and no TTL unless fn returns one. b is valid only
+// while fn runs. fn must not call the Dict.
+//
+// Revise returns ErrWrongShape without calling fn when the live value is
+// of another kind or size. It returns ErrBadValue for a size outside
+// 1..MaxStateSize, ErrBadTTL if fn returns a negative TTL for a value it
+// stores, and the errors of Set for a new entry.
+func (d *Dict) Revise(key string, size int, fn ReviseFunc) (out Outcome, err error) {
+	if size < 1 || size > MaxStateSize {
+		return out, ErrBadValue
+	}
+	return d.revise(key, KindBytes, size, fn)
+}
+
+// ReviseInt is Revise of an int. fn gets the number, or 0 and found false
+// when key is absent or expired, and returns the next one. A number is
+// read and written whole: a reader never sees part of a change.
+//
+// ReviseInt returns ErrWrongShape without calling fn when the live value
+// is not an int, and the errors of Revise.
+func (d *Dict) ReviseInt(key string, fn func(n int64, found bool) (next int64, store bool, ttl time.Duration)) (out Outcome, err error) {
+	sfn := func(s State, found bool) (State, bool, time.Duration) {
+		n, store, ttl := fn(int64(binary.NativeEndian.Uint64(s[:8])), found)
+		binary.NativeEndian.PutUint64(s[:8], uint64(n))
+		return s, store, ttl
+	}
+	return d.revise(key, KindInt, 8, sfn)
+}
+
+// revise is Revise of a value of kind, KindBytes or KindInt, stored in
+// size bytes.
+func (d *Dict) revise(key string, kind Kind, size int, fn ReviseFunc) (out Outcome, err error) {
+	if d.guard {
+		defer d.catchFault(&err, shm.GuardFaults())
+	}
+	if err := d.check(key, true); err != nil {
+		return out, err
+	}
+	h := hashKey(d.seed, key)
+	s := d.shardFor(h)
+	for try := 0; try < tries; try++ {
+		res, err := d.reviseOptimistic(s, key, h, kind, size, fn)
+		if res == reviseDone {
+			return out, err
+		}
+		if res == reviseLock {
+			break
+		}
+		if try > 0 {
+			runtime.Gosched()
+		}
+	}
+	return d.lockRevise(key, kind, size, fn)
+}
+
+// What one optimistic try of Revise did.
+type reviseResult uint8
+
+const (
+	reviseDone  reviseResult = iota // decided, stored or not, or failed
+	reviseAgain                     // the value changed under it: try again
+	reviseLock                      // absent, expired or broken: under the shard's lock
+)
+
+// reviseOptimistic is one try of Revise without the shard's lock. It reads
+// key's value of size bytes, validated, and calls fn with it. A store pins
+// the entry's page and writes fn's result only if the value is still the
+// one read.
+func (d *Dict) reviseOptimistic(s *shard, key string, h uint64, kind Kind, size int, fn ReviseFunc) (reviseResult, error) {
+	var cur State
+	off, seq, ok := s.findOptimistic(key, h)
+	if !ok {
+		return reviseAgain, nil
+	}
+	if off == 0 {
+		// A new key: only a store needs the shard's lock.
+		if _, store, _ := fn(cur, false); !store {
+			return reviseDone, nil
+		}
+		return reviseLock, nil
+	}
+	e := s.entryAt(off)
+	w := e.ver()
+	if writing(w) {
+		return reviseAgain, nil
+	}
+	if x := expiryOf(w); x != 0 && d.Now() >= x {
+		return reviseLock, nil
+	}
+	bits, vlen := e.bits(), e.vlen()
+	vo := int(off) + valOff(len(key))
+	if Kind(bits&kindMask) != kind || vlen != size || vo+vlen > len(s.arena) {
+		if e.ver() != w || s.seq() != seq {
+			return reviseAgain, nil
+		}
+		return reviseDone, ErrWrongShape
+	}
+	loadBytes(cur[:size], s.arena, vo, vlen)
+	if e.ver() != w || s.seq() != seq {
+		return reviseAgain, nil
+	}
+	next, store, ttl := fn(cur, true)
+	if !store {
+		if bits&refBit == 0 && !d.readOnly {
+			s.markUsed(off, seq)
+		}
+		if n, slow := s.counted(tHits); slow {
+			d.flushTallyCount(s, tHits, n)
+		}
+		return reviseDone, nil
+	}
+	if ttl < 0 {
+		return reviseDone, ErrBadTTL
+	}
+	return d.reviseInPage(s, key, h, off, seq, cur[:size], next[:size], ttl)
+}
+
+// reviseInPage stores next into the entry at off, found with Seq seq,
+// under its page lock, if its value is still cur and it is still live.
+func (d *Dict) reviseInPage(s *shard, key string, h uint64, off uint32, seq uint64, cur, next []byte, ttl time.Duration) (reviseResult, error) {
+	pw := s.pinFirst(off, seq)
+	if pw == nil {
+		if pw = s.tryPin(off, seq); pw == nil {
+			return reviseAgain, nil
+		}
+	}
+	e := s.entryAt(off)
+	w := e.ver()
+	if x := expiryOf(w); writing(w) || (x != 0 && d.Now() >= x) || !s.okBytes(off, e) {
+		s.unpin(off, pw)
+		return reviseLock, nil
+	}
+	b := s.valueOf(off, e)
+	if !bytes.Equal(b, cur) {
+		s.unpin(off, pw)
+		return reviseAgain, nil
+	}
+	expiry := expiryOf(w)
+	if ttl > 0 {
+		expiry, _ = d.expiryFor(ttl) // a positive TTL is no error
+	}
+	w = e.beginWrite()
+	copy(b, next)
+	e.endWrite(w, expiry)
+	e.use()
+	n, slow := s.entryCounted(off, tWrites)
+	s.unpin(off, pw)
+	if slow {
+		d.flushPageCounts(s, key, h, off, n)
+	}
+	return reviseDone, nil
+}
+
+// lockRevise is Revise under the shard's lock: for a key that is absent,
+// expired or broken, or a value that kept changing. fn still works on a
+// copy, which is stored only if fn asks.
+func (d *Dict) lockRevise(key string, kind Kind, size int, fn ReviseFunc) (out Outcome, err error) {
+	mfn := func(b []byte, found bool) (bool, time.Duration) {
+		var cur State
+		copy(cur[:], b)
+		next, store, ttl := fn(cur, found)
+		if !store {
+			return false, 0 // a found entry stays as it is
+		}
+		copy(b, next[:])
+		return true, ttl
+	}
+	err = d.lockMutate(key, kind, size, 0, mutateFn{ttl: mfn}, &out)
+	return out, err
+}

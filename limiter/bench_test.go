@@ -92,7 +92,7 @@ func benchKeyNames(prefix string, n int) []string {
 // the dictionary's coarse clock; and, in limiterProcs, the same decisions
 // in one and two processes at once.
 func BenchmarkLimiter(b *testing.B) {
-	for _, op := range []string{"update", "req", "count", "conn", "sliding", "gcra", "combine"} {
+	for _, op := range []string{"update", "req", "count", "conn", "sliding", "gcra", "combine", hotOp} {
 		b.Run("op="+op+"/keys=1000", func(b *testing.B) {
 			d, err := dict.Open(filepath.Join(b.TempDir(), "bench.zone"), dict.Options{Size: benchZoneSize})
 			if err != nil {

@@ -26,6 +26,10 @@ const procsKeys = 1000
 // start each process makes the first decision for each of its clients, in
 // turns with the others, in the order the clients would arrive at a server
 // (clients.Arrivals, clients.Turns), as a server's processes do.
+//
+// keys=hot is a flood on a few keys: a Req of 1 request a second and no
+// burst over hotKeys, which every process hammers. Nearly every decision
+// is a rejection.
 func limiterProcs(b *testing.B) {
 	seed := testutil.Seed(b)
 	for _, op := range []string{"req", "count"} {
@@ -33,6 +37,24 @@ func limiterProcs(b *testing.B) {
 			name := fmt.Sprintf("op=%s/keys=own/procs=%d", op, procs)
 			b.Run(name, func(b *testing.B) { benchProcs(b, op, procs, seed) })
 		}
+	}
+	for _, procs := range []int{1, 2} {
+		name := fmt.Sprintf("op=req/keys=hot/procs=%d", procs)
+		b.Run(name, func(b *testing.B) { benchProcs(b, hotOp, procs, seed) })
+	}
+}
+
+// hotOp is the op of keys=hot, and hotKeys its keys. BenchmarkLimiter
+// runs it on 1,000 keys too: after each key's first request, every
+// decision is a rejection.
+const hotOp = "req-reject"
+
+var hotKeys = []string{"203.0.113.7", "198.51.100.23", "192.0.2.146", "203.0.113.250"}
+
+func init() {
+	benchOps[hotOp] = func(d *dict.Dict) (func(context.Context, string) error, error) {
+		l, err := NewReq(d, "hot", 1, 0)
+		return commitOp(l), err
 	}
 }
 
@@ -51,8 +73,12 @@ func benchProcs(b *testing.B, op string, procs int, seed uint64) {
 		b.Fatal(err)
 	}
 	// One more entry: the limiter's record of its parameters (inspect.go).
-	if got, want := d.Stats().Entries, int64(procs*procsKeys+1); got != want {
-		b.Fatalf("zone holds %d entries, want %d processes × %d clients and a record", got, procs, procsKeys)
+	want := int64(procs*procsKeys + 1)
+	if op == hotOp {
+		want = int64(len(hotKeys) + 1)
+	}
+	if got := d.Stats().Entries; got != want {
+		b.Fatalf("zone holds %d entries, want %d: %d processes' clients and a record", got, want, procs)
 	}
 }
 
@@ -85,14 +111,11 @@ func helperBenchProcs(args []string) error {
 	if err != nil {
 		return err
 	}
-	ks := clients.Addrs(seed, id, procsKeys)
-	ctx := context.Background()
-	err = clients.CreateInTurns(path+".turns", seed, int(id), procs, procsKeys, func(i int) error {
-		return fn(ctx, ks[i])
-	})
+	ks, err := procsClients(fn, path, op, seed, int(id), procs)
 	if err != nil {
 		return err
 	}
+	ctx := context.Background()
 	pick := testutil.NewPicker(seed ^ (id+1)*0x9e3779b97f4a7c15)
 	return testutil.BenchChild(func() error {
 		for i := 0; i < n; i++ {
@@ -104,10 +127,30 @@ func helperBenchProcs(args []string) error {
 	})
 }
 
+// procsClients returns the keys of process id of procs, after its first
+// decision on each: its own clients, made in turns with the others, or
+// hotKeys, which every process shares.
+func procsClients(fn func(context.Context, string) error, path, op string, seed uint64, id, procs int) ([]string, error) {
+	ctx := context.Background()
+	if op == hotOp {
+		for _, k := range hotKeys {
+			if err := fn(ctx, k); err != nil {
+				return nil, err
+			}
+		}
+		return hotKeys, nil
+	}
+	ks := clients.Addrs(seed, uint64(id), procsKeys)
+	err := clients.CreateInTurns(path+".turns", seed, id, procs, procsKeys, func(i int) error {
+		return fn(ctx, ks[i])
+	})
+	return ks, err
+}
+
 // TestLimiterProcsRuns runs limiterProcs's cases for a few decisions: make
 // test runs no benchmark, and their helpers and turns would otherwise be
 // run by make bench alone.
 func TestLimiterProcsRuns(t *testing.T) {
 	t.Parallel()
-	testutil.RunBenchmarks(t, "^BenchmarkLimiter$/./^keys=own$", 50, 4)
+	testutil.RunBenchmarks(t, "^BenchmarkLimiter$/./^keys=(own|hot)$", 50, 6)
 }

@@ -21,9 +21,12 @@ import (
 // state. The Lua module sets no TTL. So a full zone reclaims drained
 // buckets before it evicts a client's live one.
 //
-// A committing decision and Uncommit read and rewrite the state in place,
-// under the key's lock. So processes that share a key never overshoot. A
-// dry run only reads the state.
+// A committing decision reads the state without a lock and decides on a
+// copy. A rejection writes nothing. An admission stores the new state
+// under the key's lock, and only if the state has not changed since it
+// was read: otherwise it decides again. So processes that share a key
+// never overshoot. Uncommit rewrites the state under the lock. A dry run
+// only reads the state.
 //
 // The arithmetic is resty.limit.req's, in its units and its order of
 // operations. After any sequence of calls, a key's state is the one the Lua

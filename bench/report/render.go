@@ -166,6 +166,12 @@ func (v *view) targets() {
 	incrNs, okI := v.goVal("dict-ops", "BenchmarkOps/op=incr/keys=1000", "ns/op")
 	perIncr := ratio(reqNs, incrNs, okR && okI)
 	v.target("limiter req decision over a dict incr, 1,000 keys, same run", "≤ 1.5×", perIncr, shown(perIncr) <= 1.5, okR && okI)
+	for _, l := range []string{"count", "gcra"} {
+		n, ok := v.goVal("limiter", "BenchmarkLimiter/op="+l+"/keys=1000", "ns/op")
+		r := ratio(n, incrNs, ok && okI)
+		v.target("limiter "+l+" decision over a dict incr, 1,000 keys, same run", "≤ 1.5×", r, shown(r) <= 1.5, ok && okI)
+	}
+	scales("limiter req, a flood of rejections on 4 keys every process shares, 2 processes over 1", "limiter", "BenchmarkLimiter/op=req/keys=hot", 1.8)
 	scales("limiter req, 2 processes each on its own 1,000 random clients, over 1", "limiter", "BenchmarkLimiter/op=req/keys=own", 1.7)
 	scales("limiter count, 2 processes each on its own 1,000 random clients, over 1", "limiter", "BenchmarkLimiter/op=count/keys=own", 1.7)
 	// A host's flush must keep up with its interval: 40 µs a key, or 2,500
@@ -322,7 +328,7 @@ const keyMemoryBench = "op=key-memory/keys=100000"
 
 func (v *view) limiterTables() {
 	v.Limiter = table{head: []string{"limiter", "ns/op", "runs ranged", "allocs/op"}}
-	for _, l := range []string{"req", "count", "conn", "gcra", "sliding", "combine", "update"} {
+	for _, l := range []string{"req", "req-reject", "count", "conn", "gcra", "sliding", "combine", "update"} {
 		name := "BenchmarkLimiter/op=" + l + "/keys=1000"
 		n, ok := v.goVal("limiter", name, "ns/op")
 		v.Limiter.add(l, ns(n, ok), v.spread("limiter", name, "ns/op"), v.allocs("limiter", name))
@@ -331,6 +337,7 @@ func (v *view) limiterTables() {
 	for _, l := range []string{"req", "count"} {
 		v.procsRow(&v.LimiterProcs, l, "own", "limiter", "BenchmarkLimiter/op="+l+"/keys=own")
 	}
+	v.procsRow(&v.LimiterProcs, "req", "hot", "limiter", "BenchmarkLimiter/op=req/keys=hot")
 	v.Flood = table{head: []string{"limiter", "quiet ns/op", "quiet decisions/s", "flood ns/op", "flood decisions/s", "flood over quiet", "evictions/op", "allocs/op"}}
 	for _, l := range []string{"req", "count", "gcra", "sliding"} {
 		name := "BenchmarkFlood/kind=" + l + "/traffic="

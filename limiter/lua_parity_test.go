@@ -525,3 +525,22 @@ func TestLuaParityConn(t *testing.T) {
 		}
 	}
 }
+
+// TestLuaMs checks luaMs's table against ngx.now()'s arithmetic, a
+// division per call, over every msec of a second and times from before
+// the epoch to this century's.
+func TestLuaMs(t *testing.T) {
+	for _, base := range []int64{-2000, 0, 1000, 1_700_000_000_000, 4_102_444_800_000} {
+		for msec := int64(0); msec < 2000; msec++ {
+			ms := base + msec
+			sec, m := ms/1000, ms%1000
+			if m < 0 {
+				sec, m = sec-1, m+1000
+			}
+			want := float64(float64(sec)+float64(m)/1000) * 1000
+			if got := luaMs(ms); math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("luaMs(%d) = %v, want %v", ms, got, want)
+			}
+		}
+	}
+}

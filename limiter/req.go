@@ -292,8 +292,17 @@ func luaMs(ms int64) float64 {
 	if msec < 0 {
 		sec, msec = sec-1, msec+1000
 	}
-	return float64(float64(sec)+float64(msec)/1000) * 1000
+	return float64(float64(sec)+msecFrac[msec]) * 1000
 }
+
+// msecFrac holds msec/1000.0 for each msec of a second, as ngx.now()
+// computes it: the same doubles, without a division per decision.
+var msecFrac = func() (f [1000]float64) {
+	for i := range f {
+		f[i] = float64(i) / 1000
+	}
+	return f
+}()
 
 // truncMs returns a luaMs time as the record stores it: truncated, as the
 // Lua module's store into its uint64_t field; never below 0.

@@ -11,16 +11,18 @@
 #     overhead: the same loop and key stepping without the dict call
 #     (op=loop; it is part of every nginx figure);
 #   - one worker: ns/op of req and count, lim:incoming(key, true) on 1,000
-#     client keys, N decisions;
+#     client keys, N decisions, and of reqhot, the same call of a req
+#     limiter at 1 request a second on the 4 hot keys, N decisions;
 #   - two workers at once: incr and get, each worker on its own 1,000 keys
-#     ("p<i>:key:%08d"), and req and count, each worker on its own 1,000
-#     client keys, N ops each, started together at a barrier.
+#     ("p<i>:key:%08d"), req and count, each worker on its own 1,000
+#     client keys, and reqhot, both workers on the same 4 hot keys, N ops
+#     each, started together at a barrier.
 # It checks that every timed loop was compiled by LuaJIT (traces completed in
 # the loop's function, none aborted there) and that both workers (two pids)
 # ran. Then it stops nginx and runs, REPS counts each (median):
 #   go test -bench 'BenchmarkOps/op=(incr|get|set)/keys=(1000|100000)$' ./dict
 #   go test -bench 'BenchmarkProcs/op=(incr|get)/keys=(own|shared)/procs=2$' ./dict
-#   SHMZONE_SEED=SEED go test -bench 'BenchmarkLimiter/op=(req|count)/keys=own/procs=(1|2)$' ./limiter
+#   SHMZONE_SEED=SEED go test -bench 'BenchmarkLimiter/op=(req|count)/keys=(own|hot)/procs=(1|2)$' ./limiter
 # BenchmarkProcs' incr keys=own case is the two-worker incr match: each
 # process has its own 1,000 keys, drawn at random with no regard to shards.
 # Its get case reads 1,000 keys that both processes share; nginx has one
@@ -39,8 +41,23 @@
 #   - count: limit 2^53 a window of one hour (Lua:
 #     resty.limit.count.new("bench", 2^53, 3600); Go: NewCount(d, "t",
 #     1<<53, time.Hour)).
+# reqhot is BenchmarkLimiter's keys=hot case, a flood on a few keys that
+# every process hammers, as when one client floods a server: rate 1 per
+# second, burst 0 (Lua: resty.limit.req.new("bench", 1, 0); Go: NewReq(d,
+# "hot", 1, 0)), on the 4 keys "203.0.113.7", "198.51.100.23",
+# "192.0.2.146" and "203.0.113.250" (the Go side's hotKeys), which every
+# worker and process shares, seeds aside. Each worker and process gives
+# each key its first decision before the timed loop (admitted for the first
+# to decide, else rejected); after it nearly every decision is a rejection
+# (Lua: incoming answers nil, "rejected"), which reads the key and writes
+# nothing. The loop counts a rejection as a decision like any other; only
+# another error fails the run. An nginx worker steps through the 4 keys in
+# order; a Go process picks them at random.
 # nginx's clock is the worker's cached ngx.now(), which stands still
-# during a loop; the zone's advances. Neither changes a decision.
+# during a loop; the zone's advances. Neither changes a decision of req or
+# count; for reqhot, the zone admits a key again a second after its last
+# admission, a few decisions in millions, where a worker's loop, its clock
+# standing still, keeps rejecting.
 #
 # Output (FORMAT=markdown, the default): a comment line, the one-process
 # table (nginx ns/op, zone ns/op, ratio), the loop overhead and JIT check,
@@ -48,16 +65,17 @@
 #
 # Output with FORMAT=tsv, for programs; every line is one of:
 #   op<TAB>keys<TAB>workers<TAB>nginx_ns_per_op<TAB>zone_ns_per_op
-#       op: incr, get, set, req or count; keys: the keys per process (1000
-#       or 100000); workers: processes running at once (1 or 2; 2 only for
-#       incr, get, req and count at 1000). ns/op is per process: the time
-#       one process takes for one operation (workers=2: the slower worker's
-#       time for its N operations over N; zone: 2 s / BenchmarkProcs' or
-#       BenchmarkLimiter's ops/s; req and count at workers=1: 1 s /
-#       BenchmarkLimiter's procs=1 ops/s). Decimal, one digit after the
-#       point. Rows come in the order incr get set at 1000, the same at
-#       100000, req count at 1000, then incr get req count at 1000 with
-#       workers=2.
+#       op: incr, get, set, req, count or reqhot; keys: the keys per
+#       process (1000 or 100000; reqhot: 4, the hot keys every process
+#       shares); workers: processes running at once (1 or 2; 2 only for
+#       incr, get, req and count at 1000 and reqhot at 4). ns/op is per
+#       process: the time one process takes for one operation (workers=2:
+#       the slower worker's time for its N operations over N; zone: 2 s /
+#       BenchmarkProcs' or BenchmarkLimiter's ops/s; req, count and reqhot
+#       at workers=1: 1 s / BenchmarkLimiter's procs=1 ops/s). Decimal, one
+#       digit after the point. Rows come in the order incr get set at 1000,
+#       the same at 100000, req count at 1000, reqhot at 4, then incr get
+#       req count at 1000 and reqhot at 4 with workers=2.
 #   # NAME<TAB>VALUE[<TAB>VALUE...]   metadata, one of:
 #       # nginx<TAB>1.22.1            nginx version
 #       # ngx_lua<TAB>0.10.23         lua-nginx-module version
@@ -65,7 +83,7 @@
 #       # luajit_package<TAB>libluajit2-5.1-2 2.1-20230119-1 (dpkg, if any)
 #       # resty_core_shdict<TAB>true  FFI shdict methods in use
 #       # limit_traffic<TAB>0.09      lua-resty-limit-traffic version, from REF
-#       # limits<TAB>req rate 1e9/s burst 1e9; count 2^53 per 3600 s
+#       # limits<TAB>req rate 1e9/s burst 1e9; count 2^53 per 3600 s; reqhot rate 1/s burst 0 on 4 shared keys
 #       # seed<TAB>12345              SHMZONE_SEED of the limiters' client keys
 #       # N<TAB>1000000               operations per timed run and process
 #       # REPS<TAB>3                  runs per figure (median)
@@ -216,16 +234,19 @@ for keys in 1000 100000; do
 	for op in incr get set loop; do one "$op" "$keys"; done
 done
 for op in req count; do one "$op" 1000; done
+one reqhot 4
 
 # Two workers: /start, then poll /result until both workers have answered
 # "WORKER PID NS TRACES ABORTS OTHER[<TAB>WHY]".
 pids=
-for op in incr get req count; do
-	echo "nginx.sh: nginx $op keys=1000 workers=2" >&2
+declare -A nkeys=([incr]=1000 [get]=1000 [req]=1000 [count]=1000 [reqhot]=4)
+for op in incr get req count reqhot; do
+	k=${nkeys[$op]}
+	echo "nginx.sh: nginx $op keys=$k workers=2" >&2
 	slowest=()
 	all=
 	for _ in $(seq "$REPS"); do
-		gen=$(curl -fsS "$url/start?op=$op&keys=1000&n=$N&workers=2")
+		gen=$(curl -fsS "$url/start?op=$op&keys=$k&n=$N&workers=2")
 		res=
 		deadline=$((SECONDS + 600))
 		while [ "$SECONDS" -lt "$deadline" ]; do
@@ -244,7 +265,7 @@ for op in incr get req count; do
 		slowest+=("$(awk '$3 > m { m = $3 } END { print m }' <<<"$res")")
 		all+=$res$'\n'
 	done
-	jit "$op 1000 2" 4 "${all%$'\n'}"
+	jit "$op $k 2" 4 "${all%$'\n'}"
 	s=$(printf '%s\n' "${slowest[@]}" | median)
 	ng2[$op]=$(awk -v s="$s" -v n="$N" 'BEGIN { printf "%.4f", s / n }')
 	ops2n[$op]=$(awk -v s="$s" -v n="$N" 'BEGIN { printf "%.0f", 2 * n / s * 1e9 }')
@@ -272,18 +293,22 @@ for op in incr get; do
 	ops2z[$op]=$(awk -v o="$o" 'BEGIN { printf "%.0f", o }')
 	zo2[$op]=$(awk -v o="$o" 'BEGIN { printf "%.4f", 2e9 / o }')
 done
-gocmd3="SHMZONE_SEED=$SEED $GO test -run '^\$' -bench 'BenchmarkLimiter/op=(req|count)/keys=own/procs=(1|2)\$' -count $REPS ./limiter"
+gocmd3="SHMZONE_SEED=$SEED $GO test -run '^\$' -bench 'BenchmarkLimiter/op=(req|count)/keys=(own|hot)/procs=(1|2)\$' -count $REPS ./limiter"
 echo "nginx.sh: $gocmd3" >&2
-out=$(cd "$root" && SHMZONE_SEED=$SEED "$GO" test -run '^$' -bench 'BenchmarkLimiter/op=(req|count)/keys=own/procs=(1|2)$' -count "$REPS" ./limiter)
-for op in req count; do
+out=$(cd "$root" && SHMZONE_SEED=$SEED "$GO" test -run '^$' -bench 'BenchmarkLimiter/op=(req|count)/keys=(own|hot)/procs=(1|2)$' -count "$REPS" ./limiter)
+# The Go case of each limiter op: req and count are keys=own, reqhot is
+# req's keys=hot.
+declare -A gocase=([req]=req/keys=own [count]=count/keys=own [reqhot]=req/keys=hot)
+for op in req count reqhot; do
+	k=${nkeys[$op]}
 	for procs in 1 2; do
-		o=$(awk -v name="BenchmarkLimiter/op=$op/keys=own/procs=$procs" \
+		o=$(awk -v name="BenchmarkLimiter/op=${gocase[$op]}/procs=$procs" \
 			'{ n = $1; sub(/-[0-9]+$/, "", n) } n == name { for (i = 2; i <= NF; i++) if ($i == "ops/s") print $(i - 1) }' \
 			<<<"$out" | median)
 		[ -n "$o" ] || { echo "nginx.sh: no BenchmarkLimiter result for $op procs=$procs" >&2; exit 1; }
 		ns=$(awk -v o="$o" -v p="$procs" 'BEGIN { printf "%.4f", p * 1e9 / o }')
 		if [ "$procs" = 1 ]; then
-			zo[$op/1000]=$ns
+			zo[$op/$k]=$ns
 		else
 			ops2z[$op]=$(awk -v o="$o" 'BEGIN { printf "%.0f", o }')
 			zo2[$op]=$ns
@@ -298,7 +323,7 @@ if [ "$FORMAT" = tsv ]; then
 	[ -z "$luajit_pkg" ] || printf '# luajit_package\t%s\n' "$luajit_pkg"
 	printf '# resty_core_shdict\t%s\n' "$resty_core"
 	printf '# limit_traffic\t%s\n' "$limit_traffic"
-	printf '# limits\treq rate 1e9/s burst 1e9; count 2^53 per 3600 s\n'
+	printf '# limits\treq rate 1e9/s burst 1e9; count 2^53 per 3600 s; reqhot rate 1/s burst 0 on 4 shared keys\n'
 	printf '# seed\t%s\n' "$SEED"
 	printf '# N\t%s\n# REPS\t%s\n# cpus\t%s\n# date\t%s\n' "$N" "$REPS" "$(nproc)" "$started"
 	printf '# loadavg\t%s\n' "$loadavg"
@@ -307,8 +332,8 @@ if [ "$FORMAT" = tsv ]; then
 	for keys in 1000 100000; do
 		printf '# loop_ns_per_op\t%s\t%.1f\n' "$keys" "${loopns[$keys]}"
 	done
-	for op in incr get req count; do
-		printf '# ops_per_s\t%s\t1000\t2\t%s\t%s\n' "$op" "${ops2n[$op]}" "${ops2z[$op]}"
+	for op in incr get req count reqhot; do
+		printf '# ops_per_s\t%s\t%s\t2\t%s\t%s\n' "$op" "${nkeys[$op]}" "${ops2n[$op]}" "${ops2z[$op]}"
 	done
 	printf '# worker_pids\t%s\n' "$pids"
 	for keys in 1000 100000; do
@@ -316,11 +341,12 @@ if [ "$FORMAT" = tsv ]; then
 			printf '%s\t%s\t1\t%.1f\t%.1f\n' "$op" "$keys" "${ng[$op/$keys]}" "${zo[$op/$keys]}"
 		done
 	done
-	for op in req count; do
-		printf '%s\t1000\t1\t%.1f\t%.1f\n' "$op" "${ng[$op/1000]}" "${zo[$op/1000]}"
+	for op in req count reqhot; do
+		k=${nkeys[$op]}
+		printf '%s\t%s\t1\t%.1f\t%.1f\n' "$op" "$k" "${ng[$op/$k]}" "${zo[$op/$k]}"
 	done
-	for op in incr get req count; do
-		printf '%s\t1000\t2\t%.1f\t%.1f\n' "$op" "${ng2[$op]}" "${zo2[$op]}"
+	for op in incr get req count reqhot; do
+		printf '%s\t%s\t2\t%.1f\t%.1f\n' "$op" "${nkeys[$op]}" "${ng2[$op]}" "${zo2[$op]}"
 	done
 	exit 0
 fi
@@ -350,15 +376,17 @@ for op in incr get; do
 		'BEGIN { printf "| %s | 1000 | 2 | %.1f | %.2f M | %.1f | %.2f M | %.2f× |\n", op, a, oa / 1e6, b, ob / 1e6, (b > 0 ? a / b : 0) }'
 done
 echo
-echo "# limiters: lua-resty-limit-traffic $limit_traffic against package limiter, each process on its own 1000 client keys (seed $SEED); cd $root && $gocmd3"
+echo "# limiters: lua-resty-limit-traffic $limit_traffic against package limiter; req and count: each process on its own 1000 client keys (seed $SEED); reqhot: req at 1/s, burst 0, every process on the same 4 keys, nearly every decision a rejection; cd $root && $gocmd3"
 echo
-echo "| limiter | processes | nginx ns/op per worker | zone ns/op per process | zone speed-up (nginx/zone) |"
-echo "|---|---:|---:|---:|---:|"
-for op in req count; do
-	awk -v op="$op" -v a="${ng[$op/1000]}" -v b="${zo[$op/1000]}" \
-		'BEGIN { printf "| %s | 1 | %.1f | %.1f | %.2f× |\n", op, a, b, (b > 0 ? a / b : 0) }'
-	awk -v op="$op" -v a="${ng2[$op]}" -v b="${zo2[$op]}" \
-		'BEGIN { printf "| %s | 2 | %.1f | %.1f | %.2f× |\n", op, a, b, (b > 0 ? a / b : 0) }'
+echo "| limiter | keys | processes | nginx ns/op per worker | zone ns/op per process | zone speed-up (nginx/zone) |"
+echo "|---|---|---:|---:|---:|---:|"
+declare -A keysays=([req]="1000 own" [count]="1000 own" [reqhot]="4 shared")
+for op in req count reqhot; do
+	k=${nkeys[$op]}
+	awk -v op="$op" -v ks="${keysays[$op]}" -v a="${ng[$op/$k]}" -v b="${zo[$op/$k]}" \
+		'BEGIN { printf "| %s | %s | 1 | %.1f | %.1f | %.2f× |\n", op, ks, a, b, (b > 0 ? a / b : 0) }'
+	awk -v op="$op" -v ks="${keysays[$op]}" -v a="${ng2[$op]}" -v b="${zo2[$op]}" \
+		'BEGIN { printf "| %s | %s | 2 | %.1f | %.1f | %.2f× |\n", op, ks, a, b, (b > 0 ? a / b : 0) }'
 done
 [ "${#other_aborts[@]}" -eq 0 ] || {
 	echo

@@ -18,7 +18,8 @@
 //     one is installed to show that a browser draws it;
 //   - bench/peers/nginx.sh: nginx's lua_shared_dict against the dict, and
 //     lua-resty-limit-traffic's resty.limit.req and resty.limit.count
-//     against limiter's Req and Count, at one and two processes. It runs
+//     against limiter's Req and Count, and Req's flood of rejections on 4
+//     keys every process shares, at one and two processes. It runs
 //     when nginx and its lua module are installed; make bench installs
 //     them (make bench-deps). The Lua sources come from REF, as nginx.sh
 //     says, and the run fails at its start if they are missing;

@@ -11,7 +11,9 @@ import (
 
 // nginxStep is the output of `FORMAT=tsv bash bench/peers/nginx.sh`: its
 // metadata lines and one row per op, key count and worker count. The ops
-// are the dict's incr, get and set, and the limiters' req and count.
+// are the dict's incr, get and set, and the limiters' req and count (1,000
+// keys per process) and reqhot, req's flood of rejections on 4 keys every
+// process shares (keys 4).
 type nginxStep struct {
 	Command string     `json:"command"`
 	Meta    []string   `json:"meta"`

@@ -188,7 +188,13 @@ func (v *view) targets() {
 	flushCell := rate(flushRate, flushWhere != "")
 	v.target("tiered flush, least of 10,000 and 100,000 keys, one server and a cluster (keys/s)", "≥ 25 k",
 		fmt.Sprintf("%s (%s)", flushCell, flushWhere), shownRate(flushCell) >= 25e3, flushWhere != "")
+	v.peerTargets()
+	v.e2eTargets()
+}
 
+// peerTargets are the targets against the peers: Redis in the matrix and
+// nginx's lua_shared_dict and lua-resty-limit-traffic.
+func (v *view) peerTargets() {
 	// zone over Redis: the least ratio over every op and procs of the
 	// 1,000-key matrix.
 	least, where := 0.0, ""
@@ -226,7 +232,7 @@ func (v *view) targets() {
 	nx("limiter Req over nginx resty.limit.req, 2 processes each on its own 1,000 clients", "req", 1000, 2, 2)
 	nx("limiter Count over nginx resty.limit.count, 1 process on 1,000 clients", "count", 1000, 1, 2)
 	nx("limiter Count over nginx resty.limit.count, 2 processes each on its own 1,000 clients", "count", 1000, 2, 2)
-	v.e2eTargets()
+	nx("limiter req, a flood of rejections on 4 keys every process shares, 2 processes, over nginx's 2 workers", "reqhot", 4, 2, 4)
 }
 
 // scaling returns ops/s at procs=2 over procs=1 of a Go benchmark that
@@ -492,27 +498,40 @@ func (v *view) detail(keys int, keep func(matrixRun) bool) table {
 	return t
 }
 
+// nginxLimiter is a limiter row of nginx.sh: its op, the keys per process
+// and what the page calls them.
+type nginxLimiter struct {
+	op, name string
+	keys     int
+	keysSay  string
+}
+
 // nginxLimiters are the ops of nginx.sh that are limiter decisions, not
-// dict operations.
-var nginxLimiters = []string{"req", "count"}
+// dict operations: req and count on each process's own 1,000 clients, and
+// reqhot, req's flood of rejections on 4 keys every process shares.
+var nginxLimiters = []nginxLimiter{
+	{op: "req", name: "req", keys: 1000, keysSay: "1,000 own"},
+	{op: "count", name: "count", keys: 1000, keysSay: "1,000 own"},
+	{op: "reqhot", name: "req flood", keys: 4, keysSay: "4 shared"},
+}
+
+// isNginxLimiter reports whether op is one of nginxLimiters.
+func isNginxLimiter(op string) bool {
+	return slices.ContainsFunc(nginxLimiters, func(l nginxLimiter) bool { return l.op == op })
+}
 
 func (v *view) nginxTable() {
 	v.Nginx = table{head: []string{"op", "keys", "nginx ns/op", "zone ns/op", "zone speed-up (nginx/zone)", "redis ns/op (procs=1)", "zone/redis"}}
 	v.NginxPair = table{head: []string{"op", "keys per process", "nginx ops/s", "zone ops/s", "zone/nginx"}}
-	v.NginxLimiter = table{head: []string{"limiter", "processes", "nginx ns/op per process", "zone ns/op per process", "nginx ops/s", "zone ops/s", "zone speed-up (nginx/zone)"}}
+	v.nginxLimiterTable()
 	if v.results.Nginx == nil {
-		for _, op := range nginxLimiters {
-			for _, w := range []string{"1", "2"} {
-				v.NginxLimiter.add(op, w, missing, missing, missing, missing, missing)
-			}
-		}
 		return
 	}
 	for _, m := range v.results.Nginx.Meta {
 		f := strings.Split(m, "\t")
 		switch f[0] {
 		case "ops_per_s":
-			if len(f) == 6 && !slices.Contains(nginxLimiters, f[1]) {
+			if len(f) == 6 && !isNginxLimiter(f[1]) {
 				a, errA := strconv.ParseFloat(f[4], 64)
 				b, errB := strconv.ParseFloat(f[5], 64)
 				ok := errA == nil && errB == nil
@@ -535,7 +554,7 @@ func (v *view) nginxTable() {
 		v.NginxMeta = append(v.NginxMeta, f[0]+": "+strings.Join(f[1:], " "))
 	}
 	for _, r := range v.results.Nginx.Rows {
-		if r.Workers != 1 || slices.Contains(nginxLimiters, r.Op) {
+		if r.Workers != 1 || isNginxLimiter(r.Op) {
 			continue
 		}
 		redis, zr := missing, missing
@@ -546,17 +565,23 @@ func (v *view) nginxTable() {
 		v.Nginx.add(r.Op, commas(float64(r.Keys)), ns(r.Nginx, true), ns(r.Zone, true),
 			ratio(r.Nginx, r.Zone, true), redis, zr)
 	}
-	for _, op := range nginxLimiters {
+}
+
+// nginxLimiterTable makes NginxLimiter, a row per limiter of nginxLimiters
+// and process count, "—" where the nginx step has no row.
+func (v *view) nginxLimiterTable() {
+	v.NginxLimiter = table{head: []string{"limiter", "keys per process", "processes", "nginx ns/op per process", "zone ns/op per process", "nginx ops/s", "zone ops/s", "zone speed-up (nginx/zone)"}}
+	for _, l := range nginxLimiters {
 		for _, w := range []int{1, 2} {
-			r := v.results.Nginx.row(op, 1000, w)
+			r := v.results.Nginx.row(l.op, l.keys, w)
 			if r == nil {
-				v.NginxLimiter.add(op, itoa(w), missing, missing, missing, missing, missing)
+				v.NginxLimiter.add(l.name, l.keysSay, itoa(w), missing, missing, missing, missing, missing)
 				continue
 			}
 			// ops/s of all processes together: each did its operations
 			// in the time the slower one took.
 			per := float64(w) * 1e9
-			v.NginxLimiter.add(op, itoa(w), ns(r.Nginx, true), ns(r.Zone, true),
+			v.NginxLimiter.add(l.name, l.keysSay, itoa(w), ns(r.Nginx, true), ns(r.Zone, true),
 				rate(per/r.Nginx, true), rate(per/r.Zone, true), ratio(r.Nginx, r.Zone, true))
 		}
 	}

@@ -126,6 +126,61 @@ func TestParseNginx(t *testing.T) {
 	}
 }
 
+// TestParseNginxOutput parses testdata/nginx.tsv, the output of a short
+// run (N=20000 REPS=1 FORMAT=tsv bash bench/peers/nginx.sh on a busy
+// machine: its figures say nothing), and renders its limiter table: every
+// row of nginx.sh is there, the reqhot flood's among them.
+func TestParseNginxOutput(t *testing.T) {
+	out, err := os.ReadFile("testdata/nginx.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ng, err := parseNginx(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ng.Rows) != 14 {
+		t.Errorf("%d rows, want 14", len(ng.Rows))
+	}
+	for _, c := range []struct {
+		op            string
+		keys, workers int
+		nginx, zone   float64
+	}{
+		{"req", 1000, 1, 327.3, 123.8},
+		{"count", 1000, 2, 657.4, 76.2},
+		{"reqhot", 4, 1, 104.9, 66.0},
+		{"reqhot", 4, 2, 268.0, 94.5},
+	} {
+		r := ng.row(c.op, c.keys, c.workers)
+		if r == nil || r.Nginx != c.nginx || r.Zone != c.zone {
+			t.Errorf("row(%s, %d, %d) = %+v, want nginx %g zone %g", c.op, c.keys, c.workers, r, c.nginx, c.zone)
+		}
+	}
+	if !slices.Contains(ng.Meta, "ops_per_s\treqhot\t4\t2\t7463168\t21172506") {
+		t.Errorf("no reqhot ops_per_s in Meta %q", ng.Meta)
+	}
+	v := &view{results: &results{Nginx: ng}}
+	v.nginxTable()
+	if len(v.NginxLimiter.rows) != 2*len(nginxLimiters) {
+		t.Fatalf("NginxLimiter has %d rows, want %d", len(v.NginxLimiter.rows), 2*len(nginxLimiters))
+	}
+	for _, r := range v.NginxLimiter.rows {
+		if slices.Contains(r, missing) {
+			t.Errorf("NginxLimiter row %q has a missing cell", r)
+		}
+	}
+	want := []string{"req flood", "4 shared", "2", "268.0", "94.5", "7.46 M", "21.16 M", "2.84×"}
+	if got := v.NginxLimiter.rows[5]; !slices.Equal(got, want) {
+		t.Errorf("NginxLimiter's reqhot row at 2 processes = %q, want %q", got, want)
+	}
+	for _, r := range v.NginxPair.rows {
+		if isNginxLimiter(r[0]) {
+			t.Errorf("NginxPair has the limiter row %q", r)
+		}
+	}
+}
+
 // TestLimitTrafficRef: REF, or ../shared/reference beside the root, must
 // hold lua-resty-limit-traffic's req.lua and count.lua.
 func TestLimitTrafficRef(t *testing.T) {
@@ -246,6 +301,15 @@ func TestTargets(t *testing.T) {
 	if got := verdict(res, "limiter Count over nginx resty.limit.count, 2 processes"); got != "1.80× **missed**" {
 		t.Errorf("nginx count target at 2 processes = %q, want 1.80× **missed**", got)
 	}
+	// The flood: 250/55 at two processes, over a target of 4×.
+	hot := "limiter req, a flood of rejections on 4 keys every process shares, 2 processes, over nginx's 2 workers"
+	if got := verdict(res, hot); got != "4.55× holds" {
+		t.Errorf("nginx reqhot target = %q, want 4.55× holds", got)
+	}
+	res.Nginx.row("reqhot", 4, 2).Nginx = 214.5
+	if got := verdict(res, hot); got != "3.90× **missed**" {
+		t.Errorf("nginx reqhot target, 214.5/55 = %q, want 3.90× **missed**", got)
+	}
 	res.Nginx.row("count", 1000, 2).Nginx = 205.8
 	if got := verdict(res, "limiter Count over nginx resty.limit.count, 2 processes"); got != "2.00× holds" {
 		t.Errorf("nginx count target at 2 processes, 205.8/102.9 = %q, want 2.00× holds", got)
@@ -256,6 +320,9 @@ func TestTargets(t *testing.T) {
 	}
 	if got := verdict(res, "limiter Req over nginx resty.limit.req, 2 processes"); got != "— not measured" {
 		t.Errorf("nginx req target without nginx = %q, want not measured", got)
+	}
+	if got := verdict(res, hot); got != "— not measured" {
+		t.Errorf("nginx reqhot target without nginx = %q, want not measured", got)
 	}
 	res.Go["dict-ops"].Samples["BenchmarkOps/op=incr/keys=1000"]["ns/op"] = []float64{29, 31, 30}
 	if got := verdict(res, "dict incr, 1,000 keys"); got != "30.0 ns holds" {

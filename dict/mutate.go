@@ -100,15 +100,16 @@ func (d *Dict) mutate(key string, size int, ttl time.Duration, fn mutateFn, out 
 		}
 		return err
 	}
-	return d.lockMutate(key, KindBytes, size, ttl, fn, out)
+	return d.lockMutate(key, Bytes(zeros[:size]), ttl, fn, out)
 }
 
-// lockMutate is mutate under the shard's lock, of a value of kind: bytes
-// of size bytes, or for Revise an int. It is a function of its own
+// lockMutate is mutate under the shard's lock, of a value of zv's kind
+// and size: zv is what a new entry starts from, zero bytes or, for
+// ReviseInt, Int(0). It is a function of its own
 // so that mutate's defers stay few enough for the compiler to open-code:
 // a deferred call kept on the stack costs several nanoseconds at every
 // return, taken or not.
-func (d *Dict) lockMutate(key string, kind Kind, size int, ttl time.Duration, fn mutateFn, out *Outcome) error {
+func (d *Dict) lockMutate(key string, zv Value, ttl time.Duration, fn mutateFn, out *Outcome) error {
 	s, h, off, err := d.lookup(key, true)
 	if err != nil {
 		return err
@@ -117,7 +118,7 @@ func (d *Dict) lockMutate(key string, kind Kind, size int, ttl time.Duration, fn
 	if off != 0 {
 		e := s.entryAt(off)
 		if !expired(e, d.clock) {
-			if e.kind() != kind || e.vlen() != size {
+			if e.kind() != zv.kind || e.vlen() != storedSize(zv.kind, len(zv.b)) {
 				return ErrWrongShape
 			}
 			if !s.okBytes(off, e) {
@@ -130,10 +131,6 @@ func (d *Dict) lockMutate(key string, kind Kind, size int, ttl time.Duration, fn
 			d.tally(s, tWrites)
 			return nil
 		}
-	}
-	zv := Bytes(zeros[:size])
-	if kind == KindInt {
-		zv = Int(0)
 	}
 	expiry, err := d.checkValue(key, &zv, ttl)
 	if err != nil {

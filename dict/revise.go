@@ -66,6 +66,17 @@ func (d *Dict) ReviseInt(key string, fn func(n int64, found bool) (next int64, s
 	return d.revise(key, KindInt, 8, sfn)
 }
 
+// reviseOp is one Revise: the key's place, the value's kind and size, and
+// fn. A try keeps in it what fn was given and what fn returned.
+type reviseOp struct {
+	place
+	kind      Kind
+	size      int
+	fn        ReviseFunc
+	cur, next State
+	ttl       time.Duration
+}
+
 // revise is Revise of a value of kind, KindBytes or KindInt, stored in
 // size bytes.
 func (d *Dict) revise(key string, kind Kind, size int, fn ReviseFunc) (out Outcome, err error) {
@@ -76,9 +87,9 @@ func (d *Dict) revise(key string, kind Kind, size int, fn ReviseFunc) (out Outco
 		return out, err
 	}
 	h := hashKey(d.seed, key)
-	s := d.shardFor(h)
+	op := reviseOp{place: place{d.shardFor(h), key, h}, kind: kind, size: size, fn: fn}
 	for try := 0; try < tries; try++ {
-		res, err := d.reviseOptimistic(s, key, h, kind, size, fn)
+		res, err := d.reviseOptimistic(&op)
 		if res == reviseDone {
 			return out, err
 		}
@@ -89,7 +100,7 @@ func (d *Dict) revise(key string, kind Kind, size int, fn ReviseFunc) (out Outco
 			runtime.Gosched()
 		}
 	}
-	return d.lockRevise(key, kind, size, fn)
+	return d.lockRevise(&op)
 }
 
 // What one optimistic try of Revise did.
@@ -102,18 +113,19 @@ const (
 )
 
 // reviseOptimistic is one try of Revise without the shard's lock. It reads
-// key's value of size bytes, validated, and calls fn with it. A store pins
-// the entry's page and writes fn's result only if the value is still the
-// one read.
-func (d *Dict) reviseOptimistic(s *shard, key string, h uint64, kind Kind, size int, fn ReviseFunc) (reviseResult, error) {
-	var cur State
-	off, seq, ok := s.findOptimistic(key, h)
+// the key's value into op.cur, validated, and calls fn with it. A store
+// pins the entry's page and writes fn's result only if the value is still
+// the one read.
+func (d *Dict) reviseOptimistic(op *reviseOp) (reviseResult, error) {
+	s := op.s
+	op.cur = State{}
+	off, seq, ok := s.findOptimistic(op.key, op.h)
 	if !ok {
 		return reviseAgain, nil
 	}
 	if off == 0 {
 		// A new key: only a store needs the shard's lock.
-		if _, store, _ := fn(cur, false); !store {
+		if _, store, _ := op.fn(op.cur, false); !store {
 			return reviseDone, nil
 		}
 		return reviseLock, nil
@@ -127,18 +139,19 @@ func (d *Dict) reviseOptimistic(s *shard, key string, h uint64, kind Kind, size 
 		return reviseLock, nil
 	}
 	bits, vlen := e.bits(), e.vlen()
-	vo := int(off) + valOff(len(key))
-	if Kind(bits&kindMask) != kind || vlen != size || vo+vlen > len(s.arena) {
+	vo := int(off) + valOff(len(op.key))
+	if Kind(bits&kindMask) != op.kind || vlen != op.size || vo+vlen > len(s.arena) {
 		if e.ver() != w || s.seq() != seq {
 			return reviseAgain, nil
 		}
 		return reviseDone, ErrWrongShape
 	}
-	loadBytes(cur[:size], s.arena, vo, vlen)
+	loadBytes(op.cur[:vlen], s.arena, vo, vlen)
 	if e.ver() != w || s.seq() != seq {
 		return reviseAgain, nil
 	}
-	next, store, ttl := fn(cur, true)
+	var store bool
+	op.next, store, op.ttl = op.fn(op.cur, true)
 	if !store {
 		if bits&refBit == 0 && !d.readOnly {
 			s.markUsed(off, seq)
@@ -148,15 +161,16 @@ func (d *Dict) reviseOptimistic(s *shard, key string, h uint64, kind Kind, size 
 		}
 		return reviseDone, nil
 	}
-	if ttl < 0 {
+	if op.ttl < 0 {
 		return reviseDone, ErrBadTTL
 	}
-	return d.reviseInPage(s, key, h, off, seq, cur[:size], next[:size], ttl)
+	return d.reviseInPage(op, off, seq)
 }
 
-// reviseInPage stores next into the entry at off, found with Seq seq,
-// under its page lock, if its value is still cur and it is still live.
-func (d *Dict) reviseInPage(s *shard, key string, h uint64, off uint32, seq uint64, cur, next []byte, ttl time.Duration) (reviseResult, error) {
+// reviseInPage stores op.next into the entry at off, found with Seq seq,
+// under its page lock, if its value is still op.cur and it is still live.
+func (d *Dict) reviseInPage(op *reviseOp, off uint32, seq uint64) (reviseResult, error) {
+	s := op.s
 	pw := s.pinFirst(off, seq)
 	if pw == nil {
 		if pw = s.tryPin(off, seq); pw == nil {
@@ -170,22 +184,22 @@ func (d *Dict) reviseInPage(s *shard, key string, h uint64, off uint32, seq uint
 		return reviseLock, nil
 	}
 	b := s.valueOf(off, e)
-	if !bytes.Equal(b, cur) {
+	if !bytes.Equal(b, op.cur[:op.size]) {
 		s.unpin(off, pw)
 		return reviseAgain, nil
 	}
 	expiry := expiryOf(w)
-	if ttl > 0 {
-		expiry, _ = d.expiryFor(ttl) // a positive TTL is no error
+	if op.ttl > 0 {
+		expiry, _ = d.expiryFor(op.ttl) // a positive TTL is no error
 	}
 	w = e.beginWrite()
-	copy(b, next)
+	copy(b, op.next[:op.size])
 	e.endWrite(w, expiry)
 	e.use()
 	n, slow := s.entryCounted(off, tWrites)
 	s.unpin(off, pw)
 	if slow {
-		d.flushPageCounts(s, key, h, off, n)
+		d.flushPageCounts(s, op.key, op.h, off, n)
 	}
 	return reviseDone, nil
 }
@@ -193,7 +207,8 @@ func (d *Dict) reviseInPage(s *shard, key string, h uint64, off uint32, seq uint
 // lockRevise is Revise under the shard's lock: for a key that is absent,
 // expired or broken, or a value that kept changing. fn still works on a
 // copy, which is stored only if fn asks.
-func (d *Dict) lockRevise(key string, kind Kind, size int, fn ReviseFunc) (out Outcome, err error) {
+func (d *Dict) lockRevise(op *reviseOp) (out Outcome, err error) {
+	fn := op.fn
 	mfn := func(b []byte, found bool) (bool, time.Duration) {
 		var cur State
 		copy(cur[:], b)
@@ -204,6 +219,10 @@ func (d *Dict) lockRevise(key string, kind Kind, size int, fn ReviseFunc) (out O
 		copy(b, next[:])
 		return true, ttl
 	}
-	err = d.lockMutate(key, kind, size, 0, mutateFn{ttl: mfn}, &out)
+	zv := Bytes(zeros[:op.size])
+	if op.kind == KindInt {
+		zv = Int(0)
+	}
+	err = d.lockMutate(op.key, zv, 0, mutateFn{ttl: mfn}, &out)
 	return out, err
 }

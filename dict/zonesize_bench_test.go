@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
-
-	"github.com/shmzone/shmzone/internal/testutil"
 )
 
 // zoneSizes are the zones BenchmarkZoneSize opens: the benchmarks' 10 MiB,
@@ -72,12 +70,4 @@ func zoneSizeDict(b *testing.B, size int64, keys int) (*Dict, []string) {
 		b.Fatalf("%d keys in a %d MiB zone: %d evictions while filling", keys, size>>20, ev)
 	}
 	return d, ks
-}
-
-// TestZoneSizeRuns runs BenchmarkZoneSize's 10 MiB cases for a few
-// operations: make test runs no benchmark, and only make bench would
-// otherwise run this code.
-func TestZoneSizeRuns(t *testing.T) {
-	t.Parallel()
-	testutil.RunBenchmarks(t, "^BenchmarkZoneSize$/././^zone=10MiB$", 50, 4)
 }

@@ -110,6 +110,10 @@ var goSteps = []goSpec{
 	{id: "fasthttp", dir: "contrib/fasthttp", pkg: ".", bench: "BenchmarkMiddleware", e2e: true},
 	{id: "httplimit", pkg: "./limiter/httplimit", bench: "BenchmarkMiddleware", e2e: true},
 	{id: "keyhash", dir: "contrib/xxh3cmp", pkg: ".", bench: "BenchmarkHash"},
+	// dict's and limiter's benchmarks again in 10, 64 and 256 MiB zones
+	// (zonesize.go).
+	{id: "dict-zones", pkg: "./dict", bench: "BenchmarkZoneSize"},
+	{id: "limiter-zones", pkg: "./limiter", bench: "BenchmarkZoneSize"},
 }
 
 // goSpec is a Go benchmark step: its id in results.Go, its module's

@@ -140,6 +140,7 @@ func (v *view) targets() {
 	atMost("dict get, 1,000 keys", "dict-ops", "BenchmarkOps/op=get/keys=1000", 30)
 	atMost("dict set, 1,000 keys", "dict-ops", "BenchmarkOps/op=set/keys=1000", 60)
 	atMostIn("dict clock read, every core reading (ns/read)", "dict-ops", "BenchmarkCoarseNow/clock=coarse", "ns/read", 2)
+	v.zoneSizeTargets()
 	scales := func(what, step, name string, want float64) {
 		sc, ok := v.scaling(step, name)
 		got := ratio(sc, 1, ok)

@@ -236,7 +236,8 @@ func TestMedianRows(t *testing.T) {
 }
 
 // TestRenderGolden renders testdata/results.json, figures of a short real
-// run with nginx rows added, and compares it with the golden page.
+// run with nginx rows and sample zone-size rows added, and compares it with
+// the golden page.
 func TestRenderGolden(t *testing.T) {
 	res, err := readResults("testdata/results.json")
 	if err != nil {

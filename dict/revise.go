@@ -124,6 +124,13 @@ func (d *Dict) reviseOptimistic(s *shard, key string, h uint64, kind Kind, size 
 		return reviseAgain, nil
 	}
 	if x := expiryOf(w); x != 0 && d.Now() >= x {
+		// Expired is absent: only a store needs the shard's lock.
+		if s.seq() != seq {
+			return reviseAgain, nil
+		}
+		if _, store, _ := fn(cur, false); !store {
+			return reviseDone, nil
+		}
 		return reviseLock, nil
 	}
 	bits, vlen := e.bits(), e.vlen()

@@ -418,3 +418,29 @@ func TestReviseStoreWaitsForPage(t *testing.T) {
 	}
 	wantGet(t, d, "k", Bytes(b16(pair(4, 4))), 7)
 }
+
+// TestReviseRejectExpiredTakesNoLock: a key that expired is absent to
+// Revise; a rejection of it, as of an absent key, takes no lock and
+// writes nothing: with the shard's lock held it decides at once, and the
+// stale value is still there for GetStale.
+func TestReviseRejectExpiredTakesNoLock(t *testing.T) {
+	d, c := openTest(t, Options{Shards: 1, LockTimeout: 20 * time.Millisecond})
+	specSet(t, d, "k", bytes16, time.Second, 7)
+	c.Advance(time.Second)
+	ver, _ := EntryVer(d, "k")
+	release := HoldShardWord(d, 0)
+	f := &fnCall{next: pair(1, 1)}
+	_, err := d.Revise("k", 16, f.fn)
+	ver2, ok := EntryVer(d, "k")
+	release()
+	if err != nil || f.calls != 1 || f.found || f.seen != (State{}) {
+		t.Fatalf("Revise(expired, reject) with the shard's lock held = %v, fn called %d times with %x, %v; want nil, once, zeros, false",
+			err, f.calls, f.seen, f.found)
+	}
+	if !ok || ver2 != ver {
+		t.Fatalf("Revise(expired, reject) changed the entry: Ver %#x -> %#x (still there %v)", ver, ver2, ok)
+	}
+	if v, _, stale, err := d.GetStale("k"); err != nil || !stale || !v.Equal(bytes16) {
+		t.Fatalf("GetStale(k) after a rejection = %v, %v, %v; want the stale value", v, stale, err)
+	}
+}

@@ -158,12 +158,14 @@ func (d *Dict) reviseOptimistic(s *shard, key string, h uint64, kind Kind, size 
 	if ttl < 0 {
 		return reviseDone, ErrBadTTL
 	}
-	return d.reviseInPage(s, key, h, off, seq, cur[:size], next[:size], ttl)
+	return d.reviseInPage(s, key, h, off, seq, kind, cur[:size], next[:size], ttl)
 }
 
 // reviseInPage stores next into the entry at off, found with Seq seq,
-// under its page lock, if its value is still cur and it is still live.
-func (d *Dict) reviseInPage(s *shard, key string, h uint64, off uint32, seq uint64, cur, next []byte, ttl time.Duration) (reviseResult, error) {
+// under its page lock, if its value is still cur, of kind, and it is still
+// live. A value rewritten in place as another kind in the same bytes is
+// not cur: the next try refuses its shape.
+func (d *Dict) reviseInPage(s *shard, key string, h uint64, off uint32, seq uint64, kind Kind, cur, next []byte, ttl time.Duration) (reviseResult, error) {
 	pw := s.pinFirst(off, seq)
 	if pw == nil {
 		if pw = s.tryPin(off, seq); pw == nil {
@@ -177,7 +179,7 @@ func (d *Dict) reviseInPage(s *shard, key string, h uint64, off uint32, seq uint
 		return reviseLock, nil
 	}
 	b := s.valueOf(off, e)
-	if !bytes.Equal(b, cur) {
+	if e.kind() != kind || !bytes.Equal(b, cur) {
 		s.unpin(off, pw)
 		return reviseAgain, nil
 	}

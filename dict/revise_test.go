@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -442,5 +443,58 @@ func TestReviseRejectExpiredTakesNoLock(t *testing.T) {
 	}
 	if v, _, stale, err := d.GetStale("k"); err != nil || !stale || !v.Equal(bytes16) {
 		t.Fatalf("GetStale(k) after a rejection = %v, %v, %v; want the stale value", v, stale, err)
+	}
+}
+
+// TestReviseStoreRechecksKind: a value replaced, between fn's read and the
+// store, by one of another kind in the same bytes (an int over 8 bytes, a
+// float over an int) is not the value fn was given: the store must not
+// land in it. Another goroutine replaces the value while fn runs on its
+// first, lock-free, copy; Revise must then refuse the new shape with
+// ErrWrongShape and leave it as it is.
+func TestReviseStoreRechecksKind(t *testing.T) {
+	const n = int64(0x0102030405060708)
+	var nb [8]byte
+	binary.NativeEndian.PutUint64(nb[:], uint64(n))
+	rows := []struct {
+		name        string
+		before, now Value
+		revise      func(d *Dict, fn ReviseFunc) error
+	}{
+		{"Revise, bytes then int", Bytes(nb[:]), Int(n), func(d *Dict, fn ReviseFunc) error {
+			_, err := d.Revise("k", 8, fn)
+			return err
+		}},
+		{"ReviseInt, int then float", Int(n), Float(math.Float64frombits(uint64(n))), func(d *Dict, fn ReviseFunc) error {
+			_, err := d.ReviseInt("k", func(m int64, found bool) (int64, bool, time.Duration) {
+				var s State
+				binaryPut(&s, m)
+				next, store, ttl := fn(s, found)
+				return int64(binary.NativeEndian.Uint64(next[:8])), store, ttl
+			})
+			return err
+		}},
+	}
+	for _, tc := range rows {
+		t.Run(tc.name, func(t *testing.T) {
+			d, _ := openTest(t, Options{Shards: 1})
+			specSet(t, d, "k", tc.before, 0, 0)
+			calls := 0
+			fn := func(s State, found bool) (State, bool, time.Duration) {
+				if calls++; calls == 1 {
+					done := make(chan error)
+					go func() { _, err := d.Set("k", tc.now, 0, 0); done <- err }()
+					if err := <-done; err != nil {
+						t.Errorf("Set(k, %v) while fn ran = %v", tc.now.Kind(), err)
+					}
+				}
+				return pair(0xdead, 0xbeef), true, 0
+			}
+			err := tc.revise(d, fn)
+			if !errors.Is(err, ErrWrongShape) {
+				t.Errorf("Revise after the value became %v = %v (fn called %d times), want ErrWrongShape", tc.now.Kind(), err, calls)
+			}
+			wantGet(t, d, "k", tc.now, 0)
+		})
 	}
 }

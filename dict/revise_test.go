@@ -365,6 +365,14 @@ func TestReviseRejectTakesNoLock(t *testing.T) {
 	if _, err := d.Revise("k", 16, f.fn); err != nil || f.seen != state16 {
 		t.Fatalf("Revise after the rejections = %v, gave fn %x; want nil, %x", err, f.seen, state16)
 	}
+	// The witness: a store in place moves Ver (odd while it writes).
+	ver, _, _ := entryWords(t, d, "k")
+	if _, err := d.Revise("k", 16, func(State, bool) (State, bool, time.Duration) { return state16, true, 0 }); err != nil {
+		t.Fatal(err)
+	}
+	if ver2, _, _ := entryWords(t, d, "k"); ver2 == ver {
+		t.Fatalf("Ver %#x unchanged by a store in place", ver)
+	}
 	wantGet(t, d, "k", bytes16, 7)
 	wantGet(t, d, "n", Int(-3), 5)
 	wantTTL(t, d, "k", time.Minute)
@@ -423,7 +431,8 @@ func TestReviseStoreWaitsForPage(t *testing.T) {
 // TestReviseRejectExpiredTakesNoLock: a key that expired is absent to
 // Revise; a rejection of it, as of an absent key, takes no lock and
 // writes nothing: with the shard's lock held it decides at once, and the
-// stale value is still there for GetStale.
+// stale value is still there for GetStale. So does the rejection of an
+// absent key.
 func TestReviseRejectExpiredTakesNoLock(t *testing.T) {
 	d, c := openTest(t, Options{Shards: 1, LockTimeout: 20 * time.Millisecond})
 	specSet(t, d, "k", bytes16, time.Second, 7)
@@ -444,6 +453,15 @@ func TestReviseRejectExpiredTakesNoLock(t *testing.T) {
 	if v, _, stale, err := d.GetStale("k"); err != nil || !stale || !v.Equal(bytes16) {
 		t.Fatalf("GetStale(k) after a rejection = %v, %v, %v; want the stale value", v, stale, err)
 	}
+	// An absent key likewise.
+	release = HoldShardWord(d, 0)
+	f = &fnCall{next: pair(1, 1)}
+	_, err = d.Revise("absent", 16, f.fn)
+	release()
+	if err != nil || f.calls != 1 || f.found {
+		t.Fatalf("Revise(absent, reject) with the shard's lock held = %v, fn called %d times (found %v); want nil, once", err, f.calls, f.found)
+	}
+	wantGetErr(t, d, "absent", ErrNotFound)
 }
 
 // TestReviseStoreRechecksKind: a value replaced, between fn's read and the

@@ -138,7 +138,7 @@ func helperReviseIncr(args []string) error {
 // repair drops (DESIGN.md, section 8, I6). The helpers fail on any error
 // and any torn state they meet while they run.
 func TestReviseCrash(t *testing.T) {
-	seed := testutil.Seed(t)
+	seed, kills := testutil.Seed(t), reviseKillsRun()
 	path := testutil.TempZone(t)
 	d, err := dict.Open(path, dict.Options{Size: 4 << 20, Shards: 2})
 	if err != nil {
@@ -152,7 +152,7 @@ func TestReviseCrash(t *testing.T) {
 		go func(slot int) {
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(seed, uint64(slot)))
-			for i := 0; i < reviseKills/len(errs) && errs[slot] == nil; i++ {
+			for i := 0; i < kills/len(errs) && errs[slot] == nil; i++ {
 				cmd := testutil.Helper(t, "revise-crash", path, strconv.FormatUint(r.Uint64(), 10))
 				errs[slot] = crashKill(t, cmd, r, 10*time.Millisecond)
 			}
@@ -165,7 +165,7 @@ func TestReviseCrash(t *testing.T) {
 		}
 	}
 	if err := d.Check(); err != nil {
-		t.Fatalf("Check() after %d kills = %v", reviseKills, err)
+		t.Fatalf("Check() after %d kills = %v", kills, err)
 	}
 	for k := 0; k < reviseKeys; k++ {
 		checkReviseKey(t, d, k)
@@ -173,7 +173,7 @@ func TestReviseCrash(t *testing.T) {
 	if err := d.Check(); err != nil {
 		t.Fatalf("Check() after the keys were revised again = %v", err)
 	}
-	t.Logf("%d kills, %d recoveries", reviseKills, d.Stats().Recoveries)
+	t.Logf("%d kills, %d recoveries", kills, d.Stats().Recoveries)
 }
 
 // checkReviseKey checks the keys of number k that TestReviseCrash's
@@ -266,4 +266,13 @@ func checkPair(key string, b []byte) error {
 		return fmt.Errorf("state of %q is torn: %d and %d", key, a, c)
 	}
 	return nil
+}
+
+// reviseKillsRun is the number of kills of a run of TestReviseCrash: fewer
+// under the race detector, whose helpers take long to start.
+func reviseKillsRun() int {
+	if raceEnabled {
+		return 12
+	}
+	return reviseKills
 }

@@ -94,3 +94,66 @@ func WalkLive(d *Dict, fn func(it Item)) error {
 	}
 	return nil
 }
+
+// EntryVer returns the Ver word of key's entry, live or expired, read as a
+// reader reads it, and false when the shard holds no entry of key.
+func EntryVer(d *Dict, key string) (uint64, bool) {
+	h := hashKey(d.seed, key)
+	s := d.shardFor(h)
+	for {
+		off, _, ok := s.findOptimistic(key, h)
+		if !ok {
+			continue
+		}
+		if off == 0 {
+			return 0, false
+		}
+		return s.entryAt(off).ver(), true
+	}
+}
+
+// PageWord returns the lock word of the page that holds key's entry, and
+// false when the shard holds no entry of key.
+func PageWord(d *Dict, key string) (uint64, bool) {
+	h := hashKey(d.seed, key)
+	s := d.shardFor(h)
+	for {
+		off, _, ok := s.findOptimistic(key, h)
+		if !ok {
+			continue
+		}
+		if off == 0 {
+			return 0, false
+		}
+		return atomic.LoadUint64(s.slab.PageWord(off)), true
+	}
+}
+
+// HoldPage takes the lock of the page that holds key's live entry as an
+// entry writer of d takes it (pinned and marked), and returns the function
+// that releases it; nil when key has no entry or its page is busy.
+func HoldPage(d *Dict, key string) (release func()) {
+	h := hashKey(d.seed, key)
+	s := d.shardFor(h)
+	off, seq, ok := s.findOptimistic(key, h)
+	if !ok || off == 0 {
+		return nil
+	}
+	pw := s.tryPin(off, seq)
+	if pw == nil {
+		return nil
+	}
+	return func() { s.unpin(off, pw) }
+}
+
+// HoldShardWord takes shard i's lock word as d's zone without making Seq
+// odd: a holder that has changed nothing yet. Whatever waits for the lock
+// waits; readers go on. It is counted as d's own locks are, so that d
+// does not take it for a dead holder's. It returns the function that releases it.
+func HoldShardWord(d *Dict, i int) (release func()) {
+	s := &d.shards[i]
+	if !d.z.TryLockCounted(s.lockw, s.holds) {
+		panic("shard lock busy")
+	}
+	return func() { shm.UnlockCounted(s.lockw, s.holds) }
+}

@@ -17,7 +17,7 @@ import (
 // work on one zone at once, and the test checks the sums they leave behind.
 
 // TestHelperProcess runs the helper processes of this package's
-// multi-process tests (multiproc_test.go, crash_test.go,
+// multi-process tests (multiproc_test.go, crash_test.go, revise_multiproc_test.go,
 // crash_evict_test.go, crash_move_test.go, spec_test.go, timeout_test.go, liveness_test.go,
 // liveness_hammer_test.go, clock_test.go, readonly_live_test.go,
 // optimistic_test.go, size_multiproc_test.go) and

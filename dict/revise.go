@@ -136,6 +136,13 @@ func (d *Dict) reviseOptimistic(op *reviseOp) (reviseResult, error) {
 		return reviseAgain, nil
 	}
 	if x := expiryOf(w); x != 0 && d.Now() >= x {
+		// Expired is absent: only a store needs the shard's lock.
+		if s.seq() != seq {
+			return reviseAgain, nil
+		}
+		if _, store, _ := op.fn(op.cur, false); !store {
+			return reviseDone, nil
+		}
 		return reviseLock, nil
 	}
 	bits, vlen := e.bits(), e.vlen()
@@ -168,7 +175,9 @@ func (d *Dict) reviseOptimistic(op *reviseOp) (reviseResult, error) {
 }
 
 // reviseInPage stores op.next into the entry at off, found with Seq seq,
-// under its page lock, if its value is still op.cur and it is still live.
+// under its page lock, if its value is still op.cur, of op.kind, and it is
+// still live. A value rewritten in place as another kind in the same bytes
+// is not op.cur: the next try refuses its shape.
 func (d *Dict) reviseInPage(op *reviseOp, off uint32, seq uint64) (reviseResult, error) {
 	s := op.s
 	pw := s.pinFirst(off, seq)
@@ -184,7 +193,7 @@ func (d *Dict) reviseInPage(op *reviseOp, off uint32, seq uint64) (reviseResult,
 		return reviseLock, nil
 	}
 	b := s.valueOf(off, e)
-	if !bytes.Equal(b, op.cur[:op.size]) {
+	if e.kind() != op.kind || !bytes.Equal(b, op.cur[:op.size]) {
 		s.unpin(off, pw)
 		return reviseAgain, nil
 	}

@@ -29,8 +29,10 @@ type ReviseFunc func(s State, found bool) (next State, store bool, ttl time.Dura
 //
 // Revise reads key's value without a lock and calls fn with a copy of it
 // and found true. When key is absent or expired, fn gets size zero bytes
-// and found false. When fn returns false, Revise writes nothing and takes
-// no lock. When fn returns true, Revise stores b under the entry's lock if
+// and found false. When fn returns false, Revise takes no lock and writes
+// nothing but the bit that marks the entry used, as Get. Only a shard that
+// keeps changing under its reads sends it to the shard's lock, as it sends
+// Get. When fn returns true, Revise stores b under the entry's lock if
 // the value is still the one fn was given. If it is not, Revise calls fn
 // again with the value it now finds. So fn may run more than once. Each
 // call must depend on its arguments alone. The last call's result is the

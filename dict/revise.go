@@ -23,24 +23,25 @@ type State [MaxStateSize]byte
 type ReviseFunc func(s State, found bool) (next State, store bool, ttl time.Duration)
 
 // Revise changes a fixed-size bytes value as MutateOutcome does, but fn
-// works on a copy, outside any lock. The value is a State: up to
-// MaxStateSize bytes, passed by value, so that no copy is allocated. It is the read-modify-write for a
-// state that is often only read, such as a rate limiter's rejections.
+// works on a copy, outside any lock. The copy is a State of up to
+// MaxStateSize bytes, passed by value, so that none is allocated. Revise
+// is the read-modify-write for a state that is often only read, such as
+// a rate limiter's, which a rejection leaves as it is.
 //
 // Revise reads key's value without a lock and calls fn with a copy of it
 // and found true. When key is absent or expired, fn gets size zero bytes
 // and found false. When fn returns false, Revise takes no lock and writes
 // nothing but the bit that marks the entry used, as Get. Only a shard that
 // keeps changing under its reads sends it to the shard's lock, as it sends
-// Get. When fn returns true, Revise stores b under the entry's lock if
-// the value is still the one fn was given. If it is not, Revise calls fn
-// again with the value it now finds. So fn may run more than once. Each
-// call must depend on its arguments alone. The last call's result is the
-// one that counts.
+// Get. When fn returns true, Revise stores fn's result under the entry's
+// lock if the value is still the one fn was given. If it is not, Revise
+// calls fn again with the value it now finds. So fn may run more than
+// once. Each call must depend on its arguments alone. The last call's
+// result is the one that counts.
 //
 // A stored value keeps its TTL and flags when fn returns a TTL of 0. A new
-// entry has flags 0, and no TTL unless fn returns one. b is valid only
-// while fn runs. fn must not call the Dict.
+// entry has flags 0, and no TTL unless fn returns one. fn must not call
+// the Dict.
 //
 // Revise returns ErrWrongShape without calling fn when the live value is
 // of another kind or size. It returns ErrBadValue for a size outside

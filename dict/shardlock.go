@@ -42,9 +42,15 @@ func (d *Dict) unlock(s *shard) {
 }
 
 // lockWait waits for a shard's lock, counts the wait, and repairs a shard
-// taken over from a dead owner.
+// taken over from a dead owner. The wait watches Seq: a holder that
+// repairs the shard moves it as it goes (advance), and the lock timeout
+// counts only the time since Seq last moved under one holder.
 func (d *Dict) lockWait(s *shard) (shm.LockResult, error) {
-	r, err := d.z.LockWithinCounted(s.lockw, s.holds, d.lockTimeout)
+	var progress *uint64
+	if !d.readOnly {
+		progress = &s.h.Seq
+	}
+	r, err := d.z.LockWithinWatching(s.lockw, s.holds, d.lockTimeout, progress)
 	if err != nil {
 		return 0, fmt.Errorf("dict: shard %d: %w after %v", s.id, err, d.lockTimeout)
 	}
@@ -84,4 +90,44 @@ func (d *Dict) failInShard(s *shard, err error, what string) error {
 		return err
 	}
 	return d.corruptInShard(s, what)
+}
+
+// Holds of a shard's lock are bounded by counts of entries, not by the
+// shard's size. A walk of a whole shard takes one hold per step
+// (stepInShard). A repair cannot let the lock go midway: the shard is
+// inconsistent until it ends. It shows its waiters progress instead
+// (advance).
+const (
+	// walkStep is the most entries one step of a walk visits. A bucket's
+	// chain is not split between steps, so a chain longer than walkStep
+	// is one step of its own.
+	walkStep = 256
+	// walkBuckets is the most buckets of the index one step looks at.
+	walkBuckets = 1024
+)
+
+// advance shows the shard's lock waiters that its holder's work goes on.
+// It moves Seq by 2, so Seq stays odd (I7). A waiter counts its timeout
+// from the last move it saw (shm.Zone.LockWithinWatching). A reader that
+// takes no lock retries, as it does whenever Seq is odd. advance does
+// nothing when Seq is even: the caller holds no lock of the zone.
+func (s *shard) advance() {
+	if atomic.LoadUint64(&s.h.Seq)&1 != 0 {
+		atomic.AddUint64(&s.h.Seq, 2)
+	}
+}
+
+// pacer calls advance once every walkStep ticks, for a long work under a
+// shard's lock.
+type pacer struct {
+	s *shard
+	n int
+}
+
+// tick counts one entry or bucket of work.
+func (p *pacer) tick() {
+	if p.n++; p.n == walkStep {
+		p.n = 0
+		p.s.advance()
+	}
 }

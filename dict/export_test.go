@@ -94,3 +94,7 @@ func WalkLive(d *Dict, fn func(it Item)) error {
 	}
 	return nil
 }
+
+// prefixChunk is the most buckets one step of KeysWithPrefix looks at, for
+// its test's zone.
+const prefixChunk = walkBuckets

@@ -110,9 +110,11 @@ const (
 // It moves Seq by 2, so Seq stays odd (I7). A waiter counts its timeout
 // from the last move it saw (shm.Zone.LockWithinWatching). A reader that
 // takes no lock retries, as it does whenever Seq is odd. advance does
-// nothing when Seq is even: the caller holds no lock of the zone.
+// nothing when Seq is even: the caller holds no lock of the zone. It does
+// nothing for a read-only view, whose lock is a word of its own process,
+// nor for a copy of a shard.
 func (s *shard) advance() {
-	if atomic.LoadUint64(&s.h.Seq)&1 != 0 {
+	if s.lockw == &s.h.Lock && atomic.LoadUint64(&s.h.Seq)&1 != 0 {
 		atomic.AddUint64(&s.h.Seq, 2)
 	}
 }

@@ -1,10 +1,14 @@
 package dict
 
 import (
+	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // walkChangeKeys is how many keys the tests of walks that a change
@@ -154,5 +158,57 @@ func TestRepairAdvances(t *testing.T) {
 	}
 	if st := d.Stats(); st.Entries != walkChangeKeys {
 		t.Errorf("Stats().Entries = %d after the repair, want %d", st.Entries, walkChangeKeys)
+	}
+}
+
+// inLockWatch reports whether some goroutine waits in shm's lockWatch.
+func inLockWatch() bool {
+	buf := make([]byte, 1<<20)
+	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "shm.(*Zone).lockWatch")
+}
+
+// TestLockWaitSeesProgress holds a shard's lock for many lock timeouts
+// while moving Seq, as a repair does (advance). A writer that waits for
+// the lock meanwhile must not time out, and must write once the lock is
+// let go. Without the moves, the same writer times out.
+func TestLockWaitSeesProgress(t *testing.T) {
+	const timeout = 200 * time.Millisecond
+	for _, progress := range []bool{true, false} {
+		t.Run(fmt.Sprintf("progress=%v", progress), func(t *testing.T) {
+			d, _ := openTest(t, Options{Size: 1 << 20, Shards: 1, LockTimeout: timeout})
+			s := &d.shards[0]
+			if err := d.lock(s); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := d.Set("waiter", Bytes(make([]byte, 100)), 0, 0)
+				done <- err
+			}()
+			for !inLockWatch() {
+				runtime.Gosched()
+			}
+			var err error
+			for start := time.Now(); time.Since(start) < 4*timeout; {
+				if progress {
+					s.advance()
+				}
+				select {
+				case err = <-done:
+				default:
+				}
+				runtime.Gosched()
+			}
+			d.unlock(s)
+			if err == nil {
+				err = <-done
+			}
+			switch {
+			case progress && err != nil:
+				t.Fatalf("Set, waiting on a holder that shows progress = %v, want nil", err)
+			case !progress && !errors.Is(err, ErrLockTimeout):
+				t.Fatalf("Set, waiting on a holder that shows none = %v, want ErrLockTimeout", err)
+			}
+		})
 	}
 }

@@ -51,10 +51,11 @@ func (s *shard) flushInShard() error {
 
 // FlushExpired removes up to max expired entries (0 = all) and frees their
 // memory; it returns how many it removed. It goes shard by shard, each
-// shard's oldest entries first. It walks a shard in steps of walkStep
-// entries, one hold of the shard's lock each. So a writer of any process
-// waits for it one step at most. A shard whose structure another process
-// changes between two steps is walked on through its index, in no order.
+// shard's oldest entries first. It walks a shard in steps of a bounded
+// number of entries, one hold of the shard's lock each. So a writer of
+// any process waits for it one step at most. A shard whose structure
+// another process changes between two steps is walked on through its
+// index, in no order.
 // An entry that expires during the walk may be removed or not.
 func (d *Dict) FlushExpired(max int) (_ int, err error) {
 	if d.guard {

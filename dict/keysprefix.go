@@ -7,9 +7,8 @@ import (
 )
 
 // KeysWithPrefix returns the live keys that begin with prefix. It goes
-// shard by shard, and through each shard's index in steps of walkStep
-// entries and walkBuckets buckets at most, one hold of the shard's lock
-// each. So a writer of any process waits for it one step at most. A key
+// shard by shard, and through each shard's index in steps of a bounded
+// number of entries and buckets, one hold of the shard's lock each. So a writer of any process waits for it one step at most. A key
 // written meanwhile may be listed or not, but never twice. The keys come
 // in no order. A read-only view lists them as Keys does.
 //

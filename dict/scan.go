@@ -8,10 +8,11 @@ import (
 )
 
 // Keys returns up to max live keys; 0 means all. It goes shard by shard,
-// each shard's oldest entries first. It walks a shard in steps of walkStep
-// entries, one hold of the shard's lock each. So a writer of any process
-// waits for it one step at most. A shard whose structure another process
-// changes between two steps is listed on through its index, in no order.
+// each shard's oldest entries first. It walks a shard in steps of a
+// bounded number of entries, one hold of the shard's lock each. So a
+// writer of any process waits for it one step at most. A shard whose
+// structure another process changes between two steps is listed on
+// through its index, in no order.
 // A key written meanwhile may be listed or not, but never twice. A key
 // present throughout is listed. A read-only view takes no lock: it lists a
 // consistent copy of each shard. A shard that keeps changing while it is
@@ -174,10 +175,10 @@ type Item struct {
 // Scan calls fn with every live key until fn returns false. It goes shard
 // by shard, each shard's oldest entries first.
 //
-// Scan walks a shard in steps of walkStep entries, one hold of the shard's
-// lock each. It copies a step's entries under the lock, then calls fn with
-// no lock held, so fn may use the Dict. A writer of any process waits for
-// Scan one step at most. A shard whose structure another process changes
+// Scan walks a shard in steps of a bounded number of entries, one hold of
+// the shard's lock each. It copies a step's entries under the lock, then
+// calls fn with no lock held, so fn may use the Dict. A writer of any
+// process waits for Scan one step at most. A shard whose structure another process changes
 // between two steps is walked on through its index, in no order. A key
 // written meanwhile may be reported or not, but never twice. A key present
 // throughout is reported. Scan is no use of the keys: it moves nothing in

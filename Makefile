@@ -57,7 +57,7 @@ TIMEOUT ?= 30m
 ## (dict/stall.go), which need the dictstall tag, and those that read what
 ## eviction records (dict/hooks.go), which need the dicthooks tag. race
 ## runs the latter too.
-HOOKTESTS := '^(TestModel|TestCrashEvict|TestEvValue)$$'
+HOOKTESTS := '^(TestModel|TestCrashEvict|TestEvValue|TestWalkStep)$$'
 unit: deps
 	$(KEEP); \
 	run $(GO) test -count=1 -timeout $(TIMEOUT) $(PKGS); \

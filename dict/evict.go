@@ -148,8 +148,10 @@ func (s *shard) evictLiveInShard(off uint32, e *entry) error {
 func (s *shard) evictAwayInShard(page *uint64, like *entry, pin uint32, now func() int64) (live, freed bool, err error) {
 	h := s.hdr()
 	want := s.slab.ChunkSize(entrySize(int(like.KLen), int(like.VLen)))
+	p := pacer{s: s}
 	off := h.QueueTail
 	for n := 0; off != 0; n++ {
+		p.tick()
 		if !s.okEntry(off) || n > s.maxSteps() {
 			return false, false, errCorruptArena
 		}
@@ -191,10 +193,17 @@ func (s *shard) evictAwayInShard(page *uint64, like *entry, pin uint32, now func
 // flood of new keys evicts it before it is used again. The segment's cap
 // bounds what such entries keep (balanceInShard). Unused, they are the
 // first to be demoted.
+//
+// The hand may pass many used entries before it frees one. It cannot let
+// the lock go: the allocation that runs it holds the shard in change. It
+// moves Seq by 2 every walkStep entries instead (advance), so that the
+// shard's lock waiters see it progress.
 func (s *shard) reclaimInShard(evict bool, pin uint32, now func() int64) (freed int, live bool, err error) {
 	h := s.hdr()
+	p := pacer{s: s}
 	off := h.QueueTail
 	for n := 0; off != 0 && freed < roundFrees; n++ {
+		p.tick()
 		// A pass moves each used entry to the head once, so two passes
 		// over the most entries an arena holds bound the walk; Count, read
 		// from the zone, cannot.

@@ -157,3 +157,7 @@ func HoldShardWord(d *Dict, i int) (release func()) {
 	}
 	return func() { shm.UnlockCounted(s.lockw, s.holds) }
 }
+
+// prefixChunk is the most buckets one step of KeysWithPrefix looks at, for
+// its test's zone.
+const prefixChunk = walkBuckets

@@ -50,7 +50,13 @@ func (s *shard) flushInShard() error {
 }
 
 // FlushExpired removes up to max expired entries (0 = all) and frees their
-// memory; it returns how many it removed.
+// memory; it returns how many it removed. It goes shard by shard, each
+// shard's oldest entries first. It walks a shard in steps of a bounded
+// number of entries, one hold of the shard's lock each. So a writer of
+// any process waits for it one step at most. A shard whose structure
+// another process changes between two steps is walked on through its
+// index, in no order.
+// An entry that expires during the walk may be removed or not.
 func (d *Dict) FlushExpired(max int) (_ int, err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
@@ -64,39 +70,30 @@ func (d *Dict) FlushExpired(max int) (_ int, err error) {
 	total := 0
 	for i := range d.shards {
 		s := &d.shards[i]
-		if err := d.lock(s); err != nil {
-			return total, err
+		var pos walkPos
+		visit := func(off uint32, e *entry) (bool, error) {
+			if !expired(e, d.clock) {
+				return true, nil
+			}
+			if err := s.removeInShard(off, exitExpired); err != nil {
+				return false, d.failInShard(s, err, "remove")
+			}
+			total++
+			return max == 0 || total < max, nil
 		}
-		n, err := d.flushExpiredInShard(s, max-total, max == 0)
-		d.unlock(s)
-		total += n
-		if err != nil {
-			return total, err
+		for done := false; !done; {
+			if err := d.lock(s); err != nil {
+				return total, err
+			}
+			done, err = d.stepInShard(s, &pos, visit)
+			d.unlock(s)
+			if err != nil {
+				return total, err
+			}
 		}
 		if max > 0 && total >= max {
 			break
 		}
 	}
 	return total, nil
-}
-
-func (d *Dict) flushExpiredInShard(s *shard, left int, all bool) (int, error) {
-	hd := s.hdr()
-	n := 0
-	off := hd.QueueTail
-	for steps := 0; off != 0 && (all || n < left); steps++ {
-		if !s.okEntry(off) || steps > s.maxSteps() {
-			return n, d.corruptInShard(s, "queue")
-		}
-		e := s.entryAt(off)
-		prev := e.QPrev
-		if expired(e, d.clock) {
-			if err := s.removeInShard(off, exitExpired); err != nil {
-				return n, d.failInShard(s, err, "remove")
-			}
-			n++
-		}
-		off = prev
-	}
-	return n, nil
 }

@@ -6,6 +6,7 @@ package dict
 //   - clears: the steps of clearPageInShard, which the model test replays
 //     and the crash tests read after a kill.
 //   - recalls: the keys whose new entry found their trace (storeInShard).
+//   - walks: the entries each step of a walk visited (stepInShard).
 //
 // Without the tag shardHooks is empty, and logClear and logRecall do
 // nothing and are inlined away (hooks_off.go). The hot paths pay nothing

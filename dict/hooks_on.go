@@ -13,6 +13,12 @@ type shardHooks struct {
 	recalls *[]recall
 }
 
+// walkSteps, when not nil, records how many entries each step of a walk of
+// any shard visited, one hold of its lock each (stepInShard). A shard has
+// no room for one more record: shardSize bounds its fields. Only a test
+// that walks from one goroutine sets it.
+var walkSteps *[]int
+
 // clearStep is one step of clearPageInShard as shard.clears records it: a
 // try begun, a key and what became of it, or the page cleared.
 type clearStep struct {
@@ -45,5 +51,13 @@ func (s *shard) logRecall(key string, count uint32) {
 	if s.recalls != nil {
 		// A copy: key itself must not escape (allocation-free writes).
 		*s.recalls = append(*s.recalls, recall{strings.Clone(key), count})
+	}
+}
+
+// logWalk records in walkSteps, when it is set, that a step of a walk
+// visited n entries.
+func (s *shard) logWalk(n int) {
+	if walkSteps != nil {
+		*walkSteps = append(*walkSteps, n)
 	}
 }

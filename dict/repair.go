@@ -1,6 +1,7 @@
 package dict
 
 import (
+	"fmt"
 	"sync/atomic"
 
 	"github.com/shmzone/shmzone/shm"
@@ -58,31 +59,38 @@ func (s *shard) validNodeInShard(off uint32) bool {
 // entry whose Ver is odd is one whose writer died; it is dropped. When a
 // page's lock stays held by a live process past the timeout it repairs
 // nothing and returns ErrLockTimeout.
+//
+// A repair's work grows with the shard, and it holds the lock throughout.
+// Every walkStep entries or buckets it moves Seq by 2 (advance). So the
+// shard's lock waiters see it progress and do not time out for it.
 func (s *shard) repairInShard() error {
-	if err := s.drainPages(); err != nil {
+	p := &pacer{s: s}
+	if err := s.drainPagesAdvancing(); err != nil {
 		return err
 	}
 	hd := s.hdr()
 	drop := hd.Drop
 	var reach bitset
 	if drop == dropUnreachable {
-		reach = s.reachableInShard()
+		reach = s.reachableInShard(p)
 	}
 	// Make the slab's descriptors consistent first, so that the chunks
 	// ForEach and Size report are the ones the final Rebuild keeps: a run
 	// whose body pages disagree would otherwise hold a kept entry or node
 	// and then be freed under it.
 	s.slab.Rebuild()
+	s.advance()
 	if reach != nil {
-		s.unmarkUnreachableInShard(reach)
+		s.unmarkUnreachableInShard(reach, p)
 		drop = dropNone
 	}
-	entries := s.reindexInShard(drop)
-	nodes := s.relinkListsInShard(entries)
-	if err := s.unindexEmptyListsInShard(entries); err != nil {
+	entries := s.reindexInShard(drop, p)
+	nodes := s.relinkListsInShard(entries, p)
+	if err := s.unindexEmptyListsInShard(entries, p); err != nil {
 		return err
 	}
 	s.slab.ForEach(func(off uint32, size int) bool {
+		p.tick()
 		if !entries.has(off) && !nodes.has(off) {
 			if size >= entryHdrSize {
 				s.entryAt(off).Bits = 0 // never resurrected by a later repair
@@ -92,15 +100,45 @@ func (s *shard) repairInShard() error {
 		return true
 	})
 	s.slab.Rebuild()
-	s.requeueAllInShard(entries)
+	s.advance()
+	s.requeueAllInShard(entries, p)
 	hd.Drop = dropNone
 	return nil
 }
 
+// drainPagesAdvancing is drainPages for a repair. It moves Seq by 2 after
+// each page whose lock it had to wait for (advance). A page whose writer
+// died costs a wait for its takeover. A repair after many kills may meet
+// many such pages, and its lock waiters see each one pass.
+func (s *shard) drainPagesAdvancing() error {
+	for p := 0; p < s.slab.Pages(); p++ {
+		w := s.slab.PageLockAt(p)
+		if w == nil {
+			continue // free, or inside a run: no entry starts there
+		}
+		if s.z.TryLock(w) {
+			shm.Unlock(w)
+			continue
+		}
+		r, err := s.z.LockWithinAsking(w, s.timeout, func() bool { return s.pinHeld(p) })
+		if err != nil {
+			return fmt.Errorf("dict: shard %d: page %d: %w after %v", s.id, p, err, s.timeout)
+		}
+		if r&shm.LockRecovered != 0 {
+			atomic.AddUint64(&s.h.Recoveries, 1) // as lockPage counts it
+		}
+		shm.Unlock(w)
+		s.advance()
+	}
+	s.advance()
+	return nil
+}
+
 // reachableInShard returns the set of entries that the index reaches.
-func (s *shard) reachableInShard() bitset {
+func (s *shard) reachableInShard(p *pacer) bitset {
 	reach := newBitset(len(s.arena))
 	for b := range s.index {
+		p.tick()
 		off := s.index[b]
 		for steps := 0; off != 0 && s.okEntry(off) && !reach.has(off) && steps <= s.maxSteps(); steps++ {
 			reach.set(off)
@@ -115,9 +153,10 @@ func (s *shard) reachableInShard() bitset {
 // entries while the index still says which they are, and only then clears
 // Drop: a repair after a killed one must not judge reachability from a
 // half-rebuilt index, which drops live entries.
-func (s *shard) unmarkUnreachableInShard(reach bitset) {
+func (s *shard) unmarkUnreachableInShard(reach bitset, p *pacer) {
 	shards := 1 << s.shift
 	s.slab.ForEach(func(off uint32, size int) bool {
+		p.tick()
 		if !reach.has(off) && s.validEntryInShard(off, size, shards, false) {
 			s.entryAt(off).Bits = 0
 		}
@@ -129,13 +168,14 @@ func (s *shard) unmarkUnreachableInShard(reach bitset) {
 // reindexInShard rebuilds the index and Count from the well-formed entries
 // of the slab, but for the one at drop and a later duplicate of a key. It
 // returns the set of entries it kept.
-func (s *shard) reindexInShard(drop uint32) bitset {
+func (s *shard) reindexInShard(drop uint32, p *pacer) bitset {
 	hd := s.hdr()
 	shards := 1 << s.shift
 	clear(s.index)
 	hd.Count = 0
 	entries := newBitset(len(s.arena))
 	s.slab.ForEach(func(off uint32, size int) bool {
+		p.tick()
 		if off == drop || !s.validEntryInShard(off, size, shards, false) {
 			return true
 		}
@@ -159,9 +199,10 @@ func (s *shard) reindexInShard(drop uint32) bitset {
 // relinkListsInShard keeps the nodes reachable from each indexed list's
 // head, relinks them both ways and sets the list's tail and length. It
 // returns the set of nodes it kept.
-func (s *shard) relinkListsInShard(entries bitset) bitset {
+func (s *shard) relinkListsInShard(entries bitset, p *pacer) bitset {
 	nodes := newBitset(len(s.arena))
 	for b := range s.index {
+		p.tick()
 		for off := s.index[b]; off != 0; off = s.entryAt(off).Next {
 			e := s.entryAt(off)
 			if e.kind() != KindList {
@@ -170,6 +211,7 @@ func (s *shard) relinkListsInShard(entries bitset) bitset {
 			l := s.listOf(off, e)
 			var prev, count uint32
 			for n := l.Head; n != 0 && s.validNodeInShard(n) && !nodes.has(n) && !entries.has(n); n = s.nodeAt(n).Next {
+				p.tick()
 				nodes.set(n)
 				s.nodeAt(n).Prev = prev
 				prev = n
@@ -188,8 +230,9 @@ func (s *shard) relinkListsInShard(entries bitset) bitset {
 
 // unindexEmptyListsInShard takes the empty lists out of the index
 // (exitEmptied) and out of entries: an empty list is no entry.
-func (s *shard) unindexEmptyListsInShard(entries bitset) error {
+func (s *shard) unindexEmptyListsInShard(entries bitset, p *pacer) error {
 	for b := range s.index {
+		p.tick()
 		for off := s.index[b]; off != 0; {
 			e := s.entryAt(off)
 			next := e.Next
@@ -210,11 +253,12 @@ func (s *shard) unindexEmptyListsInShard(entries bitset) error {
 // the old order first, as far as its links hold, then the rest. Every entry
 // starts again in probation. The traces stay: a wrong one costs a count and
 // a place in the protected segment, never a value.
-func (s *shard) requeueAllInShard(entries bitset) {
+func (s *shard) requeueAllInShard(entries bitset, p *pacer) {
 	hd := s.hdr()
 	linked := newBitset(len(s.arena))
 	var head, tail uint32
 	appendQueue := func(off uint32) {
+		p.tick()
 		e := s.entryAt(off)
 		e.QPrev, e.QNext = tail, 0
 		if tail != 0 {
@@ -233,6 +277,7 @@ func (s *shard) requeueAllInShard(entries bitset) {
 		cur = next
 	}
 	for b := range s.index {
+		p.tick()
 		for off := s.index[b]; off != 0; off = s.entryAt(off).Next {
 			if !linked.has(off) {
 				appendQueue(off)
@@ -241,6 +286,7 @@ func (s *shard) requeueAllInShard(entries bitset) {
 	}
 	hd.QueueHead, hd.QueueTail = head, tail
 	for off := head; off != 0; off = s.entryAt(off).QNext {
+		p.tick()
 		s.entryAt(off).setProt(false)
 	}
 	hd.ProtTail, hd.ProtCount = 0, 0
@@ -298,7 +344,9 @@ func (d *Dict) Repair() (_ int, err error) {
 // (settleInShard). It follows only sound links; what a corrupt index hides
 // is checkInShard's to report.
 func (d *Dict) settleDeadInShard(s *shard) error {
+	p := &pacer{s: s}
 	for b := range s.index {
+		p.tick()
 		off := s.index[b]
 		for n := 0; off != 0 && s.okEntry(off) && n <= s.maxSteps(); n++ {
 			e := s.entryAt(off)

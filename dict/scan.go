@@ -8,10 +8,16 @@ import (
 )
 
 // Keys returns up to max live keys; 0 means all. It goes shard by shard,
-// each shard's oldest entries first. It holds one shard's lock at a time. A
-// read-only view takes no lock: it lists a consistent copy of each shard.
-// A shard that keeps changing while it is copied is read bucket by bucket
-// instead, and its keys come in index order.
+// each shard's oldest entries first. It walks a shard in steps of a
+// bounded number of entries, one hold of the shard's lock each. So a
+// writer of any process waits for it one step at most. A shard whose
+// structure another process changes between two steps is listed on
+// through its index, in no order.
+// A key written meanwhile may be listed or not, but never twice. A key
+// present throughout is listed. A read-only view takes no lock: it lists a
+// consistent copy of each shard. A shard that keeps changing while it is
+// copied is read bucket by bucket instead, and its keys come in index
+// order.
 //
 // Keys returns ErrClosed, ErrCorrupt for a shard whose queue cannot be
 // walked, and ErrLockTimeout, wrapped, for a shard it could not lock or copy
@@ -26,6 +32,62 @@ func (d *Dict) Keys(max int) (_ []string, err error) {
 	if max < 0 {
 		max = 0
 	}
+	if d.readOnly {
+		return d.keysCopied(max)
+	}
+	var keys []string
+	for i := range d.shards {
+		if keys, err = d.keysStepped(&d.shards[i], keys, max); err != nil {
+			return keys, err
+		}
+		if max > 0 && len(keys) >= max {
+			break
+		}
+	}
+	return keys, nil
+}
+
+// keysStepped appends the live keys of shard s of a writable Dict to keys,
+// up to max in all (0 = all), in steps (stepInShard).
+func (d *Dict) keysStepped(s *shard, keys []string, max int) ([]string, error) {
+	first := len(keys)
+	var seen map[string]bool // the keys listed from the queue, once the walk goes through the index
+	var pos walkPos
+	visit := func(off uint32, e *entry) (bool, error) {
+		if !s.okBytes(off, e) {
+			return false, d.corruptInShard(s, "entry")
+		}
+		if expired(e, d.clock) {
+			return true, nil
+		}
+		k := s.keyOf(off, e)
+		if pos.index && seen == nil {
+			seen = make(map[string]bool, len(keys)-first)
+			for _, k := range keys[first:] {
+				seen[k] = true
+			}
+		}
+		if !seen[string(k)] {
+			keys = append(keys, string(k))
+		}
+		return max == 0 || len(keys) < max, nil
+	}
+	for done := false; !done; {
+		if err := d.lock(s); err != nil {
+			return keys, err
+		}
+		var err error
+		done, err = d.stepInShard(s, &pos, visit)
+		d.unlock(s)
+		if err != nil {
+			return keys, err
+		}
+	}
+	return keys, nil
+}
+
+// keysCopied is Keys for a read-only Dict.
+func (d *Dict) keysCopied(max int) (_ []string, err error) {
 	var keys []string
 	var buf []byte
 	var lens []int
@@ -39,16 +101,10 @@ func (d *Dict) Keys(max int) (_ []string, err error) {
 		for {
 			var nbytes, nkeys int
 			var fit bool
-			var err error
-			if d.readOnly {
-				if err = d.take(s, &sn, true); err == nil {
-					nbytes, nkeys, fit, err = d.keysInShard(&sn.view, buf[:0], lens[:0], want)
-				} else if errors.Is(err, errChanging) {
-					nbytes, nkeys, fit, err = d.keysLive(s, &sn, buf[:0], lens[:0], want)
-				}
-			} else if err = d.lock(s); err == nil {
-				nbytes, nkeys, fit, err = d.keysInShard(s, buf[:0], lens[:0], want)
-				d.unlock(s)
+			if err = d.take(s, &sn, true); err == nil {
+				nbytes, nkeys, fit, err = d.keysInShard(&sn.view, buf[:0], lens[:0], want)
+			} else if errors.Is(err, errChanging) {
+				nbytes, nkeys, fit, err = d.keysLive(s, &sn, buf[:0], lens[:0], want)
 			}
 			if err != nil {
 				return keys, err
@@ -119,13 +175,18 @@ type Item struct {
 // Scan calls fn with every live key until fn returns false. It goes shard
 // by shard, each shard's oldest entries first.
 //
-// Scan copies one shard's entries under that shard's lock, then calls fn with
-// no lock held, so fn may use the Dict. A key written meanwhile may be
-// reported or not, but never twice. Scan is no use of the keys: it moves
-// nothing in the eviction order and counts no hits. A read-only view walks a
-// consistent copy of each shard and reads each value again from the zone, as
-// Get does. A shard that keeps changing while it is copied is read bucket by
-// bucket instead, each bucket as it stood at one moment, in index order.
+// Scan walks a shard in steps of a bounded number of entries, one hold of
+// the shard's lock each. It copies a step's entries under the lock, then
+// calls fn with no lock held, so fn may use the Dict. A writer of any
+// process waits for Scan one step at most. A shard whose structure another process changes
+// between two steps is walked on through its index, in no order. A key
+// written meanwhile may be reported or not, but never twice. A key present
+// throughout is reported. Scan is no use of the keys: it moves nothing in
+// the eviction order and counts no hits. A read-only view walks a
+// consistent copy of each shard and reads each value again from the zone,
+// as Get does. A shard that keeps changing while it is copied is read
+// bucket by bucket instead, each bucket as it stood at one moment, in
+// index order.
 //
 // Scan returns ErrClosed, ErrCorrupt for a shard whose entries cannot be
 // walked, and ErrLockTimeout, wrapped, for a shard it could not lock or copy
@@ -138,25 +199,18 @@ func (d *Dict) Scan(fn func(it Item) bool) (err error) {
 		return err
 	}
 	var c copyBuf
-	var list []Value
 	var sn snapshot
 	for i := range d.shards {
 		s := &d.shards[i]
-		for {
-			now := d.Now()
-			c.reset()
-			var err error
-			if d.readOnly {
-				err = d.readShard(s, &sn, now, &c)
-			} else if err = d.lock(s); err == nil {
-				// Entry writers inside the shard's pages finish
-				// first, so that no value is copied half written.
-				if err = s.drainPages(); err == nil {
-					err = d.scanInShard(s, now, &c)
-				}
-				d.unlock(s)
+		if !d.readOnly {
+			if more, err := d.scanStepped(s, &c, fn); err != nil || !more {
+				return err
 			}
-			if err != nil {
+			continue
+		}
+		for {
+			c.reset()
+			if err := d.readShard(s, &sn, d.Now(), &c); err != nil {
 				return err
 			}
 			if !c.full {
@@ -164,30 +218,101 @@ func (d *Dict) Scan(fn func(it Item) bool) (err error) {
 			}
 			c.grow()
 		}
-		for j := 0; j < len(c.recs); j++ {
-			r := c.recs[j]
-			it := Item{
-				Key:   string(c.key(r)),
-				Value: c.value(r),
-				Flags: r.flags,
-			}
-			if r.expiry != 0 {
-				it.TTL = msDuration(r.expiry - r.now)
-			}
-			if r.kind == KindList {
-				list = list[:0]
-				for _, er := range c.recs[j+1 : j+1+r.elems] {
-					list = append(list, c.value(er))
-				}
-				it.List = list[:len(list):len(list)]
-				j += r.elems
-			}
-			if !fn(it) {
-				return nil
-			}
+		if !c.deliver(fn) {
+			return nil
 		}
 	}
 	return nil
+}
+
+// scanStepped calls fn with the live keys of shard s of a writable Dict,
+// copied into c in steps (stepInShard). more is false once fn returned
+// false.
+func (d *Dict) scanStepped(s *shard, c *copyBuf, fn func(it Item) bool) (more bool, err error) {
+	var seen map[string]bool // the keys reported from the queue, for a walk that goes on through the index
+	var pos walkPos
+	var now int64
+	visit := func(off uint32, e *entry) (bool, error) {
+		if !s.okBytes(off, e) {
+			return false, d.corruptInShard(s, "entry")
+		}
+		// Entry writers inside its page finish first, so that no value
+		// is copied half written.
+		if err := s.drainPage(off); err != nil {
+			return false, err
+		}
+		if x := e.expiry(); x != 0 && now >= x || seen[string(s.keyOf(off, e))] {
+			return true, nil
+		}
+		if !s.copyEntryInShard(off, e, now, c) {
+			return false, d.corruptInShard(s, "entry")
+		}
+		return true, nil
+	}
+	for done := false; !done; {
+		saved := pos
+		now = d.Now()
+		c.reset()
+		if err := d.lock(s); err != nil {
+			return false, err
+		}
+		done, err = d.stepInShard(s, &pos, visit)
+		d.unlock(s)
+		switch {
+		case err != nil:
+			return false, err
+		case c.full:
+			// Copy the step again into a larger buffer. The walk keeps
+			// to the index if it turned to it.
+			saved.seq, saved.index = pos.seq, saved.index || pos.index
+			pos, done = saved, false
+			c.grow()
+			continue
+		}
+		if !done && !pos.index {
+			if seen == nil {
+				seen = map[string]bool{}
+			}
+			for _, r := range c.recs {
+				if r.klen > 0 {
+					seen[string(c.key(r))] = true
+				}
+			}
+		}
+		if !c.deliver(fn) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// deliver calls fn with each entry that c holds, until fn returns false.
+// It reports whether fn never did.
+func (c *copyBuf) deliver(fn func(it Item) bool) bool {
+	var list []Value
+	for j := 0; j < len(c.recs); j++ {
+		r := c.recs[j]
+		it := Item{
+			Key:   string(c.key(r)),
+			Value: c.value(r),
+			Flags: r.flags,
+		}
+		if r.expiry != 0 {
+			it.TTL = msDuration(r.expiry - r.now)
+		}
+		if r.kind == KindList {
+			list = list[:0]
+			for _, er := range c.recs[j+1 : j+1+r.elems] {
+				list = append(list, c.value(er))
+			}
+			it.List = list[:len(list):len(list)]
+			j += r.elems
+		}
+		if !fn(it) {
+			return false
+		}
+	}
+	return true
 }
 
 // scanInShard copies the live entries of a shard into c, oldest first.

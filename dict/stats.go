@@ -93,11 +93,23 @@ func (d *Dict) Stats() Stats {
 		st.LockWaits += h.LockWaits
 		st.Recoveries += h.Recoveries
 		st.Moves += h.Moves
-		st.HeldPages += int64(s.slab.HeldPages(live))
+		st.HeldPages += int64(s.slab.HeldPages(s.pacedTags(live)))
 		st.StrandedBytes += s.slab.StrandedBytes()
 		d.unlock(s)
 	}
 	return st
+}
+
+// pacedTags returns live, which also moves the shard's Seq by 2 every
+// walkStep pages it is asked about (advance). HeldPages asks it of every
+// page that names an owner, under the shard's lock, and asks the kernel
+// of each new owner. The shard's lock waiters so see that walk progress.
+func (s *shard) pacedTags(live func(tag uint32) bool) func(tag uint32) bool {
+	p := pacer{s: s}
+	return func(tag uint32) bool {
+		p.tick()
+		return live(tag)
+	}
 }
 
 // ShardStats returns shard i's figures, with Shards 1; only Capacity and
@@ -126,7 +138,7 @@ func (d *Dict) ShardStats(i int) Stats {
 	st.Evictions, st.Expirations = h.Evictions, h.Expirations
 	st.Lost, st.Protected = h.Lost, int64(h.ProtCount)
 	st.LockWaits, st.Recoveries, st.Moves = h.LockWaits, h.Recoveries, h.Moves
-	st.HeldPages, st.StrandedBytes = int64(s.slab.HeldPages(liveTags(d.z))), s.slab.StrandedBytes()
+	st.HeldPages, st.StrandedBytes = int64(s.slab.HeldPages(s.pacedTags(liveTags(d.z)))), s.slab.StrandedBytes()
 	return st
 }
 

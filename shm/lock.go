@@ -100,9 +100,52 @@ func (z *Zone) LockState(w *uint64) LockState {
 	return LockLive
 }
 
+// LockWithinWatching is LockWithinCounted for a lock whose holder may hold
+// it long while it shows progress. The holder shows progress by changing
+// the word at progress while it holds w. The timeout then counts only the
+// time since the last progress seen. A look sees progress when w names the
+// same owner as at the look before and the progress word has changed since.
+// A holder that changes the progress word as its work advances is never
+// taken for stuck. One that stops changing it times its waiters out as
+// before. progress is read atomically. nil watches nothing.
+func (z *Zone) LockWithinWatching(w *uint64, c *Holders, timeout time.Duration, progress *uint64) (LockResult, error) {
+	if c.swap(w, 0, z.own.word) {
+		return 0, nil
+	}
+	return z.lockWatch(w, timeout, kin{c: c}, progress)
+}
+
 // lockSlow waits for w; timeout <= 0 waits without bound. k tells the zone's
 // own word held by a goroutine of the zone from a corrupt one.
 func (z *Zone) lockSlow(w *uint64, timeout time.Duration, k kin) (LockResult, error) {
+	return z.lockWatch(w, timeout, k, nil)
+}
+
+// watch is what a wait knows of its holder's progress: the owner and the
+// progress word at the last look, and when progress was last seen.
+type watch struct {
+	word  *uint64
+	owner uint64
+	last  uint64
+	since time.Duration // the wait's time at the last progress seen
+}
+
+// saw looks at the progress word with w held by owner at the wait's time
+// waited. It reports the wait's time from which the timeout counts.
+func (p *watch) saw(owner uint64, waited time.Duration) time.Duration {
+	if p.word == nil {
+		return 0
+	}
+	v := atomic.LoadUint64(p.word)
+	if owner == p.owner && v != p.last {
+		p.since = waited
+	}
+	p.owner, p.last = owner, v
+	return p.since
+}
+
+// lockWatch is lockSlow that watches progress (LockWithinWatching).
+func (z *Zone) lockWatch(w *uint64, timeout time.Duration, k kin, progress *uint64) (LockResult, error) {
 	self := z.own.word
 	if tryHard(w, self, k.c) {
 		return LockWaited, nil
@@ -113,6 +156,7 @@ func (z *Zone) lockSlow(w *uint64, timeout time.Duration, k kin) (LockResult, er
 		deadAfter = timeout
 	}
 	sleep := sleepMin
+	pw := watch{word: progress}
 	for {
 		owner := atomic.LoadUint64(w)
 		if owner == 0 {
@@ -122,6 +166,7 @@ func (z *Zone) lockSlow(w *uint64, timeout time.Duration, k kin) (LockResult, er
 			continue
 		}
 		waited := time.Since(start)
+		idle := waited - pw.saw(owner, waited)
 		if owner != self {
 			k.quiet = 0
 		}
@@ -134,7 +179,7 @@ func (z *Zone) lockSlow(w *uint64, timeout time.Duration, k kin) (LockResult, er
 			}
 			continue
 		}
-		if timeout > 0 && waited >= timeout {
+		if timeout > 0 && idle >= timeout {
 			// The deadline is judged on a fresh try, not on the one look
 			// after a sleep: a waiter that was itself descheduled past the
 			// deadline would otherwise give up on a lock that other
@@ -144,8 +189,8 @@ func (z *Zone) lockSlow(w *uint64, timeout time.Duration, k kin) (LockResult, er
 			}
 			return 0, ErrLockTimeout
 		}
-		if timeout > 0 && sleep > timeout-waited {
-			sleep = timeout - waited // wake at the deadline, not past it
+		if timeout > 0 && sleep > timeout-idle {
+			sleep = timeout - idle // wake at the deadline, not past it
 		}
 		time.Sleep(sleep)
 		if sleep < sleepMax {

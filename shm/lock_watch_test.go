@@ -1,0 +1,68 @@
+package shm
+
+import (
+	"errors"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// inLockWatch reports whether some goroutine is waiting in lockWatch.
+func inLockWatch() bool {
+	buf := make([]byte, 1<<20)
+	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "shm.(*Zone).lockWatch")
+}
+
+// A holder that keeps showing progress holds the lock past the waiter's
+// timeout many times over, and the waiter still takes it once it is
+// freed. The holder changes the progress word as fast as it runs, so a
+// waiter times out only if the holder is not run for a whole timeout.
+func TestLockWithinWatchingProgress(t *testing.T) {
+	z, w := lockZone(t)
+	var c Holders
+	var progress uint64
+	if !z.TryLockCounted(w, &c) {
+		t.Fatal("TryLockCounted(a free word) = false")
+	}
+	const timeout = 100 * time.Millisecond
+	done := make(chan error, 1)
+	go func() {
+		_, err := z.LockWithinWatching(w, &c, timeout, &progress)
+		done <- err
+	}()
+	for !inLockWatch() {
+		runtime.Gosched()
+	}
+	start := time.Now()
+	for time.Since(start) < 5*timeout {
+		atomic.AddUint64(&progress, 2)
+		runtime.Gosched()
+	}
+	UnlockCounted(w, &c)
+	if err := <-done; err != nil {
+		t.Fatalf("LockWithinWatching(held with progress for five timeouts) = %v, want nil", err)
+	}
+	UnlockCounted(w, &c)
+}
+
+// A holder that shows no progress times its waiter out, as LockWithin's
+// holder does, and leaves the word as it was.
+func TestLockWithinWatchingNoProgress(t *testing.T) {
+	z, w := lockZone(t)
+	var c Holders
+	var progress uint64
+	if !z.TryLockCounted(w, &c) {
+		t.Fatal("TryLockCounted(a free word) = false")
+	}
+	before := atomic.LoadUint64(w)
+	r, err := z.LockWithinWatching(w, &c, 10*time.Millisecond, &progress)
+	if !errors.Is(err, ErrLockTimeout) || r != 0 {
+		t.Fatalf("LockWithinWatching(held, no progress) = %d, %v, want 0, ErrLockTimeout", r, err)
+	}
+	if got := atomic.LoadUint64(w); got != before {
+		t.Errorf("lock word after a timeout = %#x, want %#x unchanged", got, before)
+	}
+	UnlockCounted(w, &c)
+}

@@ -60,8 +60,9 @@ type Options struct {
 	// is read, and stops when it is not.
 	Clock func() int64
 	// LockTimeout bounds every wait for a shard's lock. An operation that
-	// waited this long for a live holder returns ErrLockTimeout and changes
-	// nothing. 0 means DefaultLockTimeout. A negative value waits without
+	// waited this long for a live holder that showed no progress returns
+	// ErrLockTimeout and changes nothing. A holder that repairs a shard
+	// shows progress as it goes. 0 means DefaultLockTimeout. A negative value waits without
 	// bound. A dead holder is taken over after a few milliseconds, whatever
 	// the timeout.
 	LockTimeout time.Duration

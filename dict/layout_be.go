@@ -2,6 +2,8 @@
 
 package dict
 
+import "math/bits"
+
 // Where KLen, Tag and Bits sit in bitsWord on a big-endian machine (mips,
 // mips64, ppc64, s390x): see layout_le.go.
 const (
@@ -18,3 +20,7 @@ func byteAt(b byte, j int) uint64 { return uint64(b) << (56 - 8*j) }
 // tailIs reports whether the first 8-s/8 bytes of the word w are the last
 // 8-s/8 bytes of the word k.
 func tailIs(w, k uint64, s uint) bool { return (w^k<<s)>>s == 0 }
+
+// leWord returns w, a word loaded from the zone, as the little-endian
+// number its bytes spell, or such a number as the word to store.
+func leWord(w uint64) uint64 { return bits.ReverseBytes64(w) }

@@ -19,3 +19,7 @@ func byteAt(b byte, j int) uint64 { return uint64(b) << (8 * j) }
 // tailIs reports whether the first 8-s/8 bytes of the word w are the last
 // 8-s/8 bytes of the word k.
 func tailIs(w, k uint64, s uint) bool { return (w^k>>s)<<s == 0 }
+
+// leWord returns w, a word loaded from the zone, as the little-endian
+// number its bytes spell, or such a number as the word to store.
+func leWord(w uint64) uint64 { return w }

@@ -1,9 +1,9 @@
 package dict
 
 import (
-	"bytes"
 	"encoding/binary"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/shmzone/shmzone/shm"
@@ -12,19 +12,48 @@ import (
 // MaxStateSize is the largest value Revise works on.
 const MaxStateSize = 32
 
-// A State is a small bytes value that Revise passes by value. A value of
-// size n is its first n bytes; the others are zero.
-type State [MaxStateSize]byte
+// A State is a small value as Revise passes it: four 8-byte words, which
+// Go passes in registers, not through memory. Word i, W0 to W3, holds the
+// value's bytes 8i to 8i+7 as a little-endian number. A value of n bytes
+// fills the first n/8 words.
+type State struct{ W0, W1, W2, W3 uint64 }
+
+// word returns word i of s.
+func (s *State) word(i int) uint64 {
+	switch i {
+	case 0:
+		return s.W0
+	case 1:
+		return s.W1
+	case 2:
+		return s.W2
+	}
+	return s.W3
+}
+
+// setWord sets word i of s to w.
+func (s *State) setWord(i int, w uint64) {
+	switch i {
+	case 0:
+		s.W0 = w
+	case 1:
+		s.W1 = w
+	case 2:
+		s.W2 = w
+	default:
+		s.W3 = w
+	}
+}
 
 // ReviseFunc is Revise's fn. It gets s, a copy of a value, and found. It
 // returns the value to store, whether to store it, and a TTL as
-// MutateOutcome's fn does. Bytes of next beyond the value's size are
+// MutateOutcome's fn does. Words of next beyond the value's size are
 // ignored.
 type ReviseFunc func(s State, found bool) (next State, store bool, ttl time.Duration)
 
 // Revise changes a fixed-size bytes value as MutateOutcome does, but fn
-// works on a copy, outside any lock. The copy is a State of up to
-// MaxStateSize bytes, passed by value, so that none is allocated. Revise
+// works on a copy, outside any lock. The copy is a State: a value of 8,
+// 16, 24 or 32 bytes, passed in registers, so that none is allocated. Revise
 // is the read-modify-write for a state that is often only read, such as
 // a rate limiter's, which a rejection leaves as it is.
 //
@@ -44,11 +73,11 @@ type ReviseFunc func(s State, found bool) (next State, store bool, ttl time.Dura
 // the Dict.
 //
 // Revise returns ErrWrongShape without calling fn when the live value is
-// of another kind or size. It returns ErrBadValue for a size outside
-// 1..MaxStateSize, ErrBadTTL if fn returns a negative TTL for a value it
+// of another kind or size. It returns ErrBadValue for a size that is not
+// 8, 16, 24 or 32, ErrBadTTL if fn returns a negative TTL for a value it
 // stores, and the errors of Set for a new entry.
 func (d *Dict) Revise(key string, size int, fn ReviseFunc) (out Outcome, err error) {
-	if size < 1 || size > MaxStateSize {
+	if size < 8 || size > MaxStateSize || size%8 != 0 {
 		return out, ErrBadValue
 	}
 	return d.revise(key, KindBytes, size, fn)
@@ -62,22 +91,29 @@ func (d *Dict) Revise(key string, size int, fn ReviseFunc) (out Outcome, err err
 // is not an int, and the errors of Revise.
 func (d *Dict) ReviseInt(key string, fn func(n int64, found bool) (next int64, store bool, ttl time.Duration)) (out Outcome, err error) {
 	sfn := func(s State, found bool) (State, bool, time.Duration) {
-		n, store, ttl := fn(int64(binary.NativeEndian.Uint64(s[:8])), found)
-		binary.NativeEndian.PutUint64(s[:8], uint64(n))
-		return s, store, ttl
+		n, store, ttl := fn(int64(s.W0), found)
+		return State{W0: uint64(n)}, store, ttl
 	}
 	return d.revise(key, KindInt, 8, sfn)
 }
 
 // reviseOp is one Revise: the key's place, the value's kind and size, and
-// fn. A try keeps in it what fn was given and what fn returned.
+// fn.
 type reviseOp struct {
 	place
-	kind      Kind
-	size      int
-	fn        ReviseFunc
-	cur, next State
-	ttl       time.Duration
+	kind Kind
+	size int
+	fn   ReviseFunc
+}
+
+// word converts w, a word of the value as the zone holds it, to a State's
+// word, or back: a bytes value's words are little-endian numbers, an
+// int's its native word.
+func (op *reviseOp) word(w uint64) uint64 {
+	if op.kind == KindBytes {
+		return leWord(w)
+	}
+	return w
 }
 
 // revise is Revise of a value of kind, KindBytes or KindInt, stored in
@@ -121,14 +157,13 @@ const (
 // the one read.
 func (d *Dict) reviseOptimistic(op *reviseOp) (reviseResult, error) {
 	s := op.s
-	op.cur = State{}
 	off, seq, ok := s.findOptimistic(op.key, op.h)
 	if !ok {
 		return reviseAgain, nil
 	}
 	if off == 0 {
 		// A new key: only a store needs the shard's lock.
-		if _, store, _ := op.fn(op.cur, false); !store {
+		if _, store, _ := op.fn(State{}, false); !store {
 			return reviseDone, nil
 		}
 		return reviseLock, nil
@@ -143,7 +178,7 @@ func (d *Dict) reviseOptimistic(op *reviseOp) (reviseResult, error) {
 		if s.seq() != seq {
 			return reviseAgain, nil
 		}
-		if _, store, _ := op.fn(op.cur, false); !store {
+		if _, store, _ := op.fn(State{}, false); !store {
 			return reviseDone, nil
 		}
 		return reviseLock, nil
@@ -156,12 +191,14 @@ func (d *Dict) reviseOptimistic(op *reviseOp) (reviseResult, error) {
 		}
 		return reviseDone, ErrWrongShape
 	}
-	loadBytes(op.cur[:vlen], s.arena, vo, vlen)
+	var cur State
+	for i := 0; i < vlen/8; i++ {
+		cur.setWord(i, op.word(atomic.LoadUint64(s.numAt(vo+8*i))))
+	}
 	if e.ver() != w || s.seq() != seq {
 		return reviseAgain, nil
 	}
-	var store bool
-	op.next, store, op.ttl = op.fn(op.cur, true)
+	next, store, ttl := op.fn(cur, true)
 	if !store {
 		if bits&refBit == 0 && !d.readOnly {
 			s.markUsed(off, seq)
@@ -171,21 +208,28 @@ func (d *Dict) reviseOptimistic(op *reviseOp) (reviseResult, error) {
 		}
 		return reviseDone, nil
 	}
-	if op.ttl < 0 {
+	if ttl < 0 {
 		return reviseDone, ErrBadTTL
 	}
-	return d.reviseInPage(op, off, seq)
+	return d.reviseInPage(op, at{off, seq}, cur, next, ttl)
 }
 
-// reviseInPage stores op.next into the entry at off, found with Seq seq,
-// under its page lock, if its value is still op.cur, of op.kind, and it is
-// still live. A value rewritten in place as another kind in the same bytes
-// is not op.cur: the next try refuses its shape.
-func (d *Dict) reviseInPage(op *reviseOp, off uint32, seq uint64) (reviseResult, error) {
-	s := op.s
-	pw := s.pinFirst(off, seq)
+// at is where an optimistic find found an entry: its offset, and the
+// shard's Seq then.
+type at struct {
+	off uint32
+	seq uint64
+}
+
+// reviseInPage stores next into the entry at a, under its page lock, if
+// its value is still cur, of op.kind, and it is still live. A value
+// rewritten in place as another kind in the same bytes is not cur: the
+// next try refuses its shape.
+func (d *Dict) reviseInPage(op *reviseOp, a at, cur, next State, ttl time.Duration) (reviseResult, error) {
+	s, off := op.s, a.off
+	pw := s.pinFirst(off, a.seq)
 	if pw == nil {
-		if pw = s.tryPin(off, seq); pw == nil {
+		if pw = s.tryPin(off, a.seq); pw == nil {
 			return reviseAgain, nil
 		}
 	}
@@ -195,23 +239,31 @@ func (d *Dict) reviseInPage(op *reviseOp, off uint32, seq uint64) (reviseResult,
 		s.unpin(off, pw)
 		return reviseLock, nil
 	}
-	b := s.valueOf(off, e)
-	if e.kind() != op.kind || !bytes.Equal(b, op.cur[:op.size]) {
+	vo, n := int(off)+valOff(int(e.KLen)), op.size/8
+	if e.kind() != op.kind || int(e.VLen) != op.size {
 		s.unpin(off, pw)
 		return reviseAgain, nil
 	}
+	for i := 0; i < n; i++ {
+		if *s.numAt(vo + 8*i) != op.word(cur.word(i)) {
+			s.unpin(off, pw)
+			return reviseAgain, nil
+		}
+	}
 	expiry := expiryOf(w)
-	if op.ttl > 0 {
-		expiry, _ = d.expiryFor(op.ttl) // a positive TTL is no error
+	if ttl > 0 {
+		expiry, _ = d.expiryFor(ttl) // a positive TTL is no error
 	}
 	w = e.beginWrite()
-	copy(b, op.next[:op.size])
+	for i := 0; i < n; i++ {
+		*s.numAt(vo + 8*i) = op.word(next.word(i))
+	}
 	e.endWrite(w, expiry)
 	e.use()
-	n, slow := s.entryCounted(off, tWrites)
+	c, slow := s.entryCounted(off, tWrites)
 	s.unpin(off, pw)
 	if slow {
-		d.flushPageCounts(s, op.key, op.h, off, n)
+		d.flushPageCounts(s, op.key, op.h, off, c)
 	}
 	return reviseDone, nil
 }
@@ -220,15 +272,18 @@ func (d *Dict) reviseInPage(op *reviseOp, off uint32, seq uint64) (reviseResult,
 // expired or broken, or a value that kept changing. fn still works on a
 // copy, which is stored only if fn asks.
 func (d *Dict) lockRevise(op *reviseOp) (out Outcome, err error) {
-	fn := op.fn
 	mfn := func(b []byte, found bool) (bool, time.Duration) {
 		var cur State
-		copy(cur[:], b)
-		next, store, ttl := fn(cur, found)
+		for i := 0; i < len(b)/8; i++ {
+			cur.setWord(i, op.word(binary.NativeEndian.Uint64(b[8*i:])))
+		}
+		next, store, ttl := op.fn(cur, found)
 		if !store {
 			return false, 0 // a found entry stays as it is
 		}
-		copy(b, next[:])
+		for i := 0; i < len(b)/8; i++ {
+			binary.NativeEndian.PutUint64(b[8*i:], op.word(next.word(i)))
+		}
 		return true, ttl
 	}
 	zv := Bytes(zeros[:op.size])

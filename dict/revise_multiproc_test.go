@@ -37,13 +37,11 @@ func reviseStateKey(k int) string { return fmt.Sprintf("rstate-%d", k) }
 // must have them equal, or it reports it in *torn.
 func addBoth(torn *error, key string) dict.ReviseFunc {
 	return func(s dict.State, _ bool) (dict.State, bool, time.Duration) {
-		a, b := binary.LittleEndian.Uint64(s[:8]), binary.LittleEndian.Uint64(s[8:16])
+		a, b := s.W0, s.W1
 		if a != b && *torn == nil {
 			*torn = fmt.Errorf("Revise(%q) gave fn a torn state: %d and %d", key, a, b)
 		}
-		binary.LittleEndian.PutUint64(s[:8], a+1)
-		binary.LittleEndian.PutUint64(s[8:16], b+1)
-		return s, true, 0
+		return dict.State{W0: a + 1, W1: b + 1}, true, 0
 	}
 }
 

@@ -22,11 +22,14 @@ import (
 // revise_multiproc_test.go.
 
 // pair returns a State of two little-endian counters, a and b.
-func pair(a, b uint64) State {
-	var s State
-	binary.LittleEndian.PutUint64(s[:8], a)
-	binary.LittleEndian.PutUint64(s[8:16], b)
-	return s
+func pair(a, b uint64) State { return State{W0: a, W1: b} }
+
+// bytesOf returns the first n bytes of s, as the zone stores them.
+func bytesOf(s State, n int) []byte {
+	b := binary.LittleEndian.AppendUint64(nil, s.W0)
+	b = binary.LittleEndian.AppendUint64(b, s.W1)
+	b = binary.LittleEndian.AppendUint64(b, s.W2)
+	return binary.LittleEndian.AppendUint64(b, s.W3)[:n]
 }
 
 // counters returns the two counters of a 16-byte state.
@@ -36,8 +39,7 @@ func counters(b []byte) (uint64, uint64) {
 
 // incBoth is a ReviseFunc that adds one to both counters of a state.
 func incBoth(s State, _ bool) (State, bool, time.Duration) {
-	a, b := counters(s[:])
-	return pair(a+1, b+1), true, 0
+	return pair(s.W0+1, s.W1+1), true, 0
 }
 
 // fnCall records the calls of a ReviseFunc that returns what it is told.
@@ -75,14 +77,8 @@ type reviseCase struct {
 
 var (
 	state16 = pair(3, 3)
-	bytes16 = Bytes(state16[:16])
-	ones    = func() State {
-		var s State
-		for i := range s {
-			s[i] = 0xff
-		}
-		return s
-	}()
+	bytes16 = Bytes([]byte{3, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0}) // state16's bytes
+	ones    = State{^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)}
 )
 
 // setState16 sets "k" to state16 with a TTL of a minute and flags 7.
@@ -121,9 +117,9 @@ func absentCases() []reviseCase {
 				c.Advance(5 * time.Second)
 				wantGetErr(t, d, "k", ErrNotFound)
 			}},
-		{name: "absent/next beyond size ignored", size: 4, next: ones, store: true, calls: 1,
+		{name: "absent/next beyond size ignored", size: 8, next: ones, store: true, calls: 1,
 			check: func(t *testing.T, d *Dict, _ *testutil.Clock) {
-				wantGet(t, d, "k", Bytes([]byte{0xff, 0xff, 0xff, 0xff}), 0)
+				wantGet(t, d, "k", Bytes(bytesOf(ones, 8)), 0)
 			}},
 		{name: "absent/negative TTL", size: 16, next: pair(1, 1), store: true, ttl: -time.Second, calls: 1, err: ErrBadTTL,
 			check: func(t *testing.T, d *Dict, _ *testutil.Clock) { wantGetErr(t, d, "k", ErrNotFound) }},
@@ -138,7 +134,7 @@ func absentCases() []reviseCase {
 }
 
 // b16 returns the first 16 bytes of s.
-func b16(s State) []byte { return append([]byte(nil), s[:16]...) }
+func b16(s State) []byte { return bytesOf(s, 16) }
 
 // liveCases are the rows of a live key: "k" holds state16, a TTL of a
 // minute and flags 7.
@@ -164,11 +160,13 @@ func liveCases() []reviseCase {
 			}},
 		{name: "live/negative TTL", setup: setState16, size: 16, next: pair(4, 4), store: true, ttl: -time.Second, calls: 1, seen: state16, found: true,
 			err: ErrBadTTL, check: unchanged},
-		{name: "live/next beyond size ignored", size: 4, next: ones, store: true, calls: 1, found: true,
-			setup: func(t *testing.T, d *Dict, _ *testutil.Clock) { specSet(t, d, "k", Bytes([]byte{1, 2, 3, 4}), 0, 0) },
-			seen:  State{1, 2, 3, 4},
+		{name: "live/next beyond size ignored", size: 8, next: ones, store: true, calls: 1, found: true,
+			setup: func(t *testing.T, d *Dict, _ *testutil.Clock) {
+				specSet(t, d, "k", Bytes([]byte{1, 2, 3, 4, 0, 0, 0, 0}), 0, 0)
+			},
+			seen: State{W0: 0x04030201},
 			check: func(t *testing.T, d *Dict, _ *testutil.Clock) {
-				wantGet(t, d, "k", Bytes([]byte{0xff, 0xff, 0xff, 0xff}), 0)
+				wantGet(t, d, "k", Bytes(bytesOf(ones, 8)), 0)
 			}},
 	}
 }
@@ -193,7 +191,7 @@ func refusedCases() []reviseCase {
 				t.Fatalf("LLen(k) = %d, %v; want 1", n, err)
 			}
 		}})
-	for _, size := range []int{0, -1, MaxStateSize + 1} {
+	for _, size := range []int{0, -1, 4, 12, MaxStateSize + 1, MaxStateSize + 8} {
 		rows = append(rows, reviseCase{name: fmt.Sprintf("size/%d", size), size: size, store: true, err: ErrBadValue,
 			setup: setState16, check: func(t *testing.T, d *Dict, _ *testutil.Clock) { wantGet(t, d, "k", bytes16, 7) }})
 	}
@@ -380,7 +378,7 @@ func TestReviseRejectTakesNoLock(t *testing.T) {
 }
 
 // binaryPut stores n in s as ReviseInt's fn gets it.
-func binaryPut(s *State, n int64) { binary.NativeEndian.PutUint64(s[:8], uint64(n)) }
+func binaryPut(s *State, n int64) { s.W0 = uint64(n) }
 
 // TestReviseStoreWaitsForPage: a store into a live key takes its entry's
 // page lock. With the page held by the test, Revise in another goroutine
@@ -488,7 +486,7 @@ func TestReviseStoreRechecksKind(t *testing.T) {
 				var s State
 				binaryPut(&s, m)
 				next, store, ttl := fn(s, found)
-				return int64(binary.NativeEndian.Uint64(next[:8])), store, ttl
+				return int64(next.W0), store, ttl
 			})
 			return err
 		}},

@@ -187,7 +187,7 @@ func (l *Req) step(p *reqNums, ms int64, key string, n int64, commit bool) (exce
 	fn := func(v dict.State, found bool) (dict.State, bool, time.Duration) {
 		var s reqState
 		if found {
-			s = getReq(v[:])
+			s = reqOfState(v)
 			if reqBad(s, reqLatest(ms)) {
 				excess = -1
 				return v, false, 0
@@ -204,8 +204,7 @@ func (l *Req) step(p *reqNums, ms int64, key string, n int64, commit bool) (exce
 			last = max(last, s.last)
 		}
 		st := reqState{excess: truncExcess(excess), last: last}
-		putReq(v[:], st)
-		return v, true, p.drainedAfter(st, ms)
+		return stateOfReq(st), true, p.drainedAfter(st, ms)
 	}
 	out, err := l.d.Revise(zk, reqSize, fn)
 	if out != (dict.Outcome{}) || err != nil {

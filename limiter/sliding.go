@@ -163,7 +163,7 @@ func (l *SlidingWindow) incomingAt(dec *Decision, now int64, key string, n int64
 		var s swState
 		bad = foreign{}
 		if found {
-			s = getSW(v[:swSize])
+			s = swOfState(v)
 			if why := badSW(s, now, p.w); why != "" {
 				bad = foreign{kind: dict.KindBytes, n: swSize, bad: why}
 				return v, false, 0 // leave it as it is
@@ -179,8 +179,7 @@ func (l *SlidingWindow) incomingAt(dec *Decision, now int64, key string, n int64
 		if ttl <= 0 {
 			return v, false, 0
 		}
-		putSW(v[:swSize], s)
-		return v, true, time.Duration(ttl) * time.Millisecond
+		return stateOfSW(s), true, time.Duration(ttl) * time.Millisecond
 	}
 	out, err := l.d.Revise(zk, swSize, fn)
 	if out != (dict.Outcome{}) || err != nil {

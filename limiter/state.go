@@ -1,6 +1,10 @@
 package limiter
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/shmzone/shmzone/dict"
+)
 
 // The values limiters keep in the dictionary, one per key. Count and Conn
 // keep a dict int, GCRA an int of Unix nanoseconds; the others keep bytes,
@@ -60,6 +64,15 @@ func putReq(b []byte, s reqState) {
 	binary.LittleEndian.PutUint64(b[reqLastOff:], uint64(s.last))
 }
 
+// reqOfState and stateOfReq read and write a Req's state as dict.Revise
+// passes it: word i is bytes 8i to 8i+7, so excess is W0 and last W1.
+func reqOfState(v dict.State) reqState { return reqState{excess: v.W0, last: int64(v.W1)} }
+
+func stateOfReq(s reqState) dict.State { return dict.State{W0: s.excess, W1: uint64(s.last)} }
+
+// The words above are the record's fields only while the layout is this.
+var _ = [1]struct{}{}[reqExcessOff+reqLastOff-8+swWindowOff+swCurOff+swPrevOff-24]
+
 // swState is a SlidingWindow key's state.
 type swState struct {
 	window, cur, prev int64
@@ -77,6 +90,16 @@ func putSW(b []byte, s swState) {
 	binary.LittleEndian.PutUint64(b[swWindowOff:], uint64(s.window))
 	binary.LittleEndian.PutUint64(b[swCurOff:], uint64(s.cur))
 	binary.LittleEndian.PutUint64(b[swPrevOff:], uint64(s.prev))
+}
+
+// swOfState and stateOfSW read and write a SlidingWindow's state as
+// dict.Revise passes it: window, cur and prev are W0, W1 and W2.
+func swOfState(v dict.State) swState {
+	return swState{window: int64(v.W0), cur: int64(v.W1), prev: int64(v.W2)}
+}
+
+func stateOfSW(s swState) dict.State {
+	return dict.State{W0: uint64(s.window), W1: uint64(s.cur), W2: uint64(s.prev)}
 }
 
 // lease is one record of a leased Conn key.

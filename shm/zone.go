@@ -299,29 +299,11 @@ func (z *Zone) mmap(fd int, size int64) error {
 	}
 	z.data = b
 	z.gen = word64(b, regGenOff)
-	adviseHuge(b)
 	if err := z.attachOwner(fd); err != nil {
 		z.unmap()
 		return err
 	}
 	return nil
-}
-
-// madvCollapse is MADV_COLLAPSE (Linux 6.1), which x/sys names only on
-// some architectures.
-const madvCollapse = 25
-
-// adviseHuge asks the kernel to back b, a zone's mapping, with huge pages.
-// A zone's hot words lie all over it, and each 4 KiB page they touch takes
-// a TLB entry. A tmpfs mounted with huge=advise, within_size or always
-// gives huge pages; one mounted with huge=never, the default, does not,
-// and the kernel refuses both calls. MADV_COLLAPSE turns the pages already
-// allocated, as fallocate allocated them, into huge ones. The calls are
-// advice: their errors are ignored, and the zone works the same without.
-func adviseHuge(b []byte) {
-	if unix.Madvise(b, unix.MADV_HUGEPAGE) == nil {
-		_ = unix.Madvise(b, madvCollapse)
-	}
 }
 
 func (z *Zone) unmap() error {

@@ -150,6 +150,10 @@ func (s *shard) tryDrainPage(off uint32) (bool, error) {
 }
 
 // drainPages drains every page of the shard, for a change to all of it.
+// It moves Seq by 2 after each page whose lock it had to wait for
+// (advance). A page whose writer died costs a wait for its takeover. A
+// repair after many kills may meet many such pages, and the shard's lock
+// waiters see each one pass.
 func (s *shard) drainPages() error {
 	for p := 0; p < s.slab.Pages(); p++ {
 		w := s.slab.PageLockAt(p)
@@ -168,7 +172,9 @@ func (s *shard) drainPages() error {
 			atomic.AddUint64(&s.h.Recoveries, 1) // as lockPage counts it
 		}
 		shm.Unlock(w)
+		s.advance()
 	}
+	s.advance()
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package dict
 
 import (
-	"fmt"
 	"sync/atomic"
 
 	"github.com/shmzone/shmzone/shm"
@@ -65,7 +64,7 @@ func (s *shard) validNodeInShard(off uint32) bool {
 // shard's lock waiters see it progress and do not time out for it.
 func (s *shard) repairInShard() error {
 	p := &pacer{s: s}
-	if err := s.drainPagesAdvancing(); err != nil {
+	if err := s.drainPages(); err != nil {
 		return err
 	}
 	hd := s.hdr()
@@ -103,34 +102,6 @@ func (s *shard) repairInShard() error {
 	s.advance()
 	s.requeueAllInShard(entries, p)
 	hd.Drop = dropNone
-	return nil
-}
-
-// drainPagesAdvancing is drainPages for a repair. It moves Seq by 2 after
-// each page whose lock it had to wait for (advance). A page whose writer
-// died costs a wait for its takeover. A repair after many kills may meet
-// many such pages, and its lock waiters see each one pass.
-func (s *shard) drainPagesAdvancing() error {
-	for p := 0; p < s.slab.Pages(); p++ {
-		w := s.slab.PageLockAt(p)
-		if w == nil {
-			continue // free, or inside a run: no entry starts there
-		}
-		if s.z.TryLock(w) {
-			shm.Unlock(w)
-			continue
-		}
-		r, err := s.z.LockWithinAsking(w, s.timeout, func() bool { return s.pinHeld(p) })
-		if err != nil {
-			return fmt.Errorf("dict: shard %d: page %d: %w after %v", s.id, p, err, s.timeout)
-		}
-		if r&shm.LockRecovered != 0 {
-			atomic.AddUint64(&s.h.Recoveries, 1) // as lockPage counts it
-		}
-		shm.Unlock(w)
-		s.advance()
-	}
-	s.advance()
 	return nil
 }
 

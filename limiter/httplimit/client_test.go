@@ -173,11 +173,24 @@ func TestKeyCache(t *testing.T) {
 				addrs[i] = netip.AddrFrom16(b).WithZone("eth0")
 			}
 		}
+		addrs = append(addrs, netip.MustParseAddr("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff")) // the longest key
+		first := make([]string, len(addrs))
 		for round := range 2 {
-			for _, a := range addrs {
-				if got, want := key(a), addrKey(a, bits); got != want {
+			for i, a := range addrs {
+				got, want := key(a), netipKey(a, bits)
+				if got != want {
 					t.Fatalf("/%d, round %d: key(%v) = %q, want %q", bits, round, a, got, want)
 				}
+				if round == 0 {
+					first[i] = got
+				}
+			}
+		}
+		// A key returned before its slot was taken by another address
+		// keeps its bytes.
+		for i, a := range addrs {
+			if want := netipKey(a, bits); first[i] != want {
+				t.Fatalf("/%d: key(%v) became %q after its slot was reused, want %q", bits, a, first[i], want)
 			}
 		}
 		a := addrs[1]
@@ -186,6 +199,16 @@ func TestKeyCache(t *testing.T) {
 			t.Errorf("/%d: a returning client's key: %v allocations, want 0", bits, n)
 		}
 	}
+}
+
+// netipKey is a client's key as netip's String methods write it: the
+// unmapped IPv4 address, or the IPv6 address's /bits prefix.
+func netipKey(a netip.Addr, bits int) string {
+	a = a.Unmap().WithZone("")
+	if a.Is4() {
+		return a.String()
+	}
+	return netip.PrefixFrom(a, bits).Masked().String()
 }
 
 // TestForwardedBytesAllocatesNothing: the walk of X-Forwarded-For held as

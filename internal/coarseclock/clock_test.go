@@ -23,6 +23,7 @@ type coarseDriver struct {
 	ticks   chan time.Time
 	starts  atomic.Int64
 	stops   atomic.Int64
+	period  atomic.Int64  // of the ticker started last
 	stopped chan struct{} // one send per stopped ticker
 }
 
@@ -30,7 +31,8 @@ func newCoarseDriver(start int64) *coarseDriver {
 	dr := &coarseDriver{ticks: make(chan time.Time), stopped: make(chan struct{}, 1<<16)}
 	dr.wall.Store(start)
 	dr.c.wall = dr.wall.Load
-	dr.c.ticker = func() (<-chan time.Time, func()) {
+	dr.c.ticker = func(period time.Duration) (<-chan time.Time, func()) {
+		dr.period.Store(int64(period))
 		dr.starts.Add(1)
 		return dr.ticks, func() {
 			dr.stops.Add(1)
@@ -264,8 +266,23 @@ func TestClockStopRacesRestart(t *testing.T) {
 // between which the ticker stops, never get a time more than two ticks
 // behind the time when they started to read (one tick taken but not yet
 // stored, one being handed over), nor one after the time when the read
-// returned. Run it with -race.
+// returned: with a clock that always ticks, and with clocks that go
+// direct, stay direct, and switch. Run it with -race.
 func TestClockConcurrentReaders(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		hot  int64
+	}{
+		{"ticking", 0},
+		{"adapting", 5},      // ticks every millisecond after its first tick
+		{"direct", 1 << 40},  // never reaches the rate
+		{"switching", 2_000}, // goes back and forth as the readers' pace varies
+	} {
+		t.Run(tt.name, func(t *testing.T) { concurrentReaders(t, tt.hot) })
+	}
+}
+
+func concurrentReaders(t *testing.T, hot int64) {
 	const (
 		readers = 8
 		rounds  = 5
@@ -273,6 +290,7 @@ func TestClockConcurrentReaders(t *testing.T) {
 	)
 	dr := newCoarseDriver(1_000_000)
 	c := &dr.c
+	c.hot = hot
 	c.acquire()
 	for r := 0; r < rounds; r++ {
 		var wg sync.WaitGroup
@@ -328,5 +346,147 @@ func TestClockConcurrentReaders(t *testing.T) {
 	t.Logf("%d rounds: %d tickers started", rounds, dr.starts.Load())
 	if s, st := dr.starts.Load(), dr.stops.Load(); s != st || s < rounds {
 		t.Fatalf("%d tickers started, %d stopped: want as many stopped, and at least one a round (%d)", s, st, rounds)
+	}
+}
+
+// TestClockAdapts: a clock starts direct, and read rarely it stays so:
+// reads return the system's time, and the ticker wakes only for its
+// checks, every checkTicks ms. Read often, it ticks every millisecond. A
+// probe that counts enough reads keeps it ticking. Unread, it stops as a
+// ticking clock does.
+func TestClockAdapts(t *testing.T) {
+	const hot = 5 // reads a millisecond
+	dr := newCoarseDriver(1_000_000)
+	c := &dr.c
+	c.hot = hot
+	checked := make(chan struct{}, 1000)
+	c.check = func(bool) { checked <- struct{}{} }
+	waitChecks := func(when string, n int) {
+		t.Helper()
+		for i := 0; i < n; i++ {
+			select {
+			case <-checked:
+			case <-time.After(time.Minute):
+				t.Fatalf("%s: check %d of %d not made in a minute", when, i+1, n)
+			}
+		}
+	}
+	c.acquire()
+	defer c.release()
+	wantPeriod := func(when string, want time.Duration) {
+		t.Helper()
+		if got := time.Duration(dr.period.Load()); got != want {
+			t.Fatalf("%s: ticker period %v, want %v", when, got, want)
+		}
+	}
+	c.now()
+	dr.wantState(t, "after the first read", Running|StateDirect)
+	dr.wall.Add(7) // no tick: a direct read sees the system's time
+	if got, want := c.now(), dr.wall.Load(); got != want {
+		t.Fatalf("a direct read = %d, want the system's time %d", got, want)
+	}
+	dr.wall.Add(probeTicks - 1 - 7)
+	dr.tick(t) // the first tick, probeTicks ms on: one read counted
+	waitChecks("the first tick", 1)
+	c.now()    // answers its check
+	dr.tick(t) // the ticker of the new period took it: a direct check
+	wantPeriod("after a first tick that counted one read", checkTicks*time.Millisecond)
+	if s := dr.state(); s&(Running|StateDirect) != Running|StateDirect {
+		t.Fatalf("after a first tick that counted one read: state %s, want open, live and direct", StateName(s))
+	}
+	waitChecks("the second tick", 1)
+
+	// Direct: every tick is a check; reads below the rate keep it direct.
+	for p := 0; p < 5; p++ {
+		for i := 0; i < hot*checkTicks-1; i++ {
+			c.now()
+		}
+		dr.wall.Add(checkTicks - 1) // a direct tick is checkTicks ms
+		dr.tick(t)
+		waitChecks("direct", 1)
+	}
+	wantPeriod("direct, read below the rate", checkTicks*time.Millisecond)
+
+	// Read at the rate: the next check ticks every millisecond again.
+	for i := 0; i < hot*checkTicks; i++ {
+		c.now()
+	}
+	dr.tick(t)
+	waitChecks("direct, read at the rate", 1)
+	dr.tick(t) // the switch is done: the new ticker took this one
+	wantPeriod("direct, read at the rate", time.Millisecond)
+	if s := dr.state(); s&StateDirect != 0 || s&Running != Running {
+		t.Fatalf("back to ticking: state %s, want open and live, not direct", StateName(s))
+	}
+	dr.tick(t)
+	if got, want := c.now(), dr.wall.Load(); got != want && got != want-1 {
+		t.Fatalf("ticking again: now() = %d, want %d or %d", got, want-1, want)
+	}
+
+	// The next probe comes probeEvery checks on; read at the rate in it
+	// and the clock keeps ticking every millisecond.
+	starts := dr.starts.Load()
+	for probing := false; ; {
+		dr.tick(t)
+		c.now()
+		if dr.state()&StateDirect != 0 {
+			probing = true
+			for i := 0; i < hot*probeTicks; i++ {
+				c.now()
+			}
+		} else if probing {
+			break
+		}
+		if dr.wall.Load() > 1_000_000+100*checkTicks*probeEvery {
+			t.Fatal("no probe in a hundred check periods")
+		}
+	}
+	if s := dr.starts.Load(); s != starts {
+		t.Fatalf("a probe that counted the rate started %d tickers, want none", s-starts)
+	}
+	wantPeriod("after a probe at the rate", time.Millisecond)
+
+	// Unread, direct or not, it stops. A ticker stopped for a switch of
+	// period is not the clock stopping: tick on until the word says so.
+	for len(dr.stopped) > 0 {
+		<-dr.stopped
+	}
+	for stopped := false; !stopped; {
+		select {
+		case dr.ticks <- time.Time{}:
+			dr.wall.Add(1)
+		case <-dr.stopped:
+			stopped = dr.state()&StateLive == 0
+		case <-time.After(time.Minute):
+			t.Fatalf("unread: the ticker did not stop in a minute; state %s", StateName(dr.state()))
+		}
+	}
+	dr.wantState(t, "unread", StateOpen)
+}
+
+// TestClockStartsHot: a clock read at the rate from its start ticks every
+// millisecond from its first tick on, probeTicks ms after the start.
+func TestClockStartsHot(t *testing.T) {
+	const hot = 5
+	dr := newCoarseDriver(1_000_000)
+	c := &dr.c
+	c.hot = hot
+	c.acquire()
+	defer c.release()
+	for i := 0; i <= hot*probeTicks; i++ {
+		c.now()
+	}
+	dr.wall.Add(probeTicks - 1)
+	dr.tick(t)
+	dr.tick(t) // the ticker of the new period took it
+	if got := time.Duration(dr.period.Load()); got != time.Millisecond {
+		t.Fatalf("read %d times in the first %d ms: ticker period %v, want 1ms", hot*probeTicks, probeTicks, got)
+	}
+	dr.tick(t)
+	if s := dr.state(); s&StateDirect != 0 {
+		t.Fatalf("ticking every millisecond: state %s, want not direct", StateName(s))
+	}
+	if got, want := c.now(), dr.wall.Load(); got != want && got != want-1 {
+		t.Fatalf("now() = %d, want %d or %d", got, want-1, want)
 	}
 }

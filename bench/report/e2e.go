@@ -2,8 +2,9 @@ package main
 
 // e2e.go: the end-to-end section. contrib/fleet's e2eserver runs under
 // package prefork with two children, for each framework, with no limiter,
-// with the limiter and its headers, with the limiter without headers, and
-// under a 429 flood. wrk loads each server, and the run reads the
+// with the limiter and its headers, with the limiter without headers,
+// under a 429 flood, and with the middleware and its headers over a
+// limiter that decides nothing (static). wrk loads each server, and the run reads the
 // server's CPU time from /proc before and after.
 
 import (
@@ -86,6 +87,7 @@ var e2eConfigs = []struct {
 	{"headers", "limiter, headers", []string{"-limiter", "count", "-limit", strconv.Itoa(hugeLimit)}},
 	{"noheaders", "limiter, no headers", []string{"-limiter", "count", "-limit", strconv.Itoa(hugeLimit), "-headers=false"}},
 	{"flood", "429 flood", []string{"-limiter", "count", "-limit", "1"}},
+	{"static", "middleware alone, headers", []string{"-limiter", "static", "-limit", strconv.Itoa(hugeLimit)}},
 }
 
 // e2eCase is one server configuration of a round.

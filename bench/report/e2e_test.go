@@ -204,6 +204,7 @@ var fakeFigures = map[string]struct {
 	"headers":   {28500, 313500 * time.Microsecond},
 	"noheaders": {29400, 294 * time.Millisecond},
 	"flood":     {33000, 297 * time.Millisecond},
+	"static":    {29700, 300 * time.Millisecond},
 }
 
 // configOf tells the configuration from a server's args.
@@ -212,6 +213,8 @@ func configOf(args []string) string {
 	switch {
 	case strings.Contains(a, "-limiter none"):
 		return "none"
+	case strings.Contains(a, "-limiter static"):
+		return "static"
 	case strings.Contains(a, "-limit 1 "):
 		return "flood"
 	case strings.Contains(a, "-headers=false"):
@@ -431,7 +434,7 @@ func TestE2ESection(t *testing.T) {
 	}
 	v := &view{results: res}
 	v.e2eTables()
-	if got, want := fmt.Sprint(v.E2ERatios.rows[1]), "[fasthttp 0.95× 1.10× 0.98× 1.00× 1.10×]"; got != want {
+	if got, want := fmt.Sprint(v.E2ERatios.rows[1]), "[fasthttp 0.95× 1.10× 0.98× 1.00× 1.10× 0.99× 1.01×]"; got != want {
 		t.Errorf("fasthttp's ratios = %s, want %s", got, want)
 	}
 	if got, want := fmt.Sprint(v.E2ERuns.rows[3]), "[net/http 429 flood `-limiter count -limit 1` 66.0 k 9.00 3 33.0 k, 66.0 k, 99.0 k]"; got != want {

@@ -130,13 +130,15 @@ func (v *view) e2eTables() {
 		v.E2EApart = fmt.Sprintf("%s at %s UTC", s.Started.Format("2006-01-02"), s.Started.Format("15:04"))
 	}
 	v.E2ERatios = table{head: []string{"framework", "req/s, limiter over none", "CPU/request, limiter over none",
-		"req/s, no headers over none", "CPU/request, no headers over none", "req/s, 429 flood over none"}}
+		"req/s, no headers over none", "CPU/request, no headers over none", "req/s, 429 flood over none",
+		"req/s, middleware alone over none", "CPU/request, middleware alone over none"}}
 	for _, fw := range e2eFrameworks {
 		row := []string{fw.name}
 		for _, c := range []struct {
 			config string
 			f      func(e2eRun) float64
-		}{{"headers", reqPerSec}, {"headers", cpuPerReq}, {"noheaders", reqPerSec}, {"noheaders", cpuPerReq}, {"flood", reqPerSec}} {
+		}{{"headers", reqPerSec}, {"headers", cpuPerReq}, {"noheaders", reqPerSec}, {"noheaders", cpuPerReq}, {"flood", reqPerSec},
+			{"static", reqPerSec}, {"static", cpuPerReq}} {
 			x, ok := s.medianRatio(fw.id, c.config, c.f)
 			row = append(row, ratio(x, 1, ok))
 		}

@@ -32,7 +32,7 @@ const drain = 10 * time.Second
 // config is the command line.
 type config struct {
 	framework string // nethttp, fasthttp or fiber
-	limiter   string // none or count
+	limiter   string // none, count or static
 	headers   bool
 	limit     int64 // requests a client may make a minute
 	zone      string
@@ -57,7 +57,7 @@ Flags:
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&c.framework, "framework", "nethttp", "the server: nethttp, fasthttp or fiber")
-	fs.StringVar(&c.limiter, "limiter", "count", "none for no middleware, count for the middleware over a limiter Count")
+	fs.StringVar(&c.limiter, "limiter", "count", "none for no middleware, count for the middleware over a limiter Count, static for the middleware over a limiter that admits every request and keeps no state")
 	fs.BoolVar(&c.headers, "headers", true, "write the rate limit headers; false sets the middleware's NoHeaders")
 	fs.Int64Var(&c.limit, "limit", 1<<40, "the requests a client address may make a minute")
 	fs.StringVar(&c.zone, "zone", "/dev/shm/e2eserver.zone", "the zone file the children share, created if missing")
@@ -80,8 +80,8 @@ Flags:
 	switch {
 	case c.framework != "nethttp" && c.framework != "fasthttp" && c.framework != "fiber":
 		return c, fmt.Errorf("-framework %q: want nethttp, fasthttp or fiber", c.framework)
-	case c.limiter != "none" && c.limiter != "count":
-		return c, fmt.Errorf("-limiter %q: want none or count", c.limiter)
+	case c.limiter != "none" && c.limiter != "count" && c.limiter != "static":
+		return c, fmt.Errorf("-limiter %q: want none, count or static", c.limiter)
 	case c.limit < 1:
 		return c, fmt.Errorf("-limit %d: want at least 1", c.limit)
 	case c.children < 1:
@@ -114,7 +114,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 // serve is the work of a child: it serves ln until ctx ends, then drains.
 func serve(ctx context.Context, ln net.Listener, c config) error {
 	var l limiter.Limiter
-	if c.limiter == "count" {
+	switch c.limiter {
+	case "static":
+		l = static{limit: c.limit}
+	case "count":
 		d, err := dict.Open(c.zone, dict.Options{Size: zoneSize})
 		if err != nil {
 			return err
@@ -191,3 +194,24 @@ func serveFiber(ctx context.Context, ln net.Listener, l limiter.Limiter, c confi
 	}
 	return prefork.ServeFunc(ctx, ln, listen, app.ShutdownWithContext, drain)
 }
+
+// static is a limiter that admits every request, with the remaining quota
+// of a first request, and keeps no state: behind it, a server pays for the
+// middleware, its key and its headers, and for no decision.
+type static struct{ limit int64 }
+
+func (s static) Incoming(ctx context.Context, key string, commit bool) (limiter.Decision, error) {
+	return s.IncomingN(ctx, key, 1, commit)
+}
+
+func (s static) IncomingN(_ context.Context, _ string, n int64, commit bool) (limiter.Decision, error) {
+	rem := s.limit - n
+	return limiter.Decision{Allowed: true, State: float64(rem), Remaining: rem, ResetAfter: time.Minute, Committed: commit}, nil
+}
+
+func (static) Uncommit(context.Context, string) error         { return nil }
+func (static) UncommitN(context.Context, string, int64) error { return nil }
+func (static) Reset(context.Context, string) error            { return nil }
+
+// Policy is what the headers announce: the limit a minute.
+func (s static) Policy() limiter.Policy { return limiter.Policy{Limit: s.limit, Window: time.Minute} }

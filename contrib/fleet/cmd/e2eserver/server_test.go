@@ -33,10 +33,11 @@ var readyLineRE = regexp.MustCompile(`(?m)^ready children=(\d+),(\d+)$`)
 
 // TestServe runs the server of each framework as real processes, two
 // children under a master, with no limiter and with a limit of one
-// request a minute. Each request comes on a new connection, which the
+// request a minute, and with the middleware over a limiter that admits
+// every request whatever its limit. Each request comes on a new connection, which the
 // kernel may give to either child. The server answers "ok", and with the
 // limit the second request gets 429, with or without the rate limit
-// headers. SIGTERM ends the master cleanly.
+// headers; the static limiter admits it, with the headers. SIGTERM ends the master cleanly.
 func TestServe(t *testing.T) {
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: testutil.Hang}
 	get := func(t *testing.T, url string) (int, http.Header, string) {
@@ -60,6 +61,7 @@ func TestServe(t *testing.T) {
 			headers bool // the second response carries RateLimit-Policy
 		}{
 			{"limiter=none", []string{"-limiter", "none"}, http.StatusOK, false},
+			{"limiter=static/limit=1", []string{"-limiter", "static", "-limit", "1"}, http.StatusOK, true},
 			{"limit=1", []string{"-limit", "1"}, http.StatusTooManyRequests, true},
 			{"limit=1/headers=false", []string{"-limit", "1", "-headers=false"}, http.StatusTooManyRequests, false},
 		} {

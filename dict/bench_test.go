@@ -6,11 +6,17 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/shmzone/shmzone/internal/testutil"
 )
 
-// benchZoneSize is the zone of the single-process benchmarks: 10 MiB, the
-// size of the density target, which holds 160,000 counters.
+// benchZoneSize is the zone of the benchmarks: 10 MiB, the size of the
+// density target, which holds 160,000 counters; or the size that
+// testutil.BenchZoneEnv gives (benchZone).
 const benchZoneSize = 10 << 20
+
+// benchZone returns the size of the zone b opens.
+func benchZone(b *testing.B) int64 { return testutil.BenchZone(b, benchZoneSize) }
 
 var benchKeys = []int{1, 1000, 100000}
 
@@ -18,7 +24,7 @@ var benchKeys = []int{1, 1000, 100000}
 // 16-byte keys.
 func benchDict(b *testing.B, keys int) (*Dict, []string) {
 	b.Helper()
-	d, err := Open(filepath.Join(b.TempDir(), "bench.zone"), Options{Size: benchZoneSize})
+	d, err := Open(filepath.Join(b.TempDir(), "bench.zone"), Options{Size: benchZone(b)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -117,7 +123,7 @@ func BenchmarkGuardFaults(b *testing.B) {
 	for _, guard := range []bool{false, true} {
 		for _, bo := range benchOps[:2] {
 			b.Run(fmt.Sprintf("op=%s/guard=%t", bo.name, guard), func(b *testing.B) {
-				d, err := Open(filepath.Join(b.TempDir(), "bench.zone"), Options{Size: benchZoneSize, GuardFaults: guard})
+				d, err := Open(filepath.Join(b.TempDir(), "bench.zone"), Options{Size: benchZone(b), GuardFaults: guard})
 				if err != nil {
 					b.Fatal(err)
 				}

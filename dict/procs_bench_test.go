@@ -76,7 +76,7 @@ func benchProcs(b *testing.B, op, keys string, procs int, seed uint64) {
 		ds = ds[:procs]
 	}
 	for i := range ds {
-		d, err := Open(zone(i), Options{Size: benchZoneSize})
+		d, err := Open(zone(i), Options{Size: benchZone(b)})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -8,10 +8,15 @@ import (
 	"time"
 
 	"github.com/shmzone/shmzone/dict"
+	"github.com/shmzone/shmzone/internal/testutil"
 )
 
-// benchZoneSize is the benchmarks' zone: 10 MiB, as dict's.
+// benchZoneSize is the benchmarks' zone: 10 MiB, as dict's, or the size
+// that testutil.BenchZoneEnv gives (benchZone).
 const benchZoneSize = 10 << 20
+
+// benchZone returns the size of the zone b opens.
+func benchZone(b *testing.B) int64 { return testutil.BenchZone(b, benchZoneSize) }
 
 // benchOps are the operations BenchmarkLimiter measures, one decision each
 // (conn: an Incoming and its Leaving). Their limits are never reached, so
@@ -94,7 +99,7 @@ func benchKeyNames(prefix string, n int) []string {
 func BenchmarkLimiter(b *testing.B) {
 	for _, op := range []string{"update", "req", "count", "conn", "sliding", "gcra", "combine", hotOp} {
 		b.Run("op="+op+"/keys=1000", func(b *testing.B) {
-			d, err := dict.Open(filepath.Join(b.TempDir(), "bench.zone"), dict.Options{Size: benchZoneSize})
+			d, err := dict.Open(filepath.Join(b.TempDir(), "bench.zone"), dict.Options{Size: benchZone(b)})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -60,7 +60,7 @@ func init() {
 
 func benchProcs(b *testing.B, op string, procs int, seed uint64) {
 	path := filepath.Join(b.TempDir(), "procs.zone")
-	d, err := dict.Open(path, dict.Options{Size: benchZoneSize})
+	d, err := dict.Open(path, dict.Options{Size: benchZone(b)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,8 +4,9 @@
 # package limiter's Req and Count, in one process and in two at once.
 #
 # Starts nginx (bench/peers/nginx.conf, two workers, one per CPU, the Lua
-# libraries from REF) on a temporary prefix on 127.0.0.1 and a free port,
-# and asks it, REPS times each (median):
+# libraries from REF, a lua_shared_dict of ZONE_MIB MiB) on a temporary
+# prefix on 127.0.0.1 and a free port, and asks it, REPS times each
+# (median):
 #   - one worker: ns/op of incr/get/set at 1,000 and 100,000 keys
 #     ("key:%011d", int values), N ops timed inside the worker, and the loop
 #     overhead: the same loop and key stepping without the dict call
@@ -19,7 +20,9 @@
 #     each, started together at a barrier.
 # It checks that every timed loop was compiled by LuaJIT (traces completed in
 # the loop's function, none aborted there) and that both workers (two pids)
-# ran. Then it stops nginx and runs, REPS counts each (median):
+# ran. Then it stops nginx and runs, REPS counts each (median), with
+# SHMZONE_BENCH_ZONE_MIB=ZONE_MIB so that every zone is the size of the
+# lua_shared_dict:
 #   go test -bench 'BenchmarkOps/op=(incr|get|set)/keys=(1000|100000)$' ./dict
 #   go test -bench 'BenchmarkProcs/op=(incr|get)/keys=(own|shared)/procs=2$' ./dict
 #   SHMZONE_SEED=SEED go test -bench 'BenchmarkLimiter/op=(req|count)/keys=(own|hot)/procs=(1|2)$' ./limiter
@@ -84,6 +87,7 @@
 #       # resty_core_shdict<TAB>true  FFI shdict methods in use
 #       # limit_traffic<TAB>0.09      lua-resty-limit-traffic version, from REF
 #       # limits<TAB>req rate 1e9/s burst 1e9; count 2^53 per 3600 s; reqhot rate 1/s burst 0 on 4 shared keys
+#       # zone_mib<TAB>64             the lua_shared_dict's size and the zones', MiB
 #       # seed<TAB>12345              SHMZONE_SEED of the limiters' client keys
 #       # N<TAB>1000000               operations per timed run and process
 #       # REPS<TAB>3                  runs per figure (median)
@@ -112,11 +116,14 @@
 # Environment: N (default 1000000), REPS (default 3), PORT (default: a free
 # port from 8390 up), GO (default go), FORMAT (markdown or tsv), REF
 # (default: ../shared/reference beside the repository, the Lua sources),
-# SEED (default: a random one, printed as the seed metadata).
+# SEED (default: a random one, printed as the seed metadata), ZONE_MIB
+# (default 64, the zone the README recommends for a server).
 set -euo pipefail
 
 N=${N:-1000000}
 REPS=${REPS:-3}
+ZONE_MIB=${ZONE_MIB:-64}
+export SHMZONE_BENCH_ZONE_MIB=$ZONE_MIB
 GO=${GO:-go}
 FORMAT=${FORMAT:-markdown}
 SEED=${SEED:-}
@@ -171,7 +178,7 @@ echo "nginx.sh: client keys of seed $SEED" >&2
 for i in 0 1; do
 	(cd "$root" && "$GO" run ./bench/peers/clientaddrs -seed "$SEED" -stream "$i" -n 1000) >"$prefix/keys/$i.txt"
 done
-sed -e "s|__PORT__|$port|" -e "s|__REF__|$REF|g" "$here/nginx.conf" >"$prefix/nginx.conf"
+sed -e "s|__PORT__|$port|" -e "s|__REF__|$REF|g" -e "s|__ZONE_MIB__|$ZONE_MIB|g" "$here/nginx.conf" >"$prefix/nginx.conf"
 nginx -p "$prefix" -c "$prefix/nginx.conf" -g "error_log $prefix/logs/error.log warn;" \
 	2>>"$prefix/logs/stderr.log" &
 nginx_pid=$!
@@ -272,8 +279,8 @@ for op in incr get req count reqhot; do
 done
 stop_nginx
 
-gocmd1="$GO test -run '^\$' -bench 'BenchmarkOps/op=(incr|get|set)/keys=(1000|100000)\$' -count $REPS ./dict"
-gocmd2="$GO test -run '^\$' -bench 'BenchmarkProcs/op=(incr|get)/keys=(own|shared)/procs=2\$' -count $REPS ./dict"
+gocmd1="SHMZONE_BENCH_ZONE_MIB=$ZONE_MIB $GO test -run '^\$' -bench 'BenchmarkOps/op=(incr|get|set)/keys=(1000|100000)\$' -count $REPS ./dict"
+gocmd2="SHMZONE_BENCH_ZONE_MIB=$ZONE_MIB $GO test -run '^\$' -bench 'BenchmarkProcs/op=(incr|get)/keys=(own|shared)/procs=2\$' -count $REPS ./dict"
 echo "nginx.sh: $gocmd1" >&2
 out=$(cd "$root" && "$GO" test -run '^$' -bench 'BenchmarkOps/op=(incr|get|set)/keys=(1000|100000)$' -count "$REPS" ./dict)
 for keys in 1000 100000; do
@@ -293,7 +300,7 @@ for op in incr get; do
 	ops2z[$op]=$(awk -v o="$o" 'BEGIN { printf "%.0f", o }')
 	zo2[$op]=$(awk -v o="$o" 'BEGIN { printf "%.4f", 2e9 / o }')
 done
-gocmd3="SHMZONE_SEED=$SEED $GO test -run '^\$' -bench 'BenchmarkLimiter/op=(req|count)/keys=(own|hot)/procs=(1|2)\$' -count $REPS ./limiter"
+gocmd3="SHMZONE_BENCH_ZONE_MIB=$ZONE_MIB SHMZONE_SEED=$SEED $GO test -run '^\$' -bench 'BenchmarkLimiter/op=(req|count)/keys=(own|hot)/procs=(1|2)\$' -count $REPS ./limiter"
 echo "nginx.sh: $gocmd3" >&2
 out=$(cd "$root" && SHMZONE_SEED=$SEED "$GO" test -run '^$' -bench 'BenchmarkLimiter/op=(req|count)/keys=(own|hot)/procs=(1|2)$' -count "$REPS" ./limiter)
 # The Go case of each limiter op: req and count are keys=own, reqhot is
@@ -325,6 +332,7 @@ if [ "$FORMAT" = tsv ]; then
 	printf '# limit_traffic\t%s\n' "$limit_traffic"
 	printf '# limits\treq rate 1e9/s burst 1e9; count 2^53 per 3600 s; reqhot rate 1/s burst 0 on 4 shared keys\n'
 	printf '# seed\t%s\n' "$SEED"
+	printf '# zone_mib\t%s\n' "$ZONE_MIB"
 	printf '# N\t%s\n# REPS\t%s\n# cpus\t%s\n# date\t%s\n' "$N" "$REPS" "$(nproc)" "$started"
 	printf '# loadavg\t%s\n' "$loadavg"
 	printf '# jit_check\t%s\n' "$jit_check"
@@ -351,7 +359,7 @@ if [ "$FORMAT" = tsv ]; then
 	exit 0
 fi
 
-echo "# nginx $nginx_version, ngx_lua $ngx_lua, $luajit${luajit_pkg:+ ($luajit_pkg)}, lua_shared_dict 100m; N=$N, median of $REPS; $started, $(nproc) CPUs, load $loadavg"
+echo "# nginx $nginx_version, ngx_lua $ngx_lua, $luajit${luajit_pkg:+ ($luajit_pkg)}, lua_shared_dict and zones ${ZONE_MIB} MiB; N=$N, median of $REPS; $started, $(nproc) CPUs, load $loadavg"
 echo "# cd $root && $gocmd1"
 echo
 echo "| op | keys | nginx ns/op | zone ns/op | zone speed-up (nginx/zone) |"

@@ -211,6 +211,7 @@ func (c *clock) restart() int64 {
 		if c.hot != 0 {
 			w |= StateDirect // until the first tick (adapt.start)
 		}
+		c.reads.Store(0) // the stopped ticker's last reads are not this one's
 		atomic.StoreInt64(&c.word, w)
 		c.startTicker()
 	}

@@ -167,15 +167,16 @@ func inLockWatch() bool {
 	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "shm.(*Zone).lockWatch")
 }
 
-// TestLockWaitSeesProgress holds a shard's lock for many lock timeouts
+// TestLockWaitSeesProgress holds a shard's lock for two lock timeouts
 // while moving Seq, as a repair does (advance). A writer that waits for
 // the lock meanwhile must not time out, and must write once the lock is
 // let go. Without the moves, the same writer times out.
 func TestLockWaitSeesProgress(t *testing.T) {
-	// The holder moves Seq as fast as it runs. So the waiter times out only
-	// if the holder is not run for a whole timeout, which even a busy
-	// machine does not do for half a second.
-	const timeout = 500 * time.Millisecond
+	// The holder moves Seq as fast as it runs, for two timeouts: a least
+	// time held, not a budget. So the waiter times out only if the holder
+	// is not run for a whole timeout, a second, which even a busy machine
+	// does not do.
+	const timeout = time.Second
 	for _, progress := range []bool{true, false} {
 		t.Run(fmt.Sprintf("progress=%v", progress), func(t *testing.T) {
 			d, _ := openTest(t, Options{Size: 1 << 20, Shards: 1, LockTimeout: timeout})
@@ -193,7 +194,7 @@ func TestLockWaitSeesProgress(t *testing.T) {
 			}
 			var err error
 			if progress {
-				for start := time.Now(); time.Since(start) < 3*timeout; {
+				for start := time.Now(); time.Since(start) < 2*timeout; {
 					s.advance()
 					select {
 					case err = <-done:

@@ -325,21 +325,20 @@ func concurrentReaders(t *testing.T, hot int64) {
 		for e := range errs {
 			t.Error(e)
 		}
-		// Nobody reads: tick until the ticker stops.
-		for len(dr.stopped) > 0 {
-			<-dr.stopped
-		}
-		if dr.state()&StateLive == 0 {
-			continue
-		}
-	idle:
-		for {
+		// Nobody reads: tick until the ticker stops. A ticker also calls
+		// its stop when it changes its period, and goes on: only a stop
+		// that finds the word no longer live is its end. Ending the loop
+		// on any stop would leave a live ticker a millisecond behind the
+		// time, and the next round's readers a third tick behind.
+		for dr.state()&StateLive != 0 {
 			dr.wall.Add(1)
 			select {
 			case dr.ticks <- time.Time{}:
 			case <-dr.stopped:
-				break idle
 			}
+		}
+		for len(dr.stopped) > 0 {
+			<-dr.stopped
 		}
 	}
 	c.release()

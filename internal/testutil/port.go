@@ -15,6 +15,12 @@ import (
 // may be handed out again before the test binds it.
 func ReservePort(t testing.TB) string {
 	t.Helper()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(reservePort(t)))
+}
+
+// reservePort is ReservePort's port number.
+func reservePort(t testing.TB) int {
+	t.Helper()
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatalf("testutil: socket: %v", err)
@@ -30,5 +36,5 @@ func ReservePort(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("testutil: getsockname: %v", err)
 	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
+	return sa.(*syscall.SockaddrInet4).Port
 }

@@ -47,8 +47,10 @@ func RequireRedis(t testing.TB) {
 	t.Fatalf("testutil: redis-server is not on PATH: run `make test`, which installs it with apt (redis-server redis-tools)")
 }
 
-// StartRedis starts a standalone redis-server on a free loopback port,
-// without persistence. It returns once the server answers PING.
+// StartRedis starts a standalone redis-server without persistence. Its
+// loopback port is reserved for the test, as ReservePort does: no other
+// socket takes it before the server binds it. A cluster node's bus port is
+// reserved the same way. StartRedis returns once the server answers PING.
 func StartRedis(t testing.TB) *Redis {
 	t.Helper()
 	return startRedis(t, nil)
@@ -58,7 +60,7 @@ func startRedis(t testing.TB, extra []string) *Redis {
 	t.Helper()
 	RequireRedis(t)
 	dir := t.TempDir()
-	port := freePort(t)
+	port := reservePort(t)
 	r := &Redis{t: t, Addr: fmt.Sprintf("127.0.0.1:%d", port), Port: port, dir: dir}
 	r.args = append([]string{
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
@@ -173,7 +175,7 @@ func StartRedisCluster(t testing.TB, n int) *RedisCluster {
 		conf := filepath.Join(t.TempDir(), "nodes.conf")
 		node := startRedis(t, []string{
 			"--cluster-enabled", "yes", "--cluster-config-file", conf,
-			"--cluster-port", strconv.Itoa(freePort(t)), "--cluster-node-timeout", "5000",
+			"--cluster-port", strconv.Itoa(reservePort(t)), "--cluster-node-timeout", "5000",
 		})
 		c.Nodes = append(c.Nodes, node)
 		create = append(create, node.Addr)
@@ -243,15 +245,4 @@ func RedisDo(addr string, args ...string) (string, error) {
 		return string(buf[:n]), nil
 	}
 	return "", fmt.Errorf("testutil: unsupported reply %q from %s", line, addr)
-}
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("testutil: free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

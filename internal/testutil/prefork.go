@@ -103,15 +103,11 @@ func StartPrefork(t testing.TB, prefix, zone string) (addr string, pids []string
 	}
 }
 
-// FreeAddr returns a loopback address with a port no one listens on now.
+// FreeAddr returns a loopback address with a port no one listens on, and
+// that no other socket gets until the test ends: it is ReservePort's.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return ReservePort(t)
 }
 
 // ClientFrom returns an HTTP client whose connections leave from the

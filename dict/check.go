@@ -31,6 +31,7 @@ type problems struct {
 	id   int // the shard's
 	max  int // how many are worth reporting
 	list []string
+	pace pacer // moves Seq every walkStep entries, chunks or nodes checked
 }
 
 // add records a problem and reports whether more are worth looking for.
@@ -44,7 +45,7 @@ func (p *problems) add(format string, args ...any) bool {
 // while entry writers ran (snapshot.go): an entry's Ver may be odd there
 // without any writer having died, so a write in progress is no problem.
 func (s *shard) checkInShard(max int, sc *scratch, copied bool) []string {
-	p := &problems{id: s.id, max: max}
+	p := &problems{id: s.id, max: max, pace: pacer{s: s}}
 	hd := s.hdr()
 	if hd.Drop != dropNone {
 		if !p.add("unfinished write (drop %#x)", hd.Drop) {
@@ -71,7 +72,7 @@ func (s *shard) checkInShard(max int, sc *scratch, copied bool) []string {
 	if !more {
 		return p.list
 	}
-	if q := s.checkSegmentsInShard(); q != "" && !p.add("%s", q) {
+	if q := s.checkSegmentsInShard(&p.pace); q != "" && !p.add("%s", q) {
 		return p.list
 	}
 	if n != count {
@@ -80,6 +81,7 @@ func (s *shard) checkInShard(max int, sc *scratch, copied bool) []string {
 		}
 	}
 	s.slab.ForEach(func(off uint32, size int) bool {
+		p.pace.tick()
 		if !sc.entries.has(off) && !sc.nodes.has(off) {
 			return p.add("chunk %#x (%d bytes) allocated but unreachable", off, size)
 		}
@@ -96,6 +98,7 @@ func (s *shard) checkIndexInShard(p *problems, sc *scratch, copied bool) (count 
 	for b := range s.index {
 		off := s.index[b]
 		for steps := 0; off != 0; steps++ {
+			p.pace.tick()
 			size, err := s.slab.Size(off)
 			if err != nil || !s.validEntryInShard(off, size, shards, copied) {
 				p.add("bucket %d: %#x is not a valid entry", b, off)
@@ -115,7 +118,7 @@ func (s *shard) checkIndexInShard(p *problems, sc *scratch, copied bool) (count 
 			sc.entries.set(off)
 			count++
 			if e.kind() == KindList {
-				if q := s.checkListInShard(off, e, sc.nodes); q != "" && !p.add("%s", q) {
+				if q := s.checkListInShard(off, e, sc.nodes, &p.pace); q != "" && !p.add("%s", q) {
 					return count, false
 				}
 			}
@@ -132,6 +135,7 @@ func (s *shard) checkQueueInShard(p *problems, sc *scratch) (n int, more bool) {
 	hd := s.hdr()
 	var prev uint32
 	for off := hd.QueueHead; off != 0; {
+		p.pace.tick()
 		if !s.okEntry(off) || !sc.entries.has(off) || sc.linked.has(off) {
 			p.add("queue: %#x after %#x is not an indexed entry, or a cycle", off, prev)
 			return n, false
@@ -155,10 +159,12 @@ func (s *shard) checkQueueInShard(p *problems, sc *scratch) (n int, more bool) {
 }
 
 // checkListInShard checks one list's nodes and marks them; "" when sound.
-func (s *shard) checkListInShard(off uint32, e *entry, nodes bitset) string {
+// It ticks pc once a node.
+func (s *shard) checkListInShard(off uint32, e *entry, nodes bitset, pc *pacer) string {
 	l := s.listOf(off, e)
 	var prev, count uint32
 	for n := l.Head; n != 0; n = s.nodeAt(n).Next {
+		pc.tick()
 		if !s.validNodeInShard(n) || nodes.has(n) {
 			return fmt.Sprintf("list %#x: node %#x invalid or linked twice", off, n)
 		}
@@ -179,7 +185,9 @@ func (s *shard) checkListInShard(off uint32, e *entry, nodes bitset) string {
 // the eviction queue, the lists and the page locks. It finds chunks that no
 // entry reaches and writes left half done.
 //
-// Check locks one shard at a time. A read-only view takes no lock: it checks
+// Check locks one shard at a time. While it holds a shard's lock, it shows
+// the lock's waiters progress every 256 entries it checks: they do not
+// time out, however big the shard. A read-only view takes no lock: it checks
 // a consistent copy of each shard. An entry write in progress is then no
 // problem, since a view cannot tell a live writer from a dead one.
 //

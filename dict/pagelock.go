@@ -150,12 +150,14 @@ func (s *shard) tryDrainPage(off uint32) (bool, error) {
 }
 
 // drainPages drains every page of the shard, for a change to all of it.
-// It moves Seq by 2 after each page whose lock it had to wait for
-// (advance). A page whose writer died costs a wait for its takeover. A
+// It moves Seq by 2 every walkStep pages, and after each page whose lock
+// it had to wait for (advance). A page whose writer died costs a wait for its takeover. A
 // repair after many kills may meet many such pages, and the shard's lock
 // waiters see each one pass.
 func (s *shard) drainPages() error {
+	pc := pacer{s: s}
 	for p := 0; p < s.slab.Pages(); p++ {
+		pc.tick()
 		w := s.slab.PageLockAt(p)
 		if w == nil {
 			continue // free, or inside a run: no entry starts there

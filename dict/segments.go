@@ -6,12 +6,13 @@ import "fmt"
 // were found sound: the first ProtCount entries from the head, and only
 // they, are protected, and ProtTail is the last of them. It returns the
 // first problem, or "".
-func (s *shard) checkSegmentsInShard() string {
+func (s *shard) checkSegmentsInShard(pc *pacer) string {
 	hd := s.hdr()
 	var last uint32
 	n := uint32(0)
 	inProt := true
 	for off := hd.QueueHead; off != 0; off = s.entryAt(off).QNext {
+		pc.tick()
 		switch p := s.entryAt(off).protected(); {
 		case p && !inProt:
 			return fmt.Sprintf("queue: protected entry %#x after probation ones", off)

@@ -215,9 +215,10 @@ func (w *holdWatch) stop() (still, moving, dead time.Duration) {
 // test's seed, the helper's stream of it and its role. A writer reads
 // stable keys, and writes and reads volatile keys and keys with a TTL.
 // Writes of another length move an entry: a change of the shard's
-// structure under its lock. A walker runs Keys, Scan,
-// FlushExpired and KeysWithPrefix in turn, and checks that each stable key
-// comes once. Either prints readyLine after its first operations, a
+// structure under its lock. A walker runs Keys, Scan, FlushExpired,
+// Check, Repair and KeysWithPrefix at random, and checks that each stable
+// key comes once. Check and Repair hold a shard's lock for a whole check
+// of it, moving Seq as they go. Either prints readyLine after its first operations, a
 // walker after a whole walk, and goes on until it is killed. Any error
 // ends it, ErrLockTimeout first of all.
 func helperWalks(args []string) error {
@@ -287,13 +288,18 @@ func walksWalk(d *dict.Dict, r *rand.Rand) error {
 	var keys []string
 	var err error
 	prefix := "ws-"
-	switch r.IntN(4) {
+	switch r.IntN(6) {
 	case 0:
 		keys, err = d.Keys(0)
 	case 1:
 		err = d.Scan(func(it dict.Item) bool { keys = append(keys, it.Key); return true })
 	case 2:
 		_, err = d.FlushExpired(0)
+		return err
+	case 3:
+		return d.Check()
+	case 4:
+		_, err = d.Repair()
 		return err
 	default:
 		prefix = "ws-1"

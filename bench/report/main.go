@@ -77,6 +77,9 @@ type config struct {
 	// the length of each of its runs.
 	e2eRounds   int
 	e2eDuration time.Duration
+	// zones is the directory in which a run makes its TMPDIR, "" to keep
+	// the process's.
+	zones string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -114,6 +117,7 @@ Flags:
 	fs.StringVar(&c.only, "only", "", "measure only this section, into the -data of an earlier run, and re-render the page: e2e")
 	fs.IntVar(&c.e2eRounds, "e2e-rounds", 5, "rounds of the end-to-end section: each runs every server configuration once (the page shows medians)")
 	fs.DurationVar(&c.e2eDuration, "e2e-duration", 3*time.Second, "wrk's -d of each end-to-end run, in whole seconds")
+	fs.StringVar(&c.zones, "zones", "/dev/shm", "the directory in which to make the TMPDIR of every command the run starts, which holds their zone files: servers keep zones in /dev/shm, a tmpfs; \"\" keeps TMPDIR")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -163,6 +167,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if c.from != "" {
 		res, err = readResults(c.from)
 	} else {
+		if c.zones != "" {
+			done, err := zonesTMPDIR(c.zones)
+			if err != nil {
+				fmt.Fprintf(stderr, "report: -zones %s: %v\n", c.zones, err)
+				return 1
+			}
+			defer done()
+		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		m := newMeasurer(c, execRunner, newProgress(stderr, time.Now))
@@ -192,6 +204,34 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "report: wrote %s\n", path(c.out))
 	return 0
+}
+
+// zonesTMPDIR makes a directory in dir and sets TMPDIR to it, so that the
+// commands the run starts, and their benchmarks' zone files, use it. It
+// returns what removes it and sets TMPDIR back.
+func zonesTMPDIR(dir string) (func(), error) {
+	if fi, err := os.Stat(dir); err != nil {
+		return nil, err
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("not a directory")
+	}
+	tmp, err := os.MkdirTemp(dir, "shmzone-bench-")
+	if err != nil {
+		return nil, err
+	}
+	old, had := os.LookupEnv("TMPDIR")
+	if err := os.Setenv("TMPDIR", tmp); err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	return func() {
+		if had {
+			os.Setenv("TMPDIR", old)
+		} else {
+			os.Unsetenv("TMPDIR")
+		}
+		os.RemoveAll(tmp)
+	}, nil
 }
 
 func readResults(p string) (*results, error) {

@@ -42,6 +42,9 @@ type settings struct {
 	Density  int    `json:"density_runs"`
 	// Benchtime is go test's -benchtime, "" for its default.
 	Benchtime string `json:"benchtime,omitempty"`
+	// Zones is the directory in which the run made its TMPDIR, which holds
+	// every zone file; "" for the system's temporary directory.
+	Zones string `json:"zones,omitempty"`
 }
 
 type goStep struct {
@@ -131,7 +134,7 @@ func (m *measurer) measure(ctx context.Context, chartPath string) (*results, err
 		Started: start.UTC().Truncate(time.Second),
 		Settings: settings{
 			Count: m.c.count, Reps: m.c.reps, Duration: m.c.duration.String(),
-			Procs: m.c.procs, Density: m.c.density, Benchtime: m.c.btime,
+			Procs: m.c.procs, Density: m.c.density, Benchtime: m.c.btime, Zones: m.c.zones,
 		},
 		Go: map[string]goStep{},
 	}

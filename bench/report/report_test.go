@@ -813,3 +813,36 @@ func TestTieredFlushTarget(t *testing.T) {
 		t.Errorf("target row = %q, want it to end %q", got, want)
 	}
 }
+
+// TestZonesTMPDIR: -zones makes the run's TMPDIR in its directory, which
+// every command the run starts inherits, and the end of the run removes
+// it and gives TMPDIR back. A file is no directory for it.
+func TestZonesTMPDIR(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", "/keep")
+	done, err := zonesTMPDIR(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := os.Getenv("TMPDIR")
+	if filepath.Dir(tmp) != dir {
+		t.Errorf("TMPDIR = %q, want a directory in %q", tmp, dir)
+	}
+	if fi, err := os.Stat(tmp); err != nil || !fi.IsDir() {
+		t.Errorf("Stat(TMPDIR) = %v, %v: want a directory", fi, err)
+	}
+	done()
+	if got := os.Getenv("TMPDIR"); got != "/keep" {
+		t.Errorf("TMPDIR after the run = %q, want /keep back", got)
+	}
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Errorf("Stat(%s) after the run = %v, want it removed", tmp, err)
+	}
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := zonesTMPDIR(file); err == nil {
+		t.Errorf("zonesTMPDIR(a file) = nil error")
+	}
+}

@@ -59,11 +59,12 @@ type Options struct {
 	// nil uses a coarse system clock. It ticks every millisecond while it
 	// is read, and stops when it is not.
 	Clock func() int64
-	// LockTimeout bounds every wait for a shard's lock. An operation that
-	// waited this long for a live holder that showed no progress returns
-	// ErrLockTimeout and changes nothing. A holder that repairs a shard
-	// shows progress as it goes. 0 means DefaultLockTimeout. A negative value waits without
-	// bound. A dead holder is taken over after a few milliseconds, whatever
+	// LockTimeout bounds how long a wait for a shard's lock may see no
+	// progress. A holder that repairs a shard shows progress as it goes. A
+	// lock that passes from holder to holder shows progress too. An
+	// operation that waited this long for a live holder that showed none
+	// returns ErrLockTimeout and changes nothing. 0 means
+	// DefaultLockTimeout. A negative value waits without bound. A dead holder is taken over after a few milliseconds, whatever
 	// the timeout.
 	LockTimeout time.Duration
 	// GuardFaults makes a fault in the zone's mapping an error instead of

@@ -53,7 +53,7 @@ func goneTags(z *shm.Zone) func(tag uint32) bool {
 
 // releaseAll makes the pages this Dict holds name no owner, as it closes:
 // in each shard it allocated in (swept), under the shard's lock. It waits
-// for one lock at most LockTimeout; after a wait that timed out it skips
+// for one lock until it times out (LockTimeout); after a wait that timed out it skips
 // the shards whose lock is busy. Pages it skips are released later by
 // another process, which finds their owner gone (sweepInShard).
 func (d *Dict) releaseAll() {

@@ -103,11 +103,12 @@ func (z *Zone) LockState(w *uint64) LockState {
 // LockWithinWatching is LockWithinCounted for a lock whose holder may hold
 // it long while it shows progress. The holder shows progress by changing
 // the word at progress while it holds w. The timeout then counts only the
-// time since the last progress seen. A look sees progress when w names the
-// same owner as at the look before and the progress word has changed since.
-// A holder that changes the progress word as its work advances is never
-// taken for stuck. One that stops changing it times its waiters out as
-// before. progress is read atomically. nil watches nothing.
+// time since the last progress seen. A look sees progress when the progress
+// word has changed since the look before, or w names another owner: a lock
+// handed from owner to owner is not stuck, however long the waiter waits
+// for its turn. A holder that changes the progress word as its work
+// advances is never taken for stuck. One that stops changing it times its
+// waiters out as before. progress is read atomically. nil watches nothing.
 func (z *Zone) LockWithinWatching(w *uint64, c *Holders, timeout time.Duration, progress *uint64) (LockResult, error) {
 	if c.swap(w, 0, z.own.word) {
 		return 0, nil
@@ -137,7 +138,7 @@ func (p *watch) saw(owner uint64, waited time.Duration) time.Duration {
 		return 0
 	}
 	v := atomic.LoadUint64(p.word)
-	if owner == p.owner && v != p.last {
+	if (owner != p.owner && p.owner != 0) || v != p.last {
 		p.since = waited
 	}
 	p.owner, p.last = owner, v

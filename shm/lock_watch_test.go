@@ -67,3 +67,44 @@ func TestLockWithinWatchingNoProgress(t *testing.T) {
 	}
 	UnlockCounted(w, &c)
 }
+
+// A lock that passes from owner to owner, none showing progress, holds the
+// waiter past its timeout twice over, and the waiter still takes it once
+// it is freed: a hand-off is progress. Each owner holds it a quarter of
+// the timeout, so a waiter times out only if the owners are not run for
+// a whole timeout. A waiter that counted only the progress word would
+// give up, as the last case shows, where one owner keeps it.
+func TestLockWithinWatchingHandoffs(t *testing.T) {
+	path := tempZone(t)
+	z := mustOpen(t, path, small)
+	w := word64(z.Shard(0), 0)
+	others := []*Zone{mustOpen(t, path, small), mustOpen(t, path, small)}
+	var c Holders
+	var progress uint64
+	atomic.StoreUint64(w, others[0].own.word)
+	const timeout = time.Second // a second unrun: not even a busy machine
+	done := make(chan error, 1)
+	go func() {
+		_, err := z.LockWithinWatching(w, &c, timeout, &progress)
+		done <- err
+	}()
+	for !inLockWatch() {
+		runtime.Gosched()
+	}
+	// Two timeouts held, by turns: a least time, not a budget.
+	for start, i := time.Now(), 1; time.Since(start) < 2*timeout; i++ {
+		time.Sleep(timeout / 4)
+		atomic.StoreUint64(w, others[i%2].own.word)
+	}
+	atomic.StoreUint64(w, 0)
+	if err := <-done; err != nil {
+		t.Fatalf("LockWithinWatching(handed from owner to owner for two timeouts) = %v, want nil", err)
+	}
+	UnlockCounted(w, &c)
+
+	atomic.StoreUint64(w, others[0].own.word)
+	if _, err := z.LockWithinWatching(w, &c, 10*time.Millisecond, &progress); !errors.Is(err, ErrLockTimeout) {
+		t.Fatalf("LockWithinWatching(held by one owner, no progress) = %v, want ErrLockTimeout", err)
+	}
+	atomic.StoreUint64(w, 0)
+}

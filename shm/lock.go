@@ -50,7 +50,17 @@ const (
 	sleepMin       = 20 * time.Microsecond
 	sleepMax       = 2 * time.Millisecond
 	deadCheckAfter = 5 * time.Millisecond
+	// lookGapMax is the most that the time between two looks of a wait
+	// counts toward its timeout. A waiter that the kernel did not run for
+	// longer saw nothing of the holder meanwhile, and a machine that ran
+	// nobody for a while ran no holder either: after such a stall, every
+	// waiter would find its timeout passed at its first look, before any
+	// holder ran again.
+	lookGapMax = 10 * time.Millisecond
 )
+
+// monoNow is the clock of lock waits, which tests replace.
+var monoNow = time.Now
 
 // Lock takes the lock word w, and waits without bound. w is a word of this
 // zone's mapping. For a read-only zone, it is a word of the process's own
@@ -71,7 +81,9 @@ func (z *Zone) Lock(w *uint64) LockResult {
 // timeout.
 //
 // LockWithin returns ErrLockTimeout if a live owner held w for the whole
-// timeout. It then leaves w as it was, still the other owner's.
+// timeout. It then leaves w as it was, still the other owner's. The timeout
+// counts the time the wait's looks saw: a stretch in which the waiter was
+// not run counts 10ms at most, since the holder may not have run either.
 func (z *Zone) LockWithin(w *uint64, timeout time.Duration) (LockResult, error) {
 	if atomic.CompareAndSwapUint64(w, 0, z.own.word) {
 		return 0, nil
@@ -151,13 +163,16 @@ func (z *Zone) lockWatch(w *uint64, timeout time.Duration, k kin, progress *uint
 	if tryHard(w, self, k.c) {
 		return LockWaited, nil
 	}
-	start := time.Now() // carries a monotonic reading: time.Since uses it
+	start := monoNow() // carries a monotonic reading: Sub uses it
 	deadAfter := deadCheckAfter
 	if timeout > 0 && timeout < deadAfter {
 		deadAfter = timeout
 	}
 	sleep := sleepMin
 	pw := watch{word: progress}
+	// seen is the wait's time as its looks saw it: each gap between two
+	// looks counts lookGapMax at most. The timeout counts seen time.
+	var seen, prev time.Duration
 	for {
 		owner := atomic.LoadUint64(w)
 		if owner == 0 {
@@ -166,8 +181,10 @@ func (z *Zone) lockWatch(w *uint64, timeout time.Duration, k kin, progress *uint
 			}
 			continue
 		}
-		waited := time.Since(start)
-		idle := waited - pw.saw(owner, waited)
+		waited := monoNow().Sub(start)
+		seen += min(waited-prev, lookGapMax)
+		prev = waited
+		idle := seen - pw.saw(owner, seen)
 		if owner != self {
 			k.quiet = 0
 		}

@@ -108,3 +108,35 @@ func TestLockWithinWatchingHandoffs(t *testing.T) {
 	}
 	atomic.StoreUint64(w, 0)
 }
+
+// A waiter that was not run for longer than its timeout, here a clock that
+// jumps 5s at its first look, still waits: a holder may not have run
+// meanwhile either. It takes the lock once the holder frees it, a few
+// milliseconds of its looks later. Counting the jump, it gave up at that
+// look.
+func TestLockWaitOutlastsStall(t *testing.T) {
+	path := tempZone(t)
+	z := mustOpen(t, path, small)
+	w := word64(z.Shard(0), 0)
+	holder := mustOpen(t, path, small)
+	atomic.StoreUint64(w, holder.own.word)
+	var calls atomic.Int64
+	monoNow = func() time.Time {
+		if calls.Add(1) >= 2 { // the first look, and every one after it
+			return time.Now().Add(5 * time.Second)
+		}
+		return time.Now()
+	}
+	t.Cleanup(func() { monoNow = time.Now })
+	go func() {
+		for calls.Load() < 3 { // the wait has looked after the jump
+			runtime.Gosched()
+		}
+		atomic.StoreUint64(w, 0)
+	}()
+	var progress uint64
+	if _, err := z.LockWithinWatching(w, nil, time.Second, &progress); err != nil {
+		t.Fatalf("LockWithinWatching after a stall of 5s, then a release = %v, want nil", err)
+	}
+	Unlock(w)
+}

@@ -63,7 +63,8 @@ type Options struct {
 	// progress. A holder that repairs a shard shows progress as it goes. A
 	// lock that passes from holder to holder shows progress too. An
 	// operation that waited this long for a live holder that showed none
-	// returns ErrLockTimeout and changes nothing. 0 means
+	// returns ErrLockTimeout and changes nothing. A stretch in which the
+	// waiter was not run counts 10ms at most. 0 means
 	// DefaultLockTimeout. A negative value waits without bound. A dead holder is taken over after a few milliseconds, whatever
 	// the timeout.
 	LockTimeout time.Duration

@@ -15,6 +15,20 @@ func inLockWatch() bool {
 	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "shm.(*Zone).lockWatch")
 }
 
+// startWatching starts a LockWithinWatching of w on a goroutine, and
+// returns once it waits. The wait's result comes on the channel.
+func startWatching(z *Zone, w *uint64, c *Holders, timeout time.Duration, progress *uint64) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := z.LockWithinWatching(w, c, timeout, progress)
+		done <- err
+	}()
+	for !inLockWatch() {
+		runtime.Gosched()
+	}
+	return done
+}
+
 // A holder that keeps showing progress holds the lock past the waiter's
 // timeout twice over, and the waiter still takes it once it is
 // freed. The holder changes the progress word as fast as it runs, so a
@@ -27,14 +41,7 @@ func TestLockWithinWatchingProgress(t *testing.T) {
 		t.Fatal("TryLockCounted(a free word) = false")
 	}
 	const timeout = time.Second // a second unrun: not even a busy machine
-	done := make(chan error, 1)
-	go func() {
-		_, err := z.LockWithinWatching(w, &c, timeout, &progress)
-		done <- err
-	}()
-	for !inLockWatch() {
-		runtime.Gosched()
-	}
+	done := startWatching(z, w, &c, timeout, &progress)
 	// Two timeouts held: a least time, not a budget.
 	start := time.Now()
 	for time.Since(start) < 2*timeout {
@@ -83,14 +90,7 @@ func TestLockWithinWatchingHandoffs(t *testing.T) {
 	var progress uint64
 	atomic.StoreUint64(w, others[0].own.word)
 	const timeout = time.Second // a second unrun: not even a busy machine
-	done := make(chan error, 1)
-	go func() {
-		_, err := z.LockWithinWatching(w, &c, timeout, &progress)
-		done <- err
-	}()
-	for !inLockWatch() {
-		runtime.Gosched()
-	}
+	done := startWatching(z, w, &c, timeout, &progress)
 	// Two timeouts held, by turns: a least time, not a budget.
 	for start, i := time.Now(), 1; time.Since(start) < 2*timeout; i++ {
 		time.Sleep(timeout / 4)

@@ -3,36 +3,34 @@ package shm
 import (
 	"errors"
 	"runtime"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// inLockWatch reports whether some goroutine is waiting in lockWatch.
-func inLockWatch() bool {
-	buf := make([]byte, 1<<20)
-	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "shm.(*Zone).lockWatch")
+// fakeLooks gives lock waits a clock that advances by step at each
+// reading, and calls at with the time since its first reading before it
+// returns. A wait reads the clock once a look, so the holders that at
+// plays act between two looks of the wait, whatever the machine's load:
+// no wall clock decides the test.
+func fakeLooks(t *testing.T, step time.Duration, at func(elapsed time.Duration)) {
+	base := time.Now()
+	var next time.Duration
+	monoNow = func() time.Time {
+		el := next
+		next += step
+		at(el)
+		return base.Add(el)
+	}
+	t.Cleanup(func() { monoNow = time.Now })
 }
 
-// startWatching starts a LockWithinWatching of w on a goroutine, and
-// returns once it waits. The wait's result comes on the channel.
-func startWatching(z *Zone, w *uint64, c *Holders, timeout time.Duration, progress *uint64) <-chan error {
-	done := make(chan error, 1)
-	go func() {
-		_, err := z.LockWithinWatching(w, c, timeout, progress)
-		done <- err
-	}()
-	for !inLockWatch() {
-		runtime.Gosched()
-	}
-	return done
-}
+// lookStep is the fake clock's advance at each look: below lookGapMax, so
+// that the wait counts all of it.
+const lookStep = 5 * time.Millisecond
 
 // A holder that keeps showing progress holds the lock past the waiter's
-// timeout twice over, and the waiter still takes it once it is
-// freed. The holder changes the progress word as fast as it runs, so a
-// waiter times out only if the holder is not run for a whole timeout.
+// timeout twice over, and the waiter still takes it once it is freed.
 func TestLockWithinWatchingProgress(t *testing.T) {
 	z, w := lockZone(t)
 	var c Holders
@@ -40,16 +38,18 @@ func TestLockWithinWatchingProgress(t *testing.T) {
 	if !z.TryLockCounted(w, &c) {
 		t.Fatal("TryLockCounted(a free word) = false")
 	}
-	const timeout = time.Second // a second unrun: not even a busy machine
-	done := startWatching(z, w, &c, timeout, &progress)
-	// Two timeouts held: a least time, not a budget.
-	start := time.Now()
-	for time.Since(start) < 2*timeout {
-		atomic.AddUint64(&progress, 2)
-		runtime.Gosched()
-	}
-	UnlockCounted(w, &c)
-	if err := <-done; err != nil {
+	const timeout = time.Second
+	held := true
+	fakeLooks(t, lookStep, func(el time.Duration) {
+		switch {
+		case el < 2*timeout:
+			atomic.AddUint64(&progress, 2)
+		case held:
+			held = false
+			UnlockCounted(w, &c)
+		}
+	})
+	if _, err := z.LockWithinWatching(w, &c, timeout, &progress); err != nil {
 		t.Fatalf("LockWithinWatching(held with progress for two timeouts) = %v, want nil", err)
 	}
 	UnlockCounted(w, &c)
@@ -78,9 +78,8 @@ func TestLockWithinWatchingNoProgress(t *testing.T) {
 // A lock that passes from owner to owner, none showing progress, holds the
 // waiter past its timeout twice over, and the waiter still takes it once
 // it is freed: a hand-off is progress. Each owner holds it a quarter of
-// the timeout, so a waiter times out only if the owners are not run for
-// a whole timeout. A waiter that counted only the progress word would
-// give up, as the last case shows, where one owner keeps it.
+// the timeout. A waiter that counted only the progress word would give
+// up, as the last case shows, where one owner keeps it.
 func TestLockWithinWatchingHandoffs(t *testing.T) {
 	path := tempZone(t)
 	z := mustOpen(t, path, small)
@@ -89,19 +88,22 @@ func TestLockWithinWatchingHandoffs(t *testing.T) {
 	var c Holders
 	var progress uint64
 	atomic.StoreUint64(w, others[0].own.word)
-	const timeout = time.Second // a second unrun: not even a busy machine
-	done := startWatching(z, w, &c, timeout, &progress)
-	// Two timeouts held, by turns: a least time, not a budget.
-	for start, i := time.Now(), 1; time.Since(start) < 2*timeout; i++ {
-		time.Sleep(timeout / 4)
-		atomic.StoreUint64(w, others[i%2].own.word)
-	}
-	atomic.StoreUint64(w, 0)
-	if err := <-done; err != nil {
+	const timeout = time.Second
+	fakeLooks(t, lookStep, func(el time.Duration) {
+		switch turn := int(el / (timeout / 4)); {
+		case el < 2*timeout:
+			atomic.StoreUint64(w, others[turn%2].own.word)
+		default:
+			atomic.CompareAndSwapUint64(w, others[turn%2].own.word, 0)
+			atomic.CompareAndSwapUint64(w, others[1-turn%2].own.word, 0)
+		}
+	})
+	if _, err := z.LockWithinWatching(w, &c, timeout, &progress); err != nil {
 		t.Fatalf("LockWithinWatching(handed from owner to owner for two timeouts) = %v, want nil", err)
 	}
 	UnlockCounted(w, &c)
 
+	monoNow = time.Now
 	atomic.StoreUint64(w, others[0].own.word)
 	if _, err := z.LockWithinWatching(w, &c, 10*time.Millisecond, &progress); !errors.Is(err, ErrLockTimeout) {
 		t.Fatalf("LockWithinWatching(held by one owner, no progress) = %v, want ErrLockTimeout", err)

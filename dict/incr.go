@@ -19,7 +19,7 @@ func (d *Dict) IncrInitNum(key string, delta, init int64, initTTL time.Duration)
 	if d.guard {
 		return d.guardedIncrInitNum(key, delta, init, initTTL)
 	}
-	_, sum, out, err = d.incrInit(key, delta, init, initTTL, incrOp{mode: incrNum})
+	_, sum, out, err = d.incrInit(key, hashKey(d.seed, key), delta, init, initTTL, incrOp{mode: incrNum})
 	return sum, out, err
 }
 
@@ -27,7 +27,7 @@ func (d *Dict) IncrInitNum(key string, delta, init int64, initTTL time.Duration)
 // guardedIncr).
 func (d *Dict) guardedIncrInitNum(key string, delta, init int64, initTTL time.Duration) (sum float64, out Outcome, err error) {
 	defer d.catchFault(&err, shm.GuardFaults())
-	_, sum, out, err = d.incrInit(key, delta, init, initTTL, incrOp{mode: incrNum})
+	_, sum, out, err = d.incrInit(key, hashKey(d.seed, key), delta, init, initTTL, incrOp{mode: incrNum})
 	return sum, out, err
 }
 
@@ -44,7 +44,7 @@ func (d *Dict) Incr(key string, delta int64) (int64, error) {
 	if d.guard {
 		return d.guardedIncr(key, delta)
 	}
-	n, _, found, err := d.incr(key, incrOp{i: delta, f: float64(delta)})
+	n, _, found, err := d.incr(key, hashKey(d.seed, key), incrOp{i: delta, f: float64(delta)})
 	if err == nil && !found {
 		err = ErrNotFound
 	}
@@ -55,7 +55,7 @@ func (d *Dict) Incr(key string, delta int64) (int64, error) {
 // that Incr itself sets up no deferred call (about a nanosecond).
 func (d *Dict) guardedIncr(key string, delta int64) (_ int64, err error) {
 	defer d.catchFault(&err, shm.GuardFaults())
-	n, _, found, err := d.incr(key, incrOp{i: delta, f: float64(delta)})
+	n, _, found, err := d.incr(key, hashKey(d.seed, key), incrOp{i: delta, f: float64(delta)})
 	if err == nil && !found {
 		err = ErrNotFound
 	}
@@ -69,7 +69,7 @@ func (d *Dict) IncrFloat(key string, delta float64) (_ float64, err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
 	}
-	_, f, found, err := d.incr(key, incrOp{f: delta, mode: incrToFloat})
+	_, f, found, err := d.incr(key, hashKey(d.seed, key), incrOp{f: delta, mode: incrToFloat})
 	if err == nil && !found {
 		err = ErrNotFound
 	}
@@ -86,38 +86,37 @@ func (d *Dict) IncrInit(key string, delta, init int64, initTTL time.Duration) (n
 	if d.guard {
 		return d.guardedIncrInit(key, delta, init, initTTL)
 	}
-	n, _, out, err := d.incrInit(key, delta, init, initTTL, incrOp{mode: incrToInt})
+	n, _, out, err := d.incrInit(key, hashKey(d.seed, key), delta, init, initTTL, incrOp{mode: incrToInt})
 	return n, out.Forcible, err
 }
 
 // guardedIncrInit is IncrInit with Options.GuardFaults (as guardedIncr).
 func (d *Dict) guardedIncrInit(key string, delta, init int64, initTTL time.Duration) (n int64, forcible bool, err error) {
 	defer d.catchFault(&err, shm.GuardFaults())
-	n, _, out, err := d.incrInit(key, delta, init, initTTL, incrOp{mode: incrToInt})
+	n, _, out, err := d.incrInit(key, hashKey(d.seed, key), delta, init, initTTL, incrOp{mode: incrToInt})
 	return n, out.Forcible, err
 }
 
 // incrInit is IncrInit (op.mode incrToInt) and IncrInitNum (incrNum): the
 // sum as an int and as a float. op's mode and exp say how; incrInit fills
 // in its deltas. A live key's increment is incr's; creating it,
-// createInit's.
-func (d *Dict) incrInit(key string, delta, init int64, initTTL time.Duration, op incrOp) (int64, float64, Outcome, error) {
+// createInit's. h is key's hash.
+func (d *Dict) incrInit(key string, h uint64, delta, init int64, initTTL time.Duration, op incrOp) (int64, float64, Outcome, error) {
 	if initTTL < 0 {
 		return 0, 0, Outcome{}, ErrBadTTL
 	}
 	op.i, op.f = delta, float64(delta)
-	n, f, found, err := d.incr(key, op)
+	n, f, found, err := d.incr(key, h, op)
 	if err != nil || found {
 		return n, f, Outcome{}, err
 	}
-	return d.createInit(key, init, initTTL, op)
+	return d.createInit(key, h, init, initTTL, op)
 }
 
 // createInit is incrInit of a key incr found absent or expired, under the
 // shard's lock (a function of its own, so that incrInit has no deferred
 // call to pay for when the key is live).
-func (d *Dict) createInit(key string, init int64, initTTL time.Duration, op incrOp) (n int64, f float64, out Outcome, err error) {
-	h := hashKey(d.seed, key)
+func (d *Dict) createInit(key string, h uint64, init int64, initTTL time.Duration, op incrOp) (n int64, f float64, out Outcome, err error) {
 	s := d.shardFor(h)
 	if err := d.lock(s); err != nil {
 		return 0, 0, out, err
@@ -150,12 +149,11 @@ func (d *Dict) createInit(key string, init int64, initTTL time.Duration, op incr
 // alone when it can pin it, otherwise under the shard's lock. found is false
 // for an absent or expired key. The common case, an int's increment, adds
 // here when plainInt finds nothing else to check or write; anything else
-// on a pinned entry is incrInPage's.
-func (d *Dict) incr(key string, op incrOp) (int64, float64, bool, error) {
+// on a pinned entry is incrInPage's. h is key's hash.
+func (d *Dict) incr(key string, h uint64, op incrOp) (int64, float64, bool, error) {
 	if err := d.check(key, true); err != nil {
 		return 0, 0, false, err
 	}
-	h := hashKey(d.seed, key)
 	s := d.shardFor(h)
 	off, seq, ok := s.findOptimistic(key, h)
 	if ok && off != 0 {

@@ -14,11 +14,16 @@ import (
 //
 // IncrInitNumTTL returns the errors of IncrInitNum.
 func (d *Dict) IncrInitNumTTL(key string, delta, init int64, initTTL time.Duration) (sum float64, ttl time.Duration, out Outcome, err error) {
+	return d.incrInitNumTTL(key, hashKey(d.seed, key), delta, init, initTTL)
+}
+
+// incrInitNumTTL is IncrInitNumTTL of key, whose hash is h.
+func (d *Dict) incrInitNumTTL(key string, h uint64, delta, init int64, initTTL time.Duration) (sum float64, ttl time.Duration, out Outcome, err error) {
 	if d.guard {
-		return d.guardedIncrInitNumTTL(key, delta, init, initTTL)
+		return d.guardedIncrInitNumTTL(key, h, delta, init, initTTL)
 	}
 	var expiry int64
-	_, sum, out, err = d.incrInit(key, delta, init, initTTL, incrOp{mode: incrNum, exp: &expiry})
+	_, sum, out, err = d.incrInit(key, h, delta, init, initTTL, incrOp{mode: incrNum, exp: &expiry})
 	if err != nil {
 		return 0, 0, out, err
 	}
@@ -27,10 +32,10 @@ func (d *Dict) IncrInitNumTTL(key string, delta, init int64, initTTL time.Durati
 
 // guardedIncrInitNumTTL is IncrInitNumTTL with Options.GuardFaults (as
 // guardedIncr).
-func (d *Dict) guardedIncrInitNumTTL(key string, delta, init int64, initTTL time.Duration) (sum float64, ttl time.Duration, out Outcome, err error) {
+func (d *Dict) guardedIncrInitNumTTL(key string, h uint64, delta, init int64, initTTL time.Duration) (sum float64, ttl time.Duration, out Outcome, err error) {
 	defer d.catchFault(&err, shm.GuardFaults())
 	var expiry int64
-	_, sum, out, err = d.incrInit(key, delta, init, initTTL, incrOp{mode: incrNum, exp: &expiry})
+	_, sum, out, err = d.incrInit(key, h, delta, init, initTTL, incrOp{mode: incrNum, exp: &expiry})
 	if err != nil {
 		return 0, 0, out, err
 	}

@@ -77,10 +77,15 @@ type ReviseFunc func(s State, found bool) (next State, store bool, ttl time.Dura
 // 8, 16, 24 or 32, ErrBadTTL if fn returns a negative TTL for a value it
 // stores, and the errors of Set for a new entry.
 func (d *Dict) Revise(key string, size int, fn ReviseFunc) (out Outcome, err error) {
+	return d.reviseBytes(key, hashKey(d.seed, key), size, fn)
+}
+
+// reviseBytes is Revise of key, whose hash is h.
+func (d *Dict) reviseBytes(key string, h uint64, size int, fn ReviseFunc) (out Outcome, err error) {
 	if size < 8 || size > MaxStateSize || size%8 != 0 {
 		return out, ErrBadValue
 	}
-	return d.revise(key, KindBytes, size, fn)
+	return d.revise(key, h, KindBytes, size, fn)
 }
 
 // ReviseInt is Revise of an int. fn gets the number, or 0 and found false
@@ -90,11 +95,16 @@ func (d *Dict) Revise(key string, size int, fn ReviseFunc) (out Outcome, err err
 // ReviseInt returns ErrWrongShape without calling fn when the live value
 // is not an int, and the errors of Revise.
 func (d *Dict) ReviseInt(key string, fn func(n int64, found bool) (next int64, store bool, ttl time.Duration)) (out Outcome, err error) {
+	return d.reviseInt(key, hashKey(d.seed, key), fn)
+}
+
+// reviseInt is ReviseInt of key, whose hash is h.
+func (d *Dict) reviseInt(key string, h uint64, fn func(n int64, found bool) (next int64, store bool, ttl time.Duration)) (out Outcome, err error) {
 	sfn := func(s State, found bool) (State, bool, time.Duration) {
 		n, store, ttl := fn(int64(s.W0), found)
 		return State{W0: uint64(n)}, store, ttl
 	}
-	return d.revise(key, KindInt, 8, sfn)
+	return d.revise(key, h, KindInt, 8, sfn)
 }
 
 // reviseOp is one Revise: the key's place, the value's kind and size, and
@@ -117,15 +127,14 @@ func (op *reviseOp) word(w uint64) uint64 {
 }
 
 // revise is Revise of a value of kind, KindBytes or KindInt, stored in
-// size bytes.
-func (d *Dict) revise(key string, kind Kind, size int, fn ReviseFunc) (out Outcome, err error) {
+// size bytes, under key, whose hash is h.
+func (d *Dict) revise(key string, h uint64, kind Kind, size int, fn ReviseFunc) (out Outcome, err error) {
 	if d.guard {
 		defer d.catchFault(&err, shm.GuardFaults())
 	}
 	if err := d.check(key, true); err != nil {
 		return out, err
 	}
-	h := hashKey(d.seed, key)
 	op := reviseOp{place: place{d.shardFor(h), key, h}, kind: kind, size: size, fn: fn}
 	for try := 0; try < tries; try++ {
 		res, err := d.reviseOptimistic(&op)

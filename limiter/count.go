@@ -121,17 +121,19 @@ func (l *Count) incomingAt(dec *Decision, _ int64, key string, cost int64, commi
 		return nil
 	}
 	var kb keyBuf
-	zk := l.key(&kb, key)
+	var zk string
 	// The allowance is a float64: a key a Lua writer or IncrFloat left
 	// fractional keeps its fraction (2.5 less 1 is 1.5), as in the Lua
 	// module, whose numbers are all doubles.
 	var rem float64
 	reset := time.Duration(-1) // not read yet
 	if commit {
-		n, ttl, out, err := l.d.IncrInitNumTTL(zk, -cost, p.limit, p.window)
+		k := l.zoneKey(l.d, &kb, key)
+		zk = k.String()
+		n, ttl, out, err := l.d.IncrInitNumTTLKey(k, -cost, p.limit, p.window)
 		if out != (dict.Outcome{}) || err != nil {
 			err = l.settle(l.d, out, err, func() (o dict.Outcome, err error) {
-				n, ttl, o, err = l.d.IncrInitNumTTL(zk, -cost, p.limit, p.window)
+				n, ttl, o, err = l.d.IncrInitNumTTLKey(k, -cost, p.limit, p.window)
 				return o, err
 			})
 		}
@@ -143,6 +145,7 @@ func (l *Count) incomingAt(dec *Decision, _ int64, key string, cost int64, commi
 		}
 		rem, reset = n, ttl
 	} else {
+		zk = l.key(&kb, key)
 		v, found, err := read(l.d, zk, nil, isNumber)
 		if err != nil {
 			return err

@@ -126,8 +126,8 @@ func (l *GCRA) incomingAt(dec *Decision, now int64, key string, n int64, commit 
 	nowNs := now * int64(time.Millisecond)
 	stored := nowNs // the TAT the requests are decided on
 	var kb keyBuf
-	zk := l.key(&kb, key)
 	if !commit {
+		zk := l.key(&kb, key)
 		v, found, err := read(l.d, zk, nil, isInt)
 		if err != nil {
 			return err
@@ -141,6 +141,8 @@ func (l *GCRA) incomingAt(dec *Decision, now int64, key string, n int64, commit 
 		p.decide(dec, nowNs, stored, n, false)
 		return nil
 	}
+	k := l.zoneKey(l.d, &kb, key)
+	zk := k.String()
 	// fn decides on the TAT read without a lock (dict.ReviseInt): a
 	// rejection takes no lock and writes nothing. It may run again, so each
 	// call starts afresh. A TAT in the past means no more than none.
@@ -159,9 +161,9 @@ func (l *GCRA) incomingAt(dec *Decision, now int64, key string, n int64, commit 
 		}
 		return cur, false, 0 // rejected: unchanged, TTL and all
 	}
-	out, err := l.d.ReviseInt(zk, fn)
+	out, err := l.d.ReviseIntKey(k, fn)
 	if out != (dict.Outcome{}) || err != nil {
-		err = l.settle(l.d, out, err, func() (dict.Outcome, error) { return l.d.ReviseInt(zk, fn) })
+		err = l.settle(l.d, out, err, func() (dict.Outcome, error) { return l.d.ReviseIntKey(k, fn) })
 	}
 	if err != nil {
 		return shapeErr(l.d, zk, err)

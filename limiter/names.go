@@ -3,6 +3,8 @@ package limiter
 import (
 	"fmt"
 	"sync/atomic"
+
+	"github.com/shmzone/shmzone/dict"
 )
 
 // Names. A limiter owns the keys of one namespace of its dictionary: the
@@ -104,6 +106,16 @@ func (sp *space) key(buf *keyBuf, key string) string {
 	}
 	copy(buf[copy(buf[:], sp.prefix):], key)
 	return bytesString(buf[:n])
+}
+
+// zoneKey is key for d as a dict.Key: the prefix and key, built in buf as
+// key builds them, and hashed from the two where they lie (dict.KeyOf).
+// The empty key stays the empty Key, for the dictionary's ErrEmptyKey.
+func (sp *space) zoneKey(d *dict.Dict, buf *keyBuf, key string) dict.Key {
+	if key == "" {
+		return dict.Key{}
+	}
+	return d.KeyOf(buf[:], sp.prefix, key)
 }
 
 // counts are a limiter's Stats, shared by the limiter's goroutines.

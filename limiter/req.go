@@ -162,8 +162,8 @@ func (l *Req) incomingAt(dec *Decision, now int64, key string, n int64, commit b
 func (l *Req) step(p *reqNums, ms int64, key string, n int64, commit bool) (excess float64, ok bool, err error) {
 	now := luaMs(ms)
 	var kb keyBuf
-	zk := l.key(&kb, key)
 	if !commit {
+		zk := l.key(&kb, key)
 		buf := bufs.Get().(*[bufSize]byte)
 		defer bufs.Put(buf)
 		v, found, err := read(l.d, zk, buf[:], isReqState)
@@ -177,6 +177,8 @@ func (l *Req) step(p *reqNums, ms int64, key string, n int64, commit bool) (exce
 		excess, ok = p.leak(s, true, now, n)
 		return excess, ok, nil
 	}
+	k := l.zoneKey(l.d, &kb, key)
+	zk := k.String()
 	// fn decides on a copy of the state, read without a lock (dict.Revise).
 	// A rejection takes no lock and writes nothing. An admission stores the
 	// state under the key's lock if it is still the one fn was given;
@@ -206,9 +208,9 @@ func (l *Req) step(p *reqNums, ms int64, key string, n int64, commit bool) (exce
 		st := reqState{excess: truncExcess(excess), last: last}
 		return stateOfReq(st), true, p.drainedAfter(st, ms)
 	}
-	out, err := l.d.Revise(zk, reqSize, fn)
+	out, err := l.d.ReviseKey(k, reqSize, fn)
 	if out != (dict.Outcome{}) || err != nil {
-		err = l.settle(l.d, out, err, func() (dict.Outcome, error) { return l.d.Revise(zk, reqSize, fn) })
+		err = l.settle(l.d, out, err, func() (dict.Outcome, error) { return l.d.ReviseKey(k, reqSize, fn) })
 	}
 	if err != nil {
 		return 0, false, shapeErr(l.d, zk, err)

@@ -136,9 +136,9 @@ func (l *SlidingWindow) incomingAt(dec *Decision, now int64, key string, n int64
 	win := floorDiv(now, p.w)
 	elapsed := min(now-win*p.w, p.w)
 	var kb keyBuf
-	zk := l.key(&kb, key)
 	var pre swState // the state the request is decided on
 	if !commit {
+		zk := l.key(&kb, key)
 		buf := bufs.Get().(*[bufSize]byte)
 		defer bufs.Put(buf)
 		v, found, err := read(l.d, zk, buf[:], isSWState)
@@ -155,6 +155,8 @@ func (l *SlidingWindow) incomingAt(dec *Decision, now int64, key string, n int64
 		p.decide(dec, pre, elapsed, n, false)
 		return nil
 	}
+	k := l.zoneKey(l.d, &kb, key)
+	zk := k.String()
 	// fn decides on a copy of the state, read without a lock
 	// (dict.Revise): a rejection takes no lock and writes nothing. It may
 	// run again, so each call starts afresh.
@@ -181,9 +183,9 @@ func (l *SlidingWindow) incomingAt(dec *Decision, now int64, key string, n int64
 		}
 		return stateOfSW(s), true, time.Duration(ttl) * time.Millisecond
 	}
-	out, err := l.d.Revise(zk, swSize, fn)
+	out, err := l.d.ReviseKey(k, swSize, fn)
 	if out != (dict.Outcome{}) || err != nil {
-		err = l.settle(l.d, out, err, func() (dict.Outcome, error) { return l.d.Revise(zk, swSize, fn) })
+		err = l.settle(l.d, out, err, func() (dict.Outcome, error) { return l.d.ReviseKey(k, swSize, fn) })
 	}
 	if err != nil {
 		return shapeErr(l.d, zk, err)

@@ -30,25 +30,191 @@ func Sum(seed uint64, key string) uint64 {
 		return xxh3Over16(seed, b)
 	}
 	if n > 8 {
-		lo := le64(b) ^ (xxh3Flip9 + seed)
-		hi := le64(b[n-8:]) ^ (xxh3Flip9b - seed)
-		return xxh3Avalanche(uint64(n) + bits.ReverseBytes64(lo) + hi + mulFold(lo, hi))
+		return sum9(seed, n, le64(b), le64(b[n-8:]))
 	}
 	if n >= 4 {
-		seed ^= uint64(bits.ReverseBytes32(uint32(seed))) << 32
-		in := uint64(binary.LittleEndian.Uint32(b[n-4:])) + uint64(binary.LittleEndian.Uint32(b))<<32
-		h := in ^ (xxh3Flip4 - seed)
-		h ^= bits.RotateLeft64(h, 49) ^ bits.RotateLeft64(h, 24)
-		h *= xxh3Mx2
-		h ^= h>>35 + uint64(n)
-		h *= xxh3Mx2
-		return h ^ h>>28
+		return sum4(seed, n, binary.LittleEndian.Uint32(b), binary.LittleEndian.Uint32(b[n-4:]))
 	}
 	if n > 0 {
-		c := uint32(b[0])<<16 | uint32(b[n>>1])<<24 | uint32(b[n-1]) | uint32(n)<<8
-		return xxh64Avalanche(uint64(c) ^ (xxh3Flip1 + seed))
+		return sum1(seed, n, b[0], b[n>>1], b[n-1])
 	}
 	return xxh64Avalanche(seed ^ xxh3Flip0)
+}
+
+// Sum2 returns Sum(seed, a+b) without joining a and b. Callers that hash a
+// prefix and a name use it. A joined key would be stored and then loaded a
+// word at a time, and a load of bytes just stored stalls.
+//
+// For a key of 9 to 240 bytes, Sum2 loads each word from a or from b. It puts
+// a word that spans both together in registers. A part shorter than 8 bytes
+// is read in smaller loads. A key of up to 8 bytes is put together in one
+// word. A key over 240 bytes is joined first, as such keys are rare. Sum2
+// allocates only for keys over 256 bytes.
+//
+// Keys of 17 to 32 bytes with at least 8 of them in b take a path without a
+// call.
+func Sum2(seed uint64, a, b string) uint64 {
+	n := len(a) + len(b)
+	if uint(n-17) >= 16 || len(b) < 8 {
+		return sum2Split(seed, a, b)
+	}
+	// Sum's path for 17 to 32 bytes: the words at 0 and 8, and at n-16 and
+	// n-8. ea holds a's last 8 bytes, or all of a in its high bytes when a
+	// is shorter. eb holds b's first 8 bytes.
+	eb := str64(b[:8])
+	var ea, w0, w1, w2 uint64
+	if len(a) >= 8 {
+		w0, ea = str64(a[:8]), str64(a[len(a)-8:])
+		switch {
+		case len(a) >= 16:
+			w1 = str64(a[8:16])
+		case len(a) > 8:
+			w1 = across(ea, eb, len(a)-8)
+		default:
+			w1 = eb
+		}
+	} else {
+		s := leShort(stringBytes(a))
+		w0, w1 = s|eb<<(uint(8*len(a))&63), str64(b[8-len(a):16-len(a)])
+		ea = s << (uint(64-8*len(a)) & 63)
+	}
+	switch {
+	case len(b) >= 16:
+		w2 = str64(b[len(b)-16 : len(b)-8])
+	case len(b) > 8:
+		w2 = across(ea, eb, 16-len(b))
+	default:
+		w2 = ea
+	}
+	w3 := str64(b[len(b)-8:])
+	sec := xxh3Secret[:]
+	acc := uint64(n)*prime64x1 +
+		mulFold(w0^(le64(sec)+seed), w1^(le64(sec[8:])-seed)) +
+		mulFold(w2^(le64(sec[16:])+seed), w3^(le64(sec[24:])-seed))
+	return xxh3Avalanche(acc)
+}
+
+// sum2Split is Sum2 for the keys that Sum2's own path leaves.
+func sum2Split(seed uint64, a, b string) uint64 {
+	if len(b) == 0 {
+		return Sum(seed, a)
+	}
+	if len(a) == 0 {
+		return Sum(seed, b)
+	}
+	n := len(a) + len(b)
+	pa, pb := stringBytes(a), stringBytes(b)
+	if n <= 8 {
+		// Both parts are shorter than 8 bytes here.
+		v := leShort(pa) | leShort(pb)<<(uint(8*len(a))&63)
+		if n >= 4 {
+			return sum4(seed, n, uint32(v), uint32(v>>(uint(8*(n-4))&63)))
+		}
+		return sum1(seed, n, byte(v), byte(v>>(uint(8*(n>>1))&63)), byte(v>>(uint(8*(n-1))&63)))
+	}
+	if n > 240 {
+		return sumLong(seed, a, b)
+	}
+	// ea holds a's last 8 bytes, or all of a in its high bytes when a is
+	// shorter. eb holds b's first 8 bytes, or all of b in its low bytes.
+	var ea, eb uint64
+	if len(a) >= 8 {
+		ea = le64(pa[len(a)-8:])
+	} else {
+		ea = leShort(pa) << (uint(64-8*len(a)) & 63)
+	}
+	if len(b) >= 8 {
+		eb = le64(pb)
+	} else {
+		eb = leShort(pb)
+	}
+	if n <= 16 {
+		return sum9(seed, n, word(pa, pb, ea, eb, 0), word(pa, pb, ea, eb, n-8))
+	}
+	// xxh3Over16's reads, a pair of words at a time.
+	sec := xxh3Secret[:]
+	acc := uint64(n) * prime64x1
+	if n <= 128 {
+		if n > 32 {
+			if n > 64 {
+				if n > 96 {
+					acc += mix16w(word(pa, pb, ea, eb, 48), word(pa, pb, ea, eb, 56), sec[96:], seed)
+					acc += mix16w(word(pa, pb, ea, eb, n-64), word(pa, pb, ea, eb, n-56), sec[112:], seed)
+				}
+				acc += mix16w(word(pa, pb, ea, eb, 32), word(pa, pb, ea, eb, 40), sec[64:], seed)
+				acc += mix16w(word(pa, pb, ea, eb, n-48), word(pa, pb, ea, eb, n-40), sec[80:], seed)
+			}
+			acc += mix16w(word(pa, pb, ea, eb, 16), word(pa, pb, ea, eb, 24), sec[32:], seed)
+			acc += mix16w(word(pa, pb, ea, eb, n-32), word(pa, pb, ea, eb, n-24), sec[48:], seed)
+		}
+		acc += mix16w(word(pa, pb, ea, eb, 0), word(pa, pb, ea, eb, 8), sec, seed)
+		acc += mix16w(word(pa, pb, ea, eb, n-16), word(pa, pb, ea, eb, n-8), sec[16:], seed)
+		return xxh3Avalanche(acc)
+	}
+	for i := 0; i < 8; i++ {
+		acc += mix16w(word(pa, pb, ea, eb, 16*i), word(pa, pb, ea, eb, 16*i+8), sec[16*i:], seed)
+	}
+	acc = xxh3Avalanche(acc)
+	for i := 8; i < n/16; i++ {
+		acc += mix16w(word(pa, pb, ea, eb, 16*i), word(pa, pb, ea, eb, 16*i+8), sec[16*(i-8)+3:], seed)
+	}
+	acc += mix16w(word(pa, pb, ea, eb, n-16), word(pa, pb, ea, eb, n-8), sec[xxh3MidLast:], seed)
+	return xxh3Avalanche(acc)
+}
+
+// across is the word that takes its first k bytes from a and the rest from
+// b, for k from 0 to 7. ea holds a's last bytes in its high bytes. eb holds
+// b's first bytes in its low bytes.
+func across(ea, eb uint64, k int) uint64 {
+	return eb<<(uint(8*k)&63) | ea>>1>>(uint(63-8*k)&63)
+}
+
+// word is the 8 bytes at offset i of the key a+b, little-endian. ea and eb
+// are as across takes them. The caller keeps i+8 within the key.
+func word(a, b []byte, ea, eb uint64, i int) uint64 {
+	if i+8 <= len(a) {
+		return le64(a[i:])
+	}
+	if i >= len(a) {
+		return le64(b[i-len(a):])
+	}
+	return across(ea, eb, len(a)-i)
+}
+
+// mix16w is XXH3_mix16B of 16 bytes given as two words.
+func mix16w(lo, hi uint64, sec []byte, seed uint64) uint64 {
+	return mulFold(lo^(le64(sec)+seed), hi^(le64(sec[8:])-seed))
+}
+
+// sum9 finishes a key of 9 to 16 bytes from its first and last 8 bytes.
+func sum9(seed uint64, n int, first, last uint64) uint64 {
+	lo := first ^ (xxh3Flip9 + seed)
+	hi := last ^ (xxh3Flip9b - seed)
+	return xxh3Avalanche(uint64(n) + bits.ReverseBytes64(lo) + hi + mulFold(lo, hi))
+}
+
+// sum4 finishes a key of 4 to 8 bytes from its first and last 4 bytes.
+func sum4(seed uint64, n int, first, last uint32) uint64 {
+	seed ^= uint64(bits.ReverseBytes32(uint32(seed))) << 32
+	h := (uint64(last) + uint64(first)<<32) ^ (xxh3Flip4 - seed)
+	h ^= bits.RotateLeft64(h, 49) ^ bits.RotateLeft64(h, 24)
+	h *= xxh3Mx2
+	h ^= h>>35 + uint64(n)
+	h *= xxh3Mx2
+	return h ^ h>>28
+}
+
+// sum1 finishes a key of 1 to 3 bytes from its first, middle and last byte.
+func sum1(seed uint64, n int, first, mid, last byte) uint64 {
+	c := uint32(first)<<16 | uint32(mid)<<24 | uint32(last) | uint32(n)<<8
+	return xxh64Avalanche(uint64(c) ^ (xxh3Flip1 + seed))
+}
+
+// sumLong is Sum2 for keys over 240 bytes. It joins a and b on the stack
+// when they fit in 256 bytes, and on the heap otherwise.
+func sumLong(seed uint64, a, b string) uint64 {
+	var buf [256]byte
+	return xxh3Long(seed, append(append(buf[:0], a...), b...))
 }
 
 // XXH3's constants. The flips are XORs of words of the default secret that the
@@ -99,6 +265,27 @@ const (
 )
 
 func le64(b []byte) uint64 { return binary.LittleEndian.Uint64(b) }
+
+// str64 is the little-endian word of s's first 8 bytes. The compiler makes
+// it one load.
+func str64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// leShort is the little-endian word of fewer than 8 bytes, zero above them.
+// Two loads that overlap read 4 to 7 bytes, and three read 1 to 3.
+func leShort(b []byte) uint64 {
+	n := len(b)
+	if n >= 4 {
+		return uint64(binary.LittleEndian.Uint32(b)) | uint64(binary.LittleEndian.Uint32(b[n-4:]))<<(uint(8*(n-4))&63)
+	}
+	if n > 0 {
+		return uint64(b[0]) | uint64(b[n>>1])<<(uint(8*(n>>1))&63) | uint64(b[n-1])<<(uint(8*(n-1))&63)
+	}
+	return 0
+}
 
 func mulFold(a, b uint64) uint64 {
 	hi, lo := bits.Mul64(a, b)

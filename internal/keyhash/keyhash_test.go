@@ -2,6 +2,7 @@ package keyhash
 
 import (
 	"bufio"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -67,5 +68,55 @@ func TestSumIsSeededXXH3(t *testing.T) {
 	}
 	if rows < 1000 {
 		t.Errorf("testdata/xxh3.txt: %d rows", rows)
+	}
+}
+
+// Sum2 must equal Sum of the joined key at every length and every split,
+// so that a key hashed in two parts lands where its whole form does. The
+// lengths cover each of Sum's paths and the joined fallback over 240 bytes.
+func TestSum2IsSumOfJoined(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	key := make([]byte, 300)
+	for i := range key {
+		key[i] = byte(r.Uint32())
+	}
+	seeds := []uint64{0, 1, 0x1234567, 0x9E3779B185EBCA87, ^uint64(0), r.Uint64()}
+	for n := 0; n <= len(key); n++ {
+		s := string(key[:n])
+		for _, seed := range seeds {
+			want := Sum(seed, s)
+			for i := 0; i <= n; i++ {
+				if got := Sum2(seed, s[:i], s[i:]); got != want {
+					t.Fatalf("Sum2(%#x, %d bytes, %d bytes) = %#x, want Sum's %#x", seed, i, n-i, got, want)
+				}
+			}
+		}
+	}
+}
+
+// FuzzSum2 checks Sum2 against Sum of the joined key.
+func FuzzSum2(f *testing.F) {
+	f.Add(uint64(0), "", "")
+	f.Add(uint64(1), "a", "b")
+	f.Add(uint64(0x1234567), "count|t|", "key:00000000001")
+	f.Add(uint64(0x1234567), "req|a|", "key:00000000001")
+	f.Add(^uint64(0), "session|user|", "0123456789abcdef0123456789a")
+	f.Add(uint64(7), strings.Repeat("x", 100), strings.Repeat("y", 60))
+	f.Add(uint64(9), strings.Repeat("p", 3), strings.Repeat("q", 250))
+	f.Fuzz(func(t *testing.T, seed uint64, a, b string) {
+		if got, want := Sum2(seed, a, b), Sum(seed, a+b); got != want {
+			t.Fatalf("Sum2(%#x, %q, %q) = %#x, want Sum's %#x", seed, a, b, got, want)
+		}
+	})
+}
+
+// Sum2 joins only keys over 240 bytes, and those on the stack up to 256.
+func TestSum2DoesNotAllocate(t *testing.T) {
+	key := strings.Repeat("0123456789abcdef", 16)
+	for _, n := range []int{0, 5, 12, 24, 40, 200, 250, 256} {
+		a, b := key[:n/3], key[n/3:n]
+		if allocs := testing.AllocsPerRun(100, func() { sink = Sum2(1, a, b) }); allocs != 0 {
+			t.Errorf("Sum2 of %d and %d bytes: %v allocations", len(a), len(b), allocs)
+		}
 	}
 }

@@ -146,3 +146,45 @@ func BenchmarkGuardFaults(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkJoinedKey measures IncrInitNumTTL on a key a caller joins from a
+// prefix and a name for each call, as a limiter does: of a string made
+// before the timing, of the key joined on the stack, and of the key that
+// KeyOf joins and hashes from its parts.
+func BenchmarkJoinedKey(b *testing.B) {
+	const prefix = "count|t|"
+	d, names := benchDict(b, 1000)
+	joined := make([]string, len(names))
+	for i, n := range names {
+		joined[i] = prefix + n
+		if _, _, _, err := d.IncrInitNumTTL(joined[i], -1, 1<<53, time.Hour); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("key=made-before", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, _, _, err := d.IncrInitNumTTL(joined[i%len(joined)], -1, 1<<53, time.Hour); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("key=joined", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			var buf [128]byte
+			name := names[i%len(names)]
+			n := copy(buf[copy(buf[:], prefix):], name) + len(prefix)
+			if _, _, _, err := d.IncrInitNumTTL(bytesString(buf[:n]), -1, 1<<53, time.Hour); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("key=KeyOf", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			var buf [128]byte
+			k := d.KeyOf(buf[:], prefix, names[i%len(names)])
+			if _, _, _, err := d.IncrInitNumTTLKey(k, -1, 1<<53, time.Hour); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

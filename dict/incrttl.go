@@ -22,8 +22,16 @@ func (d *Dict) incrInitNumTTL(key string, h uint64, delta, init int64, initTTL t
 	if d.guard {
 		return d.guardedIncrInitNumTTL(key, h, delta, init, initTTL)
 	}
+	if initTTL < 0 {
+		return 0, 0, out, ErrBadTTL
+	}
+	// incrInit's steps, here to save a call on a live key.
 	var expiry int64
-	_, sum, out, err = d.incrInit(key, h, delta, init, initTTL, incrOp{mode: incrNum, exp: &expiry})
+	op := incrOp{i: delta, f: float64(delta), mode: incrNum, exp: &expiry}
+	_, sum, found, err := d.incr(key, h, op)
+	if err == nil && !found {
+		_, sum, out, err = d.createInit(key, h, init, initTTL, op)
+	}
 	if err != nil {
 		return 0, 0, out, err
 	}

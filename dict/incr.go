@@ -19,7 +19,7 @@ func (d *Dict) IncrInitNum(key string, delta, init int64, initTTL time.Duration)
 	if d.guard {
 		return d.guardedIncrInitNum(key, delta, init, initTTL)
 	}
-	_, sum, out, err = d.incrInit(key, hashKey(d.seed, key), delta, init, initTTL, incrOp{mode: incrNum})
+	_, sum, out, err = d.incrInit(key, hashKey(d.seed, key), init, initTTL, incrOp{i: delta, f: float64(delta), mode: incrNum})
 	return sum, out, err
 }
 
@@ -27,7 +27,7 @@ func (d *Dict) IncrInitNum(key string, delta, init int64, initTTL time.Duration)
 // guardedIncr).
 func (d *Dict) guardedIncrInitNum(key string, delta, init int64, initTTL time.Duration) (sum float64, out Outcome, err error) {
 	defer d.catchFault(&err, shm.GuardFaults())
-	_, sum, out, err = d.incrInit(key, hashKey(d.seed, key), delta, init, initTTL, incrOp{mode: incrNum})
+	_, sum, out, err = d.incrInit(key, hashKey(d.seed, key), init, initTTL, incrOp{i: delta, f: float64(delta), mode: incrNum})
 	return sum, out, err
 }
 
@@ -86,26 +86,24 @@ func (d *Dict) IncrInit(key string, delta, init int64, initTTL time.Duration) (n
 	if d.guard {
 		return d.guardedIncrInit(key, delta, init, initTTL)
 	}
-	n, _, out, err := d.incrInit(key, hashKey(d.seed, key), delta, init, initTTL, incrOp{mode: incrToInt})
+	n, _, out, err := d.incrInit(key, hashKey(d.seed, key), init, initTTL, incrOp{i: delta, f: float64(delta), mode: incrToInt})
 	return n, out.Forcible, err
 }
 
 // guardedIncrInit is IncrInit with Options.GuardFaults (as guardedIncr).
 func (d *Dict) guardedIncrInit(key string, delta, init int64, initTTL time.Duration) (n int64, forcible bool, err error) {
 	defer d.catchFault(&err, shm.GuardFaults())
-	n, _, out, err := d.incrInit(key, hashKey(d.seed, key), delta, init, initTTL, incrOp{mode: incrToInt})
+	n, _, out, err := d.incrInit(key, hashKey(d.seed, key), init, initTTL, incrOp{i: delta, f: float64(delta), mode: incrToInt})
 	return n, out.Forcible, err
 }
 
 // incrInit is IncrInit (op.mode incrToInt) and IncrInitNum (incrNum): the
-// sum as an int and as a float. op's mode and exp say how; incrInit fills
-// in its deltas. A live key's increment is incr's; creating it,
-// createInit's. h is key's hash.
-func (d *Dict) incrInit(key string, h uint64, delta, init int64, initTTL time.Duration, op incrOp) (int64, float64, Outcome, error) {
+// sum as an int and as a float. op says what to add and how. A live key's
+// increment is incr's; creating it, createInit's. h is key's hash.
+func (d *Dict) incrInit(key string, h uint64, init int64, initTTL time.Duration, op incrOp) (int64, float64, Outcome, error) {
 	if initTTL < 0 {
 		return 0, 0, Outcome{}, ErrBadTTL
 	}
-	op.i, op.f = delta, float64(delta)
 	n, f, found, err := d.incr(key, h, op)
 	if err != nil || found {
 		return n, f, Outcome{}, err

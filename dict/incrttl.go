@@ -43,7 +43,7 @@ func (d *Dict) incrInitNumTTL(key string, h uint64, delta, init int64, initTTL t
 func (d *Dict) guardedIncrInitNumTTL(key string, h uint64, delta, init int64, initTTL time.Duration) (sum float64, ttl time.Duration, out Outcome, err error) {
 	defer d.catchFault(&err, shm.GuardFaults())
 	var expiry int64
-	_, sum, out, err = d.incrInit(key, h, delta, init, initTTL, incrOp{mode: incrNum, exp: &expiry})
+	_, sum, out, err = d.incrInit(key, h, init, initTTL, incrOp{i: delta, f: float64(delta), mode: incrNum, exp: &expiry})
 	if err != nil {
 		return 0, 0, out, err
 	}

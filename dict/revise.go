@@ -135,7 +135,11 @@ func (d *Dict) revise(key string, h uint64, kind Kind, size int, fn ReviseFunc) 
 	if err := d.check(key, true); err != nil {
 		return out, err
 	}
-	op := reviseOp{place: place{d.shardFor(h), key, h}, kind: kind, size: size, fn: fn}
+	// Field by field: a literal is built on the stack and copied whole,
+	// and the copy's wide loads wait for the literal's narrow stores.
+	var op reviseOp
+	op.s, op.key, op.h = d.shardFor(h), key, h
+	op.kind, op.size, op.fn = kind, size, fn
 	for try := 0; try < tries; try++ {
 		res, err := d.reviseOptimistic(&op)
 		if res == reviseDone {

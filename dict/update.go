@@ -76,7 +76,8 @@ func (d *Dict) lockUpdate(key string, fn func(cur Value, ok bool) (next Value, t
 			if e.kind() == KindList {
 				return ErrIsList
 			}
-			cur, ok = s.current(off, e), true
+			s.current(off, e, &cur)
+			ok = true
 		}
 	}
 	next, ttl, keep := fn(cur, ok)
@@ -127,7 +128,9 @@ func (d *Dict) updateEntry(s *shard, off uint32, e *entry, pw *uint64, fn func(c
 	if e.kind() == KindList {
 		return 0, false, true, ErrIsList
 	}
-	next, ttl, keep := fn(s.current(off, e), true)
+	var cur Value
+	s.current(off, e, &cur)
+	next, ttl, keep := fn(cur, true)
 	switch {
 	case keep && next.kind == KindNone:
 		e.use() // read, and left as it is

@@ -192,15 +192,19 @@ func (v Value) Equal(w Value) bool {
 	return bytes.Equal(v.b, w.b)
 }
 
-// current returns the value of a live entry that passed okBytes and is not
-// a list, for Update's fn: a bytes value aliases the zone, capped.
-func (s *shard) current(off uint32, e *entry) Value {
+// current sets *v to the value of a live entry that passed okBytes and is
+// not a list, for Update's fn: a bytes value aliases the zone, capped. It
+// fills *v rather than return a Value: a returned Value, five words, is
+// stored word by word and then copied in 16-byte moves, which wait for
+// those stores.
+func (s *shard) current(off uint32, e *entry, v *Value) {
 	k := e.kind()
 	if k != KindInt && k != KindFloat && k != KindBool {
-		return Value{kind: KindBytes, b: s.valueOf(off, e)}
+		v.kind, v.b, v.num, v.str = KindBytes, s.valueOf(off, e), 0, false
+		return
 	}
 	num, _ := s.scalarAt(k, int(off)+valOff(int(e.KLen)), int(e.VLen)) // a corrupt length reads as zero
-	return Value{kind: k, num: num}
+	v.kind, v.b, v.num, v.str = k, nil, num, false
 }
 
 // putValue writes v's bytes into an entry whose VLen is already set; the

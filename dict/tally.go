@@ -69,7 +69,9 @@ const pageKinds = 2
 // the page's word of kind k and reports whether flushPageCounts must follow with
 // n, the word's count: at every moveEvery-th count of the word (tallyFlush
 // is a multiple), or when the coarse clock is not running, as counted
-// does. It inlines, as counted.
+// does. Unlike counted it does not inline: the compiler puts it just over
+// its budget, and an inlined version measured no faster in Incr, Count or
+// Req.
 func (s *shard) entryCounted(off uint32, k int) (n uint32, slow bool) {
 	p := s.pageOf(off)
 	if p >= len(s.pages) {
